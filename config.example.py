@@ -1,0 +1,38 @@
+"""PrecisionTool settings. Copy this file to ``config.py`` in the directory you run the tool from
+(the parent of your data root), or point ``--config PATH`` or ``PRECISION_TOOL_CONFIG`` at it.
+
+Command-line flags beat environment variables, which beat this file, which beats the defaults
+shown here. The file is read as plain ``NAME = value`` assignments of literals (strings, numbers,
+booleans, lists, dicts); it is never executed.
+"""
+
+# Where the dumps live (see README, "Data layout"). Relative paths are taken from the directory
+# this file is in.
+DATA_ROOT_DIR = "precision_data"
+
+# Which training steps to compare: '0', '0|5|10', or '' for every step found.
+TF_DUMP_STEP = "0"
+
+# vcs / ac: an op's output is flagged when its cosine similarity is at or below this.
+COSINE_THRESHOLD = 0.98
+
+# vcs / ac: how many flagged ops to list.
+VCS_LIMIT = 3
+
+# vc: worker processes for the comparison; 0 means one per CPU core.
+WORKERS = 0
+
+# ac cast check: casts from any of the left dtypes to any of the right ones are dangerous.
+# By default every floating type to every integer type, and narrowing integer casts.
+DANGEROUS_CASTS = [
+    ("DT_FLOAT", "DT_INT32"), ("DT_FLOAT", "DT_INT64"), ("DT_FLOAT", "DT_INT16"),
+    ("DT_FLOAT", "DT_INT8"), ("DT_FLOAT", "DT_UINT8"),
+    ("DT_FLOAT16", "DT_INT32"), ("DT_FLOAT16", "DT_INT64"), ("DT_FLOAT16", "DT_INT16"),
+    ("DT_FLOAT16", "DT_INT8"), ("DT_FLOAT16", "DT_UINT8"),
+    ("DT_BF16", "DT_INT32"), ("DT_BF16", "DT_INT8"), ("DT_DOUBLE", "DT_INT32"),
+    ("DT_INT64", "DT_INT32"), ("DT_INT64", "DT_INT16"), ("DT_INT32", "DT_INT16"),
+    ("DT_INT32", "DT_INT8"),
+]
+
+# Accepted for compatibility with the original precision_tool's config; unused (no CANN needed).
+CMD_ROOT_PATH = "/usr/local/"

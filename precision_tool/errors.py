@@ -1,0 +1,19 @@
+"""The project's one exception type for problems with the user's input.
+
+Anything the user can cause (a truncated dump, an unknown dtype, a typo in a name) raises
+``PrecisionToolError`` with a message that names the file and the problem. Every other exception
+is a bug in the tool.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class PrecisionToolError(Exception):
+    """A problem with the user's data or input, reported as one readable line."""
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None):
+        self.path = None if path is None else os.fspath(path)
+        self.problem = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)

@@ -1,0 +1,107 @@
+"""The ``precision_data/`` layout (SPEC.md "Data layout") and a survey of what is in it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import PrecisionToolError
+from .golden import read_golden
+from .graph import find_graph_files
+from .tree import DumpTree
+
+
+@dataclass(frozen=True)
+class DataRoot:
+    """Where each kind of data lives under a data root. Only ``temp`` is ever written."""
+
+    path: Path
+
+    @property
+    def npu(self) -> Path:
+        return self.path / "npu"
+
+    def debug_dirs(self) -> list[Path]:
+        """``npu/debug_0``, ``npu/debug_1``, ... in order."""
+        if not self.npu.is_dir():
+            return []
+        return sorted((p for p in self.npu.iterdir() if p.is_dir() and p.name.startswith("debug_")),
+                      key=lambda p: (len(p.name), p.name))
+
+    def dump_root(self, debug: str = "debug_0") -> Path:
+        return self.npu / debug / "dump"
+
+    def graph_dir(self, debug: str = "debug_0") -> Path:
+        return self.npu / debug / "graph"
+
+    @property
+    def golden_dir(self) -> Path:
+        return self.path / "tf" / "dump"
+
+    @property
+    def overflow_root(self) -> Path:
+        return self.path / "overflow" / "dump"
+
+    @property
+    def fusion_file(self) -> Path:
+        return self.path / "fusion" / "fusion_result.json"
+
+    @property
+    def temp(self) -> Path:
+        return self.path / "temp"
+
+
+@dataclass(frozen=True)
+class DebugSurvey:
+    """What one ``npu/debug_N`` directory holds."""
+
+    name: str
+    graph_files: list[Path]
+    runs: list[str | None]
+    newest_run: str | None
+    step_dirs: int  # step directories in the newest run
+    dump_files: int  # dump files in the newest run
+
+
+@dataclass(frozen=True)
+class DataSurvey:
+    """A data root at a glance: for the shell banner and the one-shot usage screen."""
+
+    root: Path
+    debug: list[DebugSurvey] = field(default_factory=list)
+    golden_tensors: int = 0
+    golden_invalid: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _survey_debug(root: DataRoot, debug_dir: Path, problems: list[str]) -> DebugSurvey:
+    graphs = find_graph_files(root.graph_dir(debug_dir.name)) if root.graph_dir(debug_dir.name).is_dir() else []
+    runs, newest, steps, files = [], None, 0, 0
+    if root.dump_root(debug_dir.name).is_dir():
+        try:
+            tree = DumpTree(root.dump_root(debug_dir.name))
+            runs, newest = tree.runs(), tree.newest_run()
+            selected = tree.select(run=newest)
+            steps = len(selected)
+            files = sum(len(tree.listing(s).files) for s in selected)
+        except PrecisionToolError as exc:
+            problems.append(str(exc))
+    return DebugSurvey(debug_dir.name, graphs, runs, newest, steps, files)
+
+
+def survey(path: str | os.PathLike) -> DataSurvey:
+    """Count what a data root holds without reading any tensor data."""
+    root = DataRoot(Path(path))
+    if not root.path.is_dir():
+        raise PrecisionToolError("data root not found (use --data DIR or DATA_ROOT_DIR)", root.path)
+    problems: list[str] = []
+    debug = [_survey_debug(root, d, problems) for d in root.debug_dirs()]
+    golden_count = golden_invalid = 0
+    if root.golden_dir.is_dir():
+        try:
+            golden = read_golden(root.golden_dir)
+            golden_count, golden_invalid = len(golden), len(golden.invalid)
+        except PrecisionToolError as exc:
+            problems.append(str(exc))
+    return DataSurvey(root.path, debug, golden_count, golden_invalid, problems)

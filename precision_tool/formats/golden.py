@@ -1,0 +1,243 @@
+"""TF golden dumps: ``{tensor name, "/" -> "_"}.{output_index}[.{extra}].{timestamp}.npy``.
+
+The index is built from file names alone; an array is memory-mapped only when it is looked up,
+so opening a directory of many gigabytes costs one directory listing.
+
+Decisions (FORMATS.md section 5):
+
+* The optional third field of the name regex (``name.0.7.1657000000000000.npy``) is not
+  documented by the dumpers we know of; it is taken to be a per-launch counter that some dumpers
+  put before the timestamp. It is kept as ``GoldenEntry.extra`` and only breaks ties between
+  equal timestamps; it never changes which tensor a file is.
+* The 255-character limit applies to names found on disk. A name resolved through
+  ``mapping.csv`` may be longer: that is the very reason such aliases exist.
+* A bfloat16 tensor may be stored labelled ``<f2`` (its bits saved as float16). Nothing here
+  can tell; whoever compares it decides how to reinterpret it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from precision_tool.errors import PrecisionToolError
+
+from .tree import MAPPING_FILE, read_mapping
+
+GOLDEN_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.([0-9]+)(\.[0-9]+)?\.([0-9]{1,255})\.npy$")
+MAX_NAME_LENGTH = 255
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+@dataclass(frozen=True)
+class GoldenEntry:
+    """One golden ``.npy`` file; ``file_name`` is the resolved name when ``path`` is an alias."""
+
+    name: str
+    output_index: int
+    timestamp: int
+    extra: int | None
+    path: Path
+    file_name: str
+
+
+def normalise_tensor_name(name: str) -> str:
+    """The file-name spelling of a TF tensor's op name: ``/`` becomes ``_``."""
+    return name.replace("/", "_")
+
+
+def parse_golden_name(file_name: str, path: Path | None = None) -> GoldenEntry | None:
+    """Parse a golden file name; None if it does not match the naming rule."""
+    match = GOLDEN_NAME.match(file_name)
+    if match is None:
+        return None
+    name, index, extra, stamp = match.groups()
+    return GoldenEntry(name=name, output_index=int(index), timestamp=int(stamp),
+                       extra=int(extra[1:]) if extra else None,
+                       path=path if path is not None else Path(file_name), file_name=file_name)
+
+
+class GoldenIndex:
+    """Golden tensors of one directory, keyed by ``(normalised name, output_index)``.
+
+    ``invalid`` lists ``(path, reason)`` for every file that cannot be used, and for problems in
+    ``mapping.csv``. ``len()`` is the number of distinct tensors.
+    """
+
+    def __init__(self, directory: Path, groups: dict[tuple[str, int], list[GoldenEntry]],
+                 invalid: list[tuple[Path, str]]):
+        self.directory = directory
+        self._groups = groups
+        self.invalid = invalid
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __contains__(self, key: object) -> bool:
+        """``(name, output_index) in index``; a bare name asks for any output index."""
+        if isinstance(key, str):
+            wanted = normalise_tensor_name(key)
+            return any(name == wanted for name, _ in self._groups)
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str):
+            return (normalise_tensor_name(key[0]), key[1]) in self._groups
+        return False
+
+    def keys(self) -> list[tuple[str, int]]:
+        """The ``(normalised name, output_index)`` pairs, sorted."""
+        return sorted(self._groups)
+
+    def entries(self) -> list[GoldenEntry]:
+        """Every golden file, sorted by name, output index and timestamp."""
+        return [entry for key in self.keys() for entry in self._groups[key]]
+
+    def timestamps(self, name: str, output_index: int) -> list[int]:
+        """The timestamps present for one tensor, oldest first; empty if none."""
+        group = self._groups.get((normalise_tensor_name(name), output_index), [])
+        return [entry.timestamp for entry in group]
+
+    def entry(self, name: str, output_index: int, timestamp: int | None = None) -> GoldenEntry:
+        """The file of one tensor: the latest one, or the one with ``timestamp``.
+
+        ``name`` is spelled as the graph spells it (``model/conv1/Relu``) or as the file does.
+        Raises PrecisionToolError when there is no such tensor or timestamp.
+        """
+        key = (normalise_tensor_name(name), output_index)
+        group = self._groups.get(key)
+        if not group:
+            raise PrecisionToolError(
+                f"no golden tensor {key[0]}.{output_index}.*.npy", self.directory)
+        if timestamp is None:
+            return group[-1]
+        for entry in group:
+            if entry.timestamp == int(timestamp):
+                return entry
+        present = ", ".join(str(e.timestamp) for e in group)
+        raise PrecisionToolError(f"golden tensor {key[0]}.{output_index} has no timestamp "
+                                 f"{timestamp} (present: {present})", self.directory)
+
+    def path_for(self, name: str, output_index: int, timestamp: int | None = None) -> Path:
+        """The path of one tensor's file (see :meth:`entry`)."""
+        return self.entry(name, output_index, timestamp).path
+
+    def lookup(self, name: str, output_index: int, timestamp: int | None = None) -> np.ndarray:
+        """Load one tensor, memory-mapped read-only: the latest, or the given timestamp's."""
+        return load_npy(self.entry(name, output_index, timestamp).path)
+
+
+def load_npy(path: str | os.PathLike) -> np.ndarray:
+    """Memory-map a ``.npy`` file without ever unpickling; bad files raise PrecisionToolError."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
+    if magic != _NPY_MAGIC:
+        raise PrecisionToolError("not a .npy file (bad magic)", path)
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
+    if not isinstance(array, np.ndarray):  # defensive: np.load could hand back an archive
+        raise PrecisionToolError("not a single-array .npy file", path)
+    return array
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    if "Python objects" in text or "pickle" in text:
+        return "it holds pickled Python objects, which are never loaded"
+    if "mmap length" in text or isinstance(exc, EOFError) or "EOF" in text:
+        return f"truncated ({text})"
+    return text
+
+
+def read_golden(directory: str | os.PathLike) -> GoldenIndex:
+    """Index the golden ``.npy`` files directly inside ``directory`` (names only, no loading).
+
+    Files whose name is a key of ``mapping.csv`` are resolved through it in memory. Names that
+    break the naming rule, non-``.npy`` files and unresolvable aliases go to ``invalid``.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        why = "not a directory" if directory.exists() else "golden directory does not exist"
+        raise PrecisionToolError(why, directory)
+    try:
+        with os.scandir(directory) as it:
+            names = sorted(e.name for e in it if e.name != MAPPING_FILE and _is_file(e))
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot list directory: {exc.strerror or exc}",
+                                 directory) from exc
+    mapping = read_mapping(directory)
+    invalid = [(directory / MAPPING_FILE, f"line {n}: {why}") for n, why in mapping.problems]
+    groups: dict[tuple[str, int], list[GoldenEntry]] = {}
+    for file_name in names:
+        entry, reason = _classify(directory / file_name, mapping.aliases.get(file_name))
+        if entry is None:
+            invalid.append((directory / file_name, reason))
+        else:
+            groups.setdefault((entry.name, entry.output_index), []).append(entry)
+    for short in sorted(set(mapping.aliases) - set(names)):
+        invalid.append((directory / short, f"{MAPPING_FILE} names it but there is no such file"))
+    for group in groups.values():
+        group.sort(key=lambda e: (e.timestamp, -1 if e.extra is None else e.extra, e.file_name))
+    return GoldenIndex(directory, groups, invalid)
+
+
+def golden_name_problem(file_name: str) -> str | None:
+    """Why a file name found on disk is not a comparable golden tensor, or None if it is."""
+    if file_name.isascii() and file_name.isdigit():
+        return f"alias with no entry in {MAPPING_FILE}"
+    if not file_name.endswith(".npy"):
+        return "not a .npy file"
+    if len(file_name) > MAX_NAME_LENGTH:
+        return f"name longer than {MAX_NAME_LENGTH} characters: not comparable"
+    if not GOLDEN_NAME.match(file_name):
+        return ("name does not match {name}.{output_index}.{timestamp}.npy with only "
+                "A-Za-z0-9_- in the name: not comparable")
+    return None
+
+
+def _classify(path: Path, target: str | None) -> tuple[GoldenEntry | None, str]:
+    if target is not None:
+        entry = parse_golden_name(target, path)
+        if entry is None:
+            return None, f"{MAPPING_FILE} maps it to {target!r}, which breaks the naming rule"
+        return entry, ""
+    problem = golden_name_problem(path.name)
+    if problem:
+        return None, problem
+    return parse_golden_name(path.name, path), ""
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def write_golden(directory: str | os.PathLike, name: str, output_index: int, timestamp: int,
+                 array: np.ndarray, *, extra: int | None = None) -> Path:
+    """Write one golden tensor as TF's dumper names it; for tests and the sample generator.
+
+    ``name`` may be the graph spelling (``model/conv1/Relu``). Creates ``directory`` if needed.
+    Raises PrecisionToolError for a name the naming rule rejects or an object array.
+    """
+    middle = f".{int(extra)}" if extra is not None else ""
+    file_name = f"{normalise_tensor_name(name)}.{int(output_index)}{middle}.{int(timestamp)}.npy"
+    if len(file_name) > MAX_NAME_LENGTH or not GOLDEN_NAME.match(file_name):
+        raise PrecisionToolError(f"{file_name!r} breaks the golden naming rule")
+    array = np.asarray(array)
+    if array.dtype.hasobject:
+        raise PrecisionToolError(f"refusing to write an object array as {file_name}")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / file_name
+    with open(path, "wb") as handle:  # a handle, so np.save cannot append another suffix
+        np.save(handle, array, allow_pickle=False)
+    return path

@@ -1,0 +1,1 @@
+"""Protobuf schemas of the files the tool reads, declared in code (see ``schema``)."""

@@ -1,0 +1,448 @@
+"""``ge.proto``: GE's graph IR (FORMATS.md section 4), and the mapping of atc's JSON onto it.
+
+The schema is that of GE's ``ge_ir.proto``: field numbers and enum values are exact, so the same
+classes read TextFormat, binary and (through :func:`message_from_atc_json`) the JSON that
+``atc --mode=5`` writes. atc's JSON is not protobuf's canonical JSON: maps are lists of
+``{"key": ..., "value": ...}``, bytes are plain strings, floats may be quoted and an empty message
+is ``null``. Both directions here walk the message descriptors, so nothing is field-specific.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable
+
+import numpy as np
+from google.protobuf import text_format
+from google.protobuf.descriptor import FieldDescriptor
+
+from .dumpdata import DATA_TYPE_NAMES
+from .schema import Enum, Field, Message, ProtoFile, build_classes
+
+LIST_VALUE_TYPES = (
+    "VT_LIST_NONE", "VT_LIST_STRING", "VT_LIST_INT", "VT_LIST_FLOAT", "VT_LIST_BOOL",
+    "VT_LIST_BYTES", "VT_LIST_TENSOR_DESC", "VT_LIST_TENSOR", "VT_LIST_GRAPH",
+    "VT_LIST_NAMED_ATTRS", "VT_LIST_DATA_TYPE",
+)
+"""``AttrDef.ListValue.ListValueType`` names by value."""
+
+# GE's DataType numbering equals the dump header's (0 UNDEFINED, 1 FLOAT, 2 FLOAT16, ...); the
+# newest values (36+) are included so that graphs from recent CANN releases still parse.
+_data_type = Enum("DataType",
+                  tuple((f"DT_{name}", value) for value, name in enumerate(DATA_TYPE_NAMES)))
+
+_list_value = Message(
+    "ListValue",
+    (
+        Field("s", 2, "bytes", repeated=True),
+        Field("i", 3, "int64", repeated=True),
+        Field("f", 4, "float", repeated=True),
+        Field("b", 5, "bool", repeated=True),
+        Field("bt", 7, "bytes", repeated=True),
+        Field("td", 8, "TensorDescriptor", repeated=True),
+        Field("t", 9, "TensorDef", repeated=True),
+        Field("g", 10, "GraphDef", repeated=True),
+        Field("na", 11, "NamedAttrs", repeated=True),
+        Field("dt", 12, "int64", repeated=True),
+        Field("val_type", 20, "AttrDef.ListValue.ListValueType"),
+    ),
+    enums=(Enum("ListValueType", tuple((n, v) for v, n in enumerate(LIST_VALUE_TYPES))),),
+)
+_list_list_int = Message(
+    "ListListInt",
+    (Field("list_list_i", 1, "AttrDef.ListListInt.ListInt", repeated=True),),
+    nested=(Message("ListInt", (Field("list_i", 1, "int64", repeated=True),)),),
+)
+_list_list_float = Message(
+    "ListListFloat",
+    (Field("list_list_f", 1, "AttrDef.ListListFloat.ListFloat", repeated=True),),
+    nested=(Message("ListFloat", (Field("list_f", 1, "float", repeated=True),)),),
+)
+_attr_def = Message(
+    "AttrDef",
+    (
+        Field("list", 1, "AttrDef.ListValue", oneof="value"),
+        Field("s", 2, "bytes", oneof="value"),
+        Field("i", 3, "int64", oneof="value"),
+        Field("f", 4, "float", oneof="value"),
+        Field("b", 5, "bool", oneof="value"),
+        Field("bt", 7, "bytes", oneof="value"),
+        Field("func", 10, "NamedAttrs", oneof="value"),
+        Field("td", 11, "TensorDescriptor", oneof="value"),
+        Field("t", 12, "TensorDef", oneof="value"),
+        Field("g", 13, "GraphDef", oneof="value"),
+        Field("list_list_int", 14, "AttrDef.ListListInt", oneof="value"),
+        Field("dt", 15, "int64", oneof="value"),
+        Field("list_list_float", 16, "AttrDef.ListListFloat", oneof="value"),
+    ),
+    nested=(_list_value, _list_list_int, _list_list_float),
+)
+_named_attrs = Message("NamedAttrs", (
+    Field("name", 1, "string"),
+    Field("attr", 2, "map<string, AttrDef>"),
+))
+_shape_def = Message("ShapeDef", (Field("dim", 1, "int64", repeated=True),))
+_tensor_descriptor = Message("TensorDescriptor", (
+    Field("name", 1, "string"),
+    Field("dtype", 2, "DataType"),
+    Field("shape", 3, "ShapeDef"),
+    Field("layout", 4, "string"),
+    Field("attr", 5, "map<string, AttrDef>"),
+    Field("has_out_attr", 9, "bool"),
+    Field("size", 10, "int64"),
+    Field("weight_size", 11, "int64"),
+    Field("reuse_input", 12, "bool"),
+    Field("output_tensor", 13, "bool"),
+    Field("device_type", 14, "string"),
+    Field("input_tensor", 15, "bool"),
+    Field("real_dim_cnt", 16, "int64"),
+    Field("reuse_input_index", 17, "int64"),
+    Field("data_offset", 18, "int64"),
+    Field("cmps_size", 19, "int64"),
+    # bytes rather than string: a compression table need not be valid UTF-8.
+    Field("cmps_tab", 20, "bytes"),
+    Field("cmps_tab_offset", 21, "int64"),
+))
+_tensor_def = Message("TensorDef", (
+    Field("desc", 1, "TensorDescriptor"),
+    Field("data", 2, "bytes"),
+))
+_op_def = Message("OpDef", (
+    Field("name", 1, "string"),
+    Field("type", 2, "string"),
+    Field("input", 5, "string", repeated=True),
+    Field("attr", 10, "map<string, AttrDef>"),
+    Field("has_out_attr", 20, "bool"),
+    Field("id", 21, "int64"),
+    Field("stream_id", 22, "int64"),
+    Field("input_name", 23, "string", repeated=True),
+    Field("src_name", 24, "string", repeated=True),
+    Field("src_index", 25, "int64", repeated=True),
+    Field("dst_name", 26, "string", repeated=True),
+    Field("dst_index", 27, "int64", repeated=True),
+    Field("input_i", 28, "int64", repeated=True),
+    Field("output_i", 29, "int64", repeated=True),
+    Field("workspace", 30, "int64", repeated=True),
+    Field("workspace_bytes", 31, "int64", repeated=True),
+    Field("is_input_const", 32, "bool", repeated=True),
+    Field("input_desc", 33, "TensorDescriptor", repeated=True),
+    Field("output_desc", 34, "TensorDescriptor", repeated=True),
+    Field("subgraph_name", 35, "string", repeated=True),
+))
+_graph_def = Message("GraphDef", (
+    Field("name", 1, "string"),
+    Field("input", 4, "string", repeated=True),
+    Field("output", 5, "string", repeated=True),
+    Field("op", 6, "OpDef", repeated=True),
+    Field("attr", 11, "map<string, AttrDef>"),
+))
+_model_def = Message("ModelDef", (
+    Field("name", 1, "string"),
+    Field("version", 2, "uint32"),
+    Field("custom_version", 3, "string"),
+    Field("graph", 7, "GraphDef", repeated=True),
+    Field("attr", 11, "map<string, AttrDef>"),
+))
+
+GE_IR_PROTO = ProtoFile(
+    name="precision_tool/ge_ir.proto",
+    package="ge.proto",
+    enums=(_data_type,),
+    messages=(_model_def, _graph_def, _op_def, _tensor_descriptor, _shape_def, _attr_def,
+              _named_attrs, _tensor_def),
+)
+
+_classes = build_classes(GE_IR_PROTO)
+ModelDef = _classes["ModelDef"]
+GraphDef = _classes["GraphDef"]
+OpDef = _classes["OpDef"]
+TensorDescriptor = _classes["TensorDescriptor"]
+ShapeDef = _classes["ShapeDef"]
+AttrDef = _classes["AttrDef"]
+NamedAttrs = _classes["NamedAttrs"]
+TensorDef = _classes["TensorDef"]
+
+DATA_TYPE = ModelDef.DESCRIPTOR.file.enum_types_by_name["DataType"]
+"""The ``DataType`` enum descriptor: ``values_by_name`` / ``values_by_number``."""
+
+
+def shortest_float32(value: float) -> float:
+    """``value`` rounded to float32 and given back as the shortest decimal that rounds to it.
+
+    Protobuf hands out float fields widened to double (0.001 reads as 0.0010000000474974513);
+    the shortest form is what the user wrote and what GE meant, and it is stable under a
+    write/read round trip.
+    """
+    return float(str(np.float32(value))) if math.isfinite(value) else float(value)
+
+
+class AtcJsonError(ValueError):
+    """atc JSON that does not fit the schema; ``where`` is the path of the offending value."""
+
+    def __init__(self, problem: str):
+        super().__init__(problem)
+        self.problem = problem
+        self._segments: list[str] = []  # innermost first, filled while the error propagates
+
+    def add(self, segment: str) -> "AtcJsonError":
+        self._segments.append(segment)
+        return self
+
+    @property
+    def where(self) -> str:
+        return "".join(reversed(self._segments)).lstrip(".") or "top level"
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _expect(ok: bool, what: str, value: Any) -> None:
+    if not ok:
+        raise AtcJsonError(f"expected {what}, got {_kind(value)}")
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, str):
+        try:
+            return int(value, 10)
+        except ValueError:
+            raise AtcJsonError(f"expected an integer, got {value!r}") from None
+    _expect(isinstance(value, int) and not isinstance(value, bool), "an integer", value)
+    return value
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, str):  # atc quotes floats: {"f": "0.5"}
+        try:
+            return float(value)
+        except ValueError:
+            raise AtcJsonError(f"expected a number, got {value!r}") from None
+    _expect(isinstance(value, (int, float)) and not isinstance(value, bool), "a number", value)
+    return float(value)
+
+
+def _to_bool(value: Any) -> bool:
+    _expect(isinstance(value, bool), "a boolean", value)
+    return value
+
+
+def _to_str(value: Any) -> str:
+    _expect(isinstance(value, str), "a string", value)
+    return value
+
+
+def _to_bytes(value: Any) -> bytes:
+    _expect(isinstance(value, str), "a string", value)
+    return value.encode("utf-8")
+
+
+def _enum_converter(enum) -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if isinstance(value, str):
+            if value not in enum.values_by_name:
+                raise AtcJsonError(f"unknown {enum.name} value {value!r}")
+            return enum.values_by_name[value].number
+        return _to_int(value)
+    return convert
+
+
+_SCALAR_CONVERTERS = {
+    FieldDescriptor.CPPTYPE_INT32: _to_int, FieldDescriptor.CPPTYPE_INT64: _to_int,
+    FieldDescriptor.CPPTYPE_UINT32: _to_int, FieldDescriptor.CPPTYPE_UINT64: _to_int,
+    FieldDescriptor.CPPTYPE_FLOAT: _to_float, FieldDescriptor.CPPTYPE_DOUBLE: _to_float,
+    FieldDescriptor.CPPTYPE_BOOL: _to_bool,
+}
+
+
+def _converter(field) -> Callable[[Any], Any]:
+    if field.cpp_type == FieldDescriptor.CPPTYPE_ENUM:
+        return _enum_converter(field.enum_type)
+    if field.cpp_type == FieldDescriptor.CPPTYPE_STRING:
+        return _to_bytes if field.type == FieldDescriptor.TYPE_BYTES else _to_str
+    return _SCALAR_CONVERTERS[field.cpp_type]
+
+
+def is_map_field(field) -> bool:
+    """Whether ``field`` (a FieldDescriptor) is a ``map<..>``."""
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
+def _fill_map(container, entries: Any) -> None:
+    if isinstance(entries, dict):  # protobuf's canonical JSON form, accepted too
+        entries = [{"key": key, "value": value} for key, value in entries.items()]
+    _expect(isinstance(entries, list), "a list of key/value entries", entries)
+    for index, entry in enumerate(entries):
+        segment = f"[{index}]"
+        try:
+            _expect(isinstance(entry, dict), "a key/value object", entry)
+            key = entry.get("key")
+            _expect(isinstance(key, str), "a string \"key\"", key)
+            segment = f"[{key!r}]"
+            value = container[key]  # creates the entry: `"value": null` is an empty AttrDef
+            if entry.get("value") is not None:
+                _fill(value, entry["value"])
+        except AtcJsonError as err:
+            raise err.add(segment)
+
+
+def _step(field) -> Callable[[Any, Any], None]:
+    """How one JSON value is stored into ``field`` of a message."""
+    name = field.name
+    if is_map_field(field):
+        return lambda message, value: _fill_map(getattr(message, name), value)
+    if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE and field.is_repeated:
+        def add_all(message, values):
+            _expect(isinstance(values, list), "a list", values)
+            container = getattr(message, name)
+            for index, item in enumerate(values):
+                if item is None:
+                    continue
+                try:
+                    _fill(container.add(), item)
+                except AtcJsonError as err:
+                    raise err.add(f"[{index}]")
+        return add_all
+    if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
+        def set_message(message, value):
+            sub = getattr(message, name)
+            sub.SetInParent()  # `"list": {}` still selects the oneof member
+            _fill(sub, value)
+        return set_message
+    convert = _converter(field)
+    if field.is_repeated:
+        def extend(message, values):
+            _expect(isinstance(values, list), "a list", values)
+            getattr(message, name).extend([convert(v) for v in values if v is not None])
+        return extend
+    return lambda message, value: setattr(message, name, convert(value))
+
+
+_PLANS: dict[str, dict[str, Callable[[Any, Any], None]]] = {}
+
+
+def _plan(descriptor) -> dict[str, Callable[[Any, Any], None]]:
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        plan = _PLANS[descriptor.full_name] = {f.name: _step(f) for f in descriptor.fields}
+    return plan
+
+
+def _fill(message, obj: Any) -> None:
+    _expect(isinstance(obj, dict), "an object", obj)
+    plan = _plan(message.DESCRIPTOR)
+    for key, value in obj.items():
+        step = plan.get(key)
+        if step is None or value is None:  # newer atc fields, and nulls, carry nothing we use
+            continue
+        try:
+            step(message, value)
+        except AtcJsonError as err:
+            raise err.add(f".{key}")
+        except (ValueError, TypeError) as err:  # protobuf's own range checks
+            raise AtcJsonError(str(err)).add(f".{key}") from None
+
+
+def message_from_atc_json(obj: Any, message_class: type = ModelDef):
+    """A ``message_class`` message holding the atc-style JSON value ``obj``.
+
+    Unknown keys and ``null`` values are skipped; enums may be names or numbers; bytes are
+    UTF-8 strings; floats and 64-bit integers may be quoted. Raises :class:`AtcJsonError`
+    naming the path of the first value that does not fit.
+    """
+    message = message_class()
+    _fill(message, obj)
+    return message
+
+
+# --- TextFormat -------------------------------------------------------------------------------
+# protobuf's TextFormat parser is pure Python (about 1 MB/s), and a Build graph of a large
+# network is hundreds of MB. Files printed by protobuf (GE's C++ printer, or ours) indent two
+# spaces per level, so every op of a graph starts at a line "  op {" and ends at the next line
+# "  }". Large files are cut at those lines into runs of whole ops that worker processes parse
+# (with the same parser) as GraphDef text; the rest is parsed here and the ops appended in order.
+# Anything unexpected makes the split give up and the whole file be parsed in one piece, which is
+# also what reports syntax errors with the file's own line numbers.
+
+PARALLEL_MIN_CHARS = 4_000_000
+"""Text shorter than this is always parsed in one piece."""
+
+_GRAPH_START = re.compile(r"^graph \{\n", re.MULTILINE)
+_OP_START = "\n  op {\n"
+_OP_END = "\n  }\n"
+
+
+def parse_text(text: str, workers: int = 1) -> Any:
+    """TextFormat ``text`` as a ``ModelDef``, unknown fields skipped; ``workers`` > 1 parses a
+    large file in that many processes. Raises ``text_format.ParseError`` on bad input."""
+    if workers > 1 and len(text) >= PARALLEL_MIN_CHARS:
+        model = _parse_split(text, workers)
+        if model is not None:
+            return model
+    return text_format.Parse(text, ModelDef(), allow_unknown_field=True)
+
+
+def _op_region(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span of whole ``op`` blocks of the graph block ``text[start:end]``, if any."""
+    first = text.find(_OP_START, start, end)
+    if first < 0:
+        return None
+    last_close = text.find(_OP_END, text.rfind(_OP_START, start, end) + 1, end)
+    return (first + 1, last_close + len(_OP_END)) if last_close >= 0 else (first + 1, -1)
+
+
+def _chunks(text: str, begin: int, end: int, size: int) -> list[str]:
+    cuts = [begin]
+    while True:
+        cut = text.find(_OP_START, cuts[-1] + size, end)
+        if cut < 0:
+            break
+        cuts.append(cut + 1)
+    cuts.append(end)
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _parse_ops(chunk: str) -> bytes | None:
+    """Worker: a run of ``op`` blocks as serialized GraphDef, or None if it is anything else."""
+    graph = GraphDef()
+    try:
+        text_format.Parse(chunk, graph, allow_unknown_field=True)
+    except text_format.ParseError:
+        return None
+    if any(field.name != "op" for field, _ in graph.ListFields()):
+        return None
+    return graph.SerializeToString()
+
+
+def _parse_split(text: str, workers: int) -> Any | None:
+    starts = [m.start() for m in _GRAPH_START.finditer(text)] + [len(text)]
+    regions = [_op_region(text, a, b) for a, b in zip(starts, starts[1:])]
+    if any(r is not None and r[1] < 0 for r in regions):
+        return None
+    kept, jobs, position = [], [], 0
+    size = max(1, len(text) // (workers * 4))
+    for index, region in enumerate(regions):
+        if region is not None:
+            kept.append(text[position:region[0]])
+            jobs.extend((index, chunk) for chunk in _chunks(text, *region, size))
+            position = region[1]
+    kept.append(text[position:])
+    try:
+        model = text_format.Parse("".join(kept), ModelDef(), allow_unknown_field=True)
+    except text_format.ParseError:
+        return None
+    if len(model.graph) != len(regions) or any(len(g.op) for g in model.graph):
+        return None  # the "graph {" lines were not the graphs: not protobuf's layout
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parsed = list(pool.map(_parse_ops, [chunk for _, chunk in jobs]))
+    except Exception:  # noqa: BLE001 -- no workers to be had here (a daemon, a sandbox): one piece
+        return None
+    if any(p is None for p in parsed):
+        return None
+    for (index, _), serialized in zip(jobs, parsed):
+        model.graph[index].MergeFromString(serialized)  # appends the ops, keeping their order
+    return model

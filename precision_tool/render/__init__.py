@@ -1,0 +1,1 @@
+"""rich renderables for the tool's results. Used by commands and the shell only."""

@@ -1,0 +1,37 @@
+"""The data-root survey as a rich renderable: the banner of the tool."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..formats.datadir import DataSurvey
+
+
+def _debug_rows(survey: DataSurvey) -> list[tuple[str, str, str]]:
+    rows = []
+    for debug in survey.debug:
+        graphs = ", ".join(p.name for p in debug.graph_files) or "no Build graph"
+        if debug.newest_run is None and not debug.runs:
+            dumps = "no dump runs"
+        else:
+            dumps = (f"{len(debug.runs)} run(s), newest {debug.newest_run}: "
+                     f"{debug.step_dirs} step dir(s), {debug.dump_files} dump files")
+        rows.append((f"npu/{debug.name}", graphs, dumps))
+    return rows
+
+
+def render_survey(survey: DataSurvey, version: str) -> Group:
+    """Version, data root and what was found there, one line per source."""
+    title = Text.assemble(("PrecisionTool ", "bold"), (version, "cyan"), "  data root: ", (str(survey.root), "bold"))
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for row in _debug_rows(survey):
+        table.add_row(*row)
+    golden = f"{survey.golden_tensors} golden tensors"
+    if survey.golden_invalid:
+        golden += f" ({survey.golden_invalid} files skipped: names not comparable)"
+    table.add_row("tf/dump", golden if survey.golden_tensors or survey.golden_invalid else "no golden dumps", "")
+    parts = [title, table]
+    parts += [Text(f"warning: {problem}", style="yellow") for problem in survey.problems]
+    return Group(*parts)

@@ -1,0 +1,230 @@
+"""The NPU dump reader: header, integrity, every dtype, lazy tensors, and each corrupt input."""
+
+from __future__ import annotations
+
+import struct
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from precision_tool import PrecisionToolError, read_dump
+from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
+from precision_tool.formats.proto.dumpdata import DumpData
+
+NAME = "Conv2D.model_conv1_Conv2D.12.3.1718170000000074"
+
+
+def _write(tmp_path, inputs, outputs, name=NAME, op_name="model/conv1/Conv2D"):
+    return write_dump(tmp_path / name, op_name, inputs, outputs, dump_time=1718170000000074)
+
+
+def test_header_fields_and_name_parts(tmp_path):
+    x = np.arange(24, dtype=np.float16).reshape(2, 3, 4)
+    dump = read_dump(_write(tmp_path, [TensorSpec(x, "FLOAT16")], [TensorSpec(x * 2, "FLOAT16")]))
+    assert (dump.op_type, dump.op_name, dump.task_id, dump.stream_id) == ("Conv2D", "model/conv1/Conv2D", 12, 3)
+    assert dump.timestamp == 1718170000000074
+    assert [t.name for t in dump.tensors] == ["input:0", "output:0"]
+    np.testing.assert_array_equal(dump.inputs[0].device(), x)
+    np.testing.assert_array_equal(dump.outputs[0].device(), x * 2)
+
+
+def test_inputs_come_before_outputs_in_the_data_section(tmp_path):
+    a, b, c = (np.full(4, v, np.float32) for v in (1, 2, 3))
+    dump = read_dump(_write(tmp_path, [TensorSpec(a, "FLOAT"), TensorSpec(b, "FLOAT")], [TensorSpec(c, "FLOAT")]))
+    assert [t.offset for t in dump.tensors] == sorted(t.offset for t in dump.tensors)
+    assert [float(t.device()[0]) for t in dump.tensors] == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("data_type, dtype", [
+    ("FLOAT", np.float32), ("FLOAT16", np.float16), ("DOUBLE", np.float64),
+    ("BF16", ml_dtypes.bfloat16), ("INT8", np.int8), ("UINT8", np.uint8), ("INT16", np.int16),
+    ("UINT16", np.uint16), ("INT32", np.int32), ("UINT32", np.uint32), ("INT64", np.int64),
+    ("UINT64", np.uint64), ("BOOL", np.bool_), ("COMPLEX64", np.complex64),
+    ("FLOAT8_E5M2", ml_dtypes.float8_e5m2), ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
+])
+def test_every_byte_sized_dtype_round_trips(tmp_path, data_type, dtype):
+    values = (np.arange(-6, 6) % (2 if dtype == np.bool_ else 7)).astype(dtype).reshape(3, 4)
+    tensor = read_dump(_write(tmp_path, [], [TensorSpec(values, data_type)])).outputs[0]
+    assert tensor.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(tensor.device(), values)
+
+
+def test_int4_is_unpacked_low_nibble_first_and_sign_extended(tmp_path):
+    values = np.array([-8, -1, 0, 7, 3], np.int8)
+    path = _write(tmp_path, [], [TensorSpec(values, "INT4")])
+    tensor = read_dump(path).outputs[0]
+    assert tensor.size == 3
+    assert path.read_bytes()[-3:] == bytes([0xF8, 0x70, 0x03])
+    np.testing.assert_array_equal(tensor.device(), values)
+
+
+def test_bf16_reads_like_uint16_shifted_into_float32(tmp_path):
+    values = np.array([1.5, -2.25, 3e38, 1e-30], ml_dtypes.bfloat16)
+    tensor = read_dump(_write(tmp_path, [], [TensorSpec(values, "BF16")])).outputs[0]
+    as_float32 = (values.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(tensor.device().astype(np.float32), as_float32)
+    assert tensor.dtype_name == "bfloat16"
+
+
+def test_empty_shape_with_data_is_a_flat_tensor(tmp_path):
+    values = np.arange(5, dtype=np.float32)
+    tensor = read_dump(_write(tmp_path, [], [TensorSpec(values, "FLOAT", shape=[])])).outputs[0]
+    assert tensor.shape == ()
+    np.testing.assert_array_equal(tensor.device(), values)
+
+
+def test_empty_tensor_reads_as_empty_array(tmp_path):
+    tensor = read_dump(_write(tmp_path, [], [TensorSpec(np.zeros((0, 3), np.float16), "FLOAT16")])).outputs[0]
+    assert tensor.device().shape == (0, 3)
+
+
+def test_tensor_data_is_memory_mapped_not_read(tmp_path):
+    """A 1 GiB sparse output: reading the 4-element input must not touch the rest."""
+    small = np.arange(4, dtype=np.float32)
+    big_shape = (256, 1024, 1024)
+    data = build_dump("op", [TensorSpec(small, "FLOAT")], [TensorSpec(np.zeros(1, np.float32), "FLOAT", shape=big_shape)])
+    header_len = struct.unpack("<Q", data[:8])[0]
+    message = DumpData()
+    message.ParseFromString(data[8:8 + header_len])
+    message.output[0].size = 4 * 256 * 1024 * 1024
+    header = message.SerializeToString()
+    path = tmp_path / "Big.op.1.0.1718170000000000"
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<Q", len(header)) + header + small.tobytes())
+        handle.truncate(8 + len(header) + 16 + message.output[0].size)
+    dump = read_dump(path)
+    arr = dump.inputs[0].device()
+    assert isinstance(arr, np.memmap)
+    np.testing.assert_array_equal(arr, small)
+    big = dump.outputs[0].device()
+    assert isinstance(big, np.memmap) and big.shape == big_shape
+
+
+def test_original_op_and_shapes_are_kept(tmp_path):
+    x = np.zeros((2, 1, 4, 4, 16), np.float16)
+    spec = TensorSpec(x, "FLOAT16", "NC1HWC0", original_shape=[2, 4, 4, 3],
+                      original_op=("model/conv1/Relu", 0, "NHWC"))
+    tensor = read_dump(_write(tmp_path, [], [spec])).outputs[0]
+    assert tensor.format == "NC1HWC0" and tensor.shape == (2, 1, 4, 4, 16)
+    assert tensor.original_shape == (2, 4, 4, 3)
+    assert (tensor.original_op.name, tensor.original_op.output_index, tensor.original_op.format) == ("model/conv1/Relu", 0, "NHWC")
+
+
+def test_host_converts_nc1hwc0_to_the_origin_layout(tmp_path):
+    nchw = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float16)
+    padded = np.zeros((2, 16, 4, 5), np.float16)
+    padded[:, :3] = nchw
+    device = padded.reshape(2, 1, 16, 4, 5).transpose(0, 1, 3, 4, 2)
+    spec = TensorSpec(device, "FLOAT16", "NC1HWC0", original_shape=[2, 4, 5, 3], original_op=("t", 0, "NHWC"))
+    tensor = read_dump(_write(tmp_path, [], [spec])).outputs[0]
+    np.testing.assert_array_equal(tensor.host(), nchw.transpose(0, 2, 3, 1))
+
+
+# ---- corrupt input: one PrecisionToolError naming the file and the problem ----
+
+def _good_bytes():
+    x = np.arange(8, dtype=np.float32)
+    return build_dump("op", [TensorSpec(x, "FLOAT")], [TensorSpec(x, "FLOAT")])
+
+
+def _expect_error(tmp_path, data: bytes, fragment: str):
+    path = tmp_path / "Add.op.1.0.1718170000000000"
+    path.write_bytes(data)
+    with pytest.raises(PrecisionToolError) as info:
+        read_dump(path)
+    assert str(path) in str(info.value)
+    assert fragment in str(info.value)
+
+
+def test_truncated_in_the_length_field(tmp_path):
+    _expect_error(tmp_path, _good_bytes()[:5], "truncated")
+
+
+def test_zero_byte_file(tmp_path):
+    _expect_error(tmp_path, b"", "truncated")
+
+
+def test_header_length_past_the_end(tmp_path):
+    data = _good_bytes()
+    _expect_error(tmp_path, struct.pack("<Q", len(data) * 10) + data[8:], "header length")
+
+
+def test_header_length_two_to_the_63(tmp_path):
+    _expect_error(tmp_path, struct.pack("<Q", 2**63) + _good_bytes()[8:], "header length")
+
+
+def test_header_length_zero(tmp_path):
+    _expect_error(tmp_path, struct.pack("<Q", 0) + _good_bytes()[8:], "header length")
+
+
+def test_garbage_protobuf(tmp_path):
+    _expect_error(tmp_path, struct.pack("<Q", 16) + b"\xff" * 16 + b"\x00" * 8, "not a valid DumpData")
+
+
+def test_truncated_in_a_tensor(tmp_path):
+    _expect_error(tmp_path, _good_bytes()[:-5], "sizes do not add up")
+
+
+def test_trailing_bytes(tmp_path):
+    _expect_error(tmp_path, _good_bytes() + b"\0\0", "sizes do not add up")
+
+
+def test_nano_format_magic(tmp_path):
+    _expect_error(tmp_path, struct.pack("<I", 0x5A5A5A5A) + b"\0" * 60, "nano")
+
+
+def test_non_utf8_op_name(tmp_path):
+    x = np.arange(2, dtype=np.float32)
+    data = build_dump("AAAA", [], [TensorSpec(x, "FLOAT")]).replace(b"AAAA", b"\xff\xfe\xfd\xfc")
+    _expect_error(tmp_path, data, "not a valid DumpData")
+
+
+def test_directory_instead_of_file(tmp_path):
+    path = tmp_path / "Add.op.1.0.1718170000000000"
+    path.mkdir()
+    with pytest.raises(PrecisionToolError, match="directory"):
+        read_dump(path)
+
+
+def _with_output_field(tmp_path, **fields):
+    data = _good_bytes()
+    length = struct.unpack("<Q", data[:8])[0]
+    message = DumpData()
+    message.ParseFromString(data[8:8 + length])
+    for key, value in fields.items():
+        if key == "shape":
+            del message.output[0].shape.dim[:]
+            message.output[0].shape.dim.extend(value)
+        else:
+            setattr(message.output[0], key, value)
+    header = message.SerializeToString()
+    path = tmp_path / "Add.op.1.0.1718170000000000"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length:])
+    return read_dump(path)
+
+
+def test_unknown_data_type_is_a_per_tensor_error(tmp_path):
+    dump = _with_output_field(tmp_path, data_type=99)
+    assert dump.outputs[0].problem == "unknown data_type 99"
+    np.testing.assert_array_equal(dump.inputs[0].device(), np.arange(8, dtype=np.float32))
+    with pytest.raises(PrecisionToolError, match="unknown data_type 99"):
+        dump.outputs[0].device()
+
+
+def test_unrepresentable_data_type_is_named(tmp_path):
+    dump = _with_output_field(tmp_path, data_type=13)  # STRING
+    assert "unsupported data_type STRING" in dump.outputs[0].problem
+
+
+def test_unknown_format_value_is_kept_and_named(tmp_path):
+    dump = _with_output_field(tmp_path, format=200)
+    assert dump.outputs[0].format == "UNKNOWN(200)"
+    np.testing.assert_array_equal(dump.outputs[0].device(), np.arange(8, dtype=np.float32))
+
+
+def test_shape_that_disagrees_with_size(tmp_path):
+    dump = _with_output_field(tmp_path, shape=[3, 3])
+    assert "needs 36 bytes but the dump holds 32" in dump.outputs[0].problem
+    with pytest.raises(PrecisionToolError):
+        dump.outputs[0].device()
