@@ -1,8 +1,13 @@
-"""Entry point: ``precision-tool``, ``python -m precision_tool`` and ``python3 precision_tool/cli.py``."""
+"""Entry point: ``precision-tool``, ``python -m precision_tool`` and ``python3 precision_tool/cli.py``.
+
+Without a command it opens the shell; with one (or ``-e "cmd1; cmd2"``) it runs it, prints, and
+exits 0 (fine), 1 (suspicious operators found), 2 (usage or input error).
+"""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -11,32 +16,50 @@ if __package__ in (None, ""):  # run as a script: python3 ./precision_tool/cli.p
 
 from precision_tool import __version__  # noqa: E402
 from precision_tool.errors import PrecisionToolError  # noqa: E402
+from precision_tool.status import ExitStatus  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="precision-tool",
-        description="Find the operator where a network's numbers go wrong on Ascend NPUs.")
-    parser.add_argument("--data", default="precision_data", help="data root. Defaults to ./precision_data.")
+        description="Find the operator where a network's numbers go wrong on Ascend NPUs. "
+                    "Without COMMAND: the interactive shell.",
+        epilog="Commands: ls, ni, pt, dc, cp, help. 'precision-tool help CMD' explains one.")
+    parser.add_argument("--data", metavar="DIR", help="data root. Defaults to DATA_ROOT_DIR, else ./precision_data.")
+    parser.add_argument("--config", metavar="PATH", help="config.py to read (else $PRECISION_TOOL_CONFIG, else ./config.py)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("-e", dest="execute", metavar="COMMANDS", help='run "cmd1; cmd2" and exit')
     parser.add_argument("--version", action="version", version=f"precision-tool {__version__}")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="a command and its arguments")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Survey the data root and print what was found. Returns the exit status."""
-    from rich.console import Console
-
-    from precision_tool.formats.datadir import survey
-    from precision_tool.render.survey import render_survey
+    """Run the tool; returns the exit status."""
+    from precision_tool.config import load_config
+    from precision_tool.context import Context
+    from precision_tool.render.theme import make_console
 
     args = build_parser().parse_args(argv)
-    console = Console()
+    console = make_console()
     try:
-        console.print(render_survey(survey(args.data), __version__))
+        config = load_config({"DATA_ROOT_DIR": args.data, "DEBUG": args.debug or None}, args.config)
     except PrecisionToolError as exc:
-        Console(stderr=True).print(f"error: {exc}", markup=False, highlight=False)
-        return 2
-    return 0
+        make_console(stderr=True).print(f"error: {exc}", markup=False)
+        return ExitStatus.ERROR
+    if args.execute is None and not args.command:
+        from precision_tool.shell.app import run_shell
+
+        return int(run_shell(Context(config, console)))
+    from precision_tool.commands import build_registry
+    from precision_tool.shell.app import ExitShell, execute_line
+
+    context = Context(config, console, error_console=make_console(stderr=True))
+    line = args.execute if args.execute is not None else shlex.join(args.command)
+    try:
+        return int(execute_line(line, build_registry(), context))
+    except ExitShell:
+        return ExitStatus.OK
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from google.protobuf.message import DecodeError
 from ..errors import PrecisionToolError
 from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
+from .dump_names import parse_dump_name
 from .proto.dumpdata import FORMAT_NAMES, DumpData
-from .tree import parse_dump_name
 
 NANO_MAGIC = 0x5A5A5A5A
 _MAX_HEADER = 1 << 30  # a header is a few KB; anything near this is a corrupt length field

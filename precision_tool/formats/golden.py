@@ -26,7 +26,7 @@ import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
-from .tree import MAPPING_FILE, read_mapping
+from .dump_names import MAPPING_FILE, read_mapping
 
 GOLDEN_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.([0-9]+)(\.[0-9]+)?\.([0-9]{1,255})\.npy$")
 MAX_NAME_LENGTH = 255

@@ -1,9 +1,9 @@
 """GE graph dumps (``ge_proto_*_Build.txt`` and atc's ``.txt.json``) as plain Python objects.
 
 Both forms are parsed into one ``ge.proto.ModelDef`` message -- TextFormat by protobuf's own
-parser, JSON by walking the schema (:mod:`.proto.ge_ir`) -- and then converted once, by
-:func:`model_from_proto`, into the dataclasses below. Ops keep the file's order, which is GE's
-execution order.
+parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`) -- and then
+converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`. Ops
+keep the file's order, which is GE's execution order.
 
 Attribute values become Python values:
 
@@ -34,158 +34,18 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
-from .proto import ge_ir
+from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
+from .proto import atc_json, ge_ir
 from .proto.ge_ir import shortest_float32
 
 GRAPH_FILE_RE = re.compile(r"^ge_proto_([0-9]+)_([A-Za-z0-9_-]+)\.txt$")
 """Graph dump file names (TextFormat); atc's JSON of one is the same name plus ``.json``."""
-
-_NORMALISE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_"})
-
-
-def normalise_op_name(name: str) -> str:
-    """``name`` as NPU dump file names spell it: ``/``, ``.``, ``\\`` and spaces become ``_``."""
-    return name.translate(_NORMALISE)
-
-
-@dataclass(frozen=True, slots=True)
-class InputRef:
-    """One entry of an op's ``input`` list: output ``index`` of op ``src``, or a control edge.
-
-    ``slot`` is the entry's position in the op's input list (so ``input_descs[slot]`` describes
-    it); it is ignored by ``==`` because hand-built references need not know it.
-    """
-
-    src: str
-    index: int
-    is_control: bool
-    slot: int | None = field(default=None, compare=False)
-
-    def __str__(self) -> str:
-        return f"{self.src}:{-1 if self.is_control else self.index}"
-
-
-@dataclass(frozen=True, slots=True)
-class TensorDesc:
-    """An op's input or output tensor: device dtype/layout/shape and the host (origin) view."""
-
-    dtype: str
-    layout: str
-    shape: tuple[int, ...]
-    origin_format: str | None
-    origin_shape: tuple[int, ...] | None
-    origin_name: str | None
-    origin_output_index: int | None
-    origin_data_type: str | None
-    attrs: dict[str, Any]
-    name: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    """One graph op (``OpDef``) with the attributes the tool uses pulled out of ``attrs``.
-
-    ``consumers[i]`` lists ``(consumer op name, consumer input slot)`` for output ``i``.
-    ``original_op_names`` is None when ``_datadump_original_op_names`` is missing (the op stands
-    for itself) and ``[]`` when it is empty (an op the NPU compiler inserted).
-    """
-
-    name: str
-    type: str
-    id: int
-    inputs: list[InputRef]
-    input_descs: list[TensorDesc]
-    output_descs: list[TensorDesc]
-    consumers: list[list[tuple[str, int]]]
-    attrs: dict[str, Any]
-    original_op_names: list[str] | None
-    pass_name: list[str]
-    original_op_types: list[str]
-    is_multiop: bool
-    kernel_name: str | None
-    kernel_lib: str | None
-    session_graph_id: str | None
-    stream_id: int
-    subgraph_names: list[str] = field(default_factory=list)
-
-    def __hash__(self) -> int:  # by identity in the graph, so ops can key dicts and sets
-        return hash((self.name, self.id))
-
-    @property
-    def data_inputs(self) -> list[InputRef]:
-        """The inputs that carry data, in order (control edges left out)."""
-        return [ref for ref in self.inputs if not ref.is_control]
-
-    @property
-    def control_inputs(self) -> list[InputRef]:
-        """The control-edge inputs (``"src:-1"``)."""
-        return [ref for ref in self.inputs if ref.is_control]
-
-
-@dataclass(frozen=True)
-class GraphDesc:
-    """One ``GraphDef``: its ops in execution order, with lookups by name built once."""
-
-    name: str
-    ops: list[Op]
-    attrs: dict[str, Any]
-    inputs: list[str]
-    outputs: list[str]
-    _by_name: dict[str, Op] = field(init=False, repr=False, compare=False)
-    _by_key: dict[str, Op] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        by_name: dict[str, Op] = {}
-        by_key: dict[str, Op] = {}
-        for op in self.ops:
-            by_name.setdefault(op.name, op)
-            by_key.setdefault(normalise_op_name(op.name), op)  # first wins, as in file order
-        object.__setattr__(self, "_by_name", by_name)
-        object.__setattr__(self, "_by_key", by_key)
-
-    def op(self, name: str) -> Op:
-        """The op called exactly ``name``; raises ``KeyError`` when there is none."""
-        return self._by_name[name]
-
-    def find_op(self, name: str) -> Op | None:
-        """The op called ``name``, else the one whose dump-file form (``/`` and ``.`` as ``_``)
-        equals that of ``name``, else None."""
-        found = self._by_name.get(name)
-        return found if found is not None else self._by_key.get(normalise_op_name(name))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._by_name
-
-
-@dataclass(frozen=True)
-class Model:
-    """One graph dump file (``ModelDef``). ``source_path`` is ignored by ``==``."""
-
-    name: str
-    graphs: list[GraphDesc]
-    attrs: dict[str, Any]
-    source_path: Path | None = field(default=None, compare=False)
-    version: int = 0
-    custom_version: str = ""
-
-    def graph(self, name: str) -> GraphDesc | None:
-        """The graph called ``name``, or None."""
-        return next((g for g in self.graphs if g.name == name), None)
-
-    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
-        """The first graph holding an op found by :meth:`GraphDesc.find_op`, and that op."""
-        for graph in self.graphs:
-            op = graph.find_op(name)
-            if op is not None:
-                return graph, op
-        return None
 
 
 # --- proto -> model --------------------------------------------------------------------------
@@ -424,8 +284,8 @@ def _parse_json(text: str, path: Path):
     if not isinstance(obj, dict) or "graph" not in obj:
         raise PrecisionToolError('JSON has no "graph" list: not a graph from atc --mode=5', path)
     try:
-        return ge_ir.message_from_atc_json(obj)
-    except ge_ir.AtcJsonError as err:
+        return atc_json.message_from_atc_json(obj)
+    except atc_json.AtcJsonError as err:
         raise PrecisionToolError(f"JSON {err.where}: {err.problem}", path) from None
     except RecursionError:
         raise PrecisionToolError("JSON graph nested too deeply", path) from None

@@ -1,4 +1,4 @@
-"""Write GE graph dumps: a :class:`~.graph.Model` as TextFormat or as atc's JSON.
+"""Write GE graph dumps: a :class:`~.graph_model.Model` as TextFormat or as atc's JSON.
 
 Used by the tests and the sample-data generator. A model goes to a ``ge.proto.ModelDef`` by
 :func:`model_to_proto` and is then printed by protobuf (TextFormat) or by
@@ -21,9 +21,11 @@ from typing import Any, Mapping, Sequence
 from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
 
-from .graph import Model, Op, TensorDesc, model_from_proto, parse_input, tensor_desc_from_proto
+from .graph import model_from_proto, parse_input, tensor_desc_from_proto
+from .graph_model import Model, Op, TensorDesc
 from .proto import ge_ir
-from .proto.ge_ir import is_map_field, shortest_float32
+from .proto.atc_json import is_map_field
+from .proto.ge_ir import shortest_float32
 
 _VT = {name: number for number, name in enumerate(ge_ir.LIST_VALUE_TYPES)}
 

@@ -1,254 +1,37 @@
-"""NPU dump file names, ``mapping.csv`` aliases and the training dump directory tree.
+"""The training dump directory tree: run / device / model / model id / step directories.
 
-Pure readers: aliases are resolved in memory; nothing in a dump directory is ever written,
-renamed or deleted (FORMATS.md section 2).
-
-How :func:`parse_dump_name` tells the forms apart: split on ``.``; the first field is the op
-type, then come op-name fields, then a tail of all-digit fields. The timestamp is the first tail
-field with at least 13 digits (real ones have 16; task and stream ids never get near 13). One id
-before it is the older ``{type}.{name}.{task}.{timestamp}`` form (stream_id None), two ids are
-task and stream; with more, the surplus leading ones belong to a dotted op name (``x.1``). Digit
-fields after the timestamp are FFTS+ extras. No id before it, or no timestamp: not a dump name.
+Pure readers: nothing in a dump directory is ever written, renamed or deleted (FORMATS.md
+section 2). The files of one step directory are listed by :mod:`.dump_names`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from precision_tool.errors import PrecisionToolError
 
-MAPPING_FILE = "mapping.csv"
-_MIN_TIMESTAMP_DIGITS = 13
-_OP_TYPE = re.compile(r"^[A-Za-z0-9_\-]+$")
+from .dump_names import (
+    MAPPING_FILE,
+    DumpListing,
+    all_digits,
+    check_dir,
+    is_file_entry,
+    list_dump_files,
+    normalise_op_name,
+    parse_dump_name,
+    scan_dir,
+)
+
+__all__ = ["DumpTree", "StepDir", "list_dump_files", "normalise_op_name", "parse_dump_name",
+           "parse_step_spec"]
+
 _RUN_NAME = re.compile(r"^[0-9]{14}$")  # YYYYmmddHHMMSS
 _LAYOUT_DEPTH = 5  # run / device / model_name / model_id / step
 _MAX_STEPS = 1_000_000  # a step range wider than this is surely a typo
-
-
-@dataclass(frozen=True)
-class DumpName:
-    """The fields of one NPU dump file name."""
-
-    op_type: str
-    op_name: str
-    task_id: int
-    stream_id: int | None
-    timestamp: int
-    extra: tuple[int, ...]
-    file_name: str
-
-    @property
-    def is_opdebug(self) -> bool:
-        """True for overflow-debug files (``Opdebug.Node_OpDebug.*``)."""
-        return self.op_type == "Opdebug"
-
-
-@dataclass(frozen=True)
-class DumpFileRef:
-    """One dump file on disk; ``path.name`` differs from ``name.file_name`` for aliases."""
-
-    path: Path
-    name: DumpName
-
-
-@dataclass(frozen=True)
-class Mapping:
-    """Aliases read from ``mapping.csv``: short file name -> original file name.
-
-    ``problems`` holds ``(line_number, reason)`` for lines that were not used; line 0 means the
-    file as a whole.
-    """
-
-    aliases: dict[str, str] = field(default_factory=dict)
-    problems: list[tuple[int, str]] = field(default_factory=list)
-
-
-def parse_dump_name(name: str) -> DumpName | None:
-    """Parse an NPU dump file name (any of the three forms); None if it is not one."""
-    parts = name.split(".")
-    if len(parts) < 4 or not _OP_TYPE.match(parts[0]):
-        return None
-    tail_start = len(parts)
-    while tail_start > 2 and _digits(parts[tail_start - 1]):
-        tail_start -= 1
-    tail = parts[tail_start:]
-    ts_pos = next((i for i, p in enumerate(tail) if len(p) >= _MIN_TIMESTAMP_DIGITS), None)
-    if not ts_pos:  # None (no timestamp) or 0 (no task id before it)
-        return None
-    ids = [int(p) for p in tail[:ts_pos]]
-    name_parts = parts[1:tail_start] + tail[: max(0, ts_pos - 2)]
-    op_name = ".".join(name_parts)
-    if not op_name or not all(name_parts):
-        return None
-    task, stream = (ids[-2], ids[-1]) if len(ids) >= 2 else (ids[0], None)
-    return DumpName(parts[0], op_name, task, stream, int(tail[ts_pos]),
-                    tuple(int(p) for p in tail[ts_pos + 1:]), name)
-
-
-def normalise_op_name(name: str) -> str:
-    """The key a graph op name has in dump file names: ``/ . \\`` and spaces become ``_``."""
-    for char in "/.\\ ":
-        name = name.replace(char, "_")
-    return name
-
-
-def _unsafe(name: str) -> str | None:
-    # Both sides become path components, so neither may leave the directory.
-    if any(sep in name for sep in ("/", "\\", os.sep, "\0")):
-        return "contains a path separator"
-    return "contains '..'" if ".." in name else None
-
-
-def read_mapping(directory: str | os.PathLike) -> Mapping:
-    """Read ``directory/mapping.csv`` (lines ``<short_name>,<original_file_name>``).
-
-    Bad lines, unsafe targets (path separators, ``..``) and duplicates are collected in
-    ``problems`` instead of raising: one bad line must not hide every other alias. The first
-    entry for a short name (or for a target) wins. A missing file gives an empty mapping.
-    """
-    path = Path(directory) / MAPPING_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return Mapping()
-    except OSError as exc:
-        return Mapping(problems=[(0, f"cannot read {MAPPING_FILE}: {exc.strerror or exc}")])
-    mapping, targets = Mapping(), set()
-    for number, line in enumerate(raw.splitlines(), start=1):
-        reason = _add_mapping_line(mapping.aliases, targets, line)
-        if reason:
-            mapping.problems.append((number, reason))
-    return mapping
-
-
-def _add_mapping_line(aliases: dict[str, str], targets: set[str], line: bytes) -> str | None:
-    """Add one line's alias; the reason it was not used, or None."""
-    try:
-        text = line.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return "not UTF-8 text"
-    if not text:
-        return None
-    short, comma, target = (part.strip() for part in text.partition(","))
-    if not comma or not short or not target:
-        return f"expected '<short_name>,<file_name>', got {text!r}"
-    unsafe = _unsafe(short) or _unsafe(target)
-    if unsafe:
-        return f"{unsafe}: {text!r}"
-    if short in aliases or target in targets:
-        return f"duplicate entry: {text!r}"
-    aliases[short] = target
-    targets.add(target)
-    return None
-
-
-@dataclass(frozen=True)
-class DumpListing:
-    """The dump files of one step directory, sorted by timestamp, plus what was skipped."""
-
-    directory: Path
-    files: list[DumpFileRef]
-    skipped: list[tuple[Path, str]]
-
-    @cached_property
-    def _by_op(self) -> dict[str, list[DumpFileRef]]:
-        groups: dict[str, list[DumpFileRef]] = {}
-        for ref in self.files:  # already in timestamp order, so each group is too
-            groups.setdefault(normalise_op_name(ref.name.op_name), []).append(ref)
-        return groups
-
-    def by_op(self) -> dict[str, list[DumpFileRef]]:
-        """Launches per normalised op name, each list sorted by timestamp."""
-        return dict(self._by_op)
-
-    def launches(self, op_name: str) -> list[DumpFileRef]:
-        """All launches of an op (graph or file spelling), oldest first; empty if none."""
-        return list(self._by_op.get(normalise_op_name(op_name), []))
-
-    def latest(self, op_name: str) -> DumpFileRef | None:
-        """The default launch of an op: the one with the newest timestamp."""
-        group = self._by_op.get(normalise_op_name(op_name))
-        return group[-1] if group else None
-
-
-def _check_dir(directory: Path) -> None:
-    if not directory.is_dir():
-        why = "not a directory" if directory.exists() else "dump directory does not exist"
-        raise PrecisionToolError(why, directory)
-
-
-def _scan(directory: Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(directory) as entries:
-            return list(entries)
-    except OSError as exc:
-        reason = f"cannot list directory: {exc.strerror or exc}"
-        raise PrecisionToolError(reason, directory) from exc
-
-
-def _is_file(entry: os.DirEntry, want_dir: bool = False) -> bool:
-    try:
-        return entry.is_dir() if want_dir else entry.is_file()
-    except OSError:  # e.g. removed while listing: treat as absent
-        return False
-
-
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()  # str.isdigit alone accepts e.g. superscripts
-
-
-def list_dump_files(directory: str | os.PathLike) -> DumpListing:
-    """List the dump files directly inside one step directory (not recursive).
-
-    File names that are keys of ``mapping.csv`` are resolved through it in memory; all-digit
-    names that it lacks, mapping entries without a file, mapping problems and files that are not
-    dumps go to ``skipped`` as ``(path, reason)``.
-    """
-    directory = Path(directory)
-    _check_dir(directory)
-    entries = _scan(directory)
-    mapping = read_mapping(directory)
-    skipped = [(directory / MAPPING_FILE, f"line {n}: {why}") for n, why in mapping.problems]
-    files: list[DumpFileRef] = []
-    present: set[str] = set()
-    for entry in entries:
-        if entry.name == MAPPING_FILE:
-            continue
-        path = directory / entry.name
-        if not _is_file(entry):
-            skipped.append((path, "not a regular file"))
-            continue
-        present.add(entry.name)
-        ref, reason = _resolve_entry(path, mapping)
-        if ref is None:
-            skipped.append((path, reason))
-        else:
-            files.append(ref)
-    for short in sorted(set(mapping.aliases) - present):
-        skipped.append((directory / short, f"{MAPPING_FILE} names it but there is no such file"))
-    files.sort(key=lambda ref: (ref.name.timestamp, ref.name.file_name, ref.path.name))
-    skipped.sort(key=lambda item: (str(item[0]), item[1]))
-    return DumpListing(directory, files, skipped)
-
-
-def _resolve_entry(path: Path, mapping: Mapping) -> tuple[DumpFileRef | None, str]:
-    target = mapping.aliases.get(path.name)
-    if target is not None:
-        parsed = parse_dump_name(target)
-        if parsed is None:
-            return None, f"{MAPPING_FILE} maps it to {target!r}, which is not a dump file name"
-        return DumpFileRef(path, parsed), ""
-    if _digits(path.name):
-        return None, f"alias with no entry in {MAPPING_FILE}"
-    parsed = parse_dump_name(path.name)
-    if parsed is None:
-        return None, "not a dump file name"
-    return DumpFileRef(path, parsed), ""
 
 
 def parse_step_spec(spec: str | int | Iterable[int] | None) -> frozenset[int] | None:
@@ -275,7 +58,7 @@ def _parse_step_token(token: str, spec: str) -> range:
     bad = PrecisionToolError(f"bad TF_DUMP_STEP {spec!r}: expected steps like '0|5|10' or '3-5'")
     low, sep, high = token.partition("-")
     low, high = low.strip(), high.strip()
-    if not _digits(low) or (sep and not _digits(high)):
+    if not all_digits(low) or (sep and not all_digits(high)):
         raise bad
     first, last = int(low), int(high) if sep else int(low)
     if last < first or last - first >= _MAX_STEPS:
@@ -299,7 +82,7 @@ _INT_LABELS = (False, True, False, True, True)  # which of the five labels are n
 
 
 def _label(value: str, numeric: bool) -> str | int | None:
-    return value if not numeric else int(value) if _digits(value) else None
+    return value if not numeric else int(value) if all_digits(value) else None
 
 
 def _run_sort_key(run: str | None) -> tuple[int, str]:
@@ -329,14 +112,14 @@ class DumpTree:
 
     def __init__(self, dump_root: str | os.PathLike):
         self.root = Path(dump_root)
-        _check_dir(self.root)
+        check_dir(self.root)
         self.skipped: list[tuple[Path, str]] = []
         self._steps = sorted(self._walk(self.root, 0, []), key=_step_sort_key)
         self.skipped.sort(key=lambda item: str(item[0]))
 
     def _walk(self, directory: Path, depth: int, rel: list[str]) -> list[StepDir]:
         try:
-            entries = _scan(directory)
+            entries = scan_dir(directory)
         except PrecisionToolError as exc:
             if depth == 0:  # nothing at all can be found: say so rather than return nothing
                 raise
@@ -347,7 +130,7 @@ class DumpTree:
             found.append(self._step_dir(directory, rel))
         if depth < _LAYOUT_DEPTH:
             for entry in entries:  # any order: the step list is sorted once at the end
-                if _is_file(entry, want_dir=True):
+                if is_file_entry(entry, want_dir=True):
                     found += self._walk(directory / entry.name, depth + 1, rel + [entry.name])
         return found
 
@@ -432,12 +215,12 @@ class DumpTree:
 def _as_int(value: int | str | None) -> int | None:
     if value is None or isinstance(value, int):
         return value
-    if _digits(value.strip()):
+    if all_digits(value.strip()):
         return int(value)
     raise PrecisionToolError(f"expected a number, got {value!r}")
 
 
 def _looks_like_dump(entry: os.DirEntry) -> bool:
-    if entry.name == MAPPING_FILE or _digits(entry.name):
-        return _is_file(entry)
-    return parse_dump_name(entry.name) is not None and _is_file(entry)
+    if entry.name == MAPPING_FILE or all_digits(entry.name):
+        return is_file_entry(entry)
+    return parse_dump_name(entry.name) is not None and is_file_entry(entry)

@@ -11,14 +11,14 @@ from google.protobuf import text_format
 from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.dump_names import normalise_op_name
 from precision_tool.formats.graph import (
-    InputRef,
     find_graph_files,
     model_from_proto,
-    normalise_op_name,
     parse_input,
     read_graph,
 )
+from precision_tool.formats.graph_model import InputRef
 from precision_tool.formats.graph_write import (
     OpSpec,
     build_model,

@@ -1,0 +1,68 @@
+"""``ls``: the ops of the Build graphs, as type counts or a filtered list."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+from rich.text import Text
+
+from ..context import Context, OpRef
+from .registry import Command, CommandParser, CommandResult
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("-t", "--type", help="ops whose type contains TYPE (case-insensitive)")
+    parser.add_argument("-n", "--name", help="ops whose name contains NAME")
+    parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
+    parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
+    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+
+
+def _keep(ref: OpRef, args) -> bool:
+    op = ref.op
+    checks = (
+        (args.type, op.type),
+        (args.name, op.name),
+        (args.kernel, op.kernel_name or ""),
+        (args.pass_name, " ".join(op.pass_name)),
+    )
+    return all(want is None or want.lower() in have.lower() for want, have in checks)
+
+
+def _type_counts(refs: list[OpRef]) -> Table:
+    debugs = sorted({r.debug for r in refs})
+    counts = {d: Counter(r.op.type for r in refs if r.debug == d) for d in debugs}
+    table = Table(title="op types per NPU debug dir", title_justify="left")
+    table.add_column("type", style="op.type")
+    for debug in debugs:
+        table.add_column(debug, justify="right")
+    for op_type in sorted({r.op.type for r in refs}):
+        table.add_row(op_type, *(str(counts[d].get(op_type, 0)) for d in debugs))
+    table.add_row(Text("total", style="title"), *(str(sum(counts[d].values())) for d in debugs))
+    return table
+
+
+def _op_line(ref: OpRef) -> Text:
+    passes = ",".join(ref.op.pass_name)
+    return Text.assemble(("[", "muted"), (ref.op.type, "op.type"), ("]", "muted"),
+                         (f"[{passes}]" if passes else "", "muted"), " ", (ref.op.name, "op.name"),
+                         (f"  ({ref.debug})", "muted"))
+
+
+def run(args, context: Context) -> CommandResult:
+    refs = context.ops(args.debug)
+    if not refs:
+        return CommandResult([Text(f"no Build graph (ge_proto_*_Build.txt) under {context.data.npu}", style="warn")])
+    if not any((args.type, args.name, args.pass_name, args.kernel)):
+        return CommandResult([_type_counts(refs)])
+    kept = [r for r in refs if _keep(r, args)]
+    lines = [_op_line(r) for r in kept]
+    lines.append(Text(f"{len(kept)} op(s)", style="muted"))
+    return CommandResult(lines)
+
+
+COMMAND = Command(
+    name="ls", summary="list op types and counts, or the ops matching -t/-n/-f/-k",
+    add_arguments=_add_arguments, run=run,
+    completions={"-n": "op", "--name": "op"})

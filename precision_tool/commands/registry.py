@@ -1,0 +1,136 @@
+"""The one registry of commands. The shell and the one-shot command line dispatch through it.
+
+A command is a name, a one-line summary, a function that adds its arguments to a parser, and a
+``run(args, context)`` that returns what to show (a :class:`CommandResult` or any rich
+renderable). Commands never print; the caller renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..context import Context
+from ..errors import PrecisionToolError
+from ..status import ExitStatus
+
+
+class UsageError(PrecisionToolError):
+    """Bad command-line words: the message plus the command's usage."""
+
+    def __init__(self, message: str, usage: str = ""):
+        self.usage = usage
+        super().__init__(message)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of printing and exiting."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, add_help=False, exit_on_error=False, allow_abbrev=False, **kwargs)
+        self.add_argument("-h", "--help", action="store_true", help="show this help")
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: {message}", self.format_usage().strip())
+
+    def exit(self, status: int = 0, message: str | None = None):
+        raise UsageError(message or f"{self.prog}: exited", self.format_usage().strip())
+
+
+@dataclass
+class CommandResult:
+    """What a command hands back: renderables in order, its status, the files it wrote."""
+
+    renderables: list[Any] = field(default_factory=list)
+    status: ExitStatus = ExitStatus.OK
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command. ``completions`` maps option strings (or ``""`` for positionals) to what
+    completes there: ``"op"`` (op names), ``"path"``, ``"tensor"`` (dump files / npy), ``"command"``."""
+
+    name: str
+    summary: str
+    add_arguments: Callable[[CommandParser], None]
+    run: Callable[[argparse.Namespace, Context], Any]
+    aliases: tuple[str, ...] = ()
+    completions: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+    def parser(self) -> CommandParser:
+        parser = CommandParser(prog=self.name, description=self.description or self.summary)
+        self.add_arguments(parser)
+        return parser
+
+    def option_strings(self) -> list[str]:
+        return [s for action in self.parser()._actions for s in action.option_strings]
+
+
+class Registry:
+    """Commands by name and alias, in the order they were added."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+        self._names: dict[str, Command] = {}
+
+    def add(self, command: Command) -> Command:
+        for name in (command.name, *command.aliases):
+            if name in self._names:
+                raise ValueError(f"command name {name!r} registered twice")  # a bug, not user input
+            self._names[name] = command
+        self._commands[command.name] = command
+        return command
+
+    def __iter__(self):
+        return iter(self._commands.values())
+
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def get(self, name: str) -> Command:
+        """The command called ``name``; UsageError with the nearest name when there is none."""
+        try:
+            return self._names[name]
+        except KeyError:
+            near = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
+            hint = f"; did you mean '{near[0]}'?" if near else "; type 'help' for the list"
+            raise UsageError(f"unknown command '{name}'{hint}") from None
+
+
+def split_commands(line: str) -> list[list[str]]:
+    """Words of each ``;``-separated command of ``line``, shell-quoted; nothing is executed."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    commands, words = [], []
+    try:
+        for token in lexer:
+            if token and set(token) == {";"}:
+                commands.append(words)
+                words = []
+            else:
+                words.append(token)
+    except ValueError as exc:  # "No closing quotation"
+        raise UsageError(f"cannot parse the command line: {exc}") from None
+    commands.append(words)
+    return [c for c in commands if c]
+
+
+def run_words(registry: Registry, words: list[str], context: Context) -> CommandResult:
+    """Parse ``words`` (command name first) and run the command."""
+    command = registry.get(words[0])
+    parser = command.parser()
+    try:
+        args = parser.parse_args(words[1:])
+    except argparse.ArgumentError as exc:
+        raise UsageError(f"{command.name}: {exc}", parser.format_usage().strip()) from None
+    if args.help:
+        return CommandResult([parser.format_help().rstrip()])
+    result = command.run(args, context)
+    return result if isinstance(result, CommandResult) else CommandResult([result])

@@ -1,0 +1,1 @@
+"""Pairing, metrics, the streaming comparison engine and the result CSV."""

@@ -1,0 +1,226 @@
+"""The blocked device formats: how each tiles a zero-padded host array (FORMATS.md section 3).
+
+Blocked 4-D formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, C1HWNCoC0) are laid out from a canonical
+NCHW host array, blocked 5-D formats (NDC1HWC0, FRACTAL_Z_3D) from NCDHW: each is a
+:class:`BlockedFormat` of :data:`BLOCKED_FORMATS`, whose codec gives the device shape and
+converts to and from the canonical array. FRACTAL_NZ tiles the last two dims of any rank
+(:func:`nz_shape`, :func:`nz_to_host`, :func:`nz_from_host`). Which host layout a tensor is in,
+and the transposes into it, are :mod:`.layouts`' business. Everything here is pure numpy and
+vectorised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from precision_tool.errors import PrecisionToolError
+
+FRACTAL_BLOCK = 16  # rows of a fractal: N block of FRACTAL_Z, H block of FRACTAL_NZ
+
+Shape = tuple[int, ...]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pad_axis(array: np.ndarray, axis: int, size: int) -> np.ndarray:
+    """Zero-pad ``array`` at the end of ``axis`` up to ``size``."""
+    widths = [(0, 0)] * array.ndim
+    widths[axis] = (0, size - array.shape[axis])
+    return np.pad(array, widths) if size != array.shape[axis] else array
+
+
+def shape_mismatch(device: np.ndarray, fmt: str, original: Shape) -> PrecisionToolError:
+    """The error for ``device`` in ``fmt`` that cannot hold a host tensor of ``original``."""
+    return PrecisionToolError(
+        f"device shape {list(device.shape)} in format {fmt} does not fit "
+        f"original shape {list(original)}"
+    )
+
+
+@dataclass(frozen=True)
+class _Tiled:
+    """A format that is its zero-padded canonical host, split, transposed and merged.
+
+    The canonical host ``[N, C, *S]`` (S = H, W or D, H, W) is padded and split into
+    ``[N1, n0, C1, C0, *S]`` (n0 = 16 for the fractal N block, else 1), transposed by ``perm``
+    and reshaped into the device shape, whose axes each merge ``merge[i]`` transposed axes.
+    These are the reshape/transpose recipes of FORMATS.md read backwards.
+    """
+
+    perm: tuple[int, ...]
+    merge: tuple[int, ...]
+    n0: int = 1
+
+    def _split(self, dims: Shape, c0: int) -> Shape:
+        n, c, *spatial = dims
+        return (_ceil_div(n, self.n0), self.n0, _ceil_div(c, c0), c0, *spatial)
+
+    def shape(self, dims: Shape, c0: int, groups: int = 1) -> Shape:
+        moved = [self._split(dims, c0)[axis] for axis in self.perm]
+        ends = np.cumsum(self.merge)
+        return tuple(math.prod(moved[end - k:end]) for k, end in zip(self.merge, ends))
+
+    def to_canon(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
+        split = self._split(dims, device.shape[-1])  # C0 is the last device axis
+        moved = device.reshape([split[axis] for axis in self.perm])
+        host = moved.transpose(np.argsort(self.perm))
+        host = host.reshape(split[0] * split[1], split[2] * split[3], *split[4:])
+        return host[:dims[0], :dims[1]]
+
+    def from_canon(self, host: np.ndarray, c0: int, groups: int = 1) -> np.ndarray:
+        split = self._split(host.shape, c0)
+        padded = _pad_axis(_pad_axis(host, 0, split[0] * split[1]), 1, split[2] * c0)
+        return padded.reshape(split).transpose(self.perm).reshape(self.shape(host.shape, c0))
+
+
+# Split axes: 0 N1, 1 n0, 2 C1, 3 C0, then 4.. the spatial dims (H, W or D, H, W).
+_NC1HWC0 = _Tiled(perm=(0, 1, 2, 4, 5, 3), merge=(2, 1, 1, 1, 1))  # [N, C1, H, W, C0]
+_NDC1HWC0 = _Tiled(perm=(0, 1, 4, 2, 5, 6, 3), merge=(2, 1, 1, 1, 1, 1))  # [N, D, C1, H, W, C0]
+_FRACTAL_Z = _Tiled(perm=(2, 4, 5, 0, 1, 3), merge=(3, 1, 1, 1), n0=FRACTAL_BLOCK)
+_FRACTAL_Z_3D = _Tiled(perm=(4, 2, 5, 6, 0, 1, 3), merge=(4, 1, 1, 1), n0=FRACTAL_BLOCK)
+
+
+class _GroupedFractalZ:
+    """FRACTAL_Z, and with sub_format G > 1 the grouped layout: ``[G/e*C1*H*W, Co/16, 16, C0]``."""
+
+    @staticmethod
+    def _plan(dims: Shape, c0: int, groups: int) -> tuple[int, int, Shape]:
+        """cout, e and the device seen as ``[G/e, C1, H, W, cout_opt, C0]`` (FORMATS.md)."""
+        n, cin, h, w = dims
+        if n % groups:
+            raise PrecisionToolError(f"FRACTAL_Z: N={n} is not a multiple of the {groups} groups")
+        cout = n // groups
+        # Empty dims would divide by zero; any e works for an empty tensor.
+        a = math.lcm(max(cin, 1), c0) // max(cin, 1)
+        b = math.lcm(max(cout, 1), FRACTAL_BLOCK) // max(cout, 1)
+        e = min(math.lcm(a, b), groups)
+        cout_opt = _ceil_div(e * cout, FRACTAL_BLOCK) * FRACTAL_BLOCK
+        return cout, e, (_ceil_div(groups, e), _ceil_div(e * cin, c0), h, w, cout_opt, c0)
+
+    @classmethod
+    def _index(cls, dims: Shape, c0: int, groups: int) -> tuple:
+        """Index picking host ``[g, n, c, :, :]`` out of the ``[G/e, C1, H, W, Co, C0]`` view."""
+        cout, e, _ = cls._plan(dims, c0, groups)
+        g = np.arange(groups)[:, None, None]
+        ci = g % e * dims[1] + np.arange(dims[1])[None, None, :]
+        co = g % e * cout + np.arange(cout)[None, :, None]
+        # Advanced indices split by slices put the broadcast [G, cout, cin] dims first.
+        return (g // e, ci // c0, slice(None), slice(None), co, ci % c0)
+
+    @classmethod
+    def shape(cls, dims: Shape, c0: int, groups: int) -> Shape:
+        if groups == 1:
+            return _FRACTAL_Z.shape(dims, c0)
+        blocks, c1, h, w, cout_opt, c0 = cls._plan(dims, c0, groups)[2]
+        return (blocks * c1 * h * w, cout_opt // FRACTAL_BLOCK, FRACTAL_BLOCK, c0)
+
+    @classmethod
+    def to_canon(cls, device: np.ndarray, dims: Shape, groups: int) -> np.ndarray:
+        if groups == 1:
+            return _FRACTAL_Z.to_canon(device, dims)
+        c0 = device.shape[-1]
+        blocked = device.reshape(cls._plan(dims, c0, groups)[2])
+        return blocked[cls._index(dims, c0, groups)].reshape(dims)
+
+    @classmethod
+    def from_canon(cls, host: np.ndarray, c0: int, groups: int) -> np.ndarray:
+        if groups == 1:
+            return _FRACTAL_Z.from_canon(host, c0)
+        n, c, h, w = host.shape
+        blocked = np.zeros(cls._plan(host.shape, c0, groups)[2], dtype=host.dtype)
+        blocked[cls._index(host.shape, c0, groups)] = host.reshape(groups, n // groups, c, h, w)
+        return blocked.reshape(cls.shape(host.shape, c0, groups))
+
+
+class _C1HWNCoC0:
+    """``[C1, H, W, N, Co, C0]`` holding each value on the Co == C0 diagonal."""
+
+    @staticmethod
+    def shape(dims: Shape, c0: int, groups: int) -> Shape:
+        n, c, h, w = dims
+        return (_ceil_div(c, c0), h, w, n, c0, c0)
+
+    @staticmethod
+    def to_canon(device: np.ndarray, dims: Shape, groups: int) -> np.ndarray:
+        n, c, h, w = dims
+        c1, c0 = device.shape[0], device.shape[5]
+        diagonal = np.diagonal(device, axis1=4, axis2=5)  # [C1, H, W, N, C0], a view
+        return diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)[:, :c]
+
+    @staticmethod
+    def from_canon(host: np.ndarray, c0: int, groups: int) -> np.ndarray:
+        n, c, h, w = host.shape
+        c1 = _ceil_div(c, c0)
+        padded = _pad_axis(host, 1, c1 * c0).reshape(n, c1, c0, h, w)
+        device = np.zeros((c1, h, w, n, c0, c0), dtype=host.dtype)
+        k = np.arange(c0)
+        device[..., k, k] = padded.transpose(1, 3, 4, 0, 2)
+        return device
+
+
+@dataclass(frozen=True)
+class BlockedFormat:
+    """A blocked format: its canonical host layout, inference candidates and codec."""
+
+    canon: str  # canonical host layout, NCHW or NCDHW
+    candidates: tuple[str, ...]  # origin formats tried, in order, when inferring
+    codec: object  # has shape(dims, c0, groups), to_canon(device, dims, groups), from_canon
+    fixed_c0: int | None = None
+
+
+_NCHW_ORIGINS = ("NHWC", "NCHW")
+_WEIGHT_ORIGINS = ("HWCN", "NCHW", "NHWC")
+BLOCKED_FORMATS: dict[str, BlockedFormat] = {
+    "NC1HWC0": BlockedFormat("NCHW", _NCHW_ORIGINS, _NC1HWC0),
+    "NC1HWC0_C04": BlockedFormat("NCHW", _NCHW_ORIGINS, _NC1HWC0, fixed_c0=4),
+    "FRACTAL_Z": BlockedFormat("NCHW", _WEIGHT_ORIGINS, _GroupedFractalZ),
+    "C1HWNCoC0": BlockedFormat("NCHW", _WEIGHT_ORIGINS, _C1HWNCoC0),
+    "NDC1HWC0": BlockedFormat("NCDHW", ("NDHWC", "NCDHW"), _NDC1HWC0),
+    "FRACTAL_Z_3D": BlockedFormat("NCDHW", ("DHWCN", "NCDHW", "NDHWC"), _FRACTAL_Z_3D),
+}
+
+
+# --- FRACTAL_NZ: [..., H, W] -> [..., W1, H1, 16, C0] ------------------------------------
+
+
+def _nz_dims(shape: Shape) -> tuple[Shape, int, int]:
+    """Leading dims, H and W of a host shape; a 1-D (or 0-D) target has H = 1."""
+    if len(shape) < 2:
+        return (), 1, (shape[0] if shape else 1)
+    return shape[:-2], shape[-2], shape[-1]
+
+
+def nz_shape(shape: Shape, c0: int) -> Shape:
+    """The FRACTAL_NZ device shape of a host shape, fractals ``16 x c0``."""
+    lead, h, w = _nz_dims(shape)
+    return lead + (_ceil_div(w, c0), _ceil_div(h, FRACTAL_BLOCK), FRACTAL_BLOCK, c0)
+
+
+def nz_to_host(device: np.ndarray, original: Shape) -> np.ndarray:
+    """A FRACTAL_NZ ``device`` array as the host array of shape ``original``."""
+    if device.shape == original:
+        return device  # short vectors (k == 1 or k % 16 == 0) may be stored unblocked
+    fits = device.ndim >= 4 and device.shape[-1] > 0
+    if not fits or device.shape != nz_shape(original, device.shape[-1]):
+        raise shape_mismatch(device, "FRACTAL_NZ", original)
+    lead, h, w = _nz_dims(original)
+    w1, h1, h0, w0 = device.shape[-4:]
+    b = math.prod(lead)
+    blocked = device.reshape(b, w1, h1, h0, w0).transpose(0, 2, 3, 1, 4)
+    return blocked.reshape(b, h1 * h0, w1 * w0)[:, :h, :w].reshape(original)
+
+
+def nz_from_host(host: np.ndarray, c0: int) -> np.ndarray:
+    """``host`` laid out in FRACTAL_NZ with fractals ``16 x c0``, zero-padded."""
+    lead, h, w = _nz_dims(host.shape)
+    h1, w1 = _ceil_div(h, FRACTAL_BLOCK), _ceil_div(w, c0)
+    b = math.prod(lead)
+    padded = _pad_axis(_pad_axis(host.reshape(b, h, w), 1, h1 * FRACTAL_BLOCK), 2, w1 * c0)
+    blocked = padded.reshape(b, h1, FRACTAL_BLOCK, w1, c0).transpose(0, 3, 1, 2, 4)
+    return blocked.reshape(lead + (w1, h1, FRACTAL_BLOCK, c0))
+

@@ -1,0 +1,147 @@
+"""A GE graph dump as plain Python objects: a :class:`Model` of graphs of ops.
+
+Ops keep the file's order, which is GE's execution order, and each graph looks its ops up by
+name, exactly or in the dump-file spelling (:func:`.dump_names.normalise_op_name`). Attribute
+values (``attrs``) are the Python values listed in :mod:`.graph`, which builds these objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .dump_names import normalise_op_name
+
+
+@dataclass(frozen=True, slots=True)
+class InputRef:
+    """One entry of an op's ``input`` list: output ``index`` of op ``src``, or a control edge.
+
+    ``slot`` is the entry's position in the op's input list (so ``input_descs[slot]`` describes
+    it); it is ignored by ``==`` because hand-built references need not know it.
+    """
+
+    src: str
+    index: int
+    is_control: bool
+    slot: int | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.src}:{-1 if self.is_control else self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDesc:
+    """An op's input or output tensor: device dtype/layout/shape and the host (origin) view."""
+
+    dtype: str
+    layout: str
+    shape: tuple[int, ...]
+    origin_format: str | None
+    origin_shape: tuple[int, ...] | None
+    origin_name: str | None
+    origin_output_index: int | None
+    origin_data_type: str | None
+    attrs: dict[str, Any]
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One graph op (``OpDef``) with the attributes the tool uses pulled out of ``attrs``.
+
+    ``consumers[i]`` lists ``(consumer op name, consumer input slot)`` for output ``i``.
+    ``original_op_names`` is None when ``_datadump_original_op_names`` is missing (the op stands
+    for itself) and ``[]`` when it is empty (an op the NPU compiler inserted).
+    """
+
+    name: str
+    type: str
+    id: int
+    inputs: list[InputRef]
+    input_descs: list[TensorDesc]
+    output_descs: list[TensorDesc]
+    consumers: list[list[tuple[str, int]]]
+    attrs: dict[str, Any]
+    original_op_names: list[str] | None
+    pass_name: list[str]
+    original_op_types: list[str]
+    is_multiop: bool
+    kernel_name: str | None
+    kernel_lib: str | None
+    session_graph_id: str | None
+    stream_id: int
+    subgraph_names: list[str] = field(default_factory=list)
+
+    def __hash__(self) -> int:  # by identity in the graph, so ops can key dicts and sets
+        return hash((self.name, self.id))
+
+    @property
+    def data_inputs(self) -> list[InputRef]:
+        """The inputs that carry data, in order (control edges left out)."""
+        return [ref for ref in self.inputs if not ref.is_control]
+
+    @property
+    def control_inputs(self) -> list[InputRef]:
+        """The control-edge inputs (``"src:-1"``)."""
+        return [ref for ref in self.inputs if ref.is_control]
+
+
+@dataclass(frozen=True)
+class GraphDesc:
+    """One ``GraphDef``: its ops in execution order, with lookups by name built once."""
+
+    name: str
+    ops: list[Op]
+    attrs: dict[str, Any]
+    inputs: list[str]
+    outputs: list[str]
+    _by_name: dict[str, Op] = field(init=False, repr=False, compare=False)
+    _by_key: dict[str, Op] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, Op] = {}
+        by_key: dict[str, Op] = {}
+        for op in self.ops:
+            by_name.setdefault(op.name, op)
+            by_key.setdefault(normalise_op_name(op.name), op)  # first wins, as in file order
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_by_key", by_key)
+
+    def op(self, name: str) -> Op:
+        """The op called exactly ``name``; raises ``KeyError`` when there is none."""
+        return self._by_name[name]
+
+    def find_op(self, name: str) -> Op | None:
+        """The op called ``name``, else the one whose dump-file form (``/`` and ``.`` as ``_``)
+        equals that of ``name``, else None."""
+        found = self._by_name.get(name)
+        return found if found is not None else self._by_key.get(normalise_op_name(name))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+
+@dataclass(frozen=True)
+class Model:
+    """One graph dump file (``ModelDef``). ``source_path`` is ignored by ``==``."""
+
+    name: str
+    graphs: list[GraphDesc]
+    attrs: dict[str, Any]
+    source_path: Path | None = field(default=None, compare=False)
+    version: int = 0
+    custom_version: str = ""
+
+    def graph(self, name: str) -> GraphDesc | None:
+        """The graph called ``name``, or None."""
+        return next((g for g in self.graphs if g.name == name), None)
+
+    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
+        """The first graph holding an op found by :meth:`GraphDesc.find_op`, and that op."""
+        for graph in self.graphs:
+            op = graph.find_op(name)
+            if op is not None:
+                return graph, op
+        return None
