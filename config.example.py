@@ -22,17 +22,27 @@ VCS_LIMIT = 3
 # vc: worker processes for the comparison; 0 means one per CPU core.
 WORKERS = 0
 
-# ac cast check: casts from any of the left dtypes to any of the right ones are dangerous.
-# By default every floating type to every integer type, and narrowing integer casts.
+# ac cast check: a Cast from the left dtype to the right one is reported as dangerous.
+# The default: every floating type to every integer type, and every narrowing integer cast.
 DANGEROUS_CASTS = [
-    ("DT_FLOAT", "DT_INT32"), ("DT_FLOAT", "DT_INT64"), ("DT_FLOAT", "DT_INT16"),
-    ("DT_FLOAT", "DT_INT8"), ("DT_FLOAT", "DT_UINT8"),
-    ("DT_FLOAT16", "DT_INT32"), ("DT_FLOAT16", "DT_INT64"), ("DT_FLOAT16", "DT_INT16"),
-    ("DT_FLOAT16", "DT_INT8"), ("DT_FLOAT16", "DT_UINT8"),
-    ("DT_BF16", "DT_INT32"), ("DT_BF16", "DT_INT8"), ("DT_DOUBLE", "DT_INT32"),
-    ("DT_INT64", "DT_INT32"), ("DT_INT64", "DT_INT16"), ("DT_INT32", "DT_INT16"),
-    ("DT_INT32", "DT_INT8"),
+    ("DT_FLOAT", "DT_INT8"), ("DT_FLOAT", "DT_UINT8"), ("DT_FLOAT", "DT_INT16"),
+    ("DT_FLOAT", "DT_UINT16"), ("DT_FLOAT", "DT_INT32"), ("DT_FLOAT", "DT_UINT32"),
+    ("DT_FLOAT", "DT_INT64"), ("DT_FLOAT", "DT_UINT64"), ("DT_FLOAT16", "DT_INT8"),
+    ("DT_FLOAT16", "DT_UINT8"), ("DT_FLOAT16", "DT_INT16"), ("DT_FLOAT16", "DT_UINT16"),
+    ("DT_FLOAT16", "DT_INT32"), ("DT_FLOAT16", "DT_UINT32"), ("DT_FLOAT16", "DT_INT64"),
+    ("DT_FLOAT16", "DT_UINT64"), ("DT_BF16", "DT_INT8"), ("DT_BF16", "DT_UINT8"),
+    ("DT_BF16", "DT_INT16"), ("DT_BF16", "DT_UINT16"), ("DT_BF16", "DT_INT32"),
+    ("DT_BF16", "DT_UINT32"), ("DT_BF16", "DT_INT64"), ("DT_BF16", "DT_UINT64"),
+    ("DT_DOUBLE", "DT_INT8"), ("DT_DOUBLE", "DT_UINT8"), ("DT_DOUBLE", "DT_INT16"),
+    ("DT_DOUBLE", "DT_UINT16"), ("DT_DOUBLE", "DT_INT32"), ("DT_DOUBLE", "DT_UINT32"),
+    ("DT_DOUBLE", "DT_INT64"), ("DT_DOUBLE", "DT_UINT64"), ("DT_INT64", "DT_INT32"),
+    ("DT_INT64", "DT_INT16"), ("DT_INT64", "DT_INT8"), ("DT_INT32", "DT_INT16"),
+    ("DT_INT32", "DT_INT8"), ("DT_INT16", "DT_INT8"), ("DT_UINT64", "DT_UINT32"),
+    ("DT_UINT32", "DT_UINT16"), ("DT_UINT16", "DT_UINT8"),
 ]
+
+# Show tracebacks of internal errors (same as --debug).
+DEBUG = False
 
 # Accepted for compatibility with the original precision_tool's config; unused (no CANN needed).
 CMD_ROOT_PATH = "/usr/local/"

@@ -23,3 +23,49 @@ def require_shared(path: Path) -> Path:
 def small_case() -> Path:
     """The ``small`` fixture case directory."""
     return require_shared(FIXTURES / "small")
+
+
+@pytest.fixture
+def sample_data(tmp_path) -> Path:
+    """A private copy of the shipped sample ``precision_data`` (commands write its temp/)."""
+    import shutil
+
+    target = tmp_path / "precision_data"
+    shutil.copytree(REPO_ROOT / "precision_data", target, ignore=shutil.ignore_patterns("temp"))
+    return target
+
+
+@pytest.fixture
+def fixture_data(tmp_path) -> Path:
+    """A private copy of the shared ``small`` fixture's precision_data (../shared is read-only)."""
+    import shutil
+
+    source = require_shared(FIXTURES / "small" / "precision_data")
+    target = tmp_path / "fixture_small" / "precision_data"
+    shutil.copytree(source, target)
+    return target
+
+
+def make_context(data_root: Path, width: int = 120, **settings):
+    """A Context on ``data_root`` whose console writes into a StringIO; returns (context, buffer).
+
+    ``settings`` are upper-case config names (``TF_DUMP_STEP="0"``); no config.py or environment
+    variable is read.
+    """
+    import io
+
+    from precision_tool.config import load_config
+    from precision_tool.context import Context
+    from precision_tool.render.theme import make_console
+
+    buffer = io.StringIO()
+    config = load_config({"DATA_ROOT_DIR": data_root, **settings}, environ={}, cwd=data_root.parent)
+    return Context(config, make_console(file=buffer, width=width)), buffer
+
+
+def run_command(context, line: str):
+    """Run ``line`` through the real registry and error boundary; returns the exit status."""
+    from precision_tool.commands import build_registry
+    from precision_tool.shell.app import execute_line
+
+    return execute_line(line, build_registry(), context)

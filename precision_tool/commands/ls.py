@@ -33,7 +33,7 @@ def _keep(ref: OpRef, args) -> bool:
 def _type_counts(refs: list[OpRef]) -> Table:
     debugs = sorted({r.debug for r in refs})
     counts = {d: Counter(r.op.type for r in refs if r.debug == d) for d in debugs}
-    table = Table(title="op types per NPU debug dir", title_justify="left")
+    table = Table()
     table.add_column("type", style="op.type")
     for debug in debugs:
         table.add_column(debug, justify="right")
@@ -55,7 +55,7 @@ def run(args, context: Context) -> CommandResult:
     if not refs:
         return CommandResult([Text(f"no Build graph (ge_proto_*_Build.txt) under {context.data.npu}", style="warn")])
     if not any((args.type, args.name, args.pass_name, args.kernel)):
-        return CommandResult([_type_counts(refs)])
+        return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs)])
     kept = [r for r in refs if _keep(r, args)]
     lines = [_op_line(r) for r in kept]
     lines.append(Text(f"{len(kept)} op(s)", style="muted"))

@@ -228,3 +228,18 @@ def test_shape_that_disagrees_with_size(tmp_path):
     assert "needs 36 bytes but the dump holds 32" in dump.outputs[0].problem
     with pytest.raises(PrecisionToolError):
         dump.outputs[0].device()
+
+
+def test_unknown_format_host_conversion_fails_when_counts_disagree(tmp_path):
+    data = _good_bytes()
+    length = struct.unpack("<Q", data[:8])[0]
+    message = DumpData()
+    message.ParseFromString(data[8:8 + length])
+    message.output[0].format = 200
+    message.output[0].original_shape.dim.extend([3, 3])
+    header = message.SerializeToString()
+    path = tmp_path / "Add.op.1.0.1718170000000000"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length:])
+    with pytest.raises(PrecisionToolError) as info:
+        read_dump(path).outputs[0].host()
+    assert "unsupported format UNKNOWN(200)" in str(info.value) and str(path) in str(info.value)

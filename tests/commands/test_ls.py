@@ -1,0 +1,55 @@
+"""``ls``: op-type counts per debug dir, and filtered op lists."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from precision_tool.status import ExitStatus
+from tests.conftest import make_context, run_command
+
+
+def test_type_counts_on_the_sample(sample_data):
+    context, out = make_context(sample_data)
+    assert run_command(context, "ls") == ExitStatus.OK
+    text = out.getvalue()
+    assert re.search(r"TransData\s+│\s+4", text)
+    assert re.search(r"Const\s+│\s+10", text)
+    assert re.search(r"total\s+│\s+26", text)
+
+
+def test_type_counts_per_debug_dir(sample_data):
+    shutil.copytree(sample_data / "npu/debug_0/graph", sample_data / "npu/debug_1/graph")
+    context, out = make_context(sample_data)
+    run_command(context, "ls")
+    assert re.search(r"Conv2D\s+│\s+2\s+│\s+2", out.getvalue())
+
+
+def test_filters_give_one_line_per_op(sample_data):
+    context, out = make_context(sample_data)
+    run_command(context, "ls -t conv2d")
+    lines = out.getvalue().splitlines()
+    assert "[Conv2D][ConvBiasAddFusionPass,TbeConvReluFusionPass] resnet/conv1/Conv2D  (debug_0)" in lines
+    assert "2 op(s)" in lines
+    context, out = make_context(sample_data)
+    run_command(context, "ls -f TbeConvRelu")
+    assert "1 op(s)" in out.getvalue() and "resnet/conv1/Conv2D" in out.getvalue()
+    context, out = make_context(sample_data)
+    run_command(context, "ls -n trans_ -t TransData")
+    assert "4 op(s)" in out.getvalue()
+    context, out = make_context(sample_data)
+    run_command(context, "ls -k te_relu")
+    assert "[Relu] resnet/relu2/Relu" in out.getvalue()
+
+
+def test_fixture_graph_counts(fixture_data):
+    context, out = make_context(fixture_data)
+    run_command(context, "ls")
+    assert re.search(r"total\s+│\s+25", out.getvalue())
+
+
+def test_no_graph_says_where_it_looked(tmp_path):
+    (tmp_path / "precision_data").mkdir()
+    context, out = make_context(tmp_path / "precision_data")
+    assert run_command(context, "ls") == ExitStatus.OK
+    assert "no Build graph" in out.getvalue()

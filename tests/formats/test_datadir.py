@@ -1,0 +1,53 @@
+"""The data-root layout and its survey (the banner's facts)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.datadir import DataRoot, survey
+from precision_tool.render.survey import render_survey
+from precision_tool.render.theme import make_console
+
+
+def test_survey_of_the_sample(sample_data):
+    found = survey(sample_data)
+    assert [d.name for d in found.debug] == ["debug_0"]
+    debug = found.debug[0]
+    assert [p.name for p in debug.graph_files] == ["ge_proto_00000001_Build.txt"]
+    assert (debug.runs, debug.newest_run, debug.step_dirs, debug.dump_files) == (["20261129120000"], "20261129120000", 1, 14)
+    assert (found.golden_tensors, found.golden_invalid, found.problems) == (24, 0, [])
+
+
+def test_survey_counts_invalid_golden_names_and_second_debug_dir(sample_data):
+    (sample_data / "tf/dump/bad name!.0.1.npy").write_bytes(b"")
+    shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
+    found = survey(sample_data)
+    assert [d.name for d in found.debug] == ["debug_0", "debug_1"]
+    assert found.golden_invalid == 1
+
+
+def test_missing_root_is_an_error(tmp_path):
+    with pytest.raises(PrecisionToolError, match="data root not found"):
+        survey(tmp_path / "nowhere")
+
+
+def test_empty_root_surveys_to_nothing(tmp_path):
+    found = survey(tmp_path)
+    assert found.debug == [] and found.golden_tensors == 0
+
+
+def test_banner_names_version_root_and_sources(sample_data):
+    console = make_console(file=__import__("io").StringIO(), width=150)
+    console.print(render_survey(survey(sample_data), "9.9"))
+    text = console.file.getvalue()
+    assert "PrecisionTool 9.9" in text and str(sample_data) in text
+    assert "14 dump files" in text and "24 golden tensors" in text
+
+
+def test_layout_paths():
+    root = DataRoot(__import__("pathlib").Path("/d"))
+    assert str(root.dump_root("debug_1")) == "/d/npu/debug_1/dump"
+    assert str(root.golden_dir) == "/d/tf/dump" and str(root.temp) == "/d/temp"

@@ -1,0 +1,89 @@
+"""The one-shot command line, driven as a user would: the installed ``precision-tool`` script,
+``python -m precision_tool`` and ``python3 precision_tool/cli.py``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from precision_tool import __version__
+from tests.conftest import REPO_ROOT
+
+
+def _run(args, cwd, env=None, stdin=""):
+    merged = {**os.environ, "HOME": str(cwd), "XDG_DATA_HOME": str(cwd / ".xdg"), **(env or {})}
+    merged.pop("PRECISION_TOOL_CONFIG", None)
+    return subprocess.run(args, cwd=cwd, env=merged, input=stdin, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def workdir(sample_data):
+    return sample_data.parent  # holds precision_data/, the default data root
+
+
+def _script():
+    path = shutil.which("precision-tool")
+    assert path, "the console script is missing: install the package (README test command)"
+    return path
+
+
+def test_console_script_runs_a_command_on_the_default_data_root(workdir):
+    result = _run([_script(), "ls", "-t", "Relu"], workdir)
+    assert result.returncode == 0, result.stderr
+    assert "[Relu] resnet/relu2/Relu  (debug_0)" in result.stdout
+    assert "\x1b[" not in result.stdout  # plain text when piped
+
+
+def test_python_dash_m_and_the_script_path_invocation(workdir):
+    for args in ([sys.executable, "-m", "precision_tool"], [sys.executable, str(REPO_ROOT / "precision_tool/cli.py")]):
+        result = _run([*args, "--data", str(workdir / "precision_data"), "ls"], workdir.parent)
+        assert result.returncode == 0, result.stderr
+        assert "op types per NPU debug dir" in result.stdout
+
+
+def test_version(workdir):
+    result = _run([_script(), "--version"], workdir)
+    assert result.stdout.strip() == f"precision-tool {__version__}"
+
+
+def test_several_commands_with_dash_e_and_the_worst_status(workdir):
+    result = _run([_script(), "-e", "ls -t Add; lss"], workdir)
+    assert result.returncode == 2
+    assert "[Add] resnet/add/add" in result.stdout
+    assert "unknown command 'lss'; did you mean 'ls'?" in result.stderr
+
+
+def test_bad_flag_prints_usage_and_exits_2(workdir):
+    result = _run([_script(), "ls", "--bogus"], workdir)
+    assert result.returncode == 2
+    assert "unrecognized arguments: --bogus" in result.stderr and "usage: ls" in result.stderr
+
+
+def test_help_for_a_command(workdir):
+    result = _run([_script(), "help", "ls"], workdir)
+    assert result.returncode == 0 and "usage: ls" in result.stdout
+
+
+def test_config_file_from_the_environment(workdir, tmp_path):
+    config = tmp_path / "cfg.py"
+    config.write_text(f"DATA_ROOT_DIR = {str(workdir / 'precision_data')!r}\n")
+    result = _run([_script(), "ls", "-t", "MaxPool"], tmp_path, env={"PRECISION_TOOL_CONFIG": str(config)})
+    assert result.returncode == 0, result.stderr
+    assert "resnet/pool/MaxPool" in result.stdout
+
+
+def test_bad_config_is_one_line_and_exit_2(workdir):
+    (workdir / "config.py").write_text("VCS_LIMIT = (\n")
+    result = _run([_script(), "ls"], workdir)
+    assert result.returncode == 2
+    assert "config.py" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_piped_commands_run_line_by_line_until_eof(workdir):
+    result = _run([_script()], workdir, stdin="ls -t Softmax\n\n# a comment\nhelp ls\n")
+    assert result.returncode == 0, result.stderr
+    assert "resnet/softmax/Softmax" in result.stdout and "usage: ls" in result.stdout

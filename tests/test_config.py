@@ -1,0 +1,87 @@
+"""Settings: defaults < config.py < environment < flags; config.py is data, never code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from precision_tool.config import Config, load_config, read_config_file
+from precision_tool.errors import PrecisionToolError
+from tests.conftest import REPO_ROOT
+
+
+def test_defaults_without_any_source(tmp_path):
+    config = load_config(environ={}, cwd=tmp_path)
+    assert config == Config()
+    assert config.data_root_dir == Path("precision_data")
+    assert (config.tf_dump_step, config.cosine_threshold, config.vcs_limit) == ("0", 0.98, 3)
+    assert config.source is None
+
+
+def test_config_py_in_the_working_directory_is_read(tmp_path):
+    (tmp_path / "config.py").write_text("TF_DUMP_STEP = '0|5'\nVCS_LIMIT = 7\nUNKNOWN = 1\n")
+    config = load_config(environ={}, cwd=tmp_path)
+    assert (config.tf_dump_step, config.vcs_limit) == ("0|5", 7)
+    assert config.source == tmp_path / "config.py"
+
+
+def test_relative_data_root_is_taken_from_the_config_files_directory(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg/config.py").write_text("DATA_ROOT_DIR = 'mydata'\n")
+    config = load_config(config_path=str(tmp_path / "cfg/config.py"), environ={}, cwd=tmp_path)
+    assert config.data_root_dir == tmp_path / "cfg/mydata"
+
+
+def test_precedence_flags_over_environment_over_file(tmp_path):
+    (tmp_path / "config.py").write_text("VCS_LIMIT = 7\nCOSINE_THRESHOLD = 0.9\nTF_DUMP_STEP = '1'\n")
+    environ = {"PRECISION_TOOL_VCS_LIMIT": "9", "PRECISION_TOOL_COSINE_THRESHOLD": "0.95"}
+    config = load_config({"VCS_LIMIT": 11, "COSINE_THRESHOLD": None}, environ=environ, cwd=tmp_path)
+    assert config.vcs_limit == 11  # flag beats environment
+    assert config.cosine_threshold == 0.95  # environment beats file (flag not given)
+    assert config.tf_dump_step == "1"  # file beats default
+
+
+def test_config_environment_variable_names_the_file(tmp_path):
+    path = tmp_path / "elsewhere.py"
+    path.write_text("VCS_LIMIT = 4\n")
+    config = load_config(environ={"PRECISION_TOOL_CONFIG": str(path)}, cwd=tmp_path)
+    assert config.vcs_limit == 4
+
+
+def test_config_file_is_never_executed(tmp_path):
+    marker = tmp_path / "executed"
+    (tmp_path / "config.py").write_text(f"open({str(marker)!r}, 'w')\nVCS_LIMIT = 5\n")
+    assert load_config(environ={}, cwd=tmp_path).vcs_limit == 5
+    assert not marker.exists()
+
+
+def test_non_literal_setting_is_a_clear_error(tmp_path):
+    (tmp_path / "config.py").write_text("VCS_LIMIT = __import__('os').getpid()\n")
+    with pytest.raises(PrecisionToolError, match="line 1: VCS_LIMIT must be a literal"):
+        load_config(environ={}, cwd=tmp_path)
+
+
+def test_syntax_error_names_the_file_and_line(tmp_path):
+    (tmp_path / "config.py").write_text("VCS_LIMIT = 3\nTF_DUMP_STEP = '0\n")
+    with pytest.raises(PrecisionToolError) as info:
+        load_config(environ={}, cwd=tmp_path)
+    assert "config.py" in str(info.value) and "line 2" in str(info.value)
+
+
+def test_bad_value_names_the_setting_and_origin(tmp_path):
+    with pytest.raises(PrecisionToolError, match="VCS_LIMIT.*'many'"):
+        load_config(environ={"PRECISION_TOOL_VCS_LIMIT": "many"}, cwd=tmp_path)
+
+
+def test_missing_explicit_config_file(tmp_path):
+    with pytest.raises(PrecisionToolError, match="config file not found"):
+        load_config(config_path=str(tmp_path / "nope.py"), environ={}, cwd=tmp_path)
+
+
+def test_example_config_documents_every_setting():
+    values = read_config_file(REPO_ROOT / "config.example.py")
+    names = {f.upper() for f in Config.__dataclass_fields__ if f != "source"}
+    assert names <= set(values)
+    config = load_config(config_path=str(REPO_ROOT / "config.example.py"), environ={}, cwd=REPO_ROOT)
+    assert config.dangerous_casts == Config().dangerous_casts  # the example shows the defaults
