@@ -1,0 +1,201 @@
+"""Pairing: which golden tensor each NPU dump tensor is compared with (SPEC.md "Pairing").
+
+Pairing only reads dump headers and file names; tensor data is read later, by the engine's
+workers. The result is a list of :class:`PairTask` in execution order, one per compared tensor
+plus one per graph op that has no dump file, each carrying the reason when it cannot be compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import PrecisionToolError
+from ..formats.dump import DumpFile, read_dump
+from ..formats.dump_names import DumpFileRef, DumpListing
+from ..formats.golden import GoldenIndex
+from ..formats.graph_model import GraphDesc, InputRef, Op
+
+# Layout and dtype conversions the NPU compiler inserts: they carry the value they convert.
+STEP_OVER_TYPES = frozenset({"Cast", "TransData"})
+
+
+@dataclass(frozen=True)
+class DumpSide:
+    """One tensor of an NPU dump file, with the host layout to convert it to."""
+
+    path: Path
+    kind: str  # "input" or "output"
+    index: int
+    origin_format: str | None = None
+
+
+@dataclass(frozen=True)
+class NpySide:
+    """A golden (or any) ``.npy`` tensor."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class PairTask:
+    """One row of the result: an NPU tensor and what it is compared with, or why it is not."""
+
+    index: int  # the op's position in execution order
+    op_type: str
+    npu_name: str
+    ground_truth: str
+    tensor_index: str | None  # "{op}:{input|output}:{i}"; None for an op with no dump
+    left: DumpSide | NpySide | None
+    right: DumpSide | NpySide | None
+    reason: str = ""  # why it cannot be compared; empty when it can
+
+    @property
+    def comparable(self) -> bool:
+        return self.left is not None and self.right is not None and not self.reason
+
+
+def ground_truth_text(op: Op) -> str:
+    """GroundTruth: the TF ops this NPU op stands for, ``*`` when it stands for none."""
+    if op.original_op_names is None:
+        return op.name
+    return ",".join(op.original_op_names) or "*"
+
+
+def _inserted(op: Op) -> bool:
+    return op.type in STEP_OVER_TYPES and not op.original_op_names
+
+
+def golden_source(graph: GraphDesc, ref: InputRef) -> tuple[str, int]:
+    """The TF tensor ``(name, index)`` that the value on edge ``ref`` equals.
+
+    Walks back through NPU-inserted Cast/TransData to the first other producer, then takes that
+    output's ``_datadump_origin_name`` / index, else the producer's own name and index.
+    """
+    seen: set[str] = set()
+    op = graph.find_op(ref.src)
+    while op is not None and _inserted(op) and op.name not in seen and op.data_inputs:
+        seen.add(op.name)
+        ref = op.data_inputs[0]
+        op = graph.find_op(ref.src)
+    if op is None:
+        return ref.src, ref.index
+    return _output_source(op, ref.index)
+
+
+def _output_source(op: Op, index: int) -> tuple[str, int]:
+    desc = op.output_descs[index] if index < len(op.output_descs) else None
+    if desc is not None and desc.origin_name:
+        return desc.origin_name, desc.origin_output_index or 0
+    return op.name, index
+
+
+def output_golden_source(graph: GraphDesc, op: Op, index: int) -> tuple[str, int]:
+    """The TF tensor output ``index`` of ``op`` equals (inserted ops: the value they convert)."""
+    if _inserted(op) and op.data_inputs:
+        return golden_source(graph, op.data_inputs[0])
+    return _output_source(op, index)
+
+
+def _golden_side(golden: GoldenIndex, name: str, index: int) -> NpySide | None:
+    return NpySide(golden.path_for(name, index)) if (name, index) in golden else None
+
+
+def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex,
+                 source: tuple[str, int]) -> PairTask:
+    right = _golden_side(golden, *source)
+    if right is None:
+        return PairTask(**{**base, "ground_truth": "*"}, tensor_index=tensor_index, left=left, right=None,
+                        reason=f"no ground truth dump file for {tensor_index} ({source[0]}:{source[1]})")
+    return PairTask(**base, tensor_index=tensor_index, left=left, right=right)
+
+
+def _read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
+    try:
+        return read_dump(ref.path, name=ref.name.file_name), ""
+    except PrecisionToolError as exc:
+        return None, exc.problem
+
+
+def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden: GoldenIndex) -> list[PairTask]:
+    base = dict(index=position, op_type=op.type, npu_name=op.name, ground_truth=ground_truth_text(op))
+    dump, problem = _read_header(ref)
+    if dump is None:
+        return [PairTask(**base, tensor_index=None, left=None, right=None, reason=problem)]
+    tasks = []
+    data_inputs = op.data_inputs
+    for tensor in dump.inputs:
+        i = tensor.index
+        edge = data_inputs[i] if i < len(data_inputs) else None
+        slot = edge.slot if edge is not None and edge.slot is not None else i
+        desc = op.input_descs[slot] if slot < len(op.input_descs) else None
+        left = DumpSide(ref.path, "input", i, desc.origin_format if desc else None)
+        tensor_index = f"{op.name}:input:{i}"
+        if edge is None:
+            tasks.append(PairTask(**base, tensor_index=tensor_index, left=left, right=None,
+                                  reason=f"the graph has no data input {i} for {op.name}"))
+            continue
+        tasks.append(_tensor_task(base, tensor_index, left, golden, golden_source(graph, edge)))
+    for tensor in dump.outputs:
+        i = tensor.index
+        desc = op.output_descs[i] if i < len(op.output_descs) else None
+        left = DumpSide(ref.path, "output", i, desc.origin_format if desc else None)
+        tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden,
+                                  output_golden_source(graph, op, i)))
+    return tasks
+
+
+def _no_dump_task(op: Op, position: int) -> PairTask:
+    return PairTask(position, op.type, op.name, ground_truth_text(op), None, None, None,
+                    reason=f'[{op.name}] there is no dump file for operator "{op.name}" (type {op.type})')
+
+
+def pair_with_graph(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex) -> list[PairTask]:
+    """Graph-driven pairing of one step's dumps against golden; every graph op gets rows.
+
+    Dump files of ops the graph does not know are paired by name after the graph's ops.
+    """
+    tasks: list[PairTask] = []
+    used: set[Path] = set()
+    for position, op in enumerate(graph.ops):
+        ref = listing.latest(op.name)
+        if ref is None:
+            tasks.append(_no_dump_task(op, position))
+            continue
+        used.add(ref.path)
+        tasks.extend(_op_tasks(graph, op, position, ref, golden))
+    rest = [ref for ref in _latest_launches(listing) if ref.path not in used]
+    tasks.extend(pair_by_name(rest, golden, first_index=len(graph.ops)))
+    return tasks
+
+
+def _latest_launches(listing: DumpListing) -> list[DumpFileRef]:
+    """The latest launch of every op, in timestamp order (Opdebug files excluded)."""
+    latest = [refs[-1] for refs in listing.by_op().values() if refs and not refs[-1].name.is_opdebug]
+    return sorted(latest, key=lambda ref: ref.name.timestamp)
+
+
+def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, first_index: int = 0) -> list[PairTask]:
+    """Pairing without a graph: output i against the TF tensor its OriginalOp names, else golden
+    ``name.i``; inputs are listed with the reason (their producers are unknown without a graph)."""
+    if isinstance(refs, DumpListing):
+        refs = _latest_launches(refs)
+    tasks = []
+    for position, ref in enumerate(refs, start=first_index):
+        dump, problem = _read_header(ref)
+        name = dump.op_name if dump else ref.name.op_name
+        base = dict(index=position, op_type=ref.name.op_type, npu_name=name, ground_truth=name)
+        if dump is None:
+            tasks.append(PairTask(**base, tensor_index=None, left=None, right=None, reason=problem))
+            continue
+        for tensor in dump.inputs:
+            tasks.append(PairTask(**base, tensor_index=f"{name}:input:{tensor.index}",
+                                  left=DumpSide(ref.path, "input", tensor.index), right=None,
+                                  reason="no graph: the producer of this input is unknown"))
+        for tensor in dump.outputs:
+            # The dump's OriginalOp names the TF tensor a fused output stands for.
+            origin = tensor.original_op
+            source = (origin.name, origin.output_index) if origin and origin.name else (name, tensor.index)
+            tasks.append(_tensor_task(base, f"{name}:output:{tensor.index}",
+                                      DumpSide(ref.path, "output", tensor.index), golden, source))
+    return tasks
