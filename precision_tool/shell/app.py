@@ -46,6 +46,7 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
         raise ExitShell()
     try:
         result = run_words(registry, words, context)
+        render_result(result, context)  # inside the boundary: Ctrl-C or a bug while printing too
     except UsageError as exc:
         _report(context, f"error: {exc}")
         if exc.usage:
@@ -64,7 +65,6 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
         if context.config.debug:
             context.console.print(traceback.format_exc(), markup=False)
         return ExitStatus.ERROR
-    render_result(result, context)
     return result.status
 
 
