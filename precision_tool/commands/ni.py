@@ -1,0 +1,238 @@
+"""``ni``: node info of one graph op, its NPU dump and TF golden tensors, and its neighbourhood.
+
+Everything ``ni`` shows comes from the Build graph, the newest NPU run (the steps of
+TF_DUMP_STEP, the latest launch of the op in each) and the golden directory; a part whose data
+is absent says so in one line and the rest is still shown. ``-s D`` writes the depth-D
+neighbourhood to ``temp/op_graph/`` (the only place ``ni`` writes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from rich.text import Text
+
+from ..compare.stats import tensor_stats
+from ..context import Context, OpRef
+from ..errors import PrecisionToolError
+from ..formats.dump import DumpTensor, read_dump
+from ..formats.dump_names import DumpFileRef
+from ..formats.graph_model import Op, TensorDesc
+from ..formats.tree import StepDir
+from ..render import node_info, op_graph
+from .lookup import find_op
+from .registry import Command, CommandParser, CommandResult, UsageError
+
+MAX_PART_CHARS = 60
+# '.' separates the parts of the name, so it goes too (and with it any '..')
+_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_+=@,-]")
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("name", nargs="?", help="op name: exact, '/'-'_' equivalent, or a substring")
+    parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME",
+                        help="the op name (same as the positional)")
+    parser.add_argument("-g", "--graph", help="only the graph (or model) called GRAPH")
+    parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
+                        help="also show every attribute of the op and its tensor descs")
+    parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
+                        help="write the depth-DEPTH neighbourhood as graphviz .gv (and .svg with dot)")
+    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+
+
+def _op_name(args) -> str:
+    given = [n for n in (args.name, args.name_opt) if n is not None]
+    if len(given) != 1:
+        why = "give the op name once: 'ni NAME' or 'ni -n NAME'" if given else "an op name is required"
+        raise UsageError(f"ni: {why}", COMMAND.parser().format_usage().strip())
+    if args.depth is not None and args.depth < 0:
+        raise UsageError("ni: -s DEPTH must be 0 or more", COMMAND.parser().format_usage().strip())
+    return given[0]
+
+
+# --- NPU dump -----------------------------------------------------------------------------------
+
+
+def _step_files(context: Context, ref: OpRef) -> list[tuple[StepDir, DumpFileRef]]:
+    """The latest launch of the op in each selected step dir of its own graph: dump dirs named
+    after another loaded graph are left out; when none is named after any, all are used."""
+    found = [(step, listing.latest(ref.op.name))
+             for step, listing in context.step_listings(ref.debug).items()]
+    found = [(step, file) for step, file in found if file is not None]
+    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
+    if own:
+        return own
+    others = {name for model in context.models(ref.debug)
+              for name in (model.name, *(graph.name for graph in model.graphs))}
+    return [item for item in found if item[0].model_name not in others]
+
+
+def _origin_format(desc: TensorDesc | None) -> str | None:
+    return desc.origin_format if desc is not None else None
+
+
+def dump_row(tensor: DumpTensor, desc: TensorDesc | None, source: str = "") -> node_info.TensorRow:
+    """Statistics of one dumped tensor in host layout; the reason instead when it is unreadable.
+
+    ``source`` says where the tensor comes from (the producer of an input, the TF tensor of an
+    output)."""
+    origin = tensor.origin_format(_origin_format(desc))
+    layout = tensor.format if not origin or origin == tensor.format else f"{tensor.format}->{origin}"
+    row = dict(label=tensor.name, dtype=tensor.dtype_name, layout=layout)
+    problem = tensor.problem
+    if problem:
+        return node_info.TensorRow(source=source, stats=None, note=problem, **row)
+    try:
+        stats = tensor_stats(tensor.host(_origin_format(desc)), tensor.dtype_name)
+    except PrecisionToolError as exc:
+        return node_info.TensorRow(source=source, stats=None, note=exc.problem, **row)
+    return node_info.TensorRow(source=source, stats=stats, note=node_info.stats_note(stats), **row)
+
+
+def _dump_renderables(op: Op, step: StepDir, file: DumpFileRef) -> list:
+    where = f"step {step.step}, device {step.device}" if step.step is not None else f"device {step.device}"
+    title = f"NPU dump ({where}): {file.name.file_name}"
+    try:
+        dump = read_dump(file.path, file.name.file_name)
+    except PrecisionToolError as exc:
+        return [Text(f"{title}: cannot read it: {exc.problem}", style="warn")]
+    refs = op.data_inputs
+    rows = [dump_row(t, op_graph.input_desc(op, t.index),
+                     str(refs[t.index]) if t.index < len(refs) else "") for t in dump.inputs]
+    rows += [dump_row(t, op.output_descs[t.index] if t.index < len(op.output_descs) else None,
+                      _output_origin(op, t)) for t in dump.outputs]
+    if not rows:
+        return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
+    return [node_info.tensor_table(title, rows, "from / as")]
+
+
+def _output_origin(op: Op, tensor: DumpTensor) -> str:
+    if tensor.original_op is not None:
+        return f"{tensor.original_op.name}:{tensor.original_op.output_index}"
+    targets = golden_targets(op)
+    return f"{targets[tensor.index][1]}:{targets[tensor.index][2]}" if tensor.index < len(targets) else ""
+
+
+def dump_section(context: Context, ref: OpRef) -> list:
+    """The op's NPU dump tensors (latest launch per selected step dir), or a line saying why not."""
+    try:
+        files = _step_files(context, ref)
+    except PrecisionToolError as exc:
+        return [Text(f"NPU dump: none ({exc})", style="warn")]
+    if not files:
+        steps = context.config.tf_dump_step or "all"
+        return [Text(f"NPU dump: no dump file of {ref.op.name} in the newest run "
+                     f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
+    return [item for step, file in files for item in _dump_renderables(ref.op, step, file)]
+
+
+# --- TF golden ----------------------------------------------------------------------------------
+
+
+def golden_targets(op: Op) -> list[tuple[int, str, int]]:
+    """``(output index, TF tensor name, TF output index)`` per output: the desc's
+    ``_datadump_origin_name``/``_datadump_origin_output_index``, else the op's own name and index."""
+    targets = []
+    for index in range(max(len(op.output_descs), 1)):
+        desc = op.output_descs[index] if index < len(op.output_descs) else None
+        if desc is not None and desc.origin_name:
+            origin_index = desc.origin_output_index if desc.origin_output_index is not None else index
+            targets.append((index, desc.origin_name, origin_index))
+        else:
+            targets.append((index, op.name, index))
+    return targets
+
+
+def golden_row(golden, output: int, name: str, index: int) -> node_info.TensorRow:
+    """Statistics of the golden tensor ``name:index``; a note instead when it is absent or bad."""
+    label = f"output:{output} = {name}:{index}"
+    try:
+        entry = golden.entry(name, index)
+        array = golden.lookup(name, index)
+    except PrecisionToolError as exc:
+        return node_info.TensorRow(label, "", "", "", None, exc.problem)
+    stats = tensor_stats(array, str(array.dtype))
+    return node_info.TensorRow(label, entry.file_name, str(array.dtype), "", stats,
+                               node_info.stats_note(stats))
+
+
+def golden_section(context: Context, op: Op) -> list:
+    """The TF golden tensors matching the op's outputs, or a line saying there are none."""
+    try:
+        golden = context.golden()
+    except PrecisionToolError as exc:
+        return [Text(f"TF golden: none ({exc})", style="warn")]
+    rows = [golden_row(golden, *target) for target in golden_targets(op)]
+    return [node_info.tensor_table(f"TF golden ({golden.directory})", rows, "file")]
+
+
+# --- subgraph -----------------------------------------------------------------------------------
+
+
+def safe_part(text: str) -> str:
+    """One dot-separated part of a file name: path separators, ``..``, spaces, control and
+    other unusual characters become ``_``; a long part is cut and keeps a short hash."""
+    cleaned = _UNSAFE_FILE_CHARS.sub("_", text) or "_"
+    if len(cleaned) > MAX_PART_CHARS:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        cleaned = f"{cleaned[:MAX_PART_CHARS - 9]}_{digest}"
+    return cleaned
+
+
+def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int) -> str:
+    """``{debug}.{graph}.{type}.{name}.{depth}``, each part made safe for a file name."""
+    return ".".join([safe_part(debug), safe_part(graph), safe_part(op_type), safe_part(name), str(depth)])
+
+
+def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
+    """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
+    hood = op_graph.neighbourhood(ref.graph, ref.op, depth)
+    title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
+    directory = context.temp_dir("op_graph")
+    stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
+    written = op_graph.write_digraph(op_graph.build_digraph(hood, title), directory / f"{stem}.gv",
+                                     len(hood.nodes))
+    edges = sum(not e.control for e in hood.edges)
+    lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
+                           (", ".join(str(p) for p in written.files), "path"))]
+    if written.note:
+        lines.append(Text(written.note, style="warn"))
+    if written.svg is None:
+        lines.append(op_graph.neighbourhood_tree(hood))
+    return lines, written.files
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def run(args, context: Context) -> CommandResult:
+    """Show node info of the op NAME; ``-a`` all attributes; ``-s D`` its neighbourhood."""
+    ref = find_op(context, _op_name(args), graph=args.graph, debug=args.debug)
+    op = ref.op
+    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op),
+                 node_info.inputs_table(op)]
+    control = node_info.control_line(op)
+    if control is not None:
+        out.append(control)
+    out.append(node_info.outputs_table(op))
+    out += dump_section(context, ref)
+    out += golden_section(context, op)
+    if args.all_attrs:
+        out.append(node_info.attributes_table(op))
+    files = []
+    if args.depth is not None:
+        lines, files = subgraph_section(context, ref, args.depth)
+        out += lines
+    return CommandResult(out, files=files)
+
+
+COMMAND = Command(
+    name="ni", summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
+    add_arguments=_add_arguments, run=run,
+    completions={"": "op", "-n": "op", "--name": "op"},
+    description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
+                 "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
+                 "matching TF golden tensors with max/min/mean. -a adds every attribute; -s D "
+                 "writes the depth-D neighbourhood to temp/op_graph/ as .gv (and .svg when "
+                 "graphviz 'dot' is installed, else it prints the neighbourhood as a tree)."))

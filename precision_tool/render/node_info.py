@@ -1,0 +1,194 @@
+"""Rich renderables for ``ni``: an op's header, its inputs and outputs, dump and golden
+statistics, and its attributes. Every value from the data goes in as :class:`Text`, so names
+holding ``[`` are never read as markup."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..compare.stats import TensorStats
+from ..formats.graph_model import Op, TensorDesc
+from .op_graph import input_desc, shape_text, short_dtype
+
+MAX_VALUE_CHARS = 100
+MAX_LIST_ITEMS = 12
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """One dumped or golden tensor as ``ni`` shows it; ``stats`` is None when it is unreadable."""
+
+    label: str  # "input:0", "output:0", or the golden tensor "name:0"
+    source: str  # file name (golden) or the graph producer / origin (dump)
+    dtype: str
+    layout: str  # "NC1HWC0->NHWC" for dumps, "" for golden
+    stats: TensorStats | None
+    note: str = ""
+
+
+def number(value: float) -> str:
+    """A statistic as shown: 6 significant digits, ``nan`` / ``inf`` spelled out."""
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.6g}"
+
+
+def _kv(grid: Table, key: str, value: Any, style: str = "") -> None:
+    if value in (None, "", []):
+        return
+    text = value if isinstance(value, Text) else Text(str(value), style=style)
+    grid.add_row(Text(key, style="muted"), text)
+
+
+def header(debug: str, graph_name: str, model_name: str, op: Op) -> Table:
+    """Name, type, id, graph, kernel and fusion facts of ``op`` as a key/value grid."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    _kv(grid, "op", op.name, "op.name")
+    _kv(grid, "type", op.type, "op.type")
+    _kv(grid, "id", op.id)
+    graph = graph_name if graph_name == model_name else f"{graph_name} (model {model_name})"
+    _kv(grid, "graph", f"{graph}  [{debug}]")
+    _kv(grid, "kernel name", op.kernel_name)
+    _kv(grid, "kernel lib", op.kernel_lib)
+    _kv(grid, "stream id", op.stream_id)
+    _kv(grid, "session graph", op.session_graph_id)
+    _kv(grid, "PassName", ", ".join(op.pass_name))
+    if op.original_op_names is not None:
+        names = ", ".join(op.original_op_names)
+        _kv(grid, "OriginalOp", names or "(none: inserted by the NPU compiler)")
+    _kv(grid, "original types", ", ".join(op.original_op_types))
+    if op.is_multiop:
+        _kv(grid, "multi-op", "yes")
+    return grid
+
+
+def _desc_cells(desc: TensorDesc | None) -> list[Text]:
+    if desc is None:
+        return [Text("?", style="muted")] * 5
+    origin_shape = shape_text(desc.origin_shape) if desc.origin_shape is not None else ""
+    return [Text(short_dtype(desc.dtype)), Text(desc.layout or "?"), Text(shape_text(desc.shape)),
+            Text(desc.origin_format or ""), Text(origin_shape)]
+
+
+def _io_table(title: str, first: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="title")
+    table.add_column("#", justify="right")
+    table.add_column(first)
+    for column in ("dtype", "format", "shape", "origin format", "origin shape"):
+        table.add_column(column)
+    return table
+
+
+def inputs_table(op: Op) -> Table | Text:
+    """Every data input: producer ``src:idx``, dtype, format, shape, origin format and shape."""
+    refs = op.data_inputs
+    if not refs:
+        return Text("inputs: none", style="muted")
+    table = _io_table("inputs", "producer")
+    for port, ref in enumerate(refs):
+        table.add_row(str(port), Text(f"{ref.src}:{ref.index}", style="op.name"),
+                      *_desc_cells(input_desc(op, port)))
+    return table
+
+
+def control_line(op: Op) -> Text | None:
+    """The control-edge inputs of ``op`` on one line, or None when it has none."""
+    if not op.control_inputs:
+        return None
+    return Text("control inputs: " + ", ".join(ref.src for ref in op.control_inputs), style="muted")
+
+
+def outputs_table(op: Op) -> Table | Text:
+    """Every output: dtype, format, shapes, the TF tensor it stands for, its consumers."""
+    count = max(len(op.output_descs), len(op.consumers))
+    if not count:
+        return Text("outputs: none", style="muted")
+    table = _io_table("outputs", "origin name:index")
+    table.add_column("consumers")
+    for index in range(count):
+        desc = op.output_descs[index] if index < len(op.output_descs) else None
+        origin = ""
+        if desc is not None and desc.origin_name:
+            origin_index = desc.origin_output_index
+            origin = f"{desc.origin_name}:{index if origin_index is None else origin_index}"
+        users = op.consumers[index] if index < len(op.consumers) else []
+        consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
+        table.add_row(str(index), Text(origin), *_desc_cells(desc), Text(consumers, style="op.name"))
+    return table
+
+
+def tensor_table(title: str, rows: list[TensorRow], source_header: str) -> Table:
+    """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note."""
+    with_layout = any(row.layout for row in rows)
+    table = Table(title=Text(title), title_justify="left", title_style="title")
+    for column in ("tensor", source_header, "dtype", "format", "shape"):
+        if column != "format" or with_layout:
+            table.add_column(column)
+    for column in ("max", "min", "mean"):
+        table.add_column(column, justify="right")
+    table.add_column("note", style="warn")
+    for row in rows:
+        stats = row.stats
+        cells = [number(stats.max), number(stats.min), number(stats.mean)] if stats else ["", "", ""]
+        shape = shape_text(stats.shape) if stats else ""
+        layout = [Text(row.layout)] if with_layout else []
+        table.add_row(Text(row.label), Text(row.source), Text(row.dtype), *layout,
+                      Text(shape), *(Text(c) for c in cells), Text(row.note))
+    return table
+
+
+def stats_note(stats: TensorStats) -> str:
+    """``"3 NaN, 1 Inf"`` (max/min/mean are over the finite values), or empty."""
+    parts = [f"{count} {what}" for count, what in ((stats.nan, "NaN"), (stats.inf, "Inf")) if count]
+    if stats.shape and not math.prod(stats.shape):
+        parts.append("empty tensor")
+    return ", ".join(parts) + (" (stats over finite values)" if parts and stats.nan + stats.inf else "")
+
+
+def short_value(value: Any) -> str:
+    """An attribute value on one line: long lists show their first items and their length,
+    bytes their size, long strings are cut."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, (list, tuple)):
+        items = [short_value(v) for v in value[:MAX_LIST_ITEMS]]
+        more = f", ... ({len(value)} items)" if len(value) > MAX_LIST_ITEMS else ""
+        text = "[" + ", ".join(items) + more + "]"
+    elif isinstance(value, TensorDesc):
+        text = f"TensorDesc({short_dtype(value.dtype)} {value.layout} {shape_text(value.shape)})"
+    elif isinstance(value, str):
+        text = repr(value) if not value or value != value.strip() else value
+    else:
+        text = str(value)
+    text = " ".join(text.split())  # newlines and tabs from the data
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+
+
+def attribute_rows(op: Op) -> list[tuple[str, str]]:
+    """``(key, shortened value)`` for every op attribute (sorted), then every input and output
+    desc attribute (``input[0].origin_format``...), each group sorted."""
+    rows = [(key, short_value(op.attrs[key])) for key in sorted(op.attrs)]
+    for kind, descs in (("input", op.input_descs), ("output", op.output_descs)):
+        for index, desc in enumerate(descs):
+            rows += [(f"{kind}[{index}].{key}", short_value(desc.attrs[key])) for key in sorted(desc.attrs)]
+    return rows
+
+
+def attributes_table(op: Op) -> Table | Text:
+    """All attributes of ``op`` and of its tensor descs, sorted, values shortened."""
+    rows = attribute_rows(op)
+    if not rows:
+        return Text("attributes: none", style="muted")
+    table = Table(title="attributes", title_justify="left", title_style="title")
+    table.add_column("attribute", no_wrap=True)
+    table.add_column("value")
+    for key, value in rows:
+        table.add_row(Text(key, style="muted"), Text(value))
+    return table
