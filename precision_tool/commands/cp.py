@@ -1,0 +1,132 @@
+"""``cp LEFT RIGHT``: compare two tensors element by element.
+
+LEFT and RIGHT are anything ``pt`` accepts (``.npy`` or dump files, NPU op names with an optional
+``:input:N``/``:output:N``, golden names); NPU tensors are compared in host layout. RIGHT is the
+reference: a pair is a mismatch unless ``|left - right| <= atol + rtol * |right|`` (numpy's
+``isclose``; two NaNs are equal). Defaults: rtol 1e-3, atol 1e-5 (the original tool's guide gives
+none). Tensors of different shapes but equal sizes are compared flattened, in C order.
+
+Exit status: 0 when the tensors are allclose, 1 when some elements mismatch, 2 on errors.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from rich.text import Text
+
+from ..compare.elementwise import (
+    DEFAULT_ATOL,
+    DEFAULT_LIMIT,
+    DEFAULT_RTOL,
+    ElementwiseResult,
+    compare_elementwise,
+    first_elements,
+)
+from ..context import Context
+from ..errors import PrecisionToolError
+from ..render.tensor_view import format_index, format_value, key_value_table, pairs_table
+from ..status import ExitStatus
+from .registry import Command, CommandParser, CommandResult, UsageError
+from .tensors import ResolvedTensor, resolve_tensor
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("left", metavar="LEFT", help="a tensor, as pt takes it")
+    parser.add_argument("right", metavar="RIGHT", help="the reference tensor, as pt takes it")
+    parser.add_argument("-p", "--print", dest="count", type=int, default=DEFAULT_LIMIT, metavar="N",
+                        help=f"show the first N mismatching elements (default {DEFAULT_LIMIT})")
+    parser.add_argument("-s", "--show", action="store_true", help="also show the first N elements")
+    parser.add_argument("-al", "--atol", type=float, default=DEFAULT_ATOL,
+                        help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
+    parser.add_argument("-rl", "--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"relative tolerance, times |right| (default {DEFAULT_RTOL:g})")
+
+
+def _check(args) -> None:
+    if args.count < 0:
+        raise UsageError("cp: -p/--print must be 0 or more")
+    for flag, value in (("-al/--atol", args.atol), ("-rl/--rtol", args.rtol)):
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"cp: {flag} must be a finite number >= 0, got {value}")
+
+
+def _dtype_name(tensor: ResolvedTensor, array: np.ndarray) -> str:
+    return tensor.dump_tensor.dtype_name if tensor.is_dump else str(array.dtype)
+
+
+def _sides_table(pairs) -> object:
+    rows = []
+    for side, (tensor, array) in zip(("left", "right"), pairs):
+        rows.append((side, Text.assemble((tensor.label, "op.name"),
+                                         f"  {list(array.shape)} {_dtype_name(tensor, array)}")))
+    return key_value_table("", rows)
+
+
+def _cosine_text(cosine: float, threshold: float) -> Text:
+    if math.isnan(cosine):
+        return Text("NaN (a NaN/Inf value, or an all-zero tensor)", style="cos.nan")
+    return Text(f"{cosine:.8f}", style="cos.good" if cosine > threshold else "cos.bad")
+
+
+def _summary(result: ElementwiseResult, shape, threshold: float):
+    allclose = Text("yes" if result.allclose else "no", style="cos.good" if result.allclose else "cos.bad")
+    max_error = format_value(result.max_abs_error)
+    if result.max_abs_index is not None and result.max_abs_error > 0:
+        max_error += f" at {format_index(result.max_abs_index, shape)}"
+    rows = [("allclose", allclose), ("cosine", _cosine_text(result.cosine, threshold)),
+            ("max abs error", max_error),
+            ("error ratio", f"{result.error_ratio:.6g} ({result.mismatches} of {result.total})"),
+            ("mismatches", str(result.mismatches)),
+            ("tolerance", f"atol {result.atol:g}, rtol {result.rtol:g}")]
+    if result.nan_left or result.nan_right:
+        rows.append(("NaN", Text(f"left {result.nan_left}, right {result.nan_right}", style="warn")))
+    return key_value_table("summary", rows)
+
+
+def _load(context: Context, text: str) -> tuple[ResolvedTensor, np.ndarray]:
+    tensor = resolve_tensor(context, text)
+    return tensor, tensor.load()
+
+
+def run(args, context: Context) -> CommandResult:
+    """Compare LEFT with RIGHT: mismatches, optionally the first elements, and a summary."""
+    _check(args)
+    left, right = _load(context, args.left), _load(context, args.right)
+    (lt, a), (rt, b) = left, right
+    if a.size != b.size:
+        raise PrecisionToolError(f"cannot compare: {lt.label} has {a.size} elements {list(a.shape)}, "
+                                 f"{rt.label} has {b.size} {list(b.shape)}")
+    out: list = [_sides_table((left, right))]
+    shape = a.shape
+    if a.shape != b.shape:
+        shape = (a.size,)
+        out.append(Text(f"shapes differ ({list(a.shape)} vs {list(b.shape)}) but sizes match: "
+                        "compared flattened; indexes are flat", style="warn"))
+    result = compare_elementwise(a, b, atol=args.atol, rtol=args.rtol, limit=args.count)
+    if result.mismatches and args.count:
+        title = f"first {len(result.first_mismatches)} of {result.mismatches} mismatching elements"
+        out.append(pairs_table(title, result.first_mismatches, shape))
+    elif not result.mismatches:
+        out.append(Text("no mismatching elements", style="cos.good"))
+    if args.show and args.count:
+        out.append(pairs_table(f"first {min(args.count, a.size)} elements", first_elements(a, b, args.count),
+                               shape, mark=lambda p: None if _close(p, result) else "cos.bad"))
+    out.append(_summary(result, shape, context.config.cosine_threshold))
+    return CommandResult(out, ExitStatus.OK if result.allclose else ExitStatus.FLAGGED)
+
+
+def _close(pair, result: ElementwiseResult) -> bool:
+    return bool(np.isclose(pair.left, pair.right, rtol=result.rtol, atol=result.atol, equal_nan=True))
+
+
+COMMAND = Command(
+    name="cp", summary="compare two tensors element by element (mismatches, allclose, cosine)",
+    add_arguments=_add_arguments, run=run, completions={"": "tensor"},
+    description=(
+        "Compare LEFT with the reference RIGHT (each named as pt takes it; NPU tensors in host "
+        "layout). An element mismatches when |left - right| > atol + rtol * |right| (numpy's "
+        "isclose; NaN equals NaN). Shows the first N mismatches, with -s the first N elements, "
+        "then allclose, cosine, max abs error and error ratio. Equal sizes with different shapes "
+        "are compared flattened. Exit status 1 when any element mismatches."))

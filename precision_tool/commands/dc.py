@@ -1,0 +1,198 @@
+"""``dc NAME``: decode NPU dump files into one ``.npy`` per input and output.
+
+Each tensor becomes ``{dumpfile}.{input|output}.{i}.{d0xd1x...}.npy`` (the dims of the saved
+array joined by ``x``; a 0-d array gets ``scalar``), in the host layout and original shape by
+default, in the device layout and shape with ``--device``, or transposed to ``-f FORMAT`` from
+the host layout. Names are made safe (only ``A-Za-z0-9_.+-``, no ``..``) and at most 255
+characters (a long dump-file name is cut and given a short hash).
+
+numpy cannot save bfloat16 and the fp8/fp4 types portably (they become opaque void records), so
+those are written as float32, which holds every one of their values exactly. Everything else
+keeps its dtype. Arrays are saved with ``allow_pickle=False``.
+
+Default OUT: ``temp/decode/dump_convert/`` under the data root. The dump and golden directories
+are never written to, not even with ``-o``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.table import Table
+from rich.text import Text
+
+from ..context import Context
+from ..errors import PrecisionToolError
+from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
+from ..status import ExitStatus
+from .registry import Command, CommandParser, CommandResult, UsageError
+from .tensors import DumpSelection, host_layout, resolve_dump_files, safe_file_name
+
+TARGET_FORMATS = ("ND", *sorted(PLAIN_LAYOUTS))
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One tensor written: where from, how it was laid out, where to."""
+
+    file_name: str
+    tensor: DumpTensor
+    layout: str
+    shape: tuple[int, ...]
+    path: Path
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("name", metavar="NAME", help=(
+        "a dump file, a directory of dump files, or an NPU op name / dump-file prefix "
+        "(every launch in the selected steps); NAME:output:0 decodes one tensor only"))
+    parser.add_argument("-f", "--format", dest="fmt", metavar="FORMAT",
+                        help=f"transpose the host tensor to FORMAT ({', '.join(TARGET_FORMATS)})")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="output directory (default: temp/decode/dump_convert/ under the data root)")
+    parser.add_argument("--device", action="store_true", help="keep the device layout and shape")
+
+
+def output_name(file_name: str, tensor: DumpTensor, shape: tuple[int, ...]) -> str:
+    """``{file_name}.{kind}.{index}.{d0xd1...}.npy`` (``scalar`` for 0-d), made safe."""
+    dims = "x".join(str(d) for d in shape) or "scalar"
+    return safe_file_name(file_name, f".{tensor.kind}.{tensor.index}.{dims}.npy")
+
+
+def _target_format(fmt: str | None) -> str | None:
+    if fmt is None:
+        return None
+    name = fmt.strip().upper()
+    if name not in TARGET_FORMATS:
+        raise UsageError(f"dc: unknown format '{fmt}'; use one of {', '.join(TARGET_FORMATS)}")
+    return name
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
+def _output_dir(context: Context, out: str | None) -> Path:
+    if out is None:
+        return context.temp_dir("decode", "dump_convert")
+    path = Path(out).expanduser()
+    for protected in (context.data.npu, context.data.golden_dir):
+        if protected.exists() and _inside(path, protected):
+            raise PrecisionToolError(f"refusing to write into the input data under {protected}", path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot create the output directory ({exc.strerror or exc})", path) from None
+    return path
+
+
+def decode_tensor(tensor: DumpTensor, device: bool, fmt: str | None) -> tuple[np.ndarray, str]:
+    """The array to save and a description of its layout; PrecisionToolError if it cannot be."""
+    if tensor.problem:
+        raise PrecisionToolError(tensor.problem)
+    if device:
+        return tensor.device(), f"device {tensor.format}"
+    try:
+        host = tensor.host()
+    except PrecisionToolError as exc:
+        raise PrecisionToolError(exc.problem) from None
+    layout = host_layout(tensor)
+    if fmt is None or fmt == layout:
+        return host, f"host {layout}"
+    if layout == "ND" or fmt == "ND":
+        return host, f"{layout} (kept: no dim order)"
+    return convert_host_format(host, layout, fmt), f"{fmt} from {layout}"
+
+
+def save_npy(path: Path, array: np.ndarray) -> None:
+    """``np.save`` without pickling; dtypes numpy cannot save portably become float32."""
+    if array.dtype.kind == "V" and array.dtype.names is None:  # ml_dtypes' bfloat16, fp8, fp4
+        array = array.astype(np.float32)
+    with open(path, "wb") as handle:  # a handle, so np.save adds no second suffix
+        np.save(handle, array, allow_pickle=False)
+
+
+def _selected(dump: DumpFile, selection: DumpSelection) -> list[DumpTensor]:
+    if selection.kind is None:
+        return dump.tensors
+    side = dump.inputs if selection.kind == "input" else dump.outputs
+    if selection.index >= len(side):
+        names = ", ".join(t.name for t in dump.tensors) or "none"
+        raise PrecisionToolError(f"no {selection.kind}:{selection.index} in this dump (it has: {names})", dump.path)
+    return [side[selection.index]]
+
+
+def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection, out: Path, args,
+                 fmt: str | None, problems: list[str]) -> list[Decoded]:
+    written = []
+    for tensor in _selected(dump, selection):
+        try:
+            array, layout = decode_tensor(tensor, args.device, fmt)
+            path = out / output_name(file_name, tensor, array.shape)
+            save_npy(path, array)
+        except PrecisionToolError as exc:
+            problems.append(f"{file_name} {tensor.name}: {exc.problem}")
+            continue
+        except OSError as exc:
+            raise PrecisionToolError(f"cannot write ({exc.strerror or exc})", out) from None
+        written.append(Decoded(file_name, tensor, layout, tuple(array.shape), path))
+    return written
+
+
+def _table(decoded: list[Decoded]) -> Table:
+    table = Table(title="decoded tensors", title_justify="left")
+    table.add_column("file written", style="path", overflow="fold")
+    for column in ("tensor", "dtype", "device", "saved as"):
+        table.add_column(column)
+    for d in decoded:
+        table.add_row(d.path.name, d.tensor.name, d.tensor.dtype_name,
+                      f"{d.tensor.format} {list(d.tensor.shape)}", f"{list(d.shape)} {d.layout}")
+    return table
+
+
+def _report(decoded: list[Decoded], problems: list[str], selection: DumpSelection, out: Path) -> CommandResult:
+    lines: list = [_table(decoded)] if decoded else []
+    lines += [Text(f"skipped {path.name}: {why}", style="muted") for path, why in selection.skipped]
+    lines += [Text(f"not decoded: {problem}", style="warn") for problem in problems]
+    files = len({d.file_name for d in decoded})
+    lines.append(Text.assemble(f"{len(decoded)} tensor(s) of {files} dump file(s) written to ",
+                               (str(out), "path")))
+    status = ExitStatus.OK if not problems else ExitStatus.FLAGGED if decoded else ExitStatus.ERROR
+    return CommandResult(lines, status, [d.path for d in decoded])
+
+
+def run(args, context: Context) -> CommandResult:
+    """Decode the dump files NAME designates; per-tensor problems are reported and skipped."""
+    if args.device and args.fmt:
+        raise UsageError("dc: -f/--format and --device do not go together")
+    fmt = _target_format(args.fmt)
+    selection = resolve_dump_files(context, args.name)
+    out = _output_dir(context, args.output)
+    decoded: list[Decoded] = []
+    problems: list[str] = []
+    for target in selection.targets:
+        try:
+            dump = read_dump(target.path, name=target.file_name)
+            decoded += _decode_file(dump, target.file_name, selection, out, args, fmt, problems)
+        except PrecisionToolError as exc:
+            if len(selection.targets) == 1:
+                raise
+            problems.append(str(exc))
+    return _report(decoded, problems, selection, out)
+
+
+COMMAND = Command(
+    name="dc", summary="decode NPU dump files to one .npy per input/output (host layout by default)",
+    add_arguments=_add_arguments, run=run,
+    completions={"": "tensor", "-o": "path", "--output": "path"},
+    description=(
+        "Decode NPU dump files into {dumpfile}.{input|output}.{i}.{d0xd1x...}.npy files (dims of "
+        "the saved array; 'scalar' for 0-d): host layout by default, device layout with "
+        "--device, or transposed to -f FORMAT. bfloat16/fp8/fp4 are saved as float32 (exact). "
+        "Tensors that cannot be decoded are reported and skipped."))

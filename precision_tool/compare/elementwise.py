@@ -1,0 +1,198 @@
+"""Element-by-element comparison of two tensors (the ``cp`` command): pure, vectorised, chunked.
+
+Both tensors are read as flat sequences, a chunk of a few million elements at a time, upcast to
+float64. Memory therefore stays at a few chunk-sized temporaries whatever the tensor size, and
+the mismatch indexes are never materialised for the whole tensor: only a chunk's worth, and only
+while fewer than ``limit`` mismatches have been found.
+
+Semantics (the same as ``numpy.isclose(left, right, rtol, atol, equal_nan=True)``; ``right`` is
+the reference):
+
+* a pair is close when ``|left - right| <= atol + rtol * |right|`` with a finite ``right``, or
+  when the two are equal (same-signed infinities), or when both are NaN;
+* ``max_abs_error`` is the largest ``|left - right|`` over the pairs where it is a number (pairs
+  with a NaN on either side are left out; an Inf against a finite value gives Inf);
+* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64; it is NaN when
+  either tensor holds a NaN or Inf, or when either tensor is all zeros (the angle is undefined).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import PrecisionToolError
+
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-5
+DEFAULT_LIMIT = 20
+DEFAULT_CHUNK = 1 << 22  # 4M elements: 32 MB per float64 temporary
+
+
+@dataclass(frozen=True)
+class ElementPair:
+    """One element of both tensors: its flat index and the two values (as float64)."""
+
+    index: int
+    left: float
+    right: float
+
+    @property
+    def abs_diff(self) -> float:
+        """``|left - right|`` (NaN when either side is NaN)."""
+        return abs(self.left - self.right)
+
+
+@dataclass(frozen=True)
+class ElementwiseResult:
+    """The outcome of :func:`compare_elementwise`."""
+
+    total: int
+    mismatches: int
+    cosine: float
+    max_abs_error: float
+    max_abs_index: int | None  # flat index of the largest error; None when there is none
+    first_mismatches: tuple[ElementPair, ...]
+    nan_left: int
+    nan_right: int
+    atol: float
+    rtol: float
+
+    @property
+    def allclose(self) -> bool:
+        """True when every pair is close (see the module docstring)."""
+        return self.mismatches == 0
+
+    @property
+    def error_ratio(self) -> float:
+        """Mismatching elements over all elements (0.0 for empty tensors)."""
+        return self.mismatches / self.total if self.total else 0.0
+
+
+def as_float64(values: np.ndarray) -> np.ndarray:
+    """``values`` as float64 (bool, integers, float16, bfloat16 and fp8 upcast exactly)."""
+    if values.dtype.kind == "c":
+        raise PrecisionToolError("complex tensors cannot be compared element by element")
+    return np.asarray(values).astype(np.float64, copy=False)
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """One chunk's comparison: the close mask, ``|left - right|`` and where it peaks."""
+
+    close: np.ndarray
+    diff: np.ndarray
+    peak: int | None  # index of the largest numeric diff; None when every diff is NaN
+    special: bool  # some value is NaN or Inf
+
+
+def _compare_chunk(left: np.ndarray, right: np.ndarray, atol: float, rtol: float) -> _Chunk:
+    """Compare float64 chunks; the NaN/Inf fix-ups of isclose's rules run only when needed."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.subtract(left, right)
+        np.abs(diff, out=diff)
+        tolerance = np.abs(right)
+        tolerance *= rtol
+        tolerance += atol
+        close = diff <= tolerance
+        if not diff.size:
+            return _Chunk(close, diff, None, False)
+        peak = int(np.argmax(diff))  # the first NaN when there is one
+        if np.isfinite(diff[peak]):
+            return _Chunk(close, diff, peak, False)
+        close &= np.isfinite(right)
+        close |= left == right
+        close |= np.isnan(left) & np.isnan(right)
+        numeric = not np.isnan(diff).all()
+        return _Chunk(close, diff, int(np.nanargmax(diff)) if numeric else None, True)
+
+
+def close_mask(left: np.ndarray, right: np.ndarray, atol: float = DEFAULT_ATOL,
+               rtol: float = DEFAULT_RTOL) -> np.ndarray:
+    """Which pairs are close, per ``numpy.isclose(..., equal_nan=True)``, for float64 arrays."""
+    return _compare_chunk(left, right, atol, rtol).close
+
+
+def cosine_from_sums(dot: float, left_sq: float, right_sq: float) -> float:
+    """``dot / sqrt(left_sq * right_sq)``; NaN when a norm is zero or a sum is not finite."""
+    if not all(math.isfinite(v) for v in (dot, left_sq, right_sq)) or left_sq <= 0 or right_sq <= 0:
+        return float("nan")
+    return dot / math.sqrt(left_sq) / math.sqrt(right_sq)
+
+
+@dataclass
+class _Accumulator:
+    """Running totals over the chunks."""
+
+    limit: int
+    mismatches: int = 0
+    dot: float = 0.0
+    left_sq: float = 0.0
+    right_sq: float = 0.0
+    max_abs: float = float("nan")
+    max_index: int | None = None
+    nan_left: int = 0
+    nan_right: int = 0
+    first: list[ElementPair] = field(default_factory=list)
+
+    def add(self, start: int, left: np.ndarray, right: np.ndarray, atol: float, rtol: float) -> None:
+        chunk = _compare_chunk(left, right, atol, rtol)
+        bad = chunk.close.size - int(np.count_nonzero(chunk.close))
+        if bad and len(self.first) < self.limit:
+            wanted = np.flatnonzero(~chunk.close)[: self.limit - len(self.first)]
+            self.first.extend(ElementPair(start + int(i), float(left[i]), float(right[i])) for i in wanted)
+        self.mismatches += bad
+        if chunk.peak is not None and (self.max_index is None or chunk.diff[chunk.peak] > self.max_abs):
+            self.max_abs, self.max_index = float(chunk.diff[chunk.peak]), start + chunk.peak
+        with np.errstate(invalid="ignore", over="ignore"):
+            self.dot += float(np.dot(left, right))
+            self.left_sq += float(np.dot(left, left))
+            self.right_sq += float(np.dot(right, right))
+        if chunk.special:
+            self.nan_left += int(np.count_nonzero(np.isnan(left)))
+            self.nan_right += int(np.count_nonzero(np.isnan(right)))
+
+
+def _flat(array: np.ndarray) -> np.ndarray:
+    return np.asarray(array).reshape(-1)
+
+
+def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DEFAULT_ATOL,
+                        rtol: float = DEFAULT_RTOL, limit: int = DEFAULT_LIMIT,
+                        chunk_size: int = DEFAULT_CHUNK) -> ElementwiseResult:
+    """Compare two tensors of equal size element by element, in flat (C) order.
+
+    Args:
+        left, right: the tensors; shapes may differ, sizes may not. ``right`` is the reference
+            the relative tolerance scales with.
+        atol, rtol: absolute and relative tolerance. Default to 1e-5 and 1e-3.
+        limit: how many of the first mismatching pairs to keep. Defaults to 20.
+        chunk_size: elements per step (tests use tiny ones). Defaults to 4M.
+
+    Raises:
+        PrecisionToolError: the sizes differ, or a tensor is complex.
+    """
+    a, b = _flat(left), _flat(right)
+    if a.size != b.size:
+        raise PrecisionToolError(f"the tensors have different sizes ({a.size} and {b.size} elements)")
+    if atol < 0 or rtol < 0 or chunk_size < 1 or limit < 0:
+        raise ValueError("atol, rtol and limit must be >= 0 and chunk_size >= 1")
+    acc = _Accumulator(limit)
+    for start in range(0, a.size, chunk_size):
+        stop = start + chunk_size
+        acc.add(start, as_float64(a[start:stop]), as_float64(b[start:stop]), atol, rtol)
+    return ElementwiseResult(
+        total=int(a.size), mismatches=acc.mismatches,
+        cosine=cosine_from_sums(acc.dot, acc.left_sq, acc.right_sq),
+        max_abs_error=acc.max_abs, max_abs_index=acc.max_index,
+        first_mismatches=tuple(acc.first), nan_left=acc.nan_left, nan_right=acc.nan_right,
+        atol=float(atol), rtol=float(rtol))
+
+
+def first_elements(left: np.ndarray, right: np.ndarray, count: int = DEFAULT_LIMIT) -> tuple[ElementPair, ...]:
+    """The first ``count`` elements of both tensors, in flat (C) order."""
+    a = as_float64(_flat(left)[:count])
+    b = as_float64(_flat(right)[:count])
+    return tuple(ElementPair(i, float(x), float(y)) for i, (x, y) in enumerate(zip(a, b)))
