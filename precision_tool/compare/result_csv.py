@@ -1,0 +1,269 @@
+"""The result CSV (FORMATS.md section 6): msaccucmp's columns and formatting, written and read.
+
+Writing: :class:`ResultWriter` streams rows into a temporary file beside the target and renames
+it to the final name only when closed without error, so an interrupted run never leaves a
+half-written CSV under the final name. Numbers print ``%.6f`` (computed ``nan``/``inf`` in lower
+case); a metric not compared prints ``NaN``; the csv module quotes exactly as msaccucmp's file
+does (``"[2,8,8,3]"`` but ``[8]``; ``""`` inside reasons) and ends lines with CRLF.
+
+Reading: :func:`read_result_csv` maps columns by header name, never by position, and accepts
+every variant of FORMATS.md: ``OpSequence`` after ``Index``, ``OverFlow`` before the metrics, a
+golden-side ``Address`` after the second ``DataType``, the older ``Index, LeftOp, RightOp,
+TensorIndex, ...`` header, a UTF-8 BOM, and ``nan``/``NaN``/``Nan``/``*`` for not-a-number
+(lower-case ``nan`` is a computed value; the others, and an empty cell, mean not compared).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import secrets
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from precision_tool.errors import PrecisionToolError
+
+from .metrics import METRICS
+from .result import CompareRow
+
+NOT_COMPARED = "NaN"
+STD_COLUMN = "StandardDeviation"
+NUMERIC_METRICS = tuple(m.name for m in METRICS if not m.text)
+_NAN_TEXTS = {"nan", "NaN", "Nan", "NAN", "*", ""}
+_STAMP = "%Y%m%d%H%M%S"
+
+
+def columns(*, op_sequence: bool = False, overflow: bool = False,
+            golden_address: bool = False) -> list[str]:
+    """The header in msaccucmp's order, with the optional columns asked for."""
+    head = ["Index"] + (["OpSequence"] if op_sequence else [])
+    head += ["OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType"]
+    head += (["Address"] if golden_address else []) + ["TensorIndex", "Shape"]
+    head += (["OverFlow"] if overflow else []) + [m.name for m in METRICS]
+    return head + ["CompareFailReason"]
+
+
+def format_value(value: float | None) -> str:
+    """``%.6f`` of a computed value (``nan``, ``inf``, ``-inf`` as such); ``NaN`` for None."""
+    return NOT_COMPARED if value is None else "%.6f" % value
+
+
+def format_shape(shape: tuple[int, ...] | None) -> str:
+    """``[d0,d1,...]``, or ``NaN`` when unknown."""
+    return NOT_COMPARED if shape is None else "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _text(value: object) -> str:
+    return NOT_COMPARED if value is None else str(value)
+
+
+def format_row(row: CompareRow, *, op_sequence: bool = False, overflow: bool = False,
+               golden_address: bool = False) -> list[str]:
+    """The CSV cells of ``row`` for the header :func:`columns` gives with the same flags."""
+    cells = [str(row.index)] + ([_text(row.op_sequence)] if op_sequence else [])
+    cells += [row.op_type, row.npu_name, _text(row.npu_dtype), _text(row.npu_address),
+              row.ground_truth, _text(row.golden_dtype)]
+    cells += ([_text(row.golden_address)] if golden_address else [])
+    cells += [_text(row.tensor_index), format_shape(row.shape)]
+    cells += [_text(row.overflow)] if overflow else []
+    for metric in METRICS:
+        cells.append(row.std_text if metric.text else format_value(row.metrics.get(metric.name)))
+    return cells + [row.fail_reason]
+
+
+def result_path(data_root: str | os.PathLike, when: datetime, tag: str | None = None) -> Path:
+    """``{data_root}/temp/vector_compare/{YYYYmmddHHMMSS}/result_{YYYYmmddHHMMSS}[_{tag}].csv``."""
+    stamp = when.strftime(_STAMP)
+    name = f"result_{stamp}" + (f"_{tag}" if tag else "") + ".csv"
+    return Path(data_root) / "temp" / "vector_compare" / stamp / name
+
+
+def latest_result_dir(data_root: str | os.PathLike) -> Path | None:
+    """The newest ``temp/vector_compare/{stamp}`` directory holding a CSV, or None."""
+    base = Path(data_root) / "temp" / "vector_compare"
+    dirs = [d for d in base.iterdir() if d.is_dir() and any(d.glob("*.csv"))] if base.is_dir() else []
+    return max(dirs, key=lambda d: d.name, default=None)
+
+
+class ResultWriter:
+    """Streams CompareRows to a CSV that appears under its final name only on success.
+
+    Use as a context manager: an exception inside the block removes the temporary file and
+    leaves nothing under ``path``. Flags add the optional msaccucmp columns.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, op_sequence: bool = False,
+                 overflow: bool = False, golden_address: bool = False) -> None:
+        self.path = Path(path)
+        self.flags = {"op_sequence": op_sequence, "overflow": overflow,
+                      "golden_address": golden_address}
+        self.rows_written = 0
+        self._handle = None
+        self._temp: Path | None = None
+
+    def open(self) -> ResultWriter:
+        """Create the directory and the temporary file, and write the header."""
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # os.open with 0o666, not mkstemp: the result gets the user's usual permissions
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as exc:
+            raise PrecisionToolError(f"cannot write the result: {exc.strerror}", self.path) from None
+        self._temp = temp
+        self._handle = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        self._writer = csv.writer(self._handle)
+        self._writer.writerow(columns(**self.flags))
+        return self
+
+    def write(self, row: CompareRow) -> None:
+        """Append one row."""
+        if self._handle is None:
+            raise ValueError("ResultWriter.write before open()")
+        self._writer.writerow(format_row(row, **self.flags))
+        self.rows_written += 1
+
+    def write_rows(self, rows: Iterable[CompareRow]) -> None:
+        """Append rows as they come."""
+        for row in rows:
+            self.write(row)
+
+    def close(self) -> Path:
+        """Finish the file and move it to its final name; returns that path."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            os.replace(self._temp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the temporary file; nothing appears under the final name."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+            self._temp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ResultWriter:
+        return self.open()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], **flags: bool) -> Path:
+    """Write ``rows`` to ``path`` (atomically, see :class:`ResultWriter`); returns the path."""
+    with ResultWriter(path, **flags) as writer:
+        writer.write_rows(rows)
+    return writer.path
+
+
+# --- reading -----------------------------------------------------------------------------
+
+class _Header:
+    """Where each field of a CompareRow lives in one CSV's header."""
+
+    def __init__(self, names: list[str], path: Path) -> None:
+        positions: dict[str, list[int]] = {}
+        for i, name in enumerate(n.strip() for n in names):
+            positions.setdefault(name, []).append(i)
+        self.positions, self.path = positions, path
+        self.old = "LeftOp" in positions and "NPUDump" not in positions
+        for required in ("Index", "TensorIndex", "CosineSimilarity",
+                         "LeftOp" if self.old else "NPUDump"):
+            if required not in positions:
+                raise PrecisionToolError(f"not a comparison result: no {required} column", path)
+
+    def at(self, name: str, nth: int = 0) -> int | None:
+        """The position of the ``nth`` column called ``name``, None when absent."""
+        found = self.positions.get(name, [])
+        return found[nth] if len(found) > nth else None
+
+
+def _cell(cells: list[str], position: int | None) -> str | None:
+    if position is None or position >= len(cells):
+        return None
+    return cells[position].strip()
+
+
+def _optional(text: str | None) -> str | None:
+    return None if text is None or text in _NAN_TEXTS else text
+
+
+def _number(text: str | None, column: str, where: str, path: Path) -> float | None:
+    if text is None or (text in _NAN_TEXTS and text != "nan"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise PrecisionToolError(f"{where}: {column} is {text!r}, not a number", path) from None
+
+
+def parse_shape(text: str | None) -> tuple[int, ...] | None:
+    """``[d0,d1,...]`` (or a bare ``d0,...``) as a tuple; None when absent or not a shape."""
+    if text is None or text in _NAN_TEXTS:
+        return None
+    inner = text.strip().strip("[]()").strip()
+    try:
+        return tuple(int(part) for part in inner.split(",")) if inner else ()
+    except ValueError:
+        return None
+
+
+def _integer(text: str | None, column: str, where: str, path: Path) -> int | None:
+    value = _number(text, column, where, path)
+    if value is None or math.isnan(value) or value != int(value):
+        if text is not None and text not in _NAN_TEXTS:
+            raise PrecisionToolError(f"{where}: {column} is {text!r}, not an integer", path)
+        return None
+    return int(value)
+
+
+def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
+    get = lambda name, nth=0: _cell(cells, h.at(name, nth))  # noqa: E731
+    index = _integer(get("Index"), "Index", where, h.path)
+    if index is None:
+        raise PrecisionToolError(f"{where}: the Index is missing", h.path)
+    metrics = {}
+    for name in NUMERIC_METRICS:
+        value = _number(get(name), name, where, h.path)
+        if value is not None:
+            metrics[name] = value
+    return CompareRow(
+        index=index, op_type=get("OpType") or "",
+        npu_name=(get("LeftOp") if h.old else get("NPUDump")) or "",
+        npu_dtype=_optional(get("DataType")), npu_address=_optional(get("Address")),
+        ground_truth=(get("RightOp") if h.old else get("GroundTruth")) or "*",
+        golden_dtype=_optional(get("DataType", 1)), tensor_index=_optional(get("TensorIndex")),
+        shape=parse_shape(get("Shape")), metrics=metrics, std_text=get(STD_COLUMN) or NOT_COMPARED,
+        fail_reason=get("CompareFailReason") or "", golden_address=_optional(get("Address", 1)),
+        overflow=_optional(get("OverFlow")),
+        op_sequence=_integer(get("OpSequence"), "OpSequence", where, h.path))
+
+
+def iter_result_csv(path: str | os.PathLike) -> Iterator[CompareRow]:
+    """The rows of a result CSV (ours or msaccucmp's), one at a time.
+
+    Raises:
+        PrecisionToolError: the file cannot be read, a required column (Index, TensorIndex,
+            CosineSimilarity, NPUDump or LeftOp) is missing, or a cell is malformed.
+    """
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle)
+            header = _Header(next(reader, []), path)
+            for cells in reader:
+                if any(cell.strip() for cell in cells):
+                    yield _row(cells, header, f"line {reader.line_num}")
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise PrecisionToolError(f"cannot read the result CSV: {exc}", path) from None
+
+
+def read_result_csv(path: str | os.PathLike) -> list[CompareRow]:
+    """All rows of a result CSV; see :func:`iter_result_csv`."""
+    return list(iter_result_csv(path))
