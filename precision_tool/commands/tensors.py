@@ -37,7 +37,7 @@ from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dump_names import list_dump_files, normalise_op_name, read_mapping
 from ..formats.golden import load_npy, normalise_tensor_name
-from ..formats.layouts import BLOCKED_FORMATS, PLAIN_LAYOUTS, device_shape
+from ..formats import layouts
 
 MAX_CANDIDATES = 10
 MAX_FILE_NAME = 255
@@ -144,39 +144,9 @@ def real_dump_name(path: Path) -> str:
 
 
 def host_layout(tensor: DumpTensor) -> str:
-    """The layout of ``tensor.host()``: the origin format the conversion reads the original
-    shape in (as :func:`~precision_tool.formats.layouts.to_host` decides it), or ``ND``."""
-    shape, original, fmt = tensor.shape, tensor.original_shape, tensor.format
-    origin = tensor.origin_format()
-    if not original:  # kept as the device has it
-        return fmt if fmt in PLAIN_LAYOUTS else "ND"
-    if fmt in BLOCKED_FORMATS:
-        return _blocked_origin(tensor, BLOCKED_FORMATS[fmt], origin)
-    if fmt in PLAIN_LAYOUTS and len(shape) == len(fmt):
-        if origin in PLAIN_LAYOUTS and sorted(origin) == sorted(fmt) and origin != fmt:
-            if tuple(shape[fmt.index(letter)] for letter in origin) == original:
-                return origin
-        return fmt if shape == original else "ND"
-    return "ND"
-
-
-def _blocked_origin(tensor: DumpTensor, spec, origin: str | None) -> str:
-    original = tensor.original_shape
-    if len(original) < len(spec.canon):
-        return "ND"  # a short shape, padded NCHW-style and reshaped back
-    if origin == "ND":
-        return spec.canon
-    if origin in PLAIN_LAYOUTS and sorted(origin) == sorted(spec.canon):
-        return origin
-    c0 = tensor.shape[-1] if tensor.shape else 16
-    for layout in spec.candidates:
-        try:
-            if len(layout) == len(original) and device_shape(
-                    original, tensor.format, layout, max(tensor.sub_format, 1), c0) == tensor.shape:
-                return layout
-        except PrecisionToolError:
-            continue
-    return spec.canon
+    """The layout of ``tensor.host()`` (see :func:`~precision_tool.formats.layouts.host_layout`)."""
+    return layouts.host_layout(tensor.shape, tensor.format, tensor.original_shape,
+                               tensor.origin_format(), max(tensor.sub_format, 1))
 
 
 def _existing_path(context: Context, text: str) -> Path | None:

@@ -123,15 +123,19 @@ def _infer_layout(spec: BlockedFormat, actual: Shape, original: Shape, c0: int,
     return None
 
 
+def _blocked_layout(spec: BlockedFormat, actual: Shape, original: Shape, origin: str | None,
+                    c0: int, groups: int) -> str | None:
+    """The host layout ``original`` is read in: the origin format when it fits, else inferred."""
+    return _layout_for(spec, original, origin) or _infer_layout(spec, actual, original, c0, groups)
+
+
 def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str | None,
                      groups: int) -> np.ndarray:
     spec = BLOCKED_FORMATS[fmt]
     if device.ndim == 0 or device.shape[-1] == 0:  # no C0 to read the blocks by
         raise shape_mismatch(device, fmt, original)
     c0 = spec.fixed_c0 or device.shape[-1]
-    layout = _layout_for(spec, original, origin)
-    if layout is None:
-        layout = _infer_layout(spec, device.shape, original, c0, groups)
+    layout = _blocked_layout(spec, device.shape, original, origin, c0, groups)
     if layout is None:
         raise shape_mismatch(device, fmt, original)
     dims = _canon_dims(spec, original, layout)
@@ -198,6 +202,32 @@ def to_host(device: np.ndarray, device_format: str, original_shape: Sequence[int
     if device.size == math.prod(original):
         return device.reshape(original)
     raise PrecisionToolError(f"unsupported format {device_format}")
+
+
+def host_layout(device_shape: Sequence[int], device_format: str, original_shape: Sequence[int],
+                origin_format: str | None = None, groups: int = 1) -> str:
+    """The layout of what :func:`to_host` returns for these shapes, without touching data.
+
+    A plain layout name (``"NHWC"``, ``"HWCN"``...), or ``"ND"`` when the dims carry no layout
+    (ND tensors, short original shapes that were padded and reshaped back, unknown formats).
+    """
+    shape, original = tuple(int(d) for d in device_shape), tuple(int(d) for d in original_shape)
+    fmt = _name(device_format)
+    origin = None if origin_format is None else _name(origin_format)
+    if not original:
+        return fmt if fmt in PLAIN_LAYOUTS else "ND"
+    if fmt in BLOCKED_FORMATS:
+        spec = BLOCKED_FORMATS[fmt]
+        if len(original) < len(spec.canon):
+            return "ND"
+        c0 = spec.fixed_c0 or (shape[-1] if shape else 16)
+        return _blocked_layout(spec, shape, original, origin, c0, max(int(groups or 1), 1)) or spec.canon
+    if fmt in PLAIN_LAYOUTS and len(shape) == len(fmt):
+        if origin in PLAIN_LAYOUTS and origin != fmt and sorted(origin) == sorted(fmt):
+            if _permute(shape, fmt, origin) == original:
+                return origin
+        return fmt if shape == original else "ND"
+    return "ND"
 
 
 def to_device(host: np.ndarray, device_format: str, host_format: str, groups: int = 1,

@@ -541,3 +541,15 @@ def test_convert_host_format_nd_is_identity():
 def test_convert_host_format_impossible(shape, src, dst):
     with pytest.raises(PrecisionToolError):
         convert_host_format(numbered(shape), src, dst)
+
+
+def test_host_layout_names_what_to_host_returns():
+    from precision_tool.formats.layouts import host_layout
+
+    assert host_layout((2, 1, 4, 5, 16), "NC1HWC0", (2, 4, 5, 3)) == "NHWC"
+    assert host_layout((2, 1, 4, 5, 16), "NC1HWC0", (2, 3, 4, 5)) == "NCHW"
+    assert host_layout((2, 1, 4, 5, 16), "NC1HWC0", (2, 3, 4, 5), "NCHW") == "NCHW"
+    assert host_layout((9, 1, 16, 16), "FRACTAL_Z", (3, 3, 3, 8), "HWCN") == "HWCN"
+    assert host_layout((1, 1, 16, 16), "FRACTAL_NZ", (2, 8)) == "ND"
+    assert host_layout((1, 8, 1, 1, 16), "NC1HWC0", (8,)) == "ND"  # padded and reshaped back
+    assert host_layout((2, 3, 4, 5), "NCHW", (2, 4, 5, 3), "NHWC") == "NHWC"
