@@ -146,3 +146,40 @@ def test_piped_stdin_all_fine_is_status_0_and_exit_stops_reading(sample_data, tm
     done = _piped(sample_data, tmp_path, "ls -t Relu\nexit\nlss\n")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "resnet/relu2/Relu" in done.stdout and "unknown command" not in done.stdout
+
+
+def test_a_whole_session_with_every_command(terminal, sample_data):
+    """ls, ni with each flag, pt, dc, cp, a typo, a bad flag, Ctrl-C inside a running command:
+    the prompt survives all of it."""
+    import numpy as np
+
+    big = sample_data / "big.npy"  # long enough to export that Ctrl-C lands mid-command
+    np.save(big, np.random.default_rng(0).standard_normal(8_000_000).astype(np.float32))
+    steps = [
+        ("ls -t Conv2D", "2 op(s)"),
+        ("ni resnet/conv2/Conv2D", "ConvBiasAddFusionPass"),
+        ("ni -n resnet_add_add -a", "_ge_attr_op_kernel_lib_name"),
+        ("ni -s 2 resnet/add/add", ".gv"),
+        ("ni resnet/relu2/Relu -g ge_default_20261129120000_1", "te_relu"),
+        ("pt resnet_softmax_Softmax.0", "temp/pt/"),
+        ("dc resnet/conv1/Conv2D", "dump_convert"),
+        ("cp tf:resnet_add_add.0 resnet/add/add", "cosine"),
+        ("nii resnet/add/add", "did you mean 'ni'"),
+        ("ni -s", "usage: ni"),
+    ]
+    terminal.expect(PROMPT)
+    for line, seen in steps:
+        terminal.send(line + "\r")
+        terminal.expect(seen, timeout=30)
+        terminal.expect(PROMPT, timeout=30)
+    terminal.send(f"pt {big}\r")
+    time.sleep(1.5)
+    terminal.send("\x03")  # Ctrl-C while pt is exporting 8M values
+    terminal.expect("cancelled", timeout=30)
+    terminal.expect(PROMPT)
+    terminal.send("ls -t Add\r")
+    terminal.expect("[Add] resnet/add/add")
+    terminal.expect(PROMPT)
+    terminal.send("quit\r")
+    assert terminal.wait() == 0
+    assert list((sample_data / "temp/op_graph").glob("*.gv"))
