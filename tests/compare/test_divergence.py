@@ -1,0 +1,144 @@
+"""First divergence: flagged ops, introduce vs inherit, and the first op that introduces the error."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from precision_tool.compare.divergence import analyse
+from precision_tool.compare.result import CompareRow
+from precision_tool.compare.result_csv import read_result_csv
+from tests.conftest import FIXTURES, require_shared
+
+T = 0.98
+
+
+def row(index: int, op: str, kind: str | None = None, slot: int = 0, cos: float | None = None,
+        op_type: str = "Add", reason: str = "") -> CompareRow:
+    """A CSV row of ``op``; ``cos=None`` means not compared, ``kind=None`` an op without dump."""
+    return CompareRow(index=index, op_type=op_type, npu_name=op, npu_dtype="float16",
+                      npu_address=None, ground_truth=f"tf/{op}", golden_dtype="float32",
+                      tensor_index=f"{op}:{kind}:{slot}" if kind else None, shape=(4,),
+                      metrics={} if cos is None else {"CosineSimilarity": cos}, fail_reason=reason)
+
+
+def names(ops) -> list[str]:
+    return [op.name for op in ops]
+
+
+def test_a_chain_introduces_once_and_then_inherits():
+    rows = [row(0, "data", op_type="Data"),
+            row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.99),
+            row(2, "b", "input", 0, 0.99), row(2, "b", "input", 1, 1.0), row(2, "b", "output", 0, 0.5),
+            row(3, "c", "input", 0, 0.5), row(3, "c", "output", 0, 0.7)]
+    result = analyse(rows, T)
+    assert names(result.ops) == ["data", "a", "b", "c"]
+    assert names(result.dumped) == ["a", "b", "c"]
+    assert names(result.flagged) == ["b", "c"]
+    b, c = result.flagged
+    assert b.introduces and not b.inherits
+    assert c.inherits and not c.introduces
+    assert result.first_introducer is b
+    assert b.cosine_drop == (0.99, 0.5)
+    assert b.op_type == "Add" and b.ground_truth == "tf/b" and b.index == 2
+    assert [(t.kind, t.slot, t.cosine) for t in b.inputs] == [("input", 0, 0.99), ("input", 1, 1.0)]
+
+
+def test_an_independent_second_error_also_introduces_but_the_first_is_named():
+    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.9),
+            row(2, "b", "input", 0, 1.0), row(2, "b", "output", 0, 0.1)]
+    result = analyse(rows, T)
+    assert [op.introduces for op in result.flagged] == [True, True]
+    assert result.first_introducer.name == "a"
+    assert result.first_introducer.cosine_drop == (1.0, 0.9)
+
+
+def test_nan_inputs_are_ignored_when_judging():
+    rows = [row(1, "a", "input", 0, None, reason="no ground truth dump file for a:input:0"),
+            row(1, "a", "input", 1, 1.0), row(1, "a", "output", 0, 0.3),
+            row(2, "b", "input", 0, math.nan), row(2, "b", "output", 0, 0.2)]
+    a, b = analyse(rows, T).flagged
+    assert a.introduces and a.worst_input == 1.0 and a.cosine_drop == (1.0, 0.3)
+    assert a.inputs[0].is_nan and a.inputs[0].reason.startswith("no ground truth")
+    assert b.introduces and b.worst_input is None and b.cosine_drop == (1.0, 0.2)
+
+
+def test_an_op_without_inputs_introduces_from_one():
+    result = analyse([row(3, "const_like", "output", 0, 0.4)], T)
+    (op,) = result.flagged
+    assert op.inputs == () and op.introduces
+    assert op.cosine_drop == (1.0, 0.4)
+
+
+def test_multiple_outputs_flag_on_any_and_the_worst_is_the_drop():
+    rows = [row(1, "split", "input", 0, 1.0), row(1, "split", "output", 0, 0.999),
+            row(1, "split", "output", 1, 0.97), row(1, "split", "output", 2, math.nan)]
+    (op,) = analyse(rows, T).flagged
+    assert [t.slot for t in op.outputs] == [0, 1, 2]
+    assert op.worst_output == 0.97 and op.has_nan_output
+    assert op.cosine_drop == (1.0, 0.97)
+
+
+def test_nan_outputs_never_flag_but_are_reported_as_unjudged():
+    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, None),
+            row(2, "b", "output", 0, math.nan), row(2, "b", "output", 1, 1.0),
+            row(3, "c", "output", 0, 1.0)]
+    result = analyse(rows, T)
+    assert result.flagged == () and result.first_introducer is None
+    assert names(result.unjudged) == ["a", "b"]
+    assert result.ops[0].cosine_drop is None
+
+
+def test_the_threshold_is_inclusive():
+    at = analyse([row(1, "a", "output", 0, T)], T)
+    above = analyse([row(1, "a", "output", 0, 0.980001)], T)
+    assert names(at.flagged) == ["a"] and above.flagged == ()
+    inherits = analyse([row(1, "a", "input", 0, T), row(1, "a", "output", 0, 0.5)], T)
+    assert inherits.flagged[0].inherits and inherits.first_introducer is None
+    passes = analyse([row(1, "a", "input", 0, 0.981), row(1, "a", "output", 0, 0.5)], T)
+    assert passes.first_introducer.name == "a"
+
+
+def test_the_threshold_changes_the_verdict():
+    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.95),
+            row(2, "b", "input", 0, 0.95), row(2, "b", "output", 0, 0.6)]
+    assert names(analyse(rows, 0.98).flagged) == ["a", "b"]
+    assert analyse(rows, 0.98).first_introducer.name == "a"
+    assert names(analyse(rows, 0.9).flagged) == ["b"]
+    assert analyse(rows, 0.9).first_introducer.name == "b"  # its input is fine at 0.9
+    assert analyse(rows, 0.5).flagged == ()
+
+
+def test_ops_come_in_index_order_and_same_index_ops_stay_apart():
+    rows = [row(5, "late", "output", 0, 0.1), row(2, "x", "output", 0, 0.2),
+            row(2, "y", "output", 0, 1.0), row(2, "x", "input", 0, 1.0)]
+    result = analyse(rows, T)
+    assert names(result.ops) == ["x", "y", "late"]
+    assert [t.kind for t in result.ops[0].inputs + result.ops[0].outputs] == ["input", "output"]
+    assert result.first_introducer.name == "x"
+
+
+def test_every_flagged_op_inherits_when_the_error_comes_from_an_undumped_op():
+    rows = [row(0, "data", op_type="Data"),
+            row(1, "a", "input", 0, 0.5), row(1, "a", "output", 0, 0.5)]
+    result = analyse(rows, T)
+    assert names(result.flagged) == ["a"] and result.first_introducer is None
+
+
+def test_empty_rows():
+    result = analyse([], T)
+    assert result.ops == () and result.flagged == () and result.first_introducer is None
+
+
+def test_reference_csv_of_msaccucmp():
+    rows = read_result_csv(require_shared(FIXTURES / "small" / "reference_result.csv"))
+    result = analyse(rows, T)
+    assert names(result.flagged) == [
+        "model/add/add", "model/relu2/Relu", "trans_TransData_2", "model/pool/Mean",
+        "trans_TransData_3", "model/dense/MatMul", "trans_TransData_4", "model/softmax/Softmax"]
+    first = result.first_introducer
+    assert (first.name, first.op_type, first.index) == ("model/add/add", "Add", 14)
+    assert first.cosine_drop == pytest.approx((1.0, 0.505089))
+    assert all(op.inherits for op in result.flagged[1:])
+    assert len(result.dumped) == 13 and len(result.ops) == 25
