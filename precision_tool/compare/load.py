@@ -1,0 +1,405 @@
+"""One side of a tensor pair, opened for streaming: flat, contiguous, C-order blocks.
+
+The engine never holds a whole tensor when it can help it. A side becomes a :class:`Source`
+whose :meth:`~Source.blocks` yields the host-layout tensor in C order, a block of at most about
+``chunk`` elements at a time, in its stored dtype (the metrics upcast block by block):
+
+* :class:`FileRegion`: the host tensor is a contiguous run of the file (ND dumps, dumps whose
+  host layout needs no transpose, C-order ``.npy``). Blocks are read with ``readinto`` into one
+  reused buffer, so memory stays one block whatever the tensor size, and nothing is mapped.
+* :class:`DeviceRows`: NC1HWC0 / NC1HWC0_C04 / NDC1HWC0 with a full-rank origin shape, and
+  FRACTAL_NZ of rank 3 or more. Device axis 0 is host axis 0 (N, or the leading batch dim), so
+  rows of the device tensor are read and converted to host layout a few at a time (a batch of
+  one is one block).
+* :class:`ArrayBlocks`: everything else (FRACTAL_Z weights, 2-D FRACTAL_NZ, transposed plain
+  layouts, packed sub-byte types, Fortran-order ``.npy``): the whole host view (memory-mapped
+  where the layout code allows), copied into contiguous blocks along axis 0, one at a time.
+
+Buffers are reused per role (``"x"``, ``"y"``) through a :class:`Buffers` object, so a worker
+allocates them once: fresh multi-megabyte arrays would cost a page fault per 4 KiB each time.
+A consumer must be done with a block before asking for the next one (:func:`aligned` is).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..errors import PrecisionToolError
+from ..formats import layouts
+from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.dtypes import dump_dtype
+from ..formats.golden import load_npy
+from .pairing import DumpSide, NpySide
+
+DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
+_ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
+_MAX_PROBE = 1 << 23  # device rows larger than this are not worth checking the fast path on
+_FAST_CHECKED: dict[tuple, bool] = {}  # geometry -> the fast converter agreed with the layout code
+
+
+class Buffers:
+    """Reusable scratch arrays, one per role, grown on demand."""
+
+    def __init__(self) -> None:
+        self._raw: dict[str, np.ndarray] = {}
+
+    def get(self, role: str, count: int, dtype: np.dtype) -> np.ndarray:
+        """A contiguous array of ``count`` elements of ``dtype`` (contents undefined)."""
+        dtype = np.dtype(dtype)
+        nbytes = max(count * dtype.itemsize, 1)
+        raw = self._raw.get(role)
+        if raw is None or raw.size < nbytes:
+            raw = self._raw[role] = np.empty(nbytes, np.uint8)
+        return raw[:count * dtype.itemsize].view(dtype)
+
+    def clear(self) -> None:
+        """Drop every buffer."""
+        self._raw.clear()
+
+
+@dataclass
+class Source:
+    """A tensor in host layout, ready to stream; see the module docstring for the kinds."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    dtype_name: str
+    nbytes: int  # bytes the tensor occupies on disk (for progress)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return math.prod(self.shape)
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        """Flat contiguous blocks covering the tensor in C order."""
+        raise NotImplementedError
+
+    def range_blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        """Blocks holding every element once, in any order: enough for min and max."""
+        return self.blocks(chunk, buffers, role)
+
+
+def _read_exact(handle, out: np.ndarray, path: Path) -> None:
+    view = memoryview(out.view(np.uint8))
+    done = 0
+    while done < len(view):
+        got = handle.readinto(view[done:])
+        if not got:
+            raise PrecisionToolError("the file ended before the tensor did (truncated?)", path)
+        done += got
+
+
+def _read_flat(path: Path, offset: int, dtype: np.dtype, count: int, chunk: int, buffers: Buffers,
+               role: str) -> Iterator[np.ndarray]:
+    """``count`` elements stored contiguously at ``offset``, read block by block into a buffer."""
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            for start in range(0, count, chunk):
+                out = buffers.get(role, min(chunk, count - start), dtype)
+                handle.seek(offset + start * dtype.itemsize)
+                _read_exact(handle, out, path)
+                yield out
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", path) from None
+
+
+@dataclass
+class FileRegion(Source):
+    """A tensor stored contiguously in C order at ``offset`` of ``path``."""
+
+    path: Path = Path()
+    offset: int = 0
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        return _read_flat(self.path, self.offset, self.dtype, self.size, chunk, buffers, role)
+
+
+def _copy_nc1hwc0(device: np.ndarray, layout: str, out: np.ndarray) -> None:
+    """Device rows ``[r, C1, H, W, C0]`` into host ``out`` (NHWC or NCHW) in one strided copy."""
+    c1s, c0 = device.shape[1], device.shape[4]
+    channels = out.shape[3] if layout == "NHWC" else out.shape[1]
+    if c1s * c0 == channels:  # no padding: a single transpose-copy
+        if layout == "NHWC":
+            np.copyto(out.reshape(*out.shape[:3], c1s, c0), device.transpose(0, 2, 3, 1, 4))
+        else:
+            np.copyto(out.reshape(out.shape[0], c1s, c0, *out.shape[2:]), device.transpose(0, 1, 4, 2, 3))
+        return
+    for c1 in range(c1s):
+        low = c1 * c0
+        width = min(c0, channels - low)
+        if width <= 0:
+            break
+        block = device[:, c1, :, :, :width]
+        if layout == "NHWC":
+            np.copyto(out[..., low:low + width], block)
+        else:
+            np.copyto(out[:, low:low + width], block.transpose(0, 3, 1, 2))
+
+
+def _copy_nz(device: np.ndarray, out: np.ndarray) -> None:
+    """FRACTAL_NZ rows ``[r, ..., W1, H1, 16, C0]`` into host ``out`` ``[r, ..., H, W]``."""
+    w1, h1, h0, w0 = device.shape[-4:]
+    batch = math.prod(device.shape[:-4])
+    h, w = out.shape[-2:]
+    blocked = device.reshape(batch, w1, h1 * h0, w0)
+    host = out.reshape(batch, h, w)
+    if h == h1 * h0 and w == w1 * w0:
+        np.copyto(host.reshape(batch, h, w1, w0), blocked.transpose(0, 2, 1, 3))
+        return
+    for j in range(w1):
+        low = j * w0
+        width = min(w0, w - low)
+        if width <= 0:
+            break
+        np.copyto(host[:, :, low:low + width], blocked[:, j, :h, :width])
+
+
+@dataclass
+class DeviceRows(Source):
+    """A row-separable device tensor, converted to host layout a few device rows at a time.
+
+    ``fast`` is a one-copy converter for NC1HWC0 and FRACTAL_NZ (the layout code's general
+    path copies twice), used only once it has reproduced the general conversion exactly on a
+    probe of the same geometry. The KL range pass reads the device bytes as they are when the
+    layout has no padding: min and max do not care about element order.
+    """
+
+    tensor: DumpTensor | None = None
+    origin: str | None = None
+    fast: Callable[[np.ndarray, np.ndarray], None] | None = None
+
+    def convert(self, device_rows: np.ndarray) -> np.ndarray:
+        """Host layout of device rows ``[r, ...]`` by the general layout code."""
+        t = self.tensor
+        try:
+            return _rows_to_host(t, device_rows, self.origin)
+        except PrecisionToolError as exc:
+            raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
+
+    @property
+    def unpadded(self) -> bool:
+        """The device tensor holds exactly the host elements (no padding)."""
+        return math.prod(self.tensor.shape) == self.size
+
+    def range_blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        if not self.unpadded:
+            return self.blocks(chunk, buffers, role)
+        t = self.tensor
+        return _read_flat(t.path, t.offset, t.dtype, self.size, chunk, buffers, role)
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        t = self.tensor
+        row_shape = t.shape[1:]
+        rows_per_block = max(1, chunk // max(math.prod(self.shape[1:]), 1))
+        block = rows_per_block * math.prod(row_shape)
+        for raw in _read_flat(t.path, t.offset, t.dtype, math.prod(t.shape), block, buffers, role + ".device"):
+            device = raw.reshape(-1, *row_shape)
+            host_shape = (device.shape[0], *self.shape[1:])
+            out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
+            if self.fast is not None:
+                self.fast(device, out)
+            else:
+                np.copyto(out, self.convert(device))
+            yield out.reshape(-1)
+
+
+@dataclass
+class ArrayBlocks(Source):
+    """Any array (a possibly non-contiguous host view), copied out block by block."""
+
+    array: np.ndarray | None = None
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        array = self.array
+        if array.flags.c_contiguous:
+            flat = array.reshape(-1)
+            for start in range(0, flat.size, chunk):
+                yield flat[start:start + chunk]
+            return
+        yield from _copied_blocks(array, chunk, buffers, role)
+
+
+def _copied_blocks(array: np.ndarray, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+    """Contiguous copies of ``array`` along axis 0, recursing into rows bigger than ``chunk``."""
+    if array.ndim == 0 or array.size <= chunk:
+        out = buffers.get(role, array.size, array.dtype)
+        np.copyto(out.reshape(array.shape), array)
+        yield out
+        return
+    row = math.prod(array.shape[1:])
+    if row <= chunk:
+        step = chunk // max(row, 1)
+        for start in range(0, array.shape[0], step):
+            yield from _copied_blocks(array[start:start + step], chunk, buffers, role)
+        return
+    for i in range(array.shape[0]):
+        yield from _copied_blocks(array[i], chunk, buffers, role)
+
+
+def aligned(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pairs of equal-length pieces of two block streams over the same number of elements.
+
+    A stream is only advanced once its current block is used up, so sources may reuse their
+    buffers. Raises ValueError when one stream ends before the other (a bug in a source).
+    """
+    x = y = None
+    while True:
+        if x is None or not x.size:
+            x = next(xs, None)
+        if y is None or not y.size:
+            y = next(ys, None)
+        if x is None or y is None:
+            if x is not None and x.size or y is not None and y.size:
+                raise ValueError("tensor block streams of different lengths")
+            return
+        n = min(x.size, y.size)
+        yield x[:n], y[:n]
+        x, y = x[n:], y[n:]
+
+
+# --- opening sides ---------------------------------------------------------------------------
+
+def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
+    """Raise PrecisionToolError unless ``dtype`` converts to float64 as real numbers."""
+    if dtype.kind == "c":
+        raise PrecisionToolError(f"{what}: complex data ({dtype.name}) is not compared", path)
+    try:
+        np.zeros(1, dtype).astype(np.float64)
+    except (TypeError, ValueError):
+        raise PrecisionToolError(f"{what}: data type {dtype} is not numeric", path) from None
+
+
+class HeaderCache:
+    """Dump headers read once per job: consecutive tasks of one dump file share it."""
+
+    def __init__(self) -> None:
+        self._dumps: dict[Path, DumpFile] = {}
+
+    def dump(self, path: Path) -> DumpFile:
+        """The header of the dump at ``path``; PrecisionToolError when unreadable."""
+        if path not in self._dumps:
+            self._dumps[path] = read_dump(path)
+        return self._dumps[path]
+
+    def tensor(self, side: DumpSide) -> DumpTensor:
+        """The tensor a DumpSide names; PrecisionToolError when the dump lacks it."""
+        dump = self.dump(side.path)
+        tensors = dump.inputs if side.kind == "input" else dump.outputs
+        if not 0 <= side.index < len(tensors):
+            raise PrecisionToolError(f"the dump has no {side.kind} {side.index}", side.path)
+        return tensors[side.index]
+
+
+def _row_separable(t: DumpTensor, device_shape: tuple[int, ...]) -> bool:
+    """Whether host axis 0 is device axis 0 and the rest converts per row (module docstring)."""
+    original = t.original_shape
+    if not original or not device_shape or device_shape[0] != original[0]:
+        return False
+    if t.format in _ROW_FORMATS:
+        return len(original) == len(device_shape) - 1
+    return t.format == "FRACTAL_NZ" and len(original) >= 3 and len(device_shape) == len(original) + 2
+
+
+def _rows_to_host(t: DumpTensor, device_rows: np.ndarray, origin: str | None) -> np.ndarray:
+    original = (device_rows.shape[0], *t.original_shape[1:])
+    return layouts.to_host(device_rows, t.format, original, origin, groups=max(t.sub_format, 1))
+
+
+def _fast_path(t: DumpTensor, origin: str | None, device_shape: tuple[int, ...]):
+    """The one-copy converter for this tensor's layout, or None."""
+    if t.format == "FRACTAL_NZ":
+        return _copy_nz
+    if t.format != "NC1HWC0":
+        return None
+    candidates = ([origin] if origin in ("NHWC", "NCHW") else []) + ["NHWC", "NCHW"]
+    for layout in candidates:  # the layout code's rule: the origin if it fits, else NHWC, NCHW
+        try:
+            computed = layouts.device_shape(t.original_shape, t.format, layout, c0=device_shape[-1])
+        except PrecisionToolError:
+            continue
+        if computed == device_shape:
+            return lambda device, out: _copy_nc1hwc0(device, layout, out)
+    return None
+
+
+def _fast_matches(t: DumpTensor, origin: str | None, fast) -> bool:
+    """Whether ``fast`` converts one row of this geometry exactly as the layout code does.
+
+    The probe holds distinct values (an arange), so no element can land in the wrong place
+    unnoticed, whatever the real data looks like.
+    """
+    probe = np.arange(math.prod(t.shape[1:]), dtype=np.int32).reshape(1, *t.shape[1:])
+    try:
+        expected = _rows_to_host(t, probe, origin)
+    except PrecisionToolError:
+        return False
+    mine = np.empty(expected.shape, np.int32)
+    fast(probe, mine)
+    return bool(np.array_equal(mine, expected))
+
+
+def _checked_fast_path(t: DumpTensor, origin: str | None):
+    """The one-copy converter for this tensor, once checked for its geometry; else None."""
+    fast = _fast_path(t, origin, tuple(t.shape))
+    if fast is None or math.prod(t.shape[1:]) > _MAX_PROBE:
+        return None
+    key = (t.format, origin, t.sub_format, tuple(t.shape[1:]), tuple(t.original_shape[1:]))
+    if key not in _FAST_CHECKED:
+        _FAST_CHECKED[key] = _fast_matches(t, origin, fast)
+    return fast if _FAST_CHECKED[key] else None
+
+
+def _same_start(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
+def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
+    """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem."""
+    t = headers.tensor(side)
+    problem = t.problem
+    if problem:
+        raise PrecisionToolError(problem, t.path)
+    common = dict(dtype=t.dtype, dtype_name=t.dtype_name, nbytes=t.size)
+    check_numeric(t.dtype, t.name, t.path)
+    origin = t.origin_format(side.origin_format)
+    packed = dump_dtype(t.data_type).packed
+    device = t.device()
+    if not packed and _row_separable(t, device.shape):
+        # the layout code always returns exactly the original shape (or raises, per block)
+        return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin,
+                          fast=_checked_fast_path(t, origin), **common)
+    try:
+        host = layouts.to_host(device, t.format, t.original_shape, origin, groups=max(t.sub_format, 1))
+    except PrecisionToolError as exc:
+        raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
+    if isinstance(device, np.memmap) and host.flags.c_contiguous and _same_start(host, device):
+        return FileRegion(shape=host.shape, path=t.path, offset=t.offset, **common)
+    return ArrayBlocks(shape=host.shape, array=host, **common)
+
+
+def open_npy_side(side: NpySide) -> Source:
+    """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem."""
+    array = load_npy(side.path)
+    check_numeric(array.dtype, side.path.name, side.path)
+    try:
+        nbytes = os.stat(side.path).st_size
+    except OSError:
+        nbytes = array.nbytes
+    common = dict(shape=tuple(array.shape), dtype=array.dtype, dtype_name=array.dtype.name, nbytes=nbytes)
+    if isinstance(array, np.memmap) and array.flags.c_contiguous and array.size:
+        return FileRegion(path=Path(array.filename), offset=int(array.offset), **common)
+    return ArrayBlocks(array=array, **common)
+
+
+def open_side(side: DumpSide | NpySide, headers: HeaderCache) -> Source:
+    """A :class:`Source` for either kind of side."""
+    if isinstance(side, DumpSide):
+        return open_dump_side(side, headers)
+    return open_npy_side(side)

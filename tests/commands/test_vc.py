@@ -1,0 +1,194 @@
+"""``vc``: the whole network into result CSVs, -lt/-rt directory pairs, and what it writes where."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from precision_tool.commands.vc import vector_compare
+from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.render.theme import make_console
+from precision_tool.status import ExitStatus
+from tests.compare.test_engine import assert_agrees_with_reference
+from tests.conftest import FIXTURES, make_context, run_command
+
+STEP = "npu/debug_0/dump/*/*/*/*/*"
+
+
+def _csvs(root: Path) -> list[Path]:
+    return sorted((root / "temp" / "vector_compare").rglob("*.csv"))
+
+
+def _snapshot(root: Path, data: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` except the data root's temp/, with its size and mtime."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() and (data / "temp") not in p.parents}
+
+
+def test_fixture_csv_agrees_with_msaccucmp_and_flags(fixture_data):
+    context, out = make_context(fixture_data)
+    before = _snapshot(fixture_data.parent, fixture_data)
+    assert run_command(context, "vc") == ExitStatus.FLAGGED
+    csv, = _csvs(fixture_data)
+    assert csv.parent.parent == fixture_data / "temp" / "vector_compare"
+    assert csv.name == f"result_{csv.parent.name}.csv"
+    assert_agrees_with_reference(csv, FIXTURES / "small" / "reference_result.csv")
+    rows = read_result_csv(csv)
+    assert [r.index for r in rows] == sorted(r.index for r in rows)
+    text = " ".join(out.getvalue().split())
+    assert "37 tensors compared, 0 not compared" in text and "8 op(s) with output cosine <= 0.98" in text
+    assert str(csv) in out.getvalue().replace("\n", "")
+    assert _snapshot(fixture_data.parent, fixture_data) == before  # nothing written outside temp/
+
+
+def test_sample_is_flagged_and_each_run_gets_a_new_directory(sample_data):
+    context, out = make_context(sample_data)
+    assert run_command(context, "vc") == ExitStatus.FLAGGED
+    assert run_command(context, "vc") == ExitStatus.FLAGGED
+    first, second = _csvs(sample_data)
+    assert first.parent != second.parent
+    assert any(r.is_output and r.cosine <= 0.98 for r in read_result_csv(first))
+
+
+def test_threshold_below_every_cosine_is_ok(sample_data):
+    context, _ = make_context(sample_data, COSINE_THRESHOLD=-1.0)
+    assert run_command(context, "vc") == ExitStatus.OK
+
+
+def test_alg_0_writes_cosine_only(fixture_data):
+    context, _ = make_context(fixture_data)
+    assert run_command(context, "vc -alg 0") == ExitStatus.FLAGGED
+    rows = [r for r in read_result_csv(_csvs(fixture_data)[0]) if r.compared]
+    assert rows and all(set(r.metrics) == {"CosineSimilarity"} for r in rows)
+
+
+def test_bad_alg_and_unknown_graph_are_one_line_errors(fixture_data):
+    context, out = make_context(fixture_data)
+    assert run_command(context, "vc -alg 12") == ExitStatus.ERROR
+    assert run_command(context, "vc -g no_such_graph") == ExitStatus.ERROR
+    assert run_command(context, "vc -lt somewhere") == ExitStatus.ERROR
+    text = out.getvalue()
+    assert "unknown metric '12'" in text and "no Build graph called 'no_such_graph'" in text
+    assert "give both -lt and -rt" in text and not _csvs(fixture_data)
+
+
+def test_step_that_is_absent_is_an_error(fixture_data):
+    context, out = make_context(fixture_data)
+    assert run_command(context, "vc --step 7") == ExitStatus.ERROR
+    assert "steps present: 0" in out.getvalue()
+
+
+def test_several_steps_give_one_tagged_csv_each_in_one_directory(sample_data):
+    step0 = next(sample_data.glob(STEP))
+    shutil.copytree(step0, step0.parent / "1")
+    context, out = make_context(sample_data)
+    assert run_command(context, "vc --step 0|1") == ExitStatus.FLAGGED
+    csvs = _csvs(sample_data)
+    assert len(csvs) == 2 and csvs[0].parent == csvs[1].parent
+    assert [p.name.endswith(f"_step{s}.csv") for p, s in zip(csvs, (0, 1))] == [True, True]
+    assert read_result_csv(csvs[0]) == read_result_csv(csvs[1])
+    assert out.getvalue().count("tensors compared") == 2
+
+
+def test_without_a_graph_tensors_are_paired_by_name(sample_data):
+    shutil.rmtree(sample_data / "npu/debug_0/graph")
+    context, out = make_context(sample_data)
+    run_command(context, "vc")
+    assert "paired by name" in out.getvalue()
+    rows = read_result_csv(_csvs(sample_data)[0])
+    outputs = [r for r in rows if r.is_output]
+    assert outputs and all(r.compared for r in outputs)
+    assert all("producer of this input is unknown" in r.fail_reason for r in rows if r.is_input)
+
+
+def test_graph_picked_by_name(sample_data):
+    context, _ = make_context(sample_data)
+    assert run_command(context, "vc -g ge_default_20261129120000_1") == ExitStatus.FLAGGED
+    assert len(read_result_csv(_csvs(sample_data)[0])) > 30
+
+
+# --- -lt / -rt ----------------------------------------------------------------------------------
+
+def test_npu_step_dir_against_npy_dir(fixture_data):
+    step = next(fixture_data.glob(STEP))
+    context, _ = make_context(fixture_data)
+    assert run_command(context, f"vc -lt {step} -rt {fixture_data / 'tf/dump'}") == ExitStatus.FLAGGED
+    csv, = _csvs(fixture_data)
+    assert_agrees_with_reference(csv, FIXTURES / "small" / "reference_result.csv")  # graph found beside
+
+
+def test_npu_against_npu_by_op_name(sample_data):
+    shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
+    context, out = make_context(sample_data)
+    status = run_command(context, f"vc -lt {sample_data / 'npu/debug_0'} -rt {sample_data / 'npu/debug_1'}")
+    assert status == ExitStatus.OK, out.getvalue()
+    rows = read_result_csv(_csvs(sample_data)[0])
+    assert rows and all(r.compared and r.cosine == pytest.approx(1.0) for r in rows)
+    assert {r.kind for r in rows} == {"input", "output"}
+    assert all(r.ground_truth == r.npu_name for r in rows)
+    header = _csvs(sample_data)[0].read_text().splitlines()[0].split(",")
+    assert header.count("Address") == 2  # msaccucmp's NPU-vs-NPU variant
+
+
+def test_npu_against_npu_reports_what_one_side_lacks(sample_data):
+    shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
+    for path in (sample_data / "npu/debug_1/dump").rglob("Add.*"):
+        path.unlink()
+    context, _ = make_context(sample_data)
+    run_command(context, f"vc -lt {sample_data / 'npu/debug_0'} -rt {sample_data / 'npu/debug_1'}")
+    rows = [r for r in read_result_csv(_csvs(sample_data)[0]) if r.npu_name == "resnet/add/add"]
+    assert rows and all(not r.compared and "no dump of resnet/add/add" in r.fail_reason for r in rows)
+
+
+def test_npy_against_npy(sample_data, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(sample_data / "tf/dump", other)
+    (other / "odd name.npy").write_bytes((other / next(os.walk(other))[2][0]).read_bytes())
+    shutil.copy(other / "odd name.npy", sample_data / "tf/dump" / "odd name.npy")
+    context, _ = make_context(sample_data)
+    assert run_command(context, f"vc -lt {sample_data / 'tf/dump'} -rt {other}") == ExitStatus.OK
+    rows = read_result_csv(_csvs(sample_data)[0])
+    assert len(rows) == len(list(other.iterdir()))
+    assert all(r.compared and r.cosine == pytest.approx(1.0) for r in rows)
+    assert any(r.npu_name == "odd name.npy" for r in rows)
+
+
+def test_npy_on_the_left_of_npu_is_refused(fixture_data):
+    context, out = make_context(fixture_data)
+    step = next(fixture_data.glob(STEP))
+    assert run_command(context, f"vc -lt {fixture_data / 'tf/dump'} -rt {step}") == ExitStatus.ERROR
+    assert "NPU dump directory on the left" in out.getvalue()
+
+
+def test_output_dir_option(fixture_data, tmp_path):
+    context, _ = make_context(fixture_data)
+    run_command(context, f"vc -o {tmp_path / 'results'}")
+    assert len(list((tmp_path / "results").glob("result_*.csv"))) == 1 and not _csvs(fixture_data)
+
+
+def test_progress_bar_on_a_terminal_leaves_only_the_summary(fixture_data):
+    import io
+
+    context, _ = make_context(fixture_data)
+    buffer = io.StringIO()
+    context.console = make_console(file=buffer, width=200, force_terminal=True)
+    result = vector_compare(context)
+    assert result.status == ExitStatus.FLAGGED and len(result.files) == 1
+    assert "tensors compared" in str(result.renderables[-1])
+
+
+def test_the_live_display_runs_no_thread_so_workers_can_fork(fixture_data):
+    import io
+    import threading
+
+    from precision_tool.commands.vc import CompareProgress
+
+    console = make_console(file=io.StringIO(), width=120, force_terminal=True)
+    with CompareProgress(console) as display:
+        update = display.track("step 0", 10)
+        update(4, 10, 1 << 20)
+        assert threading.active_count() == 1
+    assert "step 0" in console.file.getvalue()

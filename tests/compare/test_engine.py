@@ -1,0 +1,286 @@
+"""The streaming engine: msaccucmp's numbers, order, workers, bad tensors, Ctrl-C, streamed layouts."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_tool import read_dump, read_golden, read_graph
+from precision_tool.compare import engine
+from precision_tool.compare.engine import compare_tasks, group_jobs
+from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
+from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
+from precision_tool.compare.pairing import DumpSide, NpySide, PairTask, pair_with_graph
+from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
+from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
+from precision_tool.formats.golden import write_golden
+from precision_tool.formats.layouts import to_device
+from precision_tool.formats.proto.dumpdata import DumpData
+from precision_tool.formats.tree import DumpTree
+from tests.conftest import FIXTURES
+
+GRAPH = "npu/debug_0/graph/ge_proto_00000001_Build.txt"
+NUMERIC = [n for n in METRIC_NAMES if n != "StandardDeviation"]
+LAST_PLACE = 1.000001e-6  # one unit of the 6th decimal both files print, plus float noise
+
+
+def _tasks(root: Path) -> list[PairTask]:
+    graph = read_graph(root / GRAPH).graphs[0]
+    tree = DumpTree(root / "npu/debug_0/dump")
+    step, = tree.select()
+    return pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))
+
+
+def assert_agrees_with_reference(ours_csv: Path, reference_csv: Path) -> None:
+    """Row for row: TensorIndex set, cosine 1e-6, other metrics 1e-5 relative, std text equal.
+
+    Both files print 6 decimals, so one unit of the last place (1e-6) is allowed too.
+    """
+    ours = {r.tensor_index: r for r in read_result_csv(ours_csv) if r.tensor_index}
+    reference = {r.tensor_index: r for r in read_result_csv(reference_csv) if r.tensor_index}
+    assert set(ours) == set(reference)
+    for key, ref in reference.items():
+        row = ours[key]
+        assert abs(row.cosine - ref.cosine) <= 1e-6 or math.isnan(row.cosine) and math.isnan(ref.cosine), key
+        for name in NUMERIC[1:]:
+            a, b = row.metric(name), ref.metric(name)
+            both_nan = math.isnan(a) and math.isnan(b)
+            assert both_nan or math.isclose(a, b, rel_tol=1e-5, abs_tol=LAST_PLACE), (key, name)
+        assert row.std_text == ref.std_text, key
+
+
+def test_fixture_rows_agree_with_msaccucmp(fixture_data, tmp_path):
+    rows = list(compare_tasks(_tasks(fixture_data)))
+    out = write_result_csv(tmp_path / "ours.csv", rows)
+    assert_agrees_with_reference(out, FIXTURES / "small" / "reference_result.csv")
+
+
+def test_rows_come_in_task_order(fixture_data):
+    tasks = _tasks(fixture_data)
+    rows = list(compare_tasks(tasks, workers=2, chunk=5))
+    assert [(r.index, r.tensor_index) for r in rows] == [(t.index, t.tensor_index) for t in tasks]
+    assert [r.index for r in rows] == sorted(r.index for r in rows)
+
+
+def test_one_and_two_workers_write_identical_csvs(sample_data, tmp_path):
+    tasks = _tasks(sample_data)
+    one = write_result_csv(tmp_path / "one.csv", compare_tasks(tasks, workers=1, chunk=97))
+    two = write_result_csv(tmp_path / "two.csv", compare_tasks(tasks, workers=2, chunk=97))
+    whole = write_result_csv(tmp_path / "whole.csv", compare_tasks(tasks, workers=1))
+    assert one.read_bytes() == two.read_bytes() == whole.read_bytes()
+
+
+def test_spawned_workers_give_the_same_rows(fixture_data, monkeypatch):
+    tasks = _tasks(fixture_data)
+    monkeypatch.setattr(engine, "_mp_context", lambda: multiprocessing.get_context("spawn"))
+    assert list(compare_tasks(tasks, workers=2)) == list(compare_tasks(tasks, workers=1))
+
+
+def test_progress_counts_rows_and_both_sides_bytes(fixture_data):
+    tasks = _tasks(fixture_data)
+    calls = []
+    rows = list(compare_tasks(tasks, progress=lambda *a: calls.append(a)))
+    assert calls[-1][:2] == (len(rows), len(tasks))
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls)
+    expected = 0
+    for task in (t for t in tasks if t.comparable):
+        dump = read_dump(task.left.path)
+        tensor = (dump.inputs if task.left.kind == "input" else dump.outputs)[task.left.index]
+        expected += tensor.size + task.right.path.stat().st_size
+    assert calls[-1][2] == expected
+
+
+def test_consecutive_tasks_of_one_dump_file_are_one_job(fixture_data):
+    tasks = _tasks(fixture_data)
+    jobs = group_jobs(tasks)
+    assert sum(len(j) for j in jobs) == len(tasks)
+    for job in jobs:
+        assert len({t.left.path if t.left else None for t in job}) == 1
+    conv = next(j for j in jobs if j[0].npu_name == "model/conv1/Conv2D")
+    assert len(conv) == 4  # three inputs and the output: one header read
+
+
+def test_alg_0_computes_cosine_only(fixture_data):
+    rows = [r for r in compare_tasks(_tasks(fixture_data), select_metrics("0")) if r.compared]
+    assert rows and all(set(r.metrics) == {"CosineSimilarity"} and r.std_text == "NaN" for r in rows)
+
+
+# --- bad tensors become rows with reasons -------------------------------------------------------
+
+def _unknown_dtype_dump(path: Path, array: np.ndarray) -> Path:
+    raw = build_dump("bad/op", [], [TensorSpec(array, "FLOAT16")])
+    length = struct.unpack("<Q", raw[:8])[0]
+    header = DumpData()
+    header.ParseFromString(raw[8:8 + length])
+    header.output[0].data_type = 977
+    body = header.SerializeToString()
+    path.write_bytes(struct.pack("<Q", len(body)) + body + raw[8 + length:])
+    return path
+
+
+def _task(index, name, left, right, reason=""):
+    return PairTask(index, "Op", name, name, f"{name}:output:0", left, right, reason)
+
+
+def test_per_tensor_problems_are_rows_with_reasons_and_the_run_goes_on(tmp_path):
+    good = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    gold = write_golden(tmp_path / "golden", "good", 0, 1, good)
+    other = write_golden(tmp_path / "golden", "other", 0, 2, good.reshape(-1)[:10])
+    garbage = tmp_path / "golden" / "garbage.0.3.npy"
+    garbage.write_bytes(b"not an npy file at all")
+    dump = write_dump(tmp_path / "Op.good.1.0.1700000000000000", "good", [],
+                      [TensorSpec(good.astype(np.float16), "FLOAT16")])
+    bad = _unknown_dtype_dump(tmp_path / "Op.bad.2.0.1700000000000001", good.astype(np.float16))
+    tasks = [
+        _task(0, "unknown", DumpSide(bad, "output", 0), NpySide(gold)),
+        _task(1, "shape", DumpSide(dump, "output", 0), NpySide(other)),
+        _task(2, "garbage", DumpSide(dump, "output", 0), NpySide(garbage)),
+        _task(3, "missing", DumpSide(dump, "output", 0), None,
+              "no ground truth dump file for missing:output:0"),
+        _task(4, "absent", DumpSide(dump, "output", 5), NpySide(gold)),
+        _task(5, "fine", DumpSide(dump, "output", 0), NpySide(gold)),
+    ]
+    rows = list(compare_tasks(tasks, workers=2))
+    reasons = [r.fail_reason for r in rows]
+    assert "unknown data_type 977" in reasons[0]
+    assert "Shape mismatch" in reasons[1] and "[2,3,4]" in reasons[1] and "[10]" in reasons[1]
+    assert "not a .npy file" in reasons[2]
+    assert reasons[3] == "no ground truth dump file for missing:output:0"
+    assert "no output 5" in reasons[4]
+    assert not any(r.compared for r in rows[:5])
+    assert rows[5].compared and rows[5].cosine == pytest.approx(1.0, abs=1e-6)
+    assert rows[1].npu_dtype == "float16" and rows[1].golden_dtype == "float32"
+    assert rows[3].npu_dtype == "float16" and rows[3].shape == (2, 3, 4)
+
+
+def test_equal_sizes_with_different_shapes_compare_flattened(tmp_path):
+    values = np.arange(1, 13, dtype=np.float32)
+    dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [],
+                      [TensorSpec(values.reshape(3, 4), "FLOAT")])
+    gold = write_golden(tmp_path, "a", 0, 1, values.reshape(2, 6))
+    row, = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
+    assert row.cosine == pytest.approx(1.0) and row.shape == (3, 4)
+    assert "compared flattened" in row.fail_reason
+
+
+def test_empty_tensors_are_not_compared_with_a_reason(tmp_path):
+    dump = write_dump(tmp_path / "Op.e.1.0.1700000000000000", "e", [],
+                      [TensorSpec(np.zeros((0, 4), np.float16), "FLOAT16")])
+    gold = write_golden(tmp_path, "e", 0, 1, np.zeros((0, 4), np.float32))
+    row, = compare_tasks([_task(0, "e", DumpSide(dump, "output", 0), NpySide(gold))])
+    assert not row.compared and "empty" in row.fail_reason
+
+
+# --- interruption -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_interrupted_run_leaves_no_csv_and_no_workers(sample_data, tmp_path, workers):
+    tasks = _tasks(sample_data)
+
+    def interrupt(done, total, nbytes):
+        if done > 3:
+            raise KeyboardInterrupt
+
+    target = tmp_path / "result.csv"
+    with pytest.raises(KeyboardInterrupt):
+        with ResultWriter(target) as writer:
+            for row in compare_tasks(tasks, workers=workers, chunk=64, progress=interrupt):
+                writer.write(row)
+    assert not target.exists() and list(tmp_path.iterdir()) == [tmp_path / "precision_data"]
+    assert multiprocessing.active_children() == []
+
+
+def test_closing_the_stream_early_ends_the_workers(sample_data):
+    rows = compare_tasks(_tasks(sample_data), workers=2, chunk=64)
+    next(rows)
+    rows.close()
+    assert multiprocessing.active_children() == []
+
+
+# --- streaming: blocks in C order equal the whole host tensor -----------------------------------
+
+def _streamed(source, chunk):
+    buffers = Buffers()
+    return np.concatenate([b.copy() for b in source.blocks(chunk, buffers, "x")] or [np.zeros(0)])
+
+
+def _every_dump_tensor(root: Path):
+    for path in sorted((root / "npu/debug_0/dump").rglob("*.*.*")):
+        for tensor in read_dump(path).tensors:
+            yield DumpSide(path, tensor.kind, tensor.index), tensor
+
+
+@pytest.mark.parametrize("data", ["fixture_data", "sample_data"])
+@pytest.mark.parametrize("chunk", [7, 100, 1 << 20])
+def test_streamed_blocks_equal_the_whole_conversion(request, data, chunk):
+    root = request.getfixturevalue(data)
+    kinds = set()
+    for side, tensor in _every_dump_tensor(root):
+        source = open_dump_side(side, HeaderCache())
+        kinds.add(type(source).__name__)
+        whole = tensor.host()
+        assert source.shape == whole.shape
+        np.testing.assert_array_equal(_streamed(source, chunk), whole.reshape(-1), err_msg=str(side))
+    assert kinds == {"FileRegion", "DeviceRows", "ArrayBlocks"}
+
+
+@pytest.mark.parametrize("fmt, host_format, shape, fast", [
+    ("NC1HWC0", "NHWC", (3, 5, 4, 40), True),    # C1 = 3 with padding
+    ("NC1HWC0", "NHWC", (2, 3, 3, 32), True),    # no padding: one transpose-copy
+    ("NC1HWC0", "NHWC", (1, 6, 2, 20), True),    # a batch of one is one block
+    ("NC1HWC0", "NCHW", (3, 20, 5, 4), True),
+    ("NC1HWC0", "NCHW", (2, 16, 2, 2), True),
+    ("FRACTAL_NZ", "ND", (3, 20, 37), True),     # padded fractals
+    ("FRACTAL_NZ", "ND", (2, 3, 32, 16), True),
+    ("NDC1HWC0", "NDHWC", (2, 3, 4, 5, 17), False),  # rows through the general layout code
+    ("NC1HWC0_C04", "NHWC", (2, 4, 4, 3), False),
+])
+def test_row_streamed_layouts_match_the_layout_code(tmp_path, fmt, host_format, shape, fast):
+    host = np.random.default_rng(7).standard_normal(shape).astype(np.float16)
+    device = to_device(host, fmt, host_format)
+    path = write_dump(tmp_path / "Op.x.1.0.1700000000000000", "x", [],
+                      [TensorSpec(device, "FLOAT16", fmt, shape, ("x", 0, host_format))])
+    source = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
+    assert type(source).__name__ == "DeviceRows"
+    assert (source.fast is not None) == fast
+    for chunk in (1, 50, 10_000):
+        np.testing.assert_array_equal(_streamed(source, chunk), host.reshape(-1))
+    mins = np.concatenate([b.copy() for b in source.range_blocks(64, Buffers(), "x")])
+    assert mins.min() == host.min() and mins.max() == host.max()
+
+
+def test_aligned_splits_blocks_of_different_sizes():
+    xs = iter([np.arange(0, 5), np.arange(5, 7), np.arange(7, 12)])
+    ys = iter([np.arange(0, 3), np.arange(3, 12)])
+    pairs = list(aligned(xs, ys))
+    assert all(np.array_equal(a, b) for a, b in pairs)
+    assert np.array_equal(np.concatenate([a for a, _ in pairs]), np.arange(12))
+    with pytest.raises(ValueError):
+        list(aligned(iter([np.arange(3)]), iter([np.arange(4)])))
+
+
+@pytest.mark.parametrize("channels", [32, 20])  # unpadded: range pass in device order; padded
+def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels):
+    from precision_tool.compare.engine import compare_sources
+    from precision_tool.compare.load import open_npy_side
+    from precision_tool.compare.metrics import compare_arrays
+
+    rng = np.random.default_rng(3)
+    golden = rng.standard_normal((4, 6, 5, channels)).astype(np.float32)
+    npu = (golden + 0.01 * rng.standard_normal(golden.shape)).astype(np.float16)
+    path = write_dump(tmp_path / "Op.x.1.0.1700000000000000", "x", [],
+                      [TensorSpec(to_device(npu, "NC1HWC0", "NHWC"), "FLOAT16", "NC1HWC0", npu.shape,
+                                  ("x", 0, "NHWC"))])
+    gold = write_golden(tmp_path, "x", 0, 1, golden)
+    expected = compare_arrays(npu, golden)
+    for chunk in (1 << 20, 300, 7):
+        x = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
+        result, note = compare_sources(x, open_npy_side(NpySide(gold)), chunk=chunk)
+        assert note == "" and result.std_text == expected.std_text
+        for name, value in expected.numbers.items():
+            assert result.values[name] == pytest.approx(value, rel=1e-9, abs=1e-15), (chunk, name)
