@@ -131,6 +131,11 @@ def _one_shot(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
         }
 
 
+# KL takes its log in float32 (metrics.py): about 3e-8 of |ln(P/Q)| per element, far inside the
+# 1e-5 the results must agree with msaccucmp to, but not float64-exact.
+KL_TOLERANCE = {"rel": 1e-6, "abs_": 1e-6}
+
+
 def _close(a, b, rel=1e-9, abs_=1e-9):
     if a is None or b is None:
         return a is None and b is None
@@ -157,7 +162,8 @@ def test_streaming_over_any_chunking_equals_the_one_shot_formulas(pair, chunk, b
             acc.update(x[start:start + chunk], y[start:start + chunk])
     for name in NUMERIC:
         got = result.values.get(name)
-        assert _close(got, expected[name]), (name, got, expected[name])
+        tolerance = KL_TOLERANCE if name == "KullbackLeiblerDivergence" else {}
+        assert _close(got, expected[name], **tolerance), (name, got, expected[name])
     s = acc.stats
     for i, (total, m2) in enumerate(((s.sum_x, s.m2_x), (s.sum_y, s.m2_y))):
         assert _close(total / s.count, expected["mean"][i])
@@ -170,7 +176,7 @@ def test_kl_decomposition_equals_the_direct_sum(values, scale):
     y = x * scale + np.linspace(0, 1, x.size)
     direct = _one_shot(x, y)["KullbackLeiblerDivergence"]
     assert _close(compare_arrays(x, y, select_metrics("4")).value("KullbackLeiblerDivergence"), direct,
-                  rel=1e-8, abs_=1e-12)
+                  **KL_TOLERANCE)
 
 
 def test_std_survives_a_large_mean():
@@ -214,7 +220,7 @@ def test_scalar_cosine_is_one_and_the_rest_are_computed():
     assert result.fail_reason == "This tensor is scalar."
     assert result.values["MaxAbsoluteError"] == 1.0
     assert result.values["MaxRelativeError"] == 1.0
-    assert result.values["KullbackLeiblerDivergence"] == 0.0  # a 0 range: p = q = 1
+    assert result.values["KullbackLeiblerDivergence"] == pytest.approx(0.0, abs=1e-6)  # 0 range: p = q = 1
     assert result.std_text == "(2.000;0.000),(1.000;0.000)"
     assert M.is_scalar_shape(()) and M.is_scalar_shape((1, 1, 1)) and not M.is_scalar_shape((1, 2))
 
@@ -312,4 +318,5 @@ def test_float16_chunks_are_upcast_block_by_block():
     wide = compare_arrays(x.astype(np.float64), y.astype(np.float64))
     narrow = compare_arrays(x, y, chunk=33_333)
     for name in NUMERIC:
-        assert narrow.values[name] == pytest.approx(wide.values[name], rel=1e-9, abs=1e-15)
+        rel = 1e-6 if name == "KullbackLeiblerDivergence" else 1e-9  # its log is taken in float32
+        assert narrow.values[name] == pytest.approx(wide.values[name], rel=rel, abs=1e-15)
