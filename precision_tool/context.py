@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,18 +40,22 @@ class Context:
     console: Console
     error_console: Console | None = None  # where errors go; the main console when None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+    # The completer loads op names in a background thread while commands may load the same data.
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def data(self) -> DataRoot:
         return DataRoot(self.config.data_root_dir)
 
     def reload(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
     def _cached(self, key: Any, load):
-        if key not in self._cache:
-            self._cache[key] = load()
-        return self._cache[key]
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = load()
+            return self._cache[key]
 
     def debug_names(self) -> list[str]:
         """The NPU debug dirs present (``debug_0``, ``debug_1``...)."""
