@@ -1,45 +1,40 @@
-"""``ac``: auto check. ``-c`` first compares the whole network (``vc``); then the ``vcs`` summary.
-
-The other checks of the original ``ac`` (overflow, fusion, dangerous casts, debug_0 vs debug_1
-graph similarity) are not part of this release, and ``ac`` says so.
+"""``ac``: auto check. ``-c`` first compares the whole network (``vc``); then the ``vcs``
+summary, and the four checks of the original ``ac``: overflow, fusion, dangerous casts, and
+debug_0 vs debug_1 graph similarity. Each check is a panel, or one line saying what data it
+looked for and where when that data is absent.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
+from typing import Callable
 
 from rich.text import Text
 
+from ..checks.casts import check_casts
+from ..checks.fusion import check_fusion
+from ..checks.graph_diff import check_graph_diff
+from ..checks.overflow import check_overflow
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.checks import render_casts, render_fusion, render_graph_diff
+from ..render.overflow import render_overflow
 from ..status import ExitStatus
-from . import vcs
+from . import vc, vcs
 from .registry import Command, CommandParser, CommandResult
-
-NOT_IN_RELEASE = ("the overflow, fusion, cast and graph-similarity checks are not part of this "
-                  "release; ac runs the comparison summary only")
-_VC_MODULE = "precision_tool.commands.vc"
 
 
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-c", "--compare", action="store_true",
                         help="first compare the whole network (run vc), then summarise that result")
     parser.add_argument("-l", "--limit", type=vcs.limit_arg, metavar="N",
-                        help="list at most N flagged ops, 0 for all; defaults to the config's vcs limit (3)")
+                        help="list at most N flagged ops and overflow files, 0 for all; "
+                             "defaults to the config's vcs limit (3)")
 
 
 def _run_vc(context: Context) -> CommandResult:
-    """``vc`` with its default arguments, as a CommandResult (ERROR with a line when it is absent)."""
-    try:
-        module = importlib.import_module(_VC_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != _VC_MODULE:
-            raise
-        return CommandResult([Text("error: the vc command is not available in this build, so "
-                                   "ac -c cannot compare", style="error")], ExitStatus.ERROR)
-    command = module.COMMAND
-    result = command.run(command.parser().parse_args([]), context)
+    """``vc`` with its default arguments."""
+    result = vc.COMMAND.run(vc.COMMAND.parser().parse_args([]), context)
     return result if isinstance(result, CommandResult) else CommandResult([result])
 
 
@@ -56,9 +51,30 @@ def _summary(paths: list[Path] | None, limit: int, context: Context) -> CommandR
     return vcs.summarise(sources, context.config.cosine_threshold, limit)
 
 
+def _check(name: str, check: Callable[[], object], render, flags: Callable[[object], bool]) -> CommandResult:
+    """One check as a CommandResult: its panel, FLAGGED when ``flags`` says so, one error line when
+    its data cannot be read (the other checks still run)."""
+    try:
+        result = check()
+    except PrecisionToolError as exc:
+        return CommandResult([Text(f"{name}: error: {exc}", style="error")], ExitStatus.ERROR)
+    return CommandResult([render(result)], ExitStatus.FLAGGED if flags(result) else ExitStatus.OK)
+
+
+def _checks(context: Context, limit: int) -> list[CommandResult]:
+    """Overflow and dangerous casts count as suspicious; fusion and graph differences inform."""
+    return [
+        _check("overflow check", lambda: check_overflow(context, limit), render_overflow,
+               lambda r: r.flagged),
+        _check("fusion check", lambda: check_fusion(context), render_fusion, lambda r: False),
+        _check("cast check", lambda: check_casts(context), render_casts, lambda r: r.found),
+        _check("graph similarity", lambda: check_graph_diff(context), render_graph_diff, lambda r: False),
+    ]
+
+
 def run(args, context: Context) -> CommandResult:
     """With ``-c`` run ``vc`` and summarise what it wrote, else summarise the newest result; then
-    say which checks this release lacks. The status is the worst of the parts."""
+    the four checks. The status is the worst of the parts."""
     _, limit = vcs.settings(args, context)
     parts: list[CommandResult] = []
     paths: list[Path] | None = None
@@ -72,15 +88,19 @@ def run(args, context: Context) -> CommandResult:
     failed = args.compare and parts[0].status == ExitStatus.ERROR and paths is None
     if not failed:  # after a failed comparison an older result would mislead
         parts.append(_summary(paths, limit, context))
-    parts.append(CommandResult([Text(NOT_IN_RELEASE, style="warn")]))
+    parts.extend(_checks(context, limit))
     return CommandResult(renderables=[r for part in parts for r in part.renderables],
                          status=ExitStatus(max(part.status for part in parts)),
                          files=[f for part in parts for f in part.files])
 
 
 COMMAND = Command(
-    name="ac", summary="auto check: -c compares the network (vc), then the vcs summary",
+    name="ac", summary="auto check: -c compares the network (vc); summary, overflow, fusion, casts, graph diff",
     add_arguments=_add_arguments, run=run,
     description="Auto check. With -c, first compare the whole network (vc); then summarise the "
-                "result: the flagged ops and the first operator that introduces the error. The "
-                "overflow, fusion, cast and graph-similarity checks are not part of this release.")
+                "result (the flagged ops and the first operator that introduces the error), and "
+                "run the overflow check (overflow/dump Opdebug files, and NPU tensors holding "
+                "Inf/NaN where their golden does not), the fusion check (fusion_result.json), the "
+                "dangerous-cast check (DANGEROUS_CASTS in the Build graph) and the debug_0 vs "
+                "debug_1 graph similarity. Exit status 1 when ops are flagged, an overflow is "
+                "found or a dangerous cast exists.")

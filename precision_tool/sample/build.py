@@ -7,7 +7,7 @@ data is a pure function of the seed; timestamps are fixed).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +18,15 @@ from ..formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_
 from ..formats.layouts import to_device
 from ..formats.tree import normalise_op_name
 from . import network
+from .names import MODEL, RUN
+from .fusion import write_fusion_sample
+from .overflow import write_overflow_sample
 
-RUN = "20261129120000"
-MODEL = f"ge_default_{RUN}_1"
 DUMP_START = 1764417600000000  # microseconds; NPU launches follow at 37 us intervals
 GOLDEN_START = 1764410000000000
 _BLOCKED = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ"}
-_DT = {"FLOAT": "DT_FLOAT", "FLOAT16": "DT_FLOAT16", "INT32": "DT_INT32"}
+_DT = {"FLOAT": "DT_FLOAT", "FLOAT16": "DT_FLOAT16", "INT32": "DT_INT32", "INT64": "DT_INT64"}
+_NUMPY = {"FLOAT": np.float32, "FLOAT16": np.float16, "INT32": np.int32, "INT64": np.int64}
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,11 @@ def network_ops() -> list[NpuOp]:
               (Out("resnet/dense/BiasAdd", "ND", "ND"),), ()),
         NpuOp("resnet/softmax/Softmax", "SoftmaxV2", ("trans_TransData_4:0",),
               (Out("resnet/softmax/Softmax", "ND", "ND"),)),
-        NpuOp("Node_Output", "NetOutput", ("resnet/softmax/Softmax:0",), dumped=False),
+        # int64 labels: the AI Core has no int64 kernels, so the compiler casts them to int32,
+        # a narrowing cast the ac cast check reports.
+        NpuOp("labels", "Data", outputs=(Out("labels", "ND", "ND", "INT64"),), dumped=False),
+        NpuOp("trans_Cast_5", "Cast", ("labels:0",), (Out("labels", "ND", "ND", "INT32"),), ()),
+        NpuOp("Node_Output", "NetOutput", ("resnet/softmax/Softmax:0", "trans_Cast_5:0"), dumped=False),
     ]
 
 
@@ -121,7 +127,7 @@ class SampleWriter:
     outputs: dict[str, _Tensor] = field(default_factory=dict)
 
     def tensor(self, out: Out) -> _Tensor:
-        host = self.npu[out.tf_name].astype(np.float32 if out.data_type == "FLOAT" else np.float16)
+        host = self.npu[out.tf_name].astype(_NUMPY[out.data_type])
         device = to_device(host, out.format, out.host_format) if out.format in _BLOCKED else host
         desc = tensor_desc(_DT[out.data_type], out.format, device.shape, origin_format=out.host_format,
                            origin_shape=host.shape, origin_name=out.tf_name, origin_output_index=0)
@@ -148,11 +154,36 @@ class SampleWriter:
         write_dump(step_dir / name, op.name, ins, outs, dump_time=timestamp)
 
 
+def _second_run(specs: list[OpSpec]) -> list[OpSpec]:
+    """debug_1: the same network compiled to keep Softmax in float32 and MatMul's output in ND,
+    with an Identity the first run does not have (what the graph-similarity check finds)."""
+    changed = []
+    for spec in specs:
+        if spec.name == "resnet/softmax/Softmax":
+            spec = replace(spec, output_descs=[replace(d, dtype="DT_FLOAT") for d in spec.output_descs])
+        if spec.name == "resnet/dense/MatMul":
+            spec = replace(spec, output_descs=[replace(d, layout="ND") for d in spec.output_descs])
+        changed.append(spec)
+        if spec.name == "resnet/softmax/Softmax":
+            changed.append(OpSpec("resnet/softmax/Identity", "Identity", ("resnet/softmax/Softmax:0",),
+                                  spec.output_descs, spec.output_descs, kernel_lib="AIcoreEngine"))
+    return changed
+
+
+def _write_graph(root: Path, debug: str, specs: list[OpSpec]) -> None:
+    graph_dir = root / "npu" / debug / "graph"
+    graph_dir.mkdir(parents=True, exist_ok=True)
+    model = build_model(specs, name=MODEL, graph_inputs=["input:0", "labels:0"],
+                        graph_outputs=["resnet/softmax/Softmax:0"], graph_attrs={"_session_graph_id": "1_1"})
+    write_graph_text(model, graph_dir / "ge_proto_00000001_Build.txt")
+
+
 def write_sample(root: str | os.PathLike, seed: int = 2026) -> Path:
     """Write the sample ``precision_data`` tree under ``root``; returns ``root``."""
     root = Path(root)
     weights = network.make_weights(seed)
-    writer = SampleWriter(root, network.forward(weights, npu=True))
+    labels = network.make_labels(seed)
+    writer = SampleWriter(root, {**network.forward(weights, npu=True), "labels": labels})
     step_dir = root / "npu/debug_0/dump" / RUN / "0" / MODEL / "1" / "0"
     specs, launches = [], 0
     for op in network_ops():
@@ -160,12 +191,12 @@ def write_sample(root: str | os.PathLike, seed: int = 2026) -> Path:
         if op.dumped:
             writer.write_dump(op, 10 + launches, DUMP_START + 37 * launches, step_dir)
             launches += 1
-    graph_dir = root / "npu/debug_0/graph"
-    graph_dir.mkdir(parents=True, exist_ok=True)
-    model = build_model(specs, name=MODEL, graph_inputs=["input:0"],
-                        graph_outputs=["resnet/softmax/Softmax:0"], graph_attrs={"_session_graph_id": "1_1"})
-    write_graph_text(model, graph_dir / "ge_proto_00000001_Build.txt")
-    golden = network.forward(weights, npu=False)
+    _write_graph(root, "debug_0", specs)
+    _write_graph(root, "debug_1", _second_run(specs))
+    golden = {**network.forward(weights, npu=False), "labels": labels}
     for index, (name, value) in enumerate(golden.items()):
-        write_golden(root / "tf/dump", name, 0, GOLDEN_START + 100 * index, value.astype(np.float32))
+        stored = value if value.dtype.kind in "iu" else value.astype(np.float32)
+        write_golden(root / "tf/dump", name, 0, GOLDEN_START + 100 * index, stored)
+    write_fusion_sample(root)
+    write_overflow_sample(root)
     return root

@@ -56,6 +56,11 @@ def make_weights(seed: int = 2026) -> dict[str, np.ndarray]:
     }
 
 
+def make_labels(seed: int = 2026) -> np.ndarray:
+    """The batch's int64 class labels (an input the NPU graph casts to int32)."""
+    return np.random.default_rng(seed + 1).integers(0, CLASSES, BATCH, dtype=np.int64)
+
+
 def forward(w: dict[str, np.ndarray], npu: bool) -> dict[str, np.ndarray]:
     """Every tensor of the network by TF name. ``npu``: float16 rounding and the defect."""
     dtype = np.float16 if npu else np.float32

@@ -13,32 +13,33 @@ def test_type_counts_on_the_sample(sample_data):
     context, out = make_context(sample_data)
     assert run_command(context, "ls") == ExitStatus.OK
     text = out.getvalue()
-    assert re.search(r"TransData\s+│\s+4", text)
-    assert re.search(r"Const\s+│\s+10", text)
-    assert re.search(r"total\s+│\s+26", text)
+    assert re.search(r"TransData\s+│\s+4\s+│\s+4", text)
+    assert re.search(r"Const\s+│\s+10\s+│\s+10", text)
+    assert re.search(r"total\s+│\s+28\s+│\s+29", text)  # debug_1 has an extra Identity
 
 
 def test_type_counts_per_debug_dir(sample_data):
-    shutil.copytree(sample_data / "npu/debug_0/graph", sample_data / "npu/debug_1/graph")
+    shutil.copytree(sample_data / "npu/debug_0/graph", sample_data / "npu/debug_2/graph")
     context, out = make_context(sample_data)
     run_command(context, "ls")
-    assert re.search(r"Conv2D\s+│\s+2\s+│\s+2", out.getvalue())
+    assert re.search(r"Conv2D\s+│\s+2\s+│\s+2\s+│\s+2", out.getvalue())
+    assert re.search(r"Identity\s+│\s+0\s+│\s+1\s+│\s+0", out.getvalue())
 
 
 def test_filters_give_one_line_per_op(sample_data):
     context, out = make_context(sample_data)
-    run_command(context, "ls -t conv2d")
+    run_command(context, "ls -t conv2d -d debug_0")
     lines = out.getvalue().splitlines()
     assert "[Conv2D][ConvBiasAddFusionPass,TbeConvReluFusionPass] resnet/conv1/Conv2D  (debug_0)" in lines
     assert "2 op(s)" in lines
     context, out = make_context(sample_data)
-    run_command(context, "ls -f TbeConvRelu")
+    run_command(context, "ls -f TbeConvRelu -d debug_0")
     assert "1 op(s)" in out.getvalue() and "resnet/conv1/Conv2D" in out.getvalue()
     context, out = make_context(sample_data)
-    run_command(context, "ls -n trans_ -t TransData")
+    run_command(context, "ls -n trans_ -t TransData -d debug_0")
     assert "4 op(s)" in out.getvalue()
     context, out = make_context(sample_data)
-    run_command(context, "ls -k te_relu")
+    run_command(context, "ls -k te_relu -d debug_0")
     assert "[Relu] resnet/relu2/Relu" in out.getvalue()
 
 

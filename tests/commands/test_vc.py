@@ -121,6 +121,7 @@ def test_npu_step_dir_against_npy_dir(fixture_data):
 
 
 def test_npu_against_npu_by_op_name(sample_data):
+    shutil.rmtree(sample_data / "npu/debug_1")  # the sample's debug_1 is a graph only
     shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
     context, out = make_context(sample_data)
     status = run_command(context, f"vc -lt {sample_data / 'npu/debug_0'} -rt {sample_data / 'npu/debug_1'}")
@@ -134,6 +135,7 @@ def test_npu_against_npu_by_op_name(sample_data):
 
 
 def test_npu_against_npu_reports_what_one_side_lacks(sample_data):
+    shutil.rmtree(sample_data / "npu/debug_1")  # the sample's debug_1 is a graph only
     shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
     for path in (sample_data / "npu/debug_1/dump").rglob("Add.*"):
         path.unlink()

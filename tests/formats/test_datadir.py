@@ -14,18 +14,19 @@ from precision_tool.render.theme import make_console
 
 def test_survey_of_the_sample(sample_data):
     found = survey(sample_data)
-    assert [d.name for d in found.debug] == ["debug_0"]
-    debug = found.debug[0]
+    assert [d.name for d in found.debug] == ["debug_0", "debug_1"]
+    debug, second = found.debug
     assert [p.name for p in debug.graph_files] == ["ge_proto_00000001_Build.txt"]
-    assert (debug.runs, debug.newest_run, debug.step_dirs, debug.dump_files) == (["20261129120000"], "20261129120000", 1, 14)
-    assert (found.golden_tensors, found.golden_invalid, found.problems) == (24, 0, [])
+    assert (debug.runs, debug.newest_run, debug.step_dirs, debug.dump_files) == (["20261129120000"], "20261129120000", 1, 15)
+    assert (second.runs, second.dump_files, len(second.graph_files)) == ([], 0, 1)  # a graph only
+    assert (found.golden_tensors, found.golden_invalid, found.problems) == (25, 0, [])
 
 
 def test_survey_counts_invalid_golden_names_and_second_debug_dir(sample_data):
     (sample_data / "tf/dump/bad name!.0.1.npy").write_bytes(b"")
-    shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_1")
+    shutil.copytree(sample_data / "npu/debug_0", sample_data / "npu/debug_2")
     found = survey(sample_data)
-    assert [d.name for d in found.debug] == ["debug_0", "debug_1"]
+    assert [d.name for d in found.debug] == ["debug_0", "debug_1", "debug_2"]
     assert found.golden_invalid == 1
 
 
@@ -44,7 +45,7 @@ def test_banner_names_version_root_and_sources(sample_data):
     console.print(render_survey(survey(sample_data), "9.9"))
     text = console.file.getvalue()
     assert "PrecisionTool 9.9" in text and str(sample_data) in text
-    assert "14 dump files" in text and "24 golden tensors" in text
+    assert "15 dump files" in text and "25 golden tensors" in text
 
 
 def test_layout_paths():

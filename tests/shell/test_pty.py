@@ -156,7 +156,7 @@ def test_a_whole_session_with_every_command(terminal, sample_data):
     big = sample_data / "big.npy"  # long enough to export that Ctrl-C lands mid-command
     np.save(big, np.random.default_rng(0).standard_normal(8_000_000).astype(np.float32))
     steps = [
-        ("ls -t Conv2D", "2 op(s)"),
+        ("ls -t Conv2D -d debug_0", "2 op(s)"),
         ("ni resnet/conv2/Conv2D", "ConvBiasAddFusionPass"),
         ("ni -n resnet_add_add -a", "_ge_attr_op_kernel_lib_name"),
         ("ni -s 2 resnet/add/add", ".gv"),

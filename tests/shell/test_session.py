@@ -173,7 +173,7 @@ def test_op_names_are_loaded_once_per_session(sample_data, monkeypatch):
     assert calls == []  # not at start-up, not for command names
     for text in ("ls -n r", "ls -n re", "ls -n res"):
         assert _completions(completer, text)
-    assert calls == ["debug_0"]
+    assert calls == ["debug_0", "debug_1"]  # each debug dir's ops, once
 
 
 def test_completion_on_a_missing_data_root_offers_nothing_and_does_not_raise(tmp_path):
