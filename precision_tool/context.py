@@ -13,7 +13,8 @@ from .config import Config
 from .errors import PrecisionToolError
 from .formats.datadir import DataRoot
 from .formats.golden import GoldenIndex, read_golden
-from .formats.graph import find_graph_files, read_graph
+from .formats.graph import find_graph_files
+from .formats.graph_cache import CACHE_DIR, read_graph_cached
 from .formats.graph_model import GraphDesc, Model, Op
 from .formats.dump_names import DumpListing
 from .formats.tree import DumpTree, StepDir
@@ -67,7 +68,9 @@ class Context:
             graph_dir = self.data.graph_dir(debug)
             if not graph_dir.is_dir():
                 return []
-            return [read_graph(p, workers=self.config.worker_count) for p in find_graph_files(graph_dir)]
+            cache = self.config.temp_dir / CACHE_DIR
+            return [read_graph_cached(p, cache, workers=self.config.worker_count)
+                    for p in find_graph_files(graph_dir)]
         return self._cached(("models", debug), load)
 
     def ops(self, debug: str | None = None) -> list[OpRef]:

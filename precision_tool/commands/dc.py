@@ -25,6 +25,7 @@ from rich.text import Text
 
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..formats.atomic import atomic_write
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
@@ -111,10 +112,11 @@ def decode_tensor(tensor: DumpTensor, device: bool, fmt: str | None) -> tuple[np
 
 
 def save_npy(path: Path, array: np.ndarray) -> None:
-    """``np.save`` without pickling; dtypes numpy cannot save portably become float32."""
+    """``np.save`` without pickling; dtypes numpy cannot save portably become float32. The file
+    appears under ``path`` only once complete (Ctrl-C leaves nothing half-written)."""
     if array.dtype.kind == "V" and array.dtype.names is None:  # ml_dtypes' bfloat16, fp8, fp4
         array = array.astype(np.float32)
-    with open(path, "wb") as handle:  # a handle, so np.save adds no second suffix
+    with atomic_write(path, binary=True) as handle:  # a handle: np.save adds no second suffix
         np.save(handle, array, allow_pickle=False)
 
 

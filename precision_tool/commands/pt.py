@@ -17,6 +17,7 @@ from rich.text import Text
 from ..compare.stats import tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..formats.atomic import atomic_write
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import Command, CommandParser, CommandResult, UsageError
 from .tensors import ResolvedTensor, host_layout, resolve_tensor, safe_file_name
@@ -47,9 +48,10 @@ def _text_format(dtype: np.dtype) -> tuple[str, np.dtype | None]:
 
 def export_text(array: np.ndarray, path: Path, header: str) -> Path:
     """Write every value of ``array`` (flattened, C order) to ``path``, one a line, after a
-    ``# header`` line; in chunks, so a huge tensor never becomes one huge string."""
+    ``# header`` line; in chunks, so a huge tensor never becomes one huge string. The file
+    appears under ``path`` only once complete."""
     flat = np.asarray(array).reshape(-1)
-    with open(path, "w", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:  # complete or absent, even after Ctrl-C
         handle.write(f"# {header}\n")
         if flat.dtype.kind == "c":
             for start in range(0, flat.size, _CHUNK):

@@ -103,8 +103,16 @@ class Registry:
             raise UsageError(f"unknown command '{name}'{hint}") from None
 
 
+MAX_LINE = 1 << 16  # characters; shlex slows down quadratically on lines far longer than this
+
+
 def split_commands(line: str) -> list[list[str]]:
-    """Words of each ``;``-separated command of ``line``, shell-quoted; nothing is executed."""
+    """Words of each ``;``-separated command of ``line``, shell-quoted; nothing is executed.
+
+    A line longer than :data:`MAX_LINE` characters (a pasted tensor, say) is a UsageError.
+    """
+    if len(line) > MAX_LINE:
+        raise UsageError(f"the command line is too long ({len(line)} characters; at most {MAX_LINE})")
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";")
     lexer.whitespace_split = True
     lexer.commenters = ""

@@ -154,6 +154,8 @@ def _existing_path(context: Context, text: str) -> Path | None:
         try:
             if path.exists():
                 return path
+            if path.is_symlink():  # there, but following it fails: say so, not "no match"
+                raise PrecisionToolError("a symbolic link that loops or points nowhere", path)
         except OSError:  # e.g. a name too long to be a path
             continue
     return None

@@ -29,12 +29,15 @@ from ..compare.result_csv import ResultWriter, result_path
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.graph import find_graph_files, read_graph
+from ..formats.graph_cache import CACHE_DIR, read_graph_cached
 from ..formats.graph_model import GraphDesc, Model
 from ..formats.tree import StepDir
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
+from .tensors import safe_file_name
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
+MAX_TAG = 180  # "result_{stamp}_{tag}.csv" stays far below the 255 a file name may have
 
 
 @dataclass
@@ -114,10 +117,11 @@ def _graph_for(step: StepDir, models: list[Model], chosen: GraphDesc | None) -> 
 
 
 def _tag(step: StepDir) -> str:
+    """The CSV name's tag: model, id, device, step; safe and short enough for a file name."""
     parts = [step.model_name, step.model_id, f"dev{step.device}" if step.device is not None else None,
              f"step{step.step}" if step.step is not None else None]
     text = "_".join(str(p) for p in parts if p is not None) or step.path.name
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+    return safe_file_name(re.sub(r"[^A-Za-z0-9_.-]", "_", text), limit=MAX_TAG)
 
 
 def _label(step: StepDir) -> str:
@@ -146,10 +150,12 @@ def plan_default(context: Context, graph: str | None, steps: str | None) -> list
     return [_npu_vs_golden(s, tree.listing(s), golden, _graph_for(s, models, picked)) for s in chosen]
 
 
-def _models_in(graph_dir: Path | None, workers: int) -> list[Model]:
+def _models_in(graph_dir: Path | None, context: Context) -> list[Model]:
     if graph_dir is None:
         return []
-    return [read_graph(p, workers=workers) for p in find_graph_files(graph_dir)]
+    cache = context.config.temp_dir / CACHE_DIR
+    return [read_graph_cached(p, cache, workers=context.config.worker_count)
+            for p in find_graph_files(graph_dir)]
 
 
 def plan_dirs(context: Context, left: str, right: str, graph: str | None,
@@ -164,7 +170,7 @@ def plan_dirs(context: Context, left: str, right: str, graph: str | None,
         tasks = pair_npy_npy(lside.golden, rside.golden)
         return [Comparison(f"{lside.path} vs {rside.path}", "npy", tasks)]
     if not rside.is_npu:
-        models = _models_in(lside.graph_dir, context.config.worker_count)
+        models = _models_in(lside.graph_dir, context)
         picked = _pick_graph(models, graph)
         return [_npu_vs_golden(s, lside.tree.listing(s), rside.golden, _graph_for(s, models, picked))
                 for s in lside.steps]
@@ -264,6 +270,13 @@ def _write(plan: Comparison, path: Path, metrics, workers: int, threshold: float
     return summary
 
 
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()  # only succeeds when empty: complete CSVs of earlier plans stay
+    except OSError:
+        pass
+
+
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True) -> CommandResult:
@@ -279,12 +292,18 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     directory, when = _result_dir(context, output)
     tags = [p.tag for p in plans]
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
-    summaries = []
-    with CompareProgress(context.console, enabled=show_progress) as display:
-        for i, plan in enumerate(plans):
-            tag = None if len(plans) == 1 else (plan.tag if tags.count(plan.tag) == 1 else f"{plan.tag}_{i}")
-            summaries.append(_write(plan, _csv_path(directory, when, tag), metrics,
-                                    context.config.worker_count, context.config.cosine_threshold, display))
+    summaries, config = [], context.config
+    created = not directory.exists()
+    try:
+        with CompareProgress(context.console, enabled=show_progress) as display:
+            for i, plan in enumerate(plans):
+                tag = None if len(plans) == 1 else (plan.tag if tags.count(plan.tag) == 1 else f"{plan.tag}_{i}")
+                summaries.append(_write(plan, _csv_path(directory, when, tag), metrics, config.worker_count,
+                                        config.cosine_threshold, display))
+    except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
+        if created:
+            _remove_if_empty(directory)
+        raise
     out += [s.line() for s in summaries]
     flagged = any(s.flagged_ops for s in summaries)
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])

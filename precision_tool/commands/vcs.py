@@ -15,6 +15,7 @@ from ..compare.divergence import analyse
 from ..compare.result_csv import latest_result_dir, read_result_csv
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.lines import OneLine
 from ..render.summary import render_summary
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
@@ -99,7 +100,8 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
 
 def summarise(paths: list[Path], threshold: float, limit: int) -> CommandResult:
     """The summary of each CSV of ``paths``; FLAGGED when any op is flagged, ERROR when a CSV
-    cannot be read (the others are still summarised)."""
+    cannot be read (the others are still summarised). A single CSV that cannot be read raises
+    PrecisionToolError: the one error line then goes where errors go (stderr one-shot)."""
     renderables: list = []
     status = ExitStatus.OK
     if paths:
@@ -108,7 +110,9 @@ def summarise(paths: list[Path], threshold: float, limit: int) -> CommandResult:
         try:
             rows = read_result_csv(path)
         except PrecisionToolError as exc:
-            renderables.append(Text(f"error: {exc}", style="error"))
+            if len(paths) == 1:
+                raise
+            renderables.append(OneLine(f"error: {exc}"))
             status = max(status, ExitStatus.ERROR)
             continue
         divergence = analyse(rows, threshold)

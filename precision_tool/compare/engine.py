@@ -28,6 +28,7 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -36,6 +37,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from multiprocessing import get_context
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -126,7 +128,29 @@ def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
     acc = Accumulator(metrics, ranges, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean)
     for pair in [kept] if single and count == 1 else _pieces(x, y, chunk):
         acc.update(*pair)
-    return acc.result(), note
+    result = acc.result()
+    if not all(math.isfinite(v) for v in result.numbers.values()):
+        note = " ".join(part for part in (note, nonfinite_note(x, y, chunk)) if part)
+    return result, note
+
+
+def nonfinite_note(x: Source, y: Source, chunk: int = DEFAULT_CHUNK) -> str:
+    """Which side holds how many NaN and Inf values ('' when neither does).
+
+    A second pass over both sides, run only when a metric came out nan or inf, so the row says
+    why instead of leaving a bare ``nan``.
+    """
+    counts = np.zeros((2, 2), np.int64)  # [side][nan, inf]
+    for pair in _pieces(x, y, chunk):
+        for side, block in enumerate(pair):
+            if block.dtype.kind not in "biu":  # float, complex, ml_dtypes' bfloat16 / fp8
+                counts[side] += (np.count_nonzero(np.isnan(block)), np.count_nonzero(np.isinf(block)))
+    parts = []
+    for side, (nan, inf) in zip(("NPU", "golden"), counts):
+        found = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "Inf")) if n]
+        if found:
+            parts.append(f"The {side} tensor holds {' and '.join(found)}.")
+    return " ".join(parts)
 
 
 def _shape(shape: Sequence[int]) -> str:
@@ -144,16 +168,17 @@ def _header_facts(side, headers: HeaderCache) -> tuple[str | None, tuple[int, ..
     return t.dtype_name, t.original_shape or t.shape
 
 
-def _base_row(task: PairTask, headers: HeaderCache) -> CompareRow:
+def _base_row(task: PairTask, headers: HeaderCache, fail_reason: str = "") -> CompareRow:
     dtype, shape = _header_facts(task.left, headers)
     golden_dtype, _ = _header_facts(task.right, headers)
     return CompareRow(index=task.index, op_type=task.op_type, npu_name=task.npu_name,
                       npu_dtype=dtype, npu_address=None, ground_truth=task.ground_truth,
-                      golden_dtype=golden_dtype, tensor_index=task.tensor_index, shape=shape)
+                      golden_dtype=golden_dtype, tensor_index=task.tensor_index, shape=shape,
+                      fail_reason=fail_reason)
 
 
 def _not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
-    return _base_row(task, headers).with_metrics({}, fail_reason=task.reason)
+    return _base_row(task, headers, task.reason)
 
 
 def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
@@ -173,7 +198,7 @@ def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
             row = _with_side(row, sides[0], is_left=True)
         return row.with_metrics({}, fail_reason=str(exc)), 0
     row = _with_side(_with_side(row, x, is_left=True), y, is_left=False)
-    reason = " ".join(part for part in (note, result.fail_reason) if part)
+    reason = " ".join(part for part in (x.note, y.note, note, result.fail_reason) if part)
     return row.with_metrics(result.numbers, result.std_text, reason), x.nbytes + y.nbytes
 
 
@@ -203,9 +228,15 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     return jobs
 
 
+@lru_cache(maxsize=16)
+def _metrics_named(names: tuple[str, ...]) -> list[Metric]:
+    # once per process, not once per job: a graph of 100k ops without dumps is 100k jobs
+    return select_metrics(names)
+
+
 def run_job(tasks: Sequence[PairTask], metric_names: Sequence[str], chunk: int = DEFAULT_CHUNK) -> JobResult:
     """Compare one job's tasks (in a worker or inline); metrics are passed by name."""
-    metrics = select_metrics(metric_names)
+    metrics = _metrics_named(tuple(metric_names))
     headers = HeaderCache()
     rows, total = [], 0
     for task in tasks:
@@ -345,4 +376,4 @@ def _pooled(jobs: list[list[PairTask]], names: tuple[str, ...], chunk: int, work
 
 
 __all__ = ["DEFAULT_CHUNK", "JobResult", "compare_sources", "compare_task", "compare_tasks",
-           "group_jobs", "run_job"]
+           "group_jobs", "nonfinite_note", "run_job"]

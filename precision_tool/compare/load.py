@@ -71,6 +71,7 @@ class Source:
     dtype: np.dtype
     dtype_name: str
     nbytes: int  # bytes the tensor occupies on disk (for progress)
+    note: str = ""  # goes into the row's CompareFailReason (e.g. a format compared as stored)
 
     @property
     def size(self) -> int:
@@ -360,13 +361,20 @@ def _same_start(a: np.ndarray, b: np.ndarray) -> bool:
     return a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
+def _format_note(t: DumpTensor) -> str:
+    """A note for a device format the layout code does not know (compared as stored)."""
+    if t.format in layouts.SUPPORTED_DEVICE_FORMATS:
+        return ""
+    return f"{t.name}: unsupported format {t.format}, compared in its stored order."
+
+
 def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem."""
     t = headers.tensor(side)
     problem = t.problem
     if problem:
         raise PrecisionToolError(problem, t.path)
-    common = dict(dtype=t.dtype, dtype_name=t.dtype_name, nbytes=t.size)
+    common = dict(dtype=t.dtype, dtype_name=t.dtype_name, nbytes=t.size, note=_format_note(t))
     check_numeric(t.dtype, t.name, t.path)
     origin = t.origin_format(side.origin_format)
     packed = dump_dtype(t.data_type).packed

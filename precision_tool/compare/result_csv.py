@@ -18,13 +18,13 @@ from __future__ import annotations
 import csv
 import math
 import os
-import secrets
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from precision_tool.errors import PrecisionToolError
 
+from ..formats.atomic import create_exclusive, temp_name
 from .metrics import METRICS
 from .result import CompareRow
 
@@ -105,15 +105,14 @@ class ResultWriter:
 
     def open(self) -> ResultWriter:
         """Create the directory and the temporary file, and write the header."""
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.part")
+        temp = temp_name(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # os.open with 0o666, not mkstemp: the result gets the user's usual permissions
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            # not mkstemp: the result gets the user's usual permissions
+            self._handle = create_exclusive(temp, binary=False, newline="")
         except OSError as exc:
             raise PrecisionToolError(f"cannot write the result: {exc.strerror}", self.path) from None
         self._temp = temp
-        self._handle = os.fdopen(fd, "w", encoding="utf-8", newline="")
         self._writer = csv.writer(self._handle)
         self._writer.writerow(columns(**self.flags))
         return self
@@ -177,17 +176,18 @@ class _Header:
                          "LeftOp" if self.old else "NPUDump"):
             if required not in positions:
                 raise PrecisionToolError(f"not a comparison result: no {required} column", path)
+        names = ("LeftOp", "RightOp") if self.old else ("NPUDump", "GroundTruth")
+        fields = [("Index", 0), ("OpType", 0), (names[0], 0), ("DataType", 0), ("Address", 0),
+                  (names[1], 0), ("DataType", 1), ("TensorIndex", 0), ("Shape", 0),
+                  (STD_COLUMN, 0), ("CompareFailReason", 0), ("Address", 1), ("OverFlow", 0),
+                  ("OpSequence", 0)] + [(name, 0) for name in NUMERIC_METRICS]
+        # one position per field, found once: _row runs once per line of files of 100k lines
+        self.plan = [self.at(name, nth) for name, nth in fields]
 
     def at(self, name: str, nth: int = 0) -> int | None:
         """The position of the ``nth`` column called ``name``, None when absent."""
         found = self.positions.get(name, [])
         return found[nth] if len(found) > nth else None
-
-
-def _cell(cells: list[str], position: int | None) -> str | None:
-    if position is None or position >= len(cells):
-        return None
-    return cells[position].strip()
 
 
 def _optional(text: str | None) -> str | None:
@@ -224,25 +224,26 @@ def _integer(text: str | None, column: str, where: str, path: Path) -> int | Non
 
 
 def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
-    get = lambda name, nth=0: _cell(cells, h.at(name, nth))  # noqa: E731
-    index = _integer(get("Index"), "Index", where, h.path)
+    n = len(cells)
+    (index, op_type, npu_name, npu_dtype, npu_address, ground_truth, golden_dtype, tensor_index,
+     shape, std, reason, golden_address, overflow, op_sequence, *numbers) = [
+        cells[p].strip() if p is not None and p < n else None for p in h.plan]
+    index = _integer(index, "Index", where, h.path)
     if index is None:
         raise PrecisionToolError(f"{where}: the Index is missing", h.path)
     metrics = {}
-    for name in NUMERIC_METRICS:
-        value = _number(get(name), name, where, h.path)
+    for name, text in zip(NUMERIC_METRICS, numbers):
+        value = _number(text, name, where, h.path)
         if value is not None:
             metrics[name] = value
     return CompareRow(
-        index=index, op_type=get("OpType") or "",
-        npu_name=(get("LeftOp") if h.old else get("NPUDump")) or "",
-        npu_dtype=_optional(get("DataType")), npu_address=_optional(get("Address")),
-        ground_truth=(get("RightOp") if h.old else get("GroundTruth")) or "*",
-        golden_dtype=_optional(get("DataType", 1)), tensor_index=_optional(get("TensorIndex")),
-        shape=parse_shape(get("Shape")), metrics=metrics, std_text=get(STD_COLUMN) or NOT_COMPARED,
-        fail_reason=get("CompareFailReason") or "", golden_address=_optional(get("Address", 1)),
-        overflow=_optional(get("OverFlow")),
-        op_sequence=_integer(get("OpSequence"), "OpSequence", where, h.path))
+        index=index, op_type=op_type or "", npu_name=npu_name or "",
+        npu_dtype=_optional(npu_dtype), npu_address=_optional(npu_address),
+        ground_truth=ground_truth or "*", golden_dtype=_optional(golden_dtype),
+        tensor_index=_optional(tensor_index), shape=parse_shape(shape), metrics=metrics,
+        std_text=std or NOT_COMPARED, fail_reason=reason or "",
+        golden_address=_optional(golden_address), overflow=_optional(overflow),
+        op_sequence=_integer(op_sequence, "OpSequence", where, h.path))
 
 
 def iter_result_csv(path: str | os.PathLike) -> Iterator[CompareRow]:

@@ -116,6 +116,7 @@ def read_mapping(directory: str | os.PathLike) -> Mapping:
     except OSError as exc:
         return Mapping(problems=[(0, f"cannot read {MAPPING_FILE}: {exc.strerror or exc}")])
     mapping, targets = Mapping(), set()
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Windows editors) is no part of a name
     for number, line in enumerate(raw.splitlines(), start=1):
         reason = _add_mapping_line(mapping.aliases, targets, line)
         if reason:

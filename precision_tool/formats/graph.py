@@ -105,6 +105,8 @@ _VALUE = {
 
 def attrs_from_proto(attr_map) -> dict[str, Any]:
     """A ``map<string, AttrDef>`` as ``{name: Python value}``, sorted by name (see module doc)."""
+    if not attr_map:
+        return {}
     out = {}
     for key, value in sorted(attr_map.items()):
         member = value.WhichOneof("value")
@@ -291,14 +293,8 @@ def _parse_json(text: str, path: Path):
         raise PrecisionToolError("JSON graph nested too deeply", path) from None
 
 
-def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
-    """Read a GE graph dump, TextFormat or atc JSON (decided by content, not by extension).
-
-    ``workers``: processes for parsing a large TextFormat file. Defaults to all cores.
-    Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
-    unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
-    not fit the schema. Unknown fields are skipped in both forms, so newer GE versions load.
-    """
+def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
+    """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
     path = Path(path)
     text = _read_text(path)
     head = text.lstrip()
@@ -306,10 +302,20 @@ def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
         raise PrecisionToolError("graph file is empty", path)
     with _gc_paused():
         if head[0] in "{[":  # TextFormat starts with a field name or a comment
-            proto = _parse_json(text, path)
-        else:
-            proto = _parse_text(text, path, workers or os.cpu_count() or 1)
-        return model_from_proto(proto, path)
+            return _parse_json(text, path)
+        return _parse_text(text, path, workers or os.cpu_count() or 1)
+
+
+def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
+    """Read a GE graph dump, TextFormat or atc JSON (decided by content, not by extension).
+
+    ``workers``: processes for parsing a large TextFormat file. Defaults to all cores.
+    Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
+    unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
+    not fit the schema, or a graph with an unnamed op or two ops of one name. Unknown fields
+    are skipped in both forms, so newer GE versions load.
+    """
+    return model_from_proto(read_graph_proto(path, workers=workers), path)
 
 
 def find_graph_files(directory: str | os.PathLike, suffix: str | None = "Build") -> list[Path]:

@@ -18,6 +18,7 @@ from rich.text import Text
 from ..commands import build_registry
 from ..commands.registry import CommandResult, Registry, UsageError, run_words, split_commands
 from ..context import Context
+from ..render.lines import OneLine
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
 
@@ -30,15 +31,20 @@ class ExitShell(Exception):
 
 
 def render_result(result: CommandResult, context: Context) -> None:
+    # crop=False: a OneLine wider than the console is printed whole (nothing else is that wide)
     for renderable in result.renderables:
         if isinstance(renderable, str):
-            context.console.print(renderable, markup=False)
+            context.console.print(renderable, markup=False, crop=False)
         else:
-            context.console.print(renderable)
+            context.console.print(renderable, crop=False)
 
 
 def _report(context: Context, message: str, style: str = "error") -> None:
-    (context.error_console or context.console).print(Text(message, style=style))
+    (context.error_console or context.console).print(OneLine(message, style), crop=False)
+
+
+def _usage(context: Context, usage: str) -> None:
+    (context.error_console or context.console).print(Text(usage, style="muted"))
 
 
 def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStatus:
@@ -50,7 +56,7 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
     except UsageError as exc:
         _report(context, f"error: {exc}")
         if exc.usage:
-            _report(context, exc.usage, "muted")
+            _usage(context, exc.usage)
         return ExitStatus.ERROR
     except PrecisionToolError as exc:
         _report(context, f"error: {exc}")

@@ -253,3 +253,11 @@ def test_safe_file_name():
     assert len(long) == 255 and long.endswith(".output.0.2x3.npy")
     assert long != safe_file_name("x" * 399 + "y", ".output.0.2x3.npy")  # the hash keeps them apart
     assert safe_file_name("Conv2D.a_b.1.2.1718170000000074", ".txt") == "Conv2D.a_b.1.2.1718170000000074.txt"
+
+
+def test_a_symbolic_link_loop_is_named_as_such(sample_data, tmp_path):
+    (tmp_path / "a.npy").symlink_to(tmp_path / "b.npy")
+    (tmp_path / "b.npy").symlink_to(tmp_path / "a.npy")
+    status, text = _run(sample_data, f"pt {tmp_path / 'a.npy'}", width=400)
+    assert status == ExitStatus.ERROR
+    assert text.strip() == f"error: {tmp_path / 'a.npy'}: a symbolic link that loops or points nowhere"

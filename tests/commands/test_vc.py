@@ -194,3 +194,15 @@ def test_the_live_display_runs_no_thread_so_workers_can_fork(fixture_data):
         update(4, 10, 1 << 20)
         assert threading.active_count() == 1
     assert "step 0" in console.file.getvalue()
+
+
+def test_csv_names_from_long_model_names_are_capped(sample_data):
+    step0 = next(sample_data.glob(STEP))
+    model = step0.parents[1]
+    long_model = model.rename(model.with_name("m" * 240))  # no Build graph of that name: by name
+    shutil.copytree(long_model / "1" / "0", long_model / "1" / "1")
+    context, out = make_context(sample_data, width=400)
+    assert run_command(context, "vc --step '0|1'") in (ExitStatus.OK, ExitStatus.FLAGGED)
+    csvs = _csvs(sample_data)
+    assert len(csvs) == 2 and all(len(p.name) <= 255 for p in csvs), out.getvalue()
+    assert csvs[0].name != csvs[1].name

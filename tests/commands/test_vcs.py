@@ -236,3 +236,15 @@ def test_the_command_is_registered_with_help():
     assert vcs.COMMAND.name == "vcs"
     usage = vcs.COMMAND.parser().format_help()
     assert "-f FILE|DIR" in usage and "-c COS" in usage and "-l LIMIT" in usage
+
+
+def test_one_unreadable_csv_is_the_one_error_line_on_the_error_console(data_root):
+    bad = data_root / "bad.csv"
+    bad.write_text("Index,NPUDump,TensorIndex\n1,a,a:output:0\n")  # no CosineSimilarity
+    context, out = make_context(data_root, width=30)
+    errors = io.StringIO()
+    context.error_console = make_console(file=errors, width=30)
+    assert run_command(context, f"vcs -f {bad}") == ExitStatus.ERROR
+    assert out.getvalue() == ""
+    line, = errors.getvalue().splitlines()  # one line, however narrow the console
+    assert line.startswith("error: ") and str(bad) in line and "no CosineSimilarity column" in line

@@ -284,3 +284,44 @@ def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels):
         assert note == "" and result.std_text == expected.std_text
         for name, value in expected.numbers.items():
             assert result.values[name] == pytest.approx(value, rel=1e-9, abs=1e-15), (chunk, name)
+
+
+# --- notes in the reason ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("npu, golden, expected", [
+    ([1, np.nan, 3, 4], [1, 2, 3, 4], "The NPU tensor holds 1 NaN."),
+    ([1, 2, 3, 4], [np.inf, 2, -np.inf, 4], "The golden tensor holds 2 Inf."),
+    ([np.nan, np.inf, 3, 4], [np.nan, 2, 3, np.nan], "The NPU tensor holds 1 NaN and 1 Inf. "
+                                                     "The golden tensor holds 2 NaN."),
+])
+def test_nan_and_inf_are_named_in_the_reason(tmp_path, npu, golden, expected):
+    dump = write_dump(tmp_path / "Op.n.1.0.1700000000000000", "n", [],
+                      [TensorSpec(np.array(npu, np.float16), "FLOAT16")])
+    gold = write_golden(tmp_path, "n", 0, 1, np.array(golden, np.float32))
+    row, = compare_tasks([_task(0, "n", DumpSide(dump, "output", 0), NpySide(gold))])
+    assert row.compared and math.isnan(row.cosine)
+    assert expected in row.fail_reason
+
+
+def test_finite_data_gets_no_nan_note(tmp_path):
+    dump = write_dump(tmp_path / "Op.f.1.0.1700000000000000", "f", [],
+                      [TensorSpec(np.arange(1, 5, dtype=np.float32), "FLOAT")])
+    gold = write_golden(tmp_path, "f", 0, 1, np.arange(1, 5, dtype=np.float32))
+    row, = compare_tasks([_task(0, "f", DumpSide(dump, "output", 0), NpySide(gold))])
+    assert row.fail_reason == ""
+
+
+def test_an_unsupported_format_is_compared_as_stored_with_a_note(tmp_path):
+    values = np.arange(1, 7, dtype=np.float32)
+    data = build_dump("u", [], [TensorSpec(values, "FLOAT")])
+    length = struct.unpack("<Q", data[:8])[0]
+    header = DumpData()
+    header.ParseFromString(data[8:8 + length])
+    header.output[0].format = 77  # no such OutputFormat
+    raw = header.SerializeToString()
+    path = tmp_path / "Op.u.1.0.1700000000000000"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length:])
+    gold = write_golden(tmp_path, "u", 0, 1, values)
+    row, = compare_tasks([_task(0, "u", DumpSide(path, "output", 0), NpySide(gold))])
+    assert row.cosine == pytest.approx(1.0)
+    assert "unsupported format UNKNOWN(77), compared in its stored order" in row.fail_reason

@@ -151,6 +151,14 @@ def test_read_mapping_rejects_separators(tmp_path):
     assert all("separator" in why for _, why in mapping.problems)
 
 
+def test_read_mapping_ignores_a_byte_order_mark(tmp_path):
+    # written by a Windows editor: the BOM must not become part of the first short name
+    (tmp_path / "mapping.csv").write_bytes(f"\ufeff1,Relu.r.1.0.{TS}\r\n2,Add.a.2.0.{TS}\r\n".encode())
+    mapping = read_mapping(tmp_path)
+    assert mapping.aliases == {"1": f"Relu.r.1.0.{TS}", "2": f"Add.a.2.0.{TS}"}
+    assert mapping.problems == []
+
+
 def test_listing_resolves_aliases_and_reports_the_rest(tmp_path):
     step = _aliased_dir(tmp_path)
     listing = list_dump_files(step)

@@ -1,0 +1,80 @@
+"""A cache of parsed graph dumps, as binary protobuf under the data root's ``temp/``.
+
+Parsing a 100k-op TextFormat graph takes protobuf's pure-Python text parser several seconds;
+reading the same ``ModelDef`` back from its binary form takes milliseconds (protobuf's C
+parser). So the first session to load a big graph (1 MiB of text or more) keeps its binary
+form under ``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
+later sessions read that instead. A stale, corrupt or unwritable cache is never an error: the
+graph is parsed from its own file as if there were no cache. The cache is data only (a
+serialized message of the same schema); nothing in it is executed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+
+from .atomic import atomic_write
+from .graph import model_from_proto, read_graph_proto
+from .graph_model import Model
+from .proto import ge_ir
+
+CACHE_DIR = "graph_cache"
+MIN_BYTES = 1 << 20  # smaller graphs parse in well under a second: not worth a cache file
+_FORMAT = "1"  # bump when what is stored changes
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path | None:
+    """Where the cache of ``path`` lives; None when ``path`` cannot be stat'ed or is smaller
+    than ``min_bytes``."""
+    try:
+        real = path.resolve()
+        info = real.stat()
+    except OSError:
+        return None
+    if info.st_size < min_bytes:
+        return None
+    return cache_dir / f"{_digest(str(real))}.{_digest(f'{info.st_size}:{info.st_mtime_ns}:{_FORMAT}')}.pb"
+
+
+def _load(cached: Path):
+    proto = ge_ir.ModelDef()
+    try:
+        proto.ParseFromString(cached.read_bytes())
+    except (OSError, DecodeError):
+        return None
+    return proto
+
+
+def _store(proto, cached: Path) -> None:
+    """Write atomically (temporary name, then rename), dropping older caches of the same file."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(cached, binary=True) as handle:
+            handle.write(proto.SerializeToString())
+        for old in cached.parent.glob(cached.name.split(".")[0] + ".*.pb"):
+            if old != cached:
+                old.unlink(missing_ok=True)
+    except OSError:  # a read-only data root: no cache, no error
+        pass
+
+
+def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike, *,
+                      workers: int | None = None, min_bytes: int = MIN_BYTES) -> Model:
+    """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
+    least ``min_bytes`` (see the module doc)."""
+    path = Path(path)
+    cached = cache_path(path, Path(cache_dir), min_bytes)
+    proto = _load(cached) if cached is not None and cached.is_file() else None
+    if proto is None:
+        proto = read_graph_proto(path, workers=workers)
+        if cached is not None:
+            _store(proto, cached)
+    return model_from_proto(proto, path)

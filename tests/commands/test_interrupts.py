@@ -1,0 +1,89 @@
+"""Ctrl-C in the middle of a command: it stops promptly, leaves no half-written file under a
+final name, and the shell (the same context and registry) goes on working."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from precision_tool.commands import dc, ls, pt, vc
+from precision_tool.formats.atomic import atomic_write
+from precision_tool.status import ExitStatus
+from tests.conftest import make_context, run_command
+
+CONV1 = "Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074"
+
+
+def _files(directory) -> list[str]:
+    return sorted(p.name for p in directory.rglob("*") if p.is_file()) if directory.exists() else []
+
+
+def _interrupting_progress(monkeypatch, after_rows: int = 1):
+    def track(self, label, total):
+        def update(done, _total, _nbytes):
+            if done >= after_rows:
+                raise KeyboardInterrupt
+        return update
+    monkeypatch.setattr(vc.CompareProgress, "track", track)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_during_vc_stops_the_workers_and_leaves_no_csv(sample_data, monkeypatch, workers):
+    monkeypatch.setattr(vc, "POOL_MIN_BYTES", 0)  # a worker pool even for the small sample
+    _interrupting_progress(monkeypatch)
+    context, out = make_context(sample_data, WORKERS=workers)
+    start = time.monotonic()
+    assert run_command(context, "vc") == ExitStatus.INTERRUPTED
+    assert time.monotonic() - start < 20  # prompt: no waiting for the rest of the network
+    assert "cancelled" in out.getvalue()
+    assert multiprocessing.active_children() == []
+    results = sample_data / "temp" / "vector_compare"
+    assert not results.exists() or list(results.iterdir()) == []  # no CSV, no .part, no empty dir
+    monkeypatch.undo()
+    assert run_command(context, "vc") == ExitStatus.FLAGGED  # the session goes on
+    assert len(_files(sample_data / "temp" / "vector_compare")) == 1
+
+
+@contextmanager
+def _interrupted_before_rename(path, *args, **kwargs):
+    with atomic_write(path, *args, **kwargs) as handle:
+        yield handle
+        raise KeyboardInterrupt  # everything written, not yet renamed
+
+
+def test_ctrl_c_during_a_pt_export_leaves_no_txt(sample_data, monkeypatch):
+    monkeypatch.setattr(pt, "atomic_write", _interrupted_before_rename)
+    context, out = make_context(sample_data)
+    assert run_command(context, f"pt {CONV1}") == ExitStatus.INTERRUPTED
+    assert _files(sample_data / "temp" / "pt") == []
+    monkeypatch.undo()
+    assert run_command(context, f"pt {CONV1}") == ExitStatus.OK
+    assert _files(sample_data / "temp" / "pt") == [f"{CONV1}.output.0.txt"]
+
+
+def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch):
+    calls = []
+
+    def second_interrupted(path, *args, **kwargs):
+        calls.append(path)
+        return (_interrupted_before_rename if len(calls) == 2 else atomic_write)(path, *args, **kwargs)
+    monkeypatch.setattr(dc, "atomic_write", second_interrupted)
+    context, _ = make_context(sample_data)
+    assert run_command(context, f"dc {CONV1}") == ExitStatus.INTERRUPTED
+    written = _files(sample_data / "temp" / "decode")
+    assert written == [calls[0].name]  # the first tensor, complete; the second absent
+    monkeypatch.undo()
+    assert run_command(context, f"dc {CONV1}") == ExitStatus.OK
+
+
+def test_ctrl_c_in_any_command_returns_the_prompt(sample_data, monkeypatch):
+    def interrupted(refs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ls, "_type_counts", interrupted)
+    context, out = make_context(sample_data)
+    assert run_command(context, "ls; help") == ExitStatus.INTERRUPTED
+    assert "cancelled" in out.getvalue() and "vc" in out.getvalue()  # help still ran after it
+    assert run_command(context, "ls -t Conv") == ExitStatus.OK

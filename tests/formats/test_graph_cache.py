@@ -1,0 +1,54 @@
+"""The binary cache of parsed graph dumps: used when fresh, ignored when stale or broken."""
+
+from __future__ import annotations
+
+import os
+
+from precision_tool.formats import graph_cache
+from precision_tool.formats.graph import read_graph
+from precision_tool.formats.graph_cache import cache_path, read_graph_cached
+from precision_tool.formats.graph_write import OpSpec, build_model, write_graph_text
+
+
+def _graph(tmp_path, ops: int = 3):
+    specs = [OpSpec(f"n/{i}", "Relu", [f"n/{i - 1}:0"] if i else []) for i in range(ops)]
+    path = tmp_path / "ge_proto_00000001_Build.txt"
+    write_graph_text(build_model(specs), path)
+    return path
+
+
+def test_a_second_read_comes_from_the_cache_and_equals_the_parse(tmp_path, monkeypatch):
+    path, cache = _graph(tmp_path), tmp_path / "temp" / "graph_cache"
+    first = read_graph_cached(path, cache, min_bytes=0)
+    assert len(list(cache.glob("*.pb"))) == 1
+    monkeypatch.setattr(graph_cache, "read_graph_proto", lambda *a, **k: 1 / 0)  # must not parse
+    assert read_graph_cached(path, cache, min_bytes=0) == first == read_graph(path)
+
+
+def test_a_changed_graph_is_parsed_again_and_replaces_its_cache(tmp_path):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    _graph(tmp_path, ops=5)
+    os.utime(path, ns=(1, 2))  # a different mtime whatever the clock did
+    assert len(read_graph_cached(path, cache, min_bytes=0).graphs[0].ops) == 5
+    assert [p.name for p in cache.glob("*.pb")] == [cache_path(path, cache, 0).name]
+
+
+def test_a_corrupt_cache_is_ignored(tmp_path):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    cache_path(path, cache, 0).write_bytes(b"\x0f" * 20)  # wire type 7: not protobuf
+    assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)
+
+
+def test_an_unwritable_cache_is_no_error(tmp_path):
+    path = _graph(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory would go")
+    assert read_graph_cached(path, blocker / "cache", min_bytes=0) == read_graph(path)
+
+
+def test_small_graphs_are_not_cached(tmp_path):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache)
+    assert not cache.exists()
