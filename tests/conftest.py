@@ -69,3 +69,17 @@ def run_command(context, line: str):
     from precision_tool.shell.app import execute_line
 
     return execute_line(line, build_registry(), context)
+
+
+@pytest.fixture
+def reference() -> Path:
+    """msaccucmp's result CSV for the ``small`` fixture (skips when ../shared is absent)."""
+    return require_shared(FIXTURES / "small" / "reference_result.csv")
+
+
+@pytest.fixture
+def data_root(tmp_path) -> Path:
+    """An empty data root."""
+    root = tmp_path / "precision_data"
+    root.mkdir()
+    return root

@@ -16,13 +16,7 @@ def build_registry() -> Registry:
 
     registry = Registry()
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue  # a command not written yet
-        registry.add(module.COMMAND)
+        registry.add(importlib.import_module(f"{__name__}.{name}").COMMAND)
     registry.add(make_help(registry))
     return registry
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PrecisionToolError
+from .files import read_user_bytes
 
 GRAPH_ID_KEYS = ("session_and_graph_id", "graphId")
 """Where an object keeps its graph id, newest spelling first."""
@@ -158,14 +159,7 @@ def read_fusion_result(path: str | os.PathLike) -> list[FusionGraph]:
     :class:`FusionResultError` when its content goes wrong.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PrecisionToolError("fusion result file not found", path) from None
-    except IsADirectoryError:
-        raise PrecisionToolError("is a directory, not a fusion result file", path) from None
-    except OSError as exc:
-        raise PrecisionToolError(f"cannot read fusion result: {exc.strerror or exc}", path) from None
+    raw = read_user_bytes(path, "fusion result file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -40,6 +40,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
+from .files import read_user_bytes
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .proto import atc_json, ge_ir
 from .proto.ge_ir import shortest_float32
@@ -246,14 +247,7 @@ def model_from_proto(proto, source_path: str | os.PathLike | None = None) -> Mod
 
 
 def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PrecisionToolError("graph file not found", path) from None
-    except IsADirectoryError:
-        raise PrecisionToolError("is a directory, not a graph file", path) from None
-    except OSError as err:
-        raise PrecisionToolError(f"cannot read graph file: {err.strerror or err}", path) from None
+    raw = read_user_bytes(path, "graph file")
     try:
         return raw.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as err:

@@ -12,22 +12,10 @@ from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import write_result_csv
 from precision_tool.errors import PrecisionToolError
 from precision_tool.status import ExitStatus
-from tests.conftest import FIXTURES, make_context, require_shared, run_command
+from tests.conftest import make_context, run_command
 
 FIRST = "first operator that introduces the error: "
 CHECK_TITLES = ("overflow check", "fusion check", "cast check", "graph similarity")
-
-
-@pytest.fixture
-def reference():
-    return require_shared(FIXTURES / "small" / "reference_result.csv")
-
-
-@pytest.fixture
-def data_root(tmp_path):
-    root = tmp_path / "precision_data"
-    root.mkdir()
-    return root
 
 
 def stamp_dir(root, stamp: str):

@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 
-import pytest
 
 from precision_tool.commands import vcs
 from precision_tool.compare.divergence import analyse
@@ -16,25 +15,13 @@ from precision_tool.compare.result_csv import read_result_csv, write_result_csv
 from precision_tool.render.summary import render_summary
 from precision_tool.render.theme import make_console
 from precision_tool.status import ExitStatus
-from tests.conftest import FIXTURES, make_context, require_shared, run_command
+from tests.conftest import make_context, run_command
 
 FIRST_ADD = "first operator that introduces the error: model/add/add (Add), cosine 1.000000 -> 0.505089"
 OLD_HEADER = ("Index,LeftOp,RightOp,TensorIndex,CosineSimilarity,MaxAbsoluteError,"
               "AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
               "StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,"
               "MeanRelativeError,CompareFailReason")
-
-
-@pytest.fixture
-def reference():
-    return require_shared(FIXTURES / "small" / "reference_result.csv")
-
-
-@pytest.fixture
-def data_root(tmp_path):
-    root = tmp_path / "precision_data"
-    root.mkdir()
-    return root
 
 
 def rows(*ops: tuple[int, str, str, list[float], list[float]]) -> list[CompareRow]:
