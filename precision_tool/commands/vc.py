@@ -32,6 +32,7 @@ from ..formats.graph import find_graph_files, read_graph
 from ..formats.graph_cache import CACHE_DIR, read_graph_cached
 from ..formats.graph_model import GraphDesc, Model
 from ..formats.tree import StepDir
+from ..render.lines import OneLineText, one_line
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
 from .tensors import safe_file_name
@@ -74,15 +75,15 @@ class Summary:
             self._seen.add(row.op_name)  # NaN compares False: never flagged
             self.flagged_ops.append(row.op_name)
 
-    def line(self) -> Text:
-        """The one-line summary."""
+    def line(self) -> OneLineText:
+        """The one-line summary (kept on one line so scripts can take the path from it)."""
         flagged = len(self.flagged_ops)
-        return Text.assemble(
-            (self.label, "title"),
+        return OneLineText(Text.assemble(
+            (one_line(self.label), "title"),
             f": {self.compared} tensors compared, {self.not_compared} not compared, ",
             (f"{flagged} op(s) with output cosine <= {self.threshold:g}",
              "cos.bad" if flagged else "cos.good"),
-            " -> ", (str(self.path), "path"))
+            " -> ", (one_line(str(self.path)), "path")))
 
 
 # --- planning: what to compare ---------------------------------------------------------------

@@ -34,3 +34,17 @@ class OneLine:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Segment(self.text, console.get_style(self.style, default=""))
         yield Segment.line()
+
+
+class OneLineText:
+    """A styled :class:`~rich.text.Text` on one line, never wrapped: summary lines that end in a
+    path stay whole when piped (the caller escapes control characters with :func:`one_line`)."""
+
+    def __init__(self, text) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text.plain
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.text.render(console, end="\n")

@@ -40,3 +40,17 @@ def test_an_error_at_the_prompt_is_one_line_at_any_width(sample_data, tmp_path):
     lines = out.getvalue().splitlines()
     assert status == ExitStatus.ERROR and len(lines) == 1
     assert lines[0].startswith("error: ") and "file\\nwith newline.npy" in lines[0]
+
+
+def test_styled_summary_line_is_not_wrapped():
+    import io
+
+    from rich.text import Text
+
+    from precision_tool.render.lines import OneLineText
+    from precision_tool.render.theme import make_console
+
+    console = make_console(file=io.StringIO(), width=40)
+    line = Text.assemble(("label", "title"), ": a summary longer than forty columns -> ", ("/a/b/result.csv", "path"))
+    console.print(OneLineText(line), crop=False)  # as the shell prints results
+    assert console.file.getvalue() == "label: a summary longer than forty columns -> /a/b/result.csv\n"
