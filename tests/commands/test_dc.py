@@ -127,7 +127,7 @@ def test_device_flag_writes_the_raw_device_bytes(fixture_data):
 
 def test_format_flag_transposes_the_host_tensor(fixture_data):
     conv = "Conv2D.model_conv1_Conv2D.12.0.1718170000000074"
-    status, text = _run(fixture_data, f"dc model/conv1/Conv2D -f nchw")
+    status, text = _run(fixture_data, "dc model/conv1/Conv2D -f nchw")
     assert status == ExitStatus.OK, text
     dump = read_dump(fixture_data / STEP / conv)
     out = fixture_data / OUT
