@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 
 from precision_tool.checks.casts import CastGroup, CastOp, cast_dtypes, check_casts
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.render.checks import render_casts
-from precision_tool.render.theme import make_console
+from tests.checks.rendering import flat, render_text
 from tests.conftest import make_context
 
 
@@ -25,13 +24,8 @@ def write_graph(root, specs, number: int = 1, debug: str = "debug_0", graph_name
 
 
 def rendered(result) -> str:
-    buffer = io.StringIO()
-    make_console(file=buffer, width=120).print(render_casts(result))
-    return buffer.getvalue()
+    return render_text(render_casts(result))
 
-
-def flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
 
 
 SPECS = [

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from precision_tool.checks.fusion import check_fusion, fusion_candidates
 from precision_tool.render.checks import render_fusion
-from precision_tool.render.theme import make_console
 from precision_tool.sample.fusion import write_fusion_sample
+from tests.checks.rendering import flat, render_text
 from tests.conftest import make_context
 
 OBJECTS = [
@@ -41,14 +40,8 @@ def write(path, objects, tail=""):
 
 
 def rendered(result) -> str:
-    buffer = io.StringIO()
-    make_console(file=buffer, width=120).print(render_fusion(result))
-    return buffer.getvalue()
+    return render_text(render_fusion(result))
 
-
-def flat(text: str) -> str:
-    """``text`` on one line: panel borders dropped, runs of whitespace (wrapping) as one space."""
-    return " ".join(text.replace("│", " ").split())
 
 
 def table_rows(text: str) -> dict[str, list[str]]:

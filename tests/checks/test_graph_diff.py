@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 
-import io
 
 import pytest
 
@@ -18,7 +17,7 @@ from precision_tool.checks.graph_diff import (
 )
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.render.checks import render_graph_diff
-from precision_tool.render.theme import make_console
+from tests.checks.rendering import flat, render_text
 from tests.conftest import make_context
 
 
@@ -62,13 +61,8 @@ def graph(specs, name="g", **kwargs):
 
 
 def rendered(result) -> str:
-    buffer = io.StringIO()
-    make_console(file=buffer, width=120).print(render_graph_diff(result))
-    return buffer.getvalue()
+    return render_text(render_graph_diff(result))
 
-
-def flat(text: str) -> str:
-    return " ".join(text.replace("│", " ").split())
 
 
 @pytest.fixture
