@@ -22,14 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compare.pairing import DumpSide, NpySide, PairTask, pair_by_name, pair_with_graph
+from ..compare.pairing import DumpSide, NpySide, PairTask
+from ..compare.plan import graph_for_step, npu_vs_golden
 from ..compare.stats import TensorStats, tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.golden import GoldenIndex, load_npy
-from ..formats.graph_model import GraphDesc, Model
+from ..formats.graph_model import Model
 from ..formats.overflow import OverflowPayload, read_overflow_payload
 from ..formats.tree import DumpTree, StepDir
 
@@ -250,24 +251,14 @@ def has_inf_nan(array: np.ndarray) -> bool:
     return False
 
 
-def graph_for(step: StepDir, models: list[Model]) -> GraphDesc | None:
-    """The Build graph of a step directory: the one named like its model, else the only one."""
-    graphs = [(m, g) for m in models for g in m.graphs]
-    for model, graph in graphs:
-        if step.model_name is not None and step.model_name in (graph.name, model.name):
-            return graph
-    return graphs[0][1] if len(graphs) == 1 else None
-
-
 def find_nonfinite(listings: dict[StepDir, DumpListing], models: list[Model],
                    golden: GoldenIndex) -> list[NonFiniteTensor]:
     """Part 2: the NPU tensors holding Inf/NaN whose golden tensor is finite, in execution order
     (step directories in the order given, then graph order)."""
     found: list[NonFiniteTensor] = []
     for step, listing in listings.items():
-        graph = graph_for(step, models)
-        tasks = pair_with_graph(graph, listing, golden) if graph else pair_by_name(listing, golden)
-        found += _scan_tasks(step, tasks)
+        plan = npu_vs_golden(step, listing, golden, graph_for_step(step, models))
+        found += _scan_tasks(step, plan.tasks)
     return found
 
 

@@ -32,16 +32,6 @@ def _add_arguments(parser: CommandParser) -> None:
                              "defaults to the config's vcs limit (3)")
 
 
-def _run_vc(context: Context) -> CommandResult:
-    """``vc`` with its default arguments."""
-    result = vc.COMMAND.run(vc.COMMAND.parser().parse_args([]), context)
-    return result if isinstance(result, CommandResult) else CommandResult([result])
-
-
-def _written_csvs(result: CommandResult) -> list[Path]:
-    return [Path(p) for p in result.files if Path(p).suffix.lower() == ".csv"]
-
-
 def _summary(paths: list[Path] | None, limit: int, context: Context) -> CommandResult:
     """The vcs summary of ``paths`` (None: the newest result); a missing result is one line."""
     try:
@@ -80,11 +70,11 @@ def run(args, context: Context) -> CommandResult:
     paths: list[Path] | None = None
     if args.compare:
         try:
-            compared = _run_vc(context)
+            compared = vc.vector_compare(context)
         except PrecisionToolError as exc:
             compared = CommandResult([Text(f"error: vc: {exc}", style="error")], ExitStatus.ERROR)
         parts.append(compared)
-        paths = _written_csvs(compared) or None  # None: vc did not say, take the newest result
+        paths = list(compared.files) or None  # the CSVs vc wrote
     failed = args.compare and parts[0].status == ExitStatus.ERROR and paths is None
     if not failed:  # after a failed comparison an older result would mislead
         parts.append(_summary(paths, limit, context))

@@ -41,8 +41,8 @@ class TensorCosine:
         return math.isnan(self.cosine)
 
     def at_or_below(self, threshold: float) -> bool:
-        """True when the cosine is a number at or below ``threshold``."""
-        return not self.is_nan and self.cosine <= threshold
+        """True when the cosine is a number at or below ``threshold`` (:func:`cosine_flags`)."""
+        return cosine_flags(self.cosine, threshold)
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,11 @@ class OpCosines:
             return None
         worst_in = self.worst_input
         return (1.0 if worst_in is None else worst_in), worst_out
+
+
+def cosine_flags(cosine: float, threshold: float) -> bool:
+    """The rule: an output cosine at or below ``threshold`` flags its op; NaN never does."""
+    return not math.isnan(cosine) and cosine <= threshold
 
 
 def _lowest(tensors: Iterable[TensorCosine]) -> float | None:

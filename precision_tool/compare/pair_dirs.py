@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrecisionToolError
-from ..formats.dump import read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.golden import GoldenIndex, read_golden
 from ..formats.tree import DumpTree, StepDir
-from .pairing import DumpSide, NpySide, PairTask
+from .pairing import DumpSide, NpySide, PairTask, latest_launches, read_header
 
 
 @dataclass(frozen=True)
@@ -103,21 +102,9 @@ def match_steps(left: list[StepDir], right: list[StepDir]) -> list[tuple[StepDir
     return [(s, by_key.get((s.device, s.model_id, s.step))) for s in left]
 
 
-def _latest_launches(listing: DumpListing) -> list[DumpFileRef]:
-    latest = [refs[-1] for refs in listing.by_op().values() if refs and not refs[-1].name.is_opdebug]
-    return sorted(latest, key=lambda ref: ref.name.timestamp)
-
-
-def _header(ref: DumpFileRef):
-    try:
-        return read_dump(ref.path, name=ref.name.file_name), ""
-    except PrecisionToolError as exc:
-        return None, exc.problem
-
-
 def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) -> list[PairTask]:
-    left_dump, problem = _header(ref)
-    right_dump, right_problem = _header(right) if right else (None, "")
+    left_dump, problem = read_header(ref)
+    right_dump, right_problem = read_header(right) if right else (None, "")
     name = left_dump.op_name if left_dump else ref.name.op_name
     truth = right_dump.op_name if right_dump else right.name.op_name if right else "*"
     base = dict(index=position, op_type=ref.name.op_type, npu_name=name, ground_truth=truth)
@@ -145,13 +132,13 @@ def pair_npu_npu(left: DumpListing, right: DumpListing) -> list[PairTask]:
     """NPU step directory vs NPU step directory, by op name; see the module docstring."""
     tasks: list[PairTask] = []
     seen: set[str] = set()
-    refs = _latest_launches(left)
+    refs = latest_launches(left)
     for position, ref in enumerate(refs):
         other = right.latest(ref.name.op_name)
         if other is not None:
             seen.add(other.path.name)
         tasks.extend(_npu_op_tasks(position, ref, other))
-    extra = [r for r in _latest_launches(right) if r.path.name not in seen]
+    extra = [r for r in latest_launches(right) if r.path.name not in seen]
     for position, ref in enumerate(extra, start=len(refs)):
         tasks.append(PairTask(position, ref.name.op_type, ref.name.op_name, ref.name.op_name, None,
                               None, None, reason=f"{ref.name.op_name} is only in the right directory"))

@@ -110,7 +110,8 @@ def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIn
     return PairTask(**base, tensor_index=tensor_index, left=left, right=right)
 
 
-def _read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
+def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
+    """The dump header of ``ref``, or None and the problem when it cannot be read."""
     try:
         return read_dump(ref.path, name=ref.name.file_name), ""
     except PrecisionToolError as exc:
@@ -119,7 +120,7 @@ def _read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
 
 def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden: GoldenIndex) -> list[PairTask]:
     base = dict(index=position, op_type=op.type, npu_name=op.name, ground_truth=ground_truth_text(op))
-    dump, problem = _read_header(ref)
+    dump, problem = read_header(ref)
     if dump is None:
         return [PairTask(**base, tensor_index=None, left=None, right=None, reason=problem)]
     tasks = []
@@ -164,12 +165,12 @@ def pair_with_graph(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex)
             continue
         used.add(ref.path)
         tasks.extend(_op_tasks(graph, op, position, ref, golden))
-    rest = [ref for ref in _latest_launches(listing) if ref.path not in used]
+    rest = [ref for ref in latest_launches(listing) if ref.path not in used]
     tasks.extend(pair_by_name(rest, golden, first_index=len(graph.ops)))
     return tasks
 
 
-def _latest_launches(listing: DumpListing) -> list[DumpFileRef]:
+def latest_launches(listing: DumpListing) -> list[DumpFileRef]:
     """The latest launch of every op, in timestamp order (Opdebug files excluded)."""
     latest = [refs[-1] for refs in listing.by_op().values() if refs and not refs[-1].name.is_opdebug]
     return sorted(latest, key=lambda ref: ref.name.timestamp)
@@ -179,10 +180,10 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
     """Pairing without a graph: output i against the TF tensor its OriginalOp names, else golden
     ``name.i``; inputs are listed with the reason (their producers are unknown without a graph)."""
     if isinstance(refs, DumpListing):
-        refs = _latest_launches(refs)
+        refs = latest_launches(refs)
     tasks = []
     for position, ref in enumerate(refs, start=first_index):
-        dump, problem = _read_header(ref)
+        dump, problem = read_header(ref)
         name = dump.op_name if dump else ref.name.op_name
         base = dict(index=position, op_type=ref.name.op_type, npu_name=name, ground_truth=name)
         if dump is None:

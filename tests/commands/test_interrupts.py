@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import pytest
 
 from precision_tool.commands import dc, ls, pt, vc
+from precision_tool.compare import api as compare_api
 from precision_tool.formats.atomic import atomic_write
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
@@ -32,7 +33,7 @@ def _interrupting_progress(monkeypatch, after_rows: int = 1):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_during_vc_stops_the_workers_and_leaves_no_csv(sample_data, monkeypatch, workers):
-    monkeypatch.setattr(vc, "POOL_MIN_BYTES", 0)  # a worker pool even for the small sample
+    monkeypatch.setattr(compare_api, "POOL_MIN_BYTES", 0)  # a worker pool even for the small sample
     _interrupting_progress(monkeypatch)
     context, out = make_context(sample_data, WORKERS=workers)
     start = time.monotonic()

@@ -1,0 +1,177 @@
+"""Running planned comparisons, and the public :func:`compare` for notebooks and scripts.
+
+:func:`run_comparison` streams one :class:`~.plan.Comparison`'s rows in execution order (``vc``
+writes them to its CSV as they come); :func:`compare` plans, runs and collects everything into a
+:class:`CompareResult`::
+
+    import precision_tool as pt
+    result = pt.compare("precision_data")
+    result.first_divergence()          # the first op that introduces the error, or None
+    result.to_pandas()                 # one DataFrame row per CSV row, the CSV's columns
+    result.write_csv("out.csv")
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+from ..config import Config
+from .divergence import Divergence, OpCosines, analyse
+from .engine import compare_tasks
+from .metrics import Metric, select_metrics
+from .pairing import DumpSide, NpySide, PairTask
+from .plan import Comparison, plan_comparisons
+from .result import CompareRow
+from .result_csv import NOT_COMPARED, NUMERIC_METRICS, columns, format_row, write_result_csv
+from .workspace import Workspace
+
+POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
+Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
+
+
+def estimated_bytes(tasks: Iterable[PairTask]) -> int:
+    """The file bytes of every tensor file the comparable tasks read (each file once)."""
+    paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right)
+             if isinstance(side, (DumpSide, NpySide))}
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            pass
+    return total
+
+
+def run_comparison(comparison: Comparison, metrics: Sequence[Metric], workers: int,
+                   progress: Progress | None = None) -> Iterator[CompareRow]:
+    """The rows of one comparison in execution order, on ``workers`` processes when the data is
+    big enough to pay for starting them (see :func:`~.engine.compare_tasks`)."""
+    pooled = workers if estimated_bytes(comparison.tasks) >= POOL_MIN_BYTES else 1
+    return compare_tasks(comparison.tasks, metrics, workers=pooled, progress=progress)
+
+
+@dataclass
+class ComparisonResult:
+    """The rows of one comparison (one CSV's worth), in execution order."""
+
+    comparison: Comparison
+    rows: list[CompareRow]
+
+    @property
+    def label(self) -> str:
+        """What the comparison is (``device 0, ge_default_..., step 0``)."""
+        return self.comparison.label
+
+    def divergence(self, threshold: float) -> Divergence:
+        """The flagged ops and the first that introduces the error, judged at ``threshold``."""
+        return analyse(self.rows, threshold)
+
+    def write_csv(self, path: str | os.PathLike) -> Path:
+        """Write the rows as a msaccucmp-format CSV at ``path``; returns the path."""
+        return write_result_csv(path, self.rows, golden_address=self.comparison.npu_vs_npu)
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` found: one part per comparison (device, sub-graph, step).
+
+    Attributes:
+        parts: one :class:`ComparisonResult` per comparison, in plan order.
+        threshold: the cosine threshold used when none is given to :meth:`flagged`.
+        notes: warnings about the pairing (for example: no Build graph, paired by name).
+    """
+
+    parts: list[ComparisonResult]
+    threshold: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[CompareRow]:
+        """Every row, part after part, each part in execution order."""
+        return [row for part in self.parts for row in part.rows]
+
+    def flagged(self, threshold: float | None = None) -> list[OpCosines]:
+        """The ops whose output cosine is at or below ``threshold`` (default: the configured one)."""
+        limit = self.threshold if threshold is None else threshold
+        return [op for part in self.parts for op in part.divergence(limit).flagged]
+
+    def first_divergence(self, threshold: float | None = None) -> OpCosines | None:
+        """The first op that introduces the error (its inputs match, its output does not), in the
+        first part that has one; None when no op does."""
+        limit = self.threshold if threshold is None else threshold
+        for part in self.parts:
+            found = part.divergence(limit).first_introducer
+            if found is not None:
+                return found
+        return None
+
+    def to_pandas(self):
+        """A ``pandas.DataFrame``: one row per CSV row, with the CSV's columns (metrics as floats,
+        NaN when not compared; text cells the CSV writes as ``NaN`` are None; two columns are
+        named ``DataType``, as in the CSV)."""
+        import pandas as pd
+
+        golden_address = any(p.comparison.npu_vs_npu for p in self.parts)
+        header = columns(golden_address=golden_address)
+        numeric = {i for i, name in enumerate(header) if name in NUMERIC_METRICS}
+        records = []
+        for row in self.rows:
+            cells = format_row(row, golden_address=golden_address)
+            records.append([float(c) if i in numeric else (None if c == NOT_COMPARED else c)
+                            for i, c in enumerate(cells)])
+        frame = pd.DataFrame.from_records(records, columns=header)
+        frame["Index"] = frame["Index"].astype(int)
+        return frame
+
+    def write_csv(self, path: str | os.PathLike) -> list[Path]:
+        """Write the result as msaccucmp-format CSVs; returns the paths written.
+
+        With one part, ``path`` is the CSV file. With several, ``path`` is a directory (created)
+        that gets one ``result_{tag}.csv`` per part.
+        """
+        path = Path(path)
+        if len(self.parts) == 1:
+            return [self.parts[0].write_csv(path)]
+        path.mkdir(parents=True, exist_ok=True)
+        return [part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv")
+                for i, part in enumerate(self.parts)]
+
+
+def compare(data_root: str | os.PathLike | None = None, *, left: str | None = None,
+            right: str | None = None, steps: str | None = None,
+            metrics: str | Iterable[str | int | Metric] | None = None, workers: int | None = None,
+            graph: str | None = None, config: Config | None = None) -> CompareResult:
+    """Compare a data root (NPU ``debug_0`` against ``tf/dump``), or two directories.
+
+    Nothing is written: call :meth:`CompareResult.write_csv` for the CSV.
+
+    Args:
+        data_root: the data root (``precision_data``). Defaults to the config's DATA_ROOT_DIR.
+        left, right: two dump directories to compare instead (NPU vs npy, NPU vs NPU, npy vs npy).
+        steps: the steps to compare, as TF_DUMP_STEP (``"0"``, ``"0|5"``, ``""`` for all).
+            Defaults to the config's TF_DUMP_STEP.
+        metrics: metric names, msaccucmp ``-alg`` indexes, or :class:`~.metrics.Metric`
+            objects (custom metrics included). Defaults to all ten.
+        workers: worker processes. Defaults to the config's WORKERS (0: one per core).
+        graph: the Build graph to pair with. Defaults to the one named like each step's model.
+        config: settings to start from. Defaults to the built-in defaults.
+
+    Raises:
+        PrecisionToolError: bad input (no dumps, unknown metric, graph or directory).
+    """
+    config = config or Config()
+    changes = {}
+    if data_root is not None:
+        changes["data_root_dir"] = Path(data_root)
+    if workers is not None:
+        changes["workers"] = int(workers)
+    config = replace(config, **changes)
+    workspace = Workspace(config)
+    chosen = select_metrics(metrics)
+    plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps)
+    parts = [ComparisonResult(plan, list(run_comparison(plan, chosen, config.worker_count)))
+             for plan in plans]
+    return CompareResult(parts, config.cosine_threshold, [n for p in plans for n in p.notes])

@@ -1,0 +1,174 @@
+"""Planning: from a data root, or two directories, to the comparisons to run.
+
+A :class:`Comparison` is one result CSV to write: the pair tasks of one (device, sub-graph,
+step) directory in execution order, with a label for the user and notes about the pairing.
+
+* :func:`plan_comparisons` without ``left``/``right``: the newest run of ``npu/debug_0`` (the
+  steps of TF_DUMP_STEP, or ``steps``) against ``tf/dump``, each step directory paired through
+  the Build graph whose name is the step directory's model name (or the only graph; ``graph``
+  picks one), by name when there is no graph.
+* with ``left``/``right``: any two directories (see :mod:`.pair_dirs`): NPU vs golden npy, NPU vs
+  NPU, npy vs npy.
+
+``vc``, ``ac``, the checks and :func:`precision_tool.compare` all plan through here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import PrecisionToolError
+from ..formats.dump_names import DumpListing
+from ..formats.golden import GoldenIndex
+from ..formats.graph import read_graph
+from ..formats.graph_model import GraphDesc, Model
+from ..formats.text import safe_file_name
+from ..formats.tree import StepDir
+from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
+from .pairing import PairTask, pair_by_name, pair_with_graph
+from .workspace import Workspace
+
+MAX_TAG = 180  # "result_{stamp}_{tag}.csv" stays far below the 255 a file name may have
+
+
+@dataclass
+class Comparison:
+    """One result to produce: its tasks in execution order, a label, and notes about the pairing.
+
+    Attributes:
+        label: what the user reads (``device 0, ge_default_..., step 0``).
+        tag: a file-name-safe tag for the CSV name.
+        tasks: the pair tasks, in execution order.
+        notes: warnings about the pairing (e.g. no Build graph: paired by name).
+        npu_vs_npu: both sides are NPU dumps (the CSV gets a golden-side Address column).
+        step: the (left) step directory compared; None for npy vs npy.
+    """
+
+    label: str
+    tag: str
+    tasks: list[PairTask]
+    notes: list[str] = field(default_factory=list)
+    npu_vs_npu: bool = False
+    step: StepDir | None = None
+
+
+def _all_graphs(models: list[Model]) -> list[tuple[Model, GraphDesc]]:
+    return [(m, g) for m in models for g in m.graphs]
+
+
+def pick_graph(models: list[Model], wanted: str | None) -> GraphDesc | None:
+    """The graph ``wanted`` names: a graph file, or a model or graph name among ``models``.
+
+    None when ``wanted`` is None. Raises PrecisionToolError when nothing has that name.
+    """
+    if wanted is None:
+        return None
+    if Path(wanted).is_file():
+        model = read_graph(wanted)
+        return model.graphs[0] if model.graphs else None
+    for model, graph in _all_graphs(models):
+        file_name = model.source_path.name if model.source_path else None
+        if wanted in (graph.name, model.name, file_name):
+            return graph
+    names = ", ".join(g.name for _, g in _all_graphs(models)) or "none"
+    raise PrecisionToolError(f"no Build graph called {wanted!r} (graphs: {names})")
+
+
+def graph_for_step(step: StepDir, models: list[Model], chosen: GraphDesc | None = None) -> GraphDesc | None:
+    """The Build graph of a step directory: ``chosen`` if given, else the graph (or model) named
+    like the step directory's model, else the only graph there is; None otherwise."""
+    if chosen is not None:
+        return chosen
+    graphs = _all_graphs(models)
+    for model, graph in graphs:
+        if step.model_name is not None and step.model_name in (graph.name, model.name):
+            return graph
+    return graphs[0][1] if len(graphs) == 1 else None
+
+
+def step_tag(step: StepDir) -> str:
+    """The CSV name's tag: model, id, device, step; safe and short enough for a file name."""
+    parts = [step.model_name, step.model_id, f"dev{step.device}" if step.device is not None else None,
+             f"step{step.step}" if step.step is not None else None]
+    text = "_".join(str(p) for p in parts if p is not None) or step.path.name
+    return safe_file_name(re.sub(r"[^A-Za-z0-9_.-]", "_", text), limit=MAX_TAG)
+
+
+def step_label(step: StepDir) -> str:
+    """``device D, MODEL, step S``: how a step directory is named to the user."""
+    return f"device {step.device}, {step.model_name}, step {step.step}"
+
+
+def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex,
+                  graph: GraphDesc | None) -> Comparison:
+    """One step directory against the golden index, through ``graph`` (by name without one)."""
+    if graph is None:
+        note = (f"{step_label(step)}: no Build graph for {step.model_name}: paired by name "
+                "(inputs not compared)")
+        return Comparison(step_label(step), step_tag(step), pair_by_name(listing, golden), [note], step=step)
+    return Comparison(step_label(step), step_tag(step), pair_with_graph(graph, listing, golden), step=step)
+
+
+def _plan_default(workspace: Workspace, graph: str | None, steps: str | None) -> list[Comparison]:
+    tree = workspace.dump_tree("debug_0")
+    spec = steps if steps is not None else workspace.config.tf_dump_step
+    chosen = tree.select(steps=spec)
+    if not chosen:
+        present = ", ".join(str(s) for s in tree.steps(tree.newest_run())) or "none"
+        raise PrecisionToolError(f"no step directory for step(s) {spec!r} in the newest run "
+                                 f"(steps present: {present}); use --step", tree.root)
+    golden, models = workspace.golden(), workspace.models("debug_0")
+    picked = pick_graph(models, graph)
+    return [npu_vs_golden(s, tree.listing(s), golden, graph_for_step(s, models, picked)) for s in chosen]
+
+
+def _plan_dirs(workspace: Workspace, left: str, right: str, graph: str | None,
+               steps: str | None) -> list[Comparison]:
+    spec = steps if steps is not None else workspace.config.tf_dump_step
+    lside, rside = resolve_dir(left, spec), resolve_dir(right, spec)
+    if not lside.is_npu and rside.is_npu:
+        raise PrecisionToolError("put the NPU dump directory on the left (-lt) and the npy "
+                                 "directory on the right (-rt)")
+    if not lside.is_npu:
+        tasks = pair_npy_npy(lside.golden, rside.golden)
+        return [Comparison(f"{lside.path} vs {rside.path}", "npy", tasks)]
+    if not rside.is_npu:
+        models = workspace.models_in(lside.graph_dir)
+        picked = pick_graph(models, graph)
+        return [npu_vs_golden(s, lside.tree.listing(s), rside.golden, graph_for_step(s, models, picked))
+                for s in lside.steps]
+    return _plan_npu_npu(lside, rside)
+
+
+def _plan_npu_npu(lside: DirSide, rside: DirSide) -> list[Comparison]:
+    plans = []
+    for lstep, rstep in match_steps(lside.steps, rside.steps):
+        if rstep is None:
+            raise PrecisionToolError(f"no step directory in {rside.path} matches {lstep.path}")
+        tasks = pair_npu_npu(lside.tree.listing(lstep), rside.tree.listing(rstep))
+        label = f"{step_label(lstep)} vs {rstep.path.name}"
+        plans.append(Comparison(label, step_tag(lstep), tasks, npu_vs_npu=True, step=lstep))
+    return plans
+
+
+def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: str | None = None,
+                     graph: str | None = None, steps: str | None = None) -> list[Comparison]:
+    """The comparisons to run (see the module docstring).
+
+    Args:
+        workspace: the data root and its settings.
+        left, right: two directories to compare, or both None for debug_0 against tf/dump.
+        graph: the Build graph to pair with (a file, or a model/graph name). Defaults to None:
+            the graph named like each step directory's model, or the only one.
+        steps: the steps to compare, as TF_DUMP_STEP. Defaults to None: the configured steps.
+
+    Raises:
+        PrecisionToolError: only one of left/right, no dumps, no such step, graph or directory.
+    """
+    if (left is None) != (right is None):
+        raise PrecisionToolError("give both -lt and -rt, or neither")
+    if left is not None:
+        return _plan_dirs(workspace, left, right, graph, steps)
+    return _plan_default(workspace, graph, steps)

@@ -1,0 +1,110 @@
+"""The data of one data root, each piece loaded on first use and kept: the one place that loads.
+
+Commands (through :class:`~precision_tool.context.Context`, which is a Workspace with a
+console), the planner, the checks and the public :func:`precision_tool.compare` API all read
+Build graphs, dump trees and the golden index through a :class:`Workspace`, so each is parsed
+once per session and every caller sees the same objects.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import Config
+from ..errors import PrecisionToolError
+from ..formats.datadir import DataRoot
+from ..formats.dump_names import DumpListing
+from ..formats.golden import GoldenIndex, read_golden
+from ..formats.graph import find_graph_files
+from ..formats.graph_cache import CACHE_DIR, read_graph_cached
+from ..formats.graph_model import GraphDesc, Model, Op
+from ..formats.tree import DumpTree, StepDir
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """An op found in one of the loaded Build graphs."""
+
+    debug: str  # "debug_0"
+    model: Model
+    graph: GraphDesc
+    op: Op
+
+
+class Workspace:
+    """Settings plus the data of ``config.data_root_dir``, loaded lazily, thread-safely, once.
+
+    ``reload()`` drops what was loaded (after new dumps land).
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._cache: dict[Any, Any] = {}
+        # The shell's completer loads op names in a thread while a command may load the same data.
+        self._lock = threading.RLock()
+
+    @property
+    def data(self) -> DataRoot:
+        """Where each kind of data lives under the data root."""
+        return DataRoot(self.config.data_root_dir)
+
+    def reload(self) -> None:
+        """Forget everything loaded so far."""
+        with self._lock:
+            self._cache.clear()
+
+    def _cached(self, key: Any, load: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = load()
+            return self._cache[key]
+
+    def debug_names(self) -> list[str]:
+        """The NPU debug dirs present (``debug_0``, ``debug_1``...)."""
+        return [p.name for p in self.data.debug_dirs()]
+
+    def models_in(self, graph_dir: Path | None) -> list[Model]:
+        """The Build graphs of a graph directory (empty when there is none), parsed once."""
+        if graph_dir is None:
+            return []
+
+        def load() -> list[Model]:
+            if not graph_dir.is_dir():
+                return []
+            cache = self.config.temp_dir / CACHE_DIR
+            return [read_graph_cached(p, cache, workers=self.config.worker_count)
+                    for p in find_graph_files(graph_dir)]
+        return self._cached(("models", Path(graph_dir)), load)
+
+    def models(self, debug: str = "debug_0") -> list[Model]:
+        """The Build graphs of one debug dir (empty when it has none)."""
+        return self.models_in(self.data.graph_dir(debug))
+
+    def ops(self, debug: str | None = None) -> list[OpRef]:
+        """Every op of every loaded graph, of one debug dir or of all of them."""
+        debugs = [debug] if debug else self.debug_names()
+        return [OpRef(d, m, g, op) for d in debugs for m in self.models(d) for g in m.graphs for op in g.ops]
+
+    def dump_tree(self, debug: str = "debug_0") -> DumpTree:
+        """The dump tree of one debug dir; PrecisionToolError when it has no dumps."""
+        root = self.data.dump_root(debug)
+        if not root.is_dir():
+            raise PrecisionToolError("no NPU dumps here", root)
+        return self._cached(("tree", debug), lambda: DumpTree(root))
+
+    def step_listings(self, debug: str = "debug_0") -> dict[StepDir, DumpListing]:
+        """The dump files of the newest run, in the steps of TF_DUMP_STEP."""
+        def load():
+            tree = self.dump_tree(debug)
+            return tree.listings(tree.select(steps=self.config.tf_dump_step))
+        return self._cached(("listings", debug), load)
+
+    def golden(self) -> GoldenIndex:
+        """The TF golden index; PrecisionToolError when the golden directory is missing."""
+        directory = self.data.golden_dir
+        if not directory.is_dir():
+            raise PrecisionToolError("no TF golden dumps here", directory)
+        return self._cached("golden", lambda: read_golden(directory))

@@ -1,0 +1,111 @@
+"""The public ``precision_tool.compare(...)`` API: the same rows ``vc`` writes, and their views."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import precision_tool
+from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.errors import PrecisionToolError
+from tests.conftest import make_context, run_command
+
+PLANTED = "resnet/conv2/Conv2D"
+
+
+@pytest.fixture(scope="module")
+def result(sample_data_module):
+    return precision_tool.compare(sample_data_module, workers=1)
+
+
+@pytest.fixture(scope="module")
+def sample_data_module(tmp_path_factory):
+    from precision_tool.sample.build import write_sample
+
+    root = tmp_path_factory.mktemp("api") / "precision_data"
+    write_sample(root)
+    return root
+
+
+def _vc_rows(root):
+    context, _ = make_context(root)
+    run_command(context, "vc")
+    (csv_path,) = sorted((root / "temp" / "vector_compare").rglob("*.csv"))
+    return read_result_csv(csv_path), csv_path
+
+
+def test_rows_are_what_vc_writes(result, sample_data_module, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(sample_data_module, root)
+    rows, _ = _vc_rows(root)
+    mine = result.rows
+    assert [r.tensor_index for r in mine] == [r.tensor_index for r in rows]
+    for a, b in zip(mine, rows):
+        assert a.index == b.index and a.npu_name == b.npu_name and a.ground_truth == b.ground_truth
+        assert a.metrics.keys() == b.metrics.keys()
+        for name, value in a.metrics.items():  # the CSV keeps six decimals
+            assert value == pytest.approx(b.metrics[name], abs=5e-7, nan_ok=True)
+
+
+def test_first_divergence_and_flagged(result):
+    first = result.first_divergence()
+    assert first is not None and first.name == PLANTED and first.introduces
+    flagged = [op.name for op in result.flagged()]
+    assert flagged[0] == PLANTED and len(flagged) >= 2
+    assert all(not op.introduces for op in result.flagged()[1:])  # the rest inherit
+    assert result.flagged(threshold=-1.0) == [] and result.first_divergence(threshold=-1.0) is None
+
+
+def test_to_pandas_has_the_csv_columns(result, tmp_path):
+    frame = result.to_pandas()
+    (path,) = result.write_csv(tmp_path / "out.csv")
+    with path.open(newline="") as handle:
+        header = next(csv.reader(handle))
+    assert list(frame.columns) == header
+    assert len(frame) == len(result.rows)
+    cosines = frame["CosineSimilarity"]
+    assert cosines.dtype.kind == "f"
+    row = next(i for i, r in enumerate(result.rows) if r.tensor_index == f"{PLANTED}:output:0")
+    assert cosines.iloc[row] == pytest.approx(result.rows[row].cosine)
+    assert frame["Index"].dtype.kind == "i"
+    assert frame["TensorIndex"].isna().sum() == sum(1 for r in result.rows if r.tensor_index is None)
+
+
+def test_write_csv_reads_back_as_the_same_rows(result, tmp_path):
+    (path,) = result.write_csv(tmp_path / "r.csv")
+    back = read_result_csv(path)
+    assert [r.tensor_index for r in back] == [r.tensor_index for r in result.rows]
+
+
+def test_several_parts_write_one_csv_each(sample_data_module, tmp_path):
+    root = tmp_path / "two"
+    shutil.copytree(sample_data_module, root)
+    step = next((root / "npu" / "debug_0" / "dump").rglob("0"))
+    shutil.copytree(step, step.parent / "1")
+    both = precision_tool.compare(root, steps="0|1", workers=1)
+    assert len(both.parts) == 2
+    paths = both.write_csv(tmp_path / "out")
+    assert len(paths) == 2 and all(p.parent == tmp_path / "out" for p in paths)
+    assert len(both.rows) == sum(len(p.rows) for p in both.parts)
+
+
+def test_custom_metric_names_and_errors(sample_data_module):
+    cosine_only = precision_tool.compare(sample_data_module, metrics="0", workers=1)
+    compared = [r for r in cosine_only.rows if r.compared]
+    assert compared and all(set(r.metrics) == {"CosineSimilarity"} for r in compared)
+    with pytest.raises(PrecisionToolError, match="unknown metric"):
+        precision_tool.compare(sample_data_module, metrics="nope")
+    with pytest.raises(PrecisionToolError, match="give both"):
+        precision_tool.compare(sample_data_module, left=str(sample_data_module))
+
+
+def test_the_package_stays_importable_and_light():
+    code = ("import sys, precision_tool as pt; assert 'numpy' not in sys.modules; "
+            "import precision_tool.compare.metrics as m; assert callable(pt.compare); "
+            "assert m.METRICS; print(pt.__version__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == precision_tool.__version__
