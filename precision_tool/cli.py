@@ -19,12 +19,37 @@ from precision_tool.errors import PrecisionToolError  # noqa: E402
 from precision_tool.status import ExitStatus  # noqa: E402
 
 
+def commands_epilog() -> str:
+    """Every command of the registry with its summary, for ``--help``."""
+    from precision_tool.commands import build_registry
+
+    registry = build_registry()
+    width = max(len(c.name) for c in registry)
+    lines = [f"  {c.name:<{width}}  {c.summary}" for c in registry]
+    lines += [f"  {w:<{width}}  {h}" for w, h in registry.exit_words.items()]
+    return "commands:\n" + "\n".join(lines) + "\n\n'precision-tool help CMD' explains one."
+
+
+class _HelpAction(argparse.Action):
+    """``-h``: the usage, then the command list, built only now so that ``--version`` and the
+    commands themselves do not import every command module for it."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = commands_epilog()
+        parser.print_help()
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The one-shot command line's parser (the commands' own parsers take the rest)."""
     parser = argparse.ArgumentParser(
-        prog="precision-tool",
+        prog="precision-tool", add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Find the operator where a network's numbers go wrong on Ascend NPUs. "
-                    "Without COMMAND: the interactive shell.",
-        epilog="Commands: ls, ni, pt, dc, cp, help. 'precision-tool help CMD' explains one.")
+                    "Without COMMAND: the interactive shell.")
+    parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and the commands")
     parser.add_argument("--data", metavar="DIR", help="data root. Defaults to DATA_ROOT_DIR, else ./precision_data.")
     parser.add_argument("--config", metavar="PATH", help="config.py to read (else $PRECISION_TOOL_CONFIG, else ./config.py)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -52,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return int(run_shell(Context(config, console)))
     from precision_tool.commands import build_registry
-    from precision_tool.shell.app import ExitShell, execute_line
+    from precision_tool.commands.dispatch import ExitShell, execute_line
 
     context = Context(config, console, error_console=make_console(stderr=True))
     line = args.execute if args.execute is not None else shlex.join(args.command)

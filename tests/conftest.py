@@ -66,7 +66,7 @@ def make_context(data_root: Path, width: int = 120, **settings):
 def run_command(context, line: str):
     """Run ``line`` through the real registry and error boundary; returns the exit status."""
     from precision_tool.commands import build_registry
-    from precision_tool.shell.app import execute_line
+    from precision_tool.commands.dispatch import execute_line
 
     return execute_line(line, build_registry(), context)
 

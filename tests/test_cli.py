@@ -87,3 +87,22 @@ def test_piped_commands_run_line_by_line_until_eof(workdir):
     result = _run([_script()], workdir, stdin="ls -t Softmax\n\n# a comment\nhelp ls\n")
     assert result.returncode == 0, result.stderr
     assert "resnet/softmax/Softmax" in result.stdout and "usage: ls" in result.stdout
+
+
+def test_top_level_help_lists_every_registered_command(workdir):
+    from precision_tool.commands import build_registry
+
+    out = _run([_script(), "--help"], workdir)
+    assert out.returncode == 0
+    listed = {line.split()[0] for line in out.stdout.split("commands:")[1].splitlines() if line.strip()
+              and line.startswith("  ")}
+    registry = build_registry()
+    assert listed == {c.name for c in registry} | set(registry.exit_words)
+
+
+def test_one_shot_commands_do_not_load_the_terminal_shell(workdir):
+    code = ("import sys; from precision_tool.cli import main; status = main(['ls']); "
+            "assert 'prompt_toolkit' not in sys.modules, 'one-shot loaded prompt_toolkit'; "
+            "raise SystemExit(status)")
+    out = _run([sys.executable, "-c", code], workdir)
+    assert out.returncode == 0, out.stderr

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from rich.table import Table
-
 from .registry import Command, CommandParser, CommandResult, Registry
-
-SHELL_WORDS = {"exit": "leave the shell (also quit, Ctrl-D)", "quit": "leave the shell"}
-
 
 def make_help(registry: Registry) -> Command:
     """The help command of ``registry`` (it lists the registry it belongs to)."""
@@ -17,13 +12,15 @@ def make_help(registry: Registry) -> Command:
 
     def run(args, context) -> CommandResult:
         if args.command:
-            if args.command in SHELL_WORDS:
-                return CommandResult([f"{args.command}: {SHELL_WORDS[args.command]}"])
+            if args.command in registry.exit_words:
+                return CommandResult([f"{args.command}: {registry.exit_words[args.command]}"])
             return CommandResult([registry.get(args.command).parser().format_help().rstrip()])
+        from rich.table import Table
+
         table = Table(show_header=False, box=None, title="commands (help CMD for details)", title_justify="left")
         for command in registry:
             table.add_row(command.name, command.summary)
-        for word, summary in SHELL_WORDS.items():
+        for word, summary in registry.exit_words.items():
             table.add_row(word, summary)
         return CommandResult([table])
 

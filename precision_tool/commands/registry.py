@@ -12,11 +12,13 @@ import difflib
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..context import Context
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
+
+if TYPE_CHECKING:
+    from ..context import Context
 
 
 class UsageError(PrecisionToolError):
@@ -72,12 +74,20 @@ class Command:
         return [s for action in self.parser()._actions for s in action.option_strings]
 
 
-class Registry:
-    """Commands by name and alias, in the order they were added."""
+EXIT_WORDS = {"exit": "leave the shell (also quit, Ctrl-D)", "quit": "leave the shell"}
 
-    def __init__(self) -> None:
+
+class Registry:
+    """Commands by name and alias, in the order they were added, and the words that leave.
+
+    ``exit_words`` maps each word that ends the shell (or a ``-e`` line) to its help; the
+    dispatcher, ``help`` and completion all read it here.
+    """
+
+    def __init__(self, exit_words: dict[str, str] | None = None) -> None:
         self._commands: dict[str, Command] = {}
         self._names: dict[str, Command] = {}
+        self.exit_words = dict(EXIT_WORDS if exit_words is None else exit_words)
 
     def add(self, command: Command) -> Command:
         for name in (command.name, *command.aliases):
@@ -98,7 +108,7 @@ class Registry:
         try:
             return self._names[name]
         except KeyError:
-            near = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.5)
+            near = difflib.get_close_matches(name, [*self.names(), *self.exit_words], n=1, cutoff=0.5)
             hint = f"; did you mean '{near[0]}'?" if near else "; type 'help' for the list"
             raise UsageError(f"unknown command '{name}'{hint}") from None
 

@@ -1,4 +1,4 @@
-"""The interactive shell on a terminal: a prompt_toolkit session around :func:`app.execute_line`.
+"""The interactive shell on a terminal: a prompt_toolkit session around :func:`execute_line`.
 
 Banner, prompt ``PrecisionTool > ``, persistent history, completion; ``exit``, ``quit`` and Ctrl-D
 leave; Ctrl-C at the prompt drops the line, Ctrl-C during a command cancels the command (the
@@ -19,13 +19,13 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from .. import __version__
+from ..commands.dispatch import ExitShell, execute_line
 from ..commands.registry import Registry
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.datadir import survey
 from ..render.survey import render_survey
 from ..status import ExitStatus
-from .app import ExitShell, execute_line
 from .completer import ShellCompleter
 from .history import open_history
 

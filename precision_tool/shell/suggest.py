@@ -14,7 +14,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence, Union
 
-SHELL_WORDS = {"exit": "leave the shell", "quit": "leave the shell"}
 MAX_SUGGESTIONS = 1000
 _NEEDS_QUOTES = frozenset(" \t\n'\";\\")
 _NORMALISE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_", "-": "_"})
@@ -101,7 +100,7 @@ class CompletionState:
     op_names: Names = ()
     tensor_names: Names = ()
     list_paths: Callable[[str], list[str]] = list_paths
-    shell_words: dict[str, str] = field(default_factory=lambda: dict(SHELL_WORDS))
+    shell_words: dict[str, str] = field(default_factory=dict)  # exit words and their help
 
     def names(self, kind: str) -> Sequence[str]:
         source = self.op_names if kind == "op" else self.tensor_names
@@ -116,7 +115,7 @@ def state_from_registry(registry, op_names: Names = (), tensor_names: Names = ()
         spec = spec_of(command)
         for name in (command.name, *command.aliases):
             commands[name] = spec
-    return CompletionState(commands, op_names, tensor_names, paths)
+    return CompletionState(commands, op_names, tensor_names, paths, dict(registry.exit_words))
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def test_internal_errors_are_one_line_unless_debug(sample_data, monkeypatch):
     registry = build_registry()
     boom = Command("boom", "raises", lambda p: None, lambda a, c: 1 / 0)
     registry.add(boom)
-    from precision_tool.shell.app import execute_line
+    from precision_tool.commands.dispatch import execute_line
 
     context, out = make_context(sample_data)
     assert execute_line("boom", registry, context) == ExitStatus.ERROR
@@ -99,7 +99,7 @@ def test_keyboard_interrupt_cancels_the_command_only(sample_data):
         raise KeyboardInterrupt
 
     registry.add(Command("slow", "interrupted", lambda p: None, interrupted))
-    from precision_tool.shell.app import execute_line
+    from precision_tool.commands.dispatch import execute_line
 
     context, out = make_context(sample_data)
     assert execute_line("slow; ls -t Relu", registry, context) == ExitStatus.INTERRUPTED

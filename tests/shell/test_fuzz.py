@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from precision_tool.commands import build_registry
 from precision_tool.commands.registry import MAX_LINE
-from precision_tool.shell.app import EXIT_WORDS, ExitShell, execute_line
+from precision_tool.commands.dispatch import ExitShell, execute_line
+from precision_tool.commands.registry import EXIT_WORDS
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context
 
