@@ -26,6 +26,7 @@ from ..compare.elementwise import (
 )
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.summary import cosine_style
 from ..render.tensor_view import format_index, format_value, key_value_table, pairs_table
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult, UsageError
@@ -67,7 +68,7 @@ def _sides_table(pairs) -> object:
 def _cosine_text(cosine: float, threshold: float) -> Text:
     if math.isnan(cosine):
         return Text("NaN (a NaN/Inf value, or an all-zero tensor)", style="cos.nan")
-    return Text(f"{cosine:.8f}", style="cos.good" if cosine > threshold else "cos.bad")
+    return Text(f"{cosine:.8f}", style=cosine_style(cosine, threshold))
 
 
 def _summary(result: ElementwiseResult, shape, threshold: float):

@@ -13,12 +13,13 @@ import re
 
 from rich.text import Text
 
+from ..compare.pairing import golden_for
 from ..compare.stats import tensor_stats
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
-from ..formats.graph_model import Op, TensorDesc
+from ..formats.graph_model import GraphDesc, Op, TensorDesc
 from ..formats.tree import StepDir
 from ..render import node_info, op_graph
 from .lookup import find_op
@@ -90,7 +91,7 @@ def dump_row(tensor: DumpTensor, desc: TensorDesc | None, source: str = "") -> n
     return node_info.TensorRow(source=source, stats=stats, note=node_info.stats_note(stats), **row)
 
 
-def _dump_renderables(op: Op, step: StepDir, file: DumpFileRef) -> list:
+def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef) -> list:
     where = f"step {step.step}, device {step.device}" if step.step is not None else f"device {step.device}"
     title = f"NPU dump ({where}): {file.name.file_name}"
     try:
@@ -101,17 +102,15 @@ def _dump_renderables(op: Op, step: StepDir, file: DumpFileRef) -> list:
     rows = [dump_row(t, op_graph.input_desc(op, t.index),
                      str(refs[t.index]) if t.index < len(refs) else "") for t in dump.inputs]
     rows += [dump_row(t, op.output_descs[t.index] if t.index < len(op.output_descs) else None,
-                      _output_origin(op, t)) for t in dump.outputs]
+                      _output_origin(graph, op, t)) for t in dump.outputs]
     if not rows:
         return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
     return [node_info.tensor_table(title, rows, "from / as")]
 
 
-def _output_origin(op: Op, tensor: DumpTensor) -> str:
-    if tensor.original_op is not None:
-        return f"{tensor.original_op.name}:{tensor.original_op.output_index}"
-    targets = golden_targets(op)
-    return f"{targets[tensor.index][1]}:{targets[tensor.index][2]}" if tensor.index < len(targets) else ""
+def _output_origin(graph: GraphDesc, op: Op, tensor: DumpTensor) -> str:
+    source = golden_for(graph, op, "output", tensor.index)
+    return f"{source[0]}:{source[1]}" if source else ""
 
 
 def dump_section(context: Context, ref: OpRef) -> list:
@@ -124,29 +123,28 @@ def dump_section(context: Context, ref: OpRef) -> list:
         steps = context.config.tf_dump_step or "all"
         return [Text(f"NPU dump: no dump file of {ref.op.name} in the newest run "
                      f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
-    return [item for step, file in files for item in _dump_renderables(ref.op, step, file)]
+    return [item for step, file in files for item in _dump_renderables(ref.graph, ref.op, step, file)]
 
 
 # --- TF golden ----------------------------------------------------------------------------------
 
 
-def golden_targets(op: Op) -> list[tuple[int, str, int]]:
-    """``(output index, TF tensor name, TF output index)`` per output: the desc's
-    ``_datadump_origin_name``/``_datadump_origin_output_index``, else the op's own name and index."""
+def golden_targets(graph: GraphDesc, op: Op) -> list[tuple[str, int, str, int]]:
+    """``(kind, slot, TF tensor name, TF output index)`` for every data input and output of
+    ``op``: the golden tensor ``vc`` compares it with (:func:`~precision_tool.compare.pairing.golden_for`)."""
     targets = []
-    for index in range(max(len(op.output_descs), 1)):
-        desc = op.output_descs[index] if index < len(op.output_descs) else None
-        if desc is not None and desc.origin_name:
-            origin_index = desc.origin_output_index if desc.origin_output_index is not None else index
-            targets.append((index, desc.origin_name, origin_index))
-        else:
-            targets.append((index, op.name, index))
+    for kind, count in (("input", len(op.data_inputs)), ("output", max(len(op.output_descs), 1))):
+        for slot in range(count):
+            source = golden_for(graph, op, kind, slot)
+            if source is not None:
+                targets.append((kind, slot, *source))
     return targets
 
 
-def golden_row(golden, output: int, name: str, index: int) -> node_info.TensorRow:
-    """Statistics of the golden tensor ``name:index``; a note instead when it is absent or bad."""
-    label = f"output:{output} = {name}:{index}"
+def golden_row(golden, kind: str, slot: int, name: str, index: int) -> node_info.TensorRow:
+    """Statistics of the golden tensor ``name:index`` that ``kind:slot`` is compared with; a note
+    instead when it is absent or bad."""
+    label = f"{kind}:{slot} = {name}:{index}"
     try:
         entry = golden.entry(name, index)
         array = golden.lookup(name, index)
@@ -157,13 +155,14 @@ def golden_row(golden, output: int, name: str, index: int) -> node_info.TensorRo
                                node_info.stats_note(stats))
 
 
-def golden_section(context: Context, op: Op) -> list:
-    """The TF golden tensors matching the op's outputs, or a line saying there are none."""
+def golden_section(context: Context, graph: GraphDesc, op: Op) -> list:
+    """The TF golden tensors the op's inputs and outputs are compared with, or a line saying
+    there are none."""
     try:
         golden = context.golden()
     except PrecisionToolError as exc:
         return [Text(f"TF golden: none ({exc})", style="warn")]
-    rows = [golden_row(golden, *target) for target in golden_targets(op)]
+    rows = [golden_row(golden, *target) for target in golden_targets(graph, op)]
     return [node_info.tensor_table(f"TF golden ({golden.directory})", rows, "file")]
 
 
@@ -217,7 +216,7 @@ def run(args, context: Context) -> CommandResult:
         out.append(control)
     out.append(node_info.outputs_table(op))
     out += dump_section(context, ref)
-    out += golden_section(context, op)
+    out += golden_section(context, ref.graph, op)
     if args.all_attrs:
         out.append(node_info.attributes_table(op))
     files = []

@@ -74,6 +74,19 @@ def _layout_row(tensor: ResolvedTensor, device: bool) -> tuple[str, str]:
     return "layout", f"host {host_layout(t)} (from device {t.format} {list(t.shape)})"
 
 
+def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
+    """Which golden tensor ``vc`` compares this NPU tensor with (the one pairing rule)."""
+    from ..compare.plan import golden_counterpart
+
+    t = tensor.dump_tensor
+    found = golden_counterpart(context, tensor.op_name, t.kind, t.index)
+    if found is None:
+        return "golden", Text(f"unknown: no Build graph holds {tensor.op_name}", style="muted")
+    where = (f" -> {found.path.name}" if found.path is not None
+             else " (no such golden file in tf/dump)")
+    return "golden", Text(f"{found.name}:{found.index}{where}", style="muted" if found.path is None else "")
+
+
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:
     stats = tensor_stats(array, dtype_name)
     rows = [("file", Text(str(tensor.path), style="path")), ("shape", str(list(array.shape))),
@@ -106,8 +119,10 @@ def run(args, context: Context) -> CommandResult:
         raise UsageError(f"pt: --device applies to NPU dump tensors; {tensor.label} is a .npy file")
     array = _load(tensor, args.device)
     dtype_name = tensor.dump_tensor.dtype_name if tensor.is_dump else str(array.dtype)
-    out = [Text(tensor.label, style="op.name"),
-           key_value_table("", _stats_rows(tensor, array, dtype_name, args.device))]
+    rows = _stats_rows(tensor, array, dtype_name, args.device)
+    if tensor.is_dump:
+        rows.append(_golden_row(context, tensor))
+    out = [Text(tensor.label, style="op.name"), key_value_table("", rows)]
     if args.count and array.size:
         out.append(values_table(np.asarray(array).reshape(-1)[:args.count], array.shape, array.size))
     stem = tensor.label.removesuffix(".npy").replace(":", ".") + (".device" if args.device else "")

@@ -84,6 +84,7 @@ class ResolvedTensor:
     path: Path
     dump_tensor: DumpTensor | None = None
     others: tuple[str, ...] = ()  # the dump's other tensors, for a hint
+    op_name: str = ""  # the dump's op (empty for a .npy file)
 
     @property
     def is_dump(self) -> bool:
@@ -184,7 +185,7 @@ def select_tensor(dump: DumpFile, spec: NameSpec, file_name: str) -> ResolvedTen
     else:
         raise PrecisionToolError("the dump holds no tensors", dump.path)
     others = tuple(t.name for t in dump.tensors if t is not chosen)
-    return ResolvedTensor(f"{file_name}:{chosen.name}", dump.path, chosen, others)
+    return ResolvedTensor(f"{file_name}:{chosen.name}", dump.path, chosen, others, dump.op_name)
 
 
 def _tensor_from_file(path: Path, spec: NameSpec, file_name: str | None = None) -> ResolvedTensor:

@@ -97,6 +97,20 @@ def output_golden_source(graph: GraphDesc, op: Op, index: int) -> tuple[str, int
     return _output_source(op, index)
 
 
+def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> tuple[str, int] | None:
+    """The one pairing rule: the TF tensor ``(name, output index)`` that input or output
+    ``index`` of ``op`` is compared with; None for an input the graph does not have.
+
+    ``vc`` compares with it, ``ni`` and ``pt`` show it, the overflow check reads it: outputs take
+    their desc's origin name and index (an NPU-inserted Cast/TransData: the value it converts);
+    inputs follow the edge back through inserted Cast/TransData to the producer's output.
+    """
+    if kind == "output":
+        return output_golden_source(graph, op, index)
+    edges = op.data_inputs
+    return golden_source(graph, edges[index]) if 0 <= index < len(edges) else None
+
+
 def _golden_side(golden: GoldenIndex, name: str, index: int) -> NpySide | None:
     return NpySide(golden.path_for(name, index)) if (name, index) in golden else None
 
@@ -136,13 +150,13 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
             tasks.append(PairTask(**base, tensor_index=tensor_index, left=left, right=None,
                                   reason=f"the graph has no data input {i} for {op.name}"))
             continue
-        tasks.append(_tensor_task(base, tensor_index, left, golden, golden_source(graph, edge)))
+        tasks.append(_tensor_task(base, tensor_index, left, golden, golden_for(graph, op, "input", i)))
     for tensor in dump.outputs:
         i = tensor.index
         desc = op.output_descs[i] if i < len(op.output_descs) else None
         left = DumpSide(ref.path, "output", i, desc.origin_format if desc else None)
         tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden,
-                                  output_golden_source(graph, op, i)))
+                                  golden_for(graph, op, "output", i)))
     return tasks
 
 

@@ -27,7 +27,7 @@ from ..formats.graph_model import GraphDesc, Model
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
 from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
-from .pairing import PairTask, pair_by_name, pair_with_graph
+from .pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
 
 MAX_TAG = 180  # "result_{stamp}_{tag}.csv" stays far below the 255 a file name may have
@@ -172,3 +172,34 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
     if left is not None:
         return _plan_dirs(workspace, left, right, graph, steps)
     return _plan_default(workspace, graph, steps)
+
+
+@dataclass(frozen=True)
+class GoldenCounterpart:
+    """The golden tensor an NPU tensor is compared with, and its file (None: not dumped)."""
+
+    name: str
+    index: int
+    path: Path | None
+
+
+def golden_counterpart(workspace: Workspace, op_name: str, kind: str, index: int) -> GoldenCounterpart | None:
+    """What ``vc`` compares tensor ``kind:index`` of NPU op ``op_name`` with, by the one pairing
+    rule, through the first Build graph (debug_0 first) that holds the op; None when no graph
+    does or the graph has no such input."""
+    for debug in workspace.debug_names():
+        for model in workspace.models(debug):
+            for graph in model.graphs:
+                op = graph.find_op(op_name)
+                source = golden_for(graph, op, kind, index) if op is not None else None
+                if source is not None:
+                    return GoldenCounterpart(*source, _golden_path(workspace, source))
+    return None
+
+
+def _golden_path(workspace: Workspace, source: tuple[str, int]) -> Path | None:
+    try:
+        golden = workspace.golden()
+    except PrecisionToolError:
+        return None
+    return golden.path_for(*source) if source in golden else None

@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ..compare.divergence import Divergence, OpCosines, TensorCosine
+from ..compare.divergence import Divergence, OpCosines, TensorCosine, cosine_flags
 
 
 def format_cosine(value: float) -> str:
@@ -28,7 +28,7 @@ def cosine_style(value: float, threshold: float) -> str:
     """``cos.nan`` for NaN, ``cos.bad`` at or below ``threshold``, ``cos.good`` above."""
     if value != value:
         return "cos.nan"
-    return "cos.bad" if value <= threshold else "cos.good"
+    return "cos.bad" if cosine_flags(value, threshold) else "cos.good"
 
 
 def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], threshold: float) -> Text:
