@@ -61,11 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the exit status."""
+    args = build_parser().parse_args(argv)  # --version and --help end here, before the imports
     from precision_tool.config import load_config
     from precision_tool.context import Context
     from precision_tool.render.theme import make_console
 
-    args = build_parser().parse_args(argv)
     console = make_console()
     try:
         config = load_config({"DATA_ROOT_DIR": args.data, "DEBUG": args.debug or None}, args.config)
