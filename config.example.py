@@ -13,8 +13,13 @@ DATA_ROOT_DIR = "precision_data"
 # Which training steps to compare: '0', '0|5|10', or '' for every step found.
 TF_DUMP_STEP = "0"
 
-# vcs / ac: an op's output is flagged when its cosine similarity is at or below this.
+# vcs / ac: an op's output is flagged when its cosine similarity is at or below this...
 COSINE_THRESHOLD = 0.98
+
+# ... or its RelativeEuclideanDistance is at or above this (cosine cannot see a wrong scale),
+# or it holds NaN/Inf. None: sqrt(2 * (1 - COSINE_THRESHOLD)), 0.2 at 0.98, the RED of an
+# error that keeps the norm at that cosine, so only a norm that is off adds flags.
+RED_THRESHOLD = None
 
 # vcs / ac: how many flagged ops to list.
 VCS_LIMIT = 3

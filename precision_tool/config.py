@@ -33,6 +33,7 @@ class Config:
     data_root_dir: Path = Path("precision_data")
     tf_dump_step: str = "0"
     cosine_threshold: float = 0.98
+    red_threshold: float | None = None  # None: the RED that goes with the cosine threshold
     vcs_limit: int = 3
     workers: int = 0  # 0: one per CPU core
     dangerous_casts: tuple[tuple[str, str], ...] = DEFAULT_DANGEROUS_CASTS
@@ -50,12 +51,15 @@ class Config:
 
 
 _FIELDS = {f.name.upper(): f for f in fields(Config) if f.name != "source"}
+_OPTIONAL_NUMBERS = frozenset({"RED_THRESHOLD"})
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
     """``value`` as the type of setting ``name``; PrecisionToolError naming ``origin`` if it won't go."""
     default = getattr(Config, _FIELDS[name].name)
     try:
+        if name in _OPTIONAL_NUMBERS:
+            return None if value is None or str(value).strip().lower() in ("", "none") else float(value)
         if isinstance(default, Path):
             return Path(str(value))
         if isinstance(default, bool):
@@ -129,4 +133,6 @@ def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None 
     config = replace(Config(), **settings, source=path)
     if config.cosine_threshold != config.cosine_threshold or config.vcs_limit < 0:
         raise PrecisionToolError("COSINE_THRESHOLD must be a number and VCS_LIMIT >= 0")
+    if config.red_threshold is not None and not config.red_threshold >= 0:
+        raise PrecisionToolError("RED_THRESHOLD must be a number >= 0, or None")
     return config

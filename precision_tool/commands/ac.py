@@ -12,6 +12,7 @@ from typing import Callable
 from rich.text import Text
 
 from ..checks.casts import check_casts
+from ..compare.divergence import FlagRule
 from ..checks.fusion import check_fusion
 from ..checks.graph_diff import check_graph_diff
 from ..checks.overflow import check_overflow
@@ -38,7 +39,7 @@ def _summary(paths: list[Path] | None, limit: int, context: Context) -> CommandR
         sources = paths or vcs.result_sources(None, context)
     except PrecisionToolError as exc:
         return CommandResult([Text(f"error: {exc}", style="error")], ExitStatus.ERROR)
-    return vcs.summarise(sources, context.config.cosine_threshold, limit)
+    return vcs.summarise(sources, FlagRule.from_config(context.config), limit)
 
 
 def _check(name: str, check: Callable[[], object], render, flags: Callable[[object], bool]) -> CommandResult:

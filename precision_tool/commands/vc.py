@@ -29,7 +29,7 @@ class Summary:
 
     label: str
     path: Path
-    threshold: float
+    rule: object  # a compare.divergence.FlagRule
     compared: int = 0
     not_compared: int = 0
     flagged_ops: list[str] = field(default_factory=list)
@@ -37,13 +37,13 @@ class Summary:
 
     def add(self, row) -> None:
         """Count one :class:`~precision_tool.compare.result.CompareRow`."""
-        from ..compare.divergence import cosine_flags
-
         if row.compared:
             self.compared += 1
         elif row.tensor_index:
             self.not_compared += 1
-        if row.is_output and cosine_flags(row.cosine, self.threshold) and row.op_name not in self._seen:
+        diverges = self.rule.diverges(row.cosine, row.metric("RelativeEuclideanDistance"),
+                                      row.npu_nonfinite)
+        if row.is_output and diverges and row.op_name not in self._seen:
             self._seen.add(row.op_name)
             self.flagged_ops.append(row.op_name)
 
@@ -53,8 +53,7 @@ class Summary:
         return OneLineText(Text.assemble(
             (one_line(self.label), "title"),
             f": {self.compared} tensors compared, {self.not_compared} not compared, ",
-            (f"{flagged} op(s) with output cosine <= {self.threshold:g}",
-             "cos.bad" if flagged else "cos.good"),
+            (f"{flagged} op(s) flagged ({self.rule.describe()})", "cos.bad" if flagged else "cos.good"),
             " -> ", (one_line(str(self.path)), "path")))
 
 
@@ -121,11 +120,11 @@ def _csv_path(directory: Path, when: datetime, tag: str | None) -> Path:
     return directory / result_path(directory, when, tag).name
 
 
-def _write(plan, path: Path, metrics, workers: int, threshold: float, display) -> Summary:
+def _write(plan, path: Path, metrics, workers: int, rule, display) -> Summary:
     from ..compare.api import run_comparison
     from ..compare.result_csv import ResultWriter
 
-    summary = Summary(plan.label, path, threshold)
+    summary = Summary(plan.label, path, rule)
     progress = display.track(plan.label, len(plan.tasks)) if display else None
     with ResultWriter(path, golden_address=plan.npu_vs_npu) as writer:
         for row in run_comparison(plan, metrics, workers, progress):
@@ -154,10 +153,11 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
                    output: str | None = None, show_progress: bool = True) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
-    Status FLAGGED when any op's output cosine is <= the configured threshold, else OK; the
+    Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the
     CSVs written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps,
     bad -lt/-rt, unknown metric or graph).
     """
+    from ..compare.divergence import FlagRule
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
 
@@ -171,7 +171,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
         with CompareProgress(context.console, enabled=show_progress) as display:
             for plan, tag in zip(plans, _csv_tags(plans)):
                 summaries.append(_write(plan, _csv_path(directory, when, tag), metrics,
-                                        config.worker_count, config.cosine_threshold, display))
+                                        config.worker_count, FlagRule.from_config(config), display))
     except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
         if created:
             _remove_if_empty(directory)
@@ -217,4 +217,5 @@ COMMAND = Command(
         "against an npy dir or another NPU dump dir (by op name, tensors by kind and index), or "
         "npy dir against npy dir. One CSV per device/sub-graph/step in "
         "temp/vector_compare/{YYYYmmddHHMMSS}/, written as results stream in. Prints one line per "
-        "CSV; exit status 1 when any op's output cosine is <= COSINE_THRESHOLD."))
+        "CSV; exit status 1 when an op is flagged: an output cosine <= COSINE_THRESHOLD, a "
+        "RelativeEuclideanDistance >= RED_THRESHOLD, or NaN/Inf on the NPU."))

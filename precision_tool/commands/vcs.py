@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..compare.divergence import analyse
+from ..compare.divergence import FlagRule, analyse
 from ..compare.result_csv import latest_result_dir, read_result_csv
 from ..context import Context
 from ..errors import PrecisionToolError
@@ -29,6 +29,17 @@ def cosine_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not -1.0 <= value <= 1.0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"{text} is not a cosine between -1 and 1")
+    return value
+
+
+def red_arg(text: str) -> float:
+    """An argparse type: a RelativeEuclideanDistance threshold, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} is not a distance (0 or more)")
     return value
 
 
@@ -50,6 +61,9 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
                         help="flag ops with an output cosine <= COS; defaults to the config's "
                              "threshold (0.98)")
+    parser.add_argument("--red", type=red_arg, metavar="RED",
+                        help="also flag ops with an output RelativeEuclideanDistance >= RED; defaults "
+                             "to RED_THRESHOLD, else the RED that goes with COS (0.2 at 0.98)")
     parser.add_argument("-l", "--limit", type=limit_arg, metavar="LIMIT",
                         help="list at most LIMIT flagged ops, 0 for all; defaults to the config's "
                              "vcs limit (3)")
@@ -98,7 +112,7 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     return sorted(p for p in newest.glob("*.csv") if p.is_file())
 
 
-def summarise(paths: list[Path], threshold: float, limit: int) -> CommandResult:
+def summarise(paths: list[Path], rule: FlagRule, limit: int) -> CommandResult:
     """The summary of each CSV of ``paths``; FLAGGED when any op is flagged, ERROR when a CSV
     cannot be read (the others are still summarised). A single CSV that cannot be read raises
     PrecisionToolError: the one error line then goes where errors go (stderr one-shot)."""
@@ -115,30 +129,33 @@ def summarise(paths: list[Path], threshold: float, limit: int) -> CommandResult:
             renderables.append(OneLine(f"error: {exc}"))
             status = max(status, ExitStatus.ERROR)
             continue
-        divergence = analyse(rows, threshold)
+        divergence = analyse(rows, rule)
         renderables.append(render_summary(path.name, divergence, limit))
         if divergence.flagged:
             status = max(status, ExitStatus.FLAGGED)
     return CommandResult(renderables, ExitStatus(status))
 
 
-def settings(args, context: Context) -> tuple[float, int]:
-    """(threshold, limit) from ``-c``/``-l``, the config's defaults where not given."""
-    threshold = context.config.cosine_threshold if getattr(args, "cosine", None) is None else args.cosine
+def settings(args, context: Context) -> tuple[FlagRule, int]:
+    """(flag rule, limit) from ``-c``/``--red``/``-l``, the config where not given."""
+    rule = FlagRule.from_config(context.config, getattr(args, "cosine", None))
+    if getattr(args, "red", None) is not None:
+        rule = FlagRule(rule.cosine, args.red)
     limit = context.config.vcs_limit if args.limit is None else args.limit
-    return threshold, limit
+    return rule, limit
 
 
 def run(args, context: Context) -> CommandResult:
     """Summarise the result named by ``-f`` (default: the newest) at ``-c``, listing ``-l`` ops."""
-    threshold, limit = settings(args, context)
-    return summarise(result_sources(args.file, context), threshold, limit)
+    rule, limit = settings(args, context)
+    return summarise(result_sources(args.file, context), rule, limit)
 
 
 COMMAND = Command(
     name="vcs", summary="summary of a comparison result: flagged ops and the first that introduces the error",
     add_arguments=_add_arguments, run=run,
     completions={"-f": "path", "--file": "path"},
-    description="List, in execution order, the ops whose output cosine is <= COS with the cosine of "
-                "every input and output, and name the first operator that introduces the error "
-                "(its inputs match, its output does not). Exit status 1 when ops are flagged.")
+    description="List, in execution order, the flagged ops (an output cosine <= COS, an output "
+                "RelativeEuclideanDistance >= RED, or NaN/Inf on the NPU) with the cosine of every "
+                "input and output, and name the first operator that introduces the error (its "
+                "inputs match, its output does not). Exit status 1 when ops are flagged.")

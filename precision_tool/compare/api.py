@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..config import Config
-from .divergence import Divergence, OpCosines, analyse
+from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .engine import compare_tasks
 from .metrics import Metric, select_metrics
 from .pairing import DumpSide, NpySide, PairTask
@@ -65,9 +65,10 @@ class ComparisonResult:
         """What the comparison is (``device 0, ge_default_..., step 0``)."""
         return self.comparison.label
 
-    def divergence(self, threshold: float) -> Divergence:
-        """The flagged ops and the first that introduces the error, judged at ``threshold``."""
-        return analyse(self.rows, threshold)
+    def divergence(self, rule: FlagRule | float) -> Divergence:
+        """The flagged ops and the first that introduces the error, judged by ``rule`` (a
+        :class:`~.divergence.FlagRule`, or a cosine threshold)."""
+        return analyse(self.rows, rule)
 
     def write_csv(self, path: str | os.PathLike) -> Path:
         """Write the rows as a msaccucmp-format CSV at ``path``; returns the path."""
@@ -80,13 +81,16 @@ class CompareResult:
 
     Attributes:
         parts: one :class:`ComparisonResult` per comparison, in plan order.
-        threshold: the cosine threshold used when none is given to :meth:`flagged`.
+        rule: the configured flag rule, used when :meth:`flagged` is given no threshold.
         notes: warnings about the pairing (for example: no Build graph, paired by name).
     """
 
     parts: list[ComparisonResult]
-    threshold: float
+    rule: FlagRule
     notes: list[str] = field(default_factory=list)
+
+    def _rule(self, threshold: float | None) -> FlagRule:
+        return self.rule if threshold is None else FlagRule(threshold, self.rule.red)
 
     @property
     def rows(self) -> list[CompareRow]:
@@ -94,16 +98,17 @@ class CompareResult:
         return [row for part in self.parts for row in part.rows]
 
     def flagged(self, threshold: float | None = None) -> list[OpCosines]:
-        """The ops whose output cosine is at or below ``threshold`` (default: the configured one)."""
-        limit = self.threshold if threshold is None else threshold
-        return [op for part in self.parts for op in part.divergence(limit).flagged]
+        """The flagged ops (see :mod:`.divergence`), at the configured cosine threshold or at
+        ``threshold``."""
+        rule = self._rule(threshold)
+        return [op for part in self.parts for op in part.divergence(rule).flagged]
 
     def first_divergence(self, threshold: float | None = None) -> OpCosines | None:
         """The first op that introduces the error (its inputs match, its output does not), in the
         first part that has one; None when no op does."""
-        limit = self.threshold if threshold is None else threshold
+        rule = self._rule(threshold)
         for part in self.parts:
-            found = part.divergence(limit).first_introducer
+            found = part.divergence(rule).first_introducer
             if found is not None:
                 return found
         return None
@@ -174,4 +179,4 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps)
     parts = [ComparisonResult(plan, list(run_comparison(plan, chosen, config.worker_count)))
              for plan in plans]
-    return CompareResult(parts, config.cosine_threshold, [n for p in plans for n in p.notes])
+    return CompareResult(parts, FlagRule.from_config(config), [n for p in plans for n in p.notes])

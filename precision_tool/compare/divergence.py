@@ -3,11 +3,24 @@
 Pure analysis of :class:`~.result.CompareRow` lists (one result CSV, in execution order); the
 ``vcs`` and ``ac`` commands render what it finds.
 
-An op is *flagged* when one of its outputs has a cosine at or below the threshold (a NaN cosine,
-computed or not compared, never flags). A flagged op *introduces* the error when every input with
-a cosine is above the threshold (or it has no compared input); otherwise it *inherits* an error
-already present in one of its inputs. The first op that introduces the error is the one to look
-at first: everything downstream of it is suspect anyway.
+The rule (:class:`FlagRule`), the same for outputs and inputs: a tensor *diverges* when
+
+* its cosine is at or below the cosine threshold (COSINE_THRESHOLD, 0.98), or
+* its RelativeEuclideanDistance is at or above the RED threshold: cosine cannot see a scale (an
+  output at half the golden's norm has cosine 1 and RED 0.5). With ``r = |x|/|y|``,
+  ``RED^2 = (r - 1)^2 + 2 r (1 - cos)``: when the norms agree (r = 1), RED and cosine say the
+  same thing, ``RED = sqrt(2 (1 - cos))``. So the RED threshold defaults to that value at the
+  cosine threshold (0.2 at 0.98; RED_THRESHOLD sets it): errors that keep the norm are judged
+  exactly as by the cosine alone, and the RED criterion adds only what the cosine is blind to,
+  a norm that is off; or
+* the NPU tensor holds NaN or Inf (see :attr:`~.result.CompareRow.npu_nonfinite`): a NaN
+  cosine cannot be compared with a threshold, but a network that overflows is wrong.
+
+An op is *flagged* when one of its outputs diverges. A flagged op *introduces* the error when
+none of its inputs diverges (or it has no compared input): an op whose output turns non-finite
+while its inputs are finite introduces it too. Otherwise it *inherits* an error already present
+in an input. The first op that introduces the error is the one to look at first: everything
+downstream of it is suspect anyway.
 """
 
 from __future__ import annotations
@@ -17,6 +30,49 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .result import CompareRow
+
+RED = "RelativeEuclideanDistance"
+
+
+def cosine_flags(cosine: float, threshold: float) -> bool:
+    """The cosine part of the rule: at or below ``threshold``; NaN never flags."""
+    return not math.isnan(cosine) and cosine <= threshold
+
+
+def equivalent_red(cosine: float) -> float:
+    """The RelativeEuclideanDistance of an error that keeps the norm, at this cosine."""
+    return math.sqrt(max(2.0 * (1.0 - cosine), 0.0))
+
+
+@dataclass(frozen=True)
+class FlagRule:
+    """When a tensor diverges (module docstring).
+
+    ``red`` None takes :func:`equivalent_red` of the cosine threshold; ``math.inf`` judges by
+    the cosine alone.
+    """
+
+    cosine: float
+    red: float | None = None
+
+    @classmethod
+    def from_config(cls, config, cosine: float | None = None) -> FlagRule:
+        """The configured rule; ``cosine`` overrides the threshold (``vcs -c``)."""
+        return cls(config.cosine_threshold if cosine is None else cosine, config.red_threshold)
+
+    @property
+    def red_threshold(self) -> float:
+        """The RED at or above which a tensor diverges."""
+        return equivalent_red(self.cosine) if self.red is None else self.red
+
+    def diverges(self, cosine: float, red: float = math.nan, nonfinite: bool = False) -> bool:
+        """Whether a tensor with these numbers diverges."""
+        return (cosine_flags(cosine, self.cosine) or nonfinite
+                or (not math.isnan(red) and red >= self.red_threshold))
+
+    def describe(self) -> str:
+        """The rule in words, for counts and summary lines."""
+        return f"output cosine <= {self.cosine:g}, RED >= {self.red_threshold:.3g} or NaN/Inf"
 
 
 @dataclass(frozen=True)
@@ -28,12 +84,16 @@ class TensorCosine:
         slot: the input/output number.
         cosine: CosineSimilarity; NaN when not compared or computed as NaN.
         reason: the row's CompareFailReason (why it was not compared, or a note).
+        red: RelativeEuclideanDistance; NaN when not compared.
+        nonfinite: the NPU tensor holds NaN or Inf.
     """
 
     kind: str
     slot: int
     cosine: float
     reason: str = ""
+    red: float = math.nan
+    nonfinite: bool = False
 
     @property
     def is_nan(self) -> bool:
@@ -43,6 +103,10 @@ class TensorCosine:
     def at_or_below(self, threshold: float) -> bool:
         """True when the cosine is a number at or below ``threshold`` (:func:`cosine_flags`)."""
         return cosine_flags(self.cosine, threshold)
+
+    def diverges(self, rule: FlagRule) -> bool:
+        """True when ``rule`` says this tensor diverges."""
+        return rule.diverges(self.cosine, self.red, self.nonfinite)
 
 
 @dataclass(frozen=True)
@@ -55,7 +119,7 @@ class OpCosines:
         op_type: the NPU op type; empty when the CSV does not say.
         ground_truth: the golden op names (right side), ``*`` when none.
         inputs, outputs: the compared tensors, by slot.
-        threshold: the cosine at or below which an output flags the op.
+        rule: when a tensor diverges.
     """
 
     index: int
@@ -64,7 +128,12 @@ class OpCosines:
     ground_truth: str
     inputs: tuple[TensorCosine, ...]
     outputs: tuple[TensorCosine, ...]
-    threshold: float
+    rule: FlagRule
+
+    @property
+    def threshold(self) -> float:
+        """The cosine threshold of the rule."""
+        return self.rule.cosine
 
     @property
     def has_tensors(self) -> bool:
@@ -73,8 +142,8 @@ class OpCosines:
 
     @property
     def flagged(self) -> bool:
-        """True when an output cosine is at or below the threshold."""
-        return any(t.at_or_below(self.threshold) for t in self.outputs)
+        """True when an output diverges."""
+        return any(t.diverges(self.rule) for t in self.outputs)
 
     @property
     def has_nan_output(self) -> bool:
@@ -83,13 +152,18 @@ class OpCosines:
 
     @property
     def introduces(self) -> bool:
-        """True for a flagged op whose compared inputs are all above the threshold."""
-        return self.flagged and not any(t.at_or_below(self.threshold) for t in self.inputs)
+        """True for a flagged op none of whose compared inputs diverges."""
+        return self.flagged and not any(t.diverges(self.rule) for t in self.inputs)
 
     @property
     def inherits(self) -> bool:
-        """True for a flagged op with an input already at or below the threshold."""
+        """True for a flagged op with an input that already diverges."""
         return self.flagged and not self.introduces
+
+    @property
+    def nonfinite(self) -> bool:
+        """True when an NPU output holds NaN or Inf."""
+        return any(t.nonfinite for t in self.outputs)
 
     @property
     def worst_input(self) -> float | None:
@@ -111,11 +185,6 @@ class OpCosines:
         return (1.0 if worst_in is None else worst_in), worst_out
 
 
-def cosine_flags(cosine: float, threshold: float) -> bool:
-    """The rule: an output cosine at or below ``threshold`` flags its op; NaN never does."""
-    return not math.isnan(cosine) and cosine <= threshold
-
-
 def _lowest(tensors: Iterable[TensorCosine]) -> float | None:
     values = [t.cosine for t in tensors if not t.is_nan]
     return min(values) if values else None
@@ -126,12 +195,17 @@ class Divergence:
     """The verdict on one result: every op, the flagged ones, and the first that introduces.
 
     Attributes:
-        threshold: the cosine threshold used.
+        rule: when a tensor diverges.
         ops: every op of the result in execution order (ops without a dump included).
     """
 
-    threshold: float
+    rule: FlagRule
     ops: tuple[OpCosines, ...]
+
+    @property
+    def threshold(self) -> float:
+        """The cosine threshold of the rule."""
+        return self.rule.cosine
 
     @property
     def dumped(self) -> tuple[OpCosines, ...]:
@@ -150,7 +224,8 @@ class Divergence:
 
     @property
     def unjudged(self) -> tuple[OpCosines, ...]:
-        """Ops not flagged but with an output whose cosine is NaN (shown, never flagged)."""
+        """Ops not flagged but with an output whose cosine is NaN (not compared: shown, never
+        flagged)."""
         return tuple(op for op in self.dumped if op.has_nan_output and not op.flagged)
 
 
@@ -158,7 +233,7 @@ def _tensor(row: CompareRow) -> TensorCosine | None:
     kind, slot = row.kind, row.slot
     if kind is None or slot is None:
         return None
-    return TensorCosine(kind, slot, row.cosine, row.fail_reason)
+    return TensorCosine(kind, slot, row.cosine, row.fail_reason, row.metric(RED), row.npu_nonfinite)
 
 
 def _group(rows: Iterable[CompareRow]) -> dict[tuple[int, str], list[CompareRow]]:
@@ -168,7 +243,7 @@ def _group(rows: Iterable[CompareRow]) -> dict[tuple[int, str], list[CompareRow]
     return groups
 
 
-def _op(key: tuple[int, str], rows: list[CompareRow], threshold: float) -> OpCosines:
+def _op(key: tuple[int, str], rows: list[CompareRow], rule: FlagRule) -> OpCosines:
     tensors = [t for t in map(_tensor, rows) if t is not None]
     by_slot = lambda kind: tuple(sorted((t for t in tensors if t.kind == kind),  # noqa: E731
                                         key=lambda t: t.slot))
@@ -176,14 +251,16 @@ def _op(key: tuple[int, str], rows: list[CompareRow], threshold: float) -> OpCos
     return OpCosines(index=key[0], name=key[1],
                      op_type=next((r.op_type for r in rows if r.op_type), ""),
                      ground_truth=first.ground_truth, inputs=by_slot("input"),
-                     outputs=by_slot("output"), threshold=threshold)
+                     outputs=by_slot("output"), rule=rule)
 
 
-def analyse(rows: Iterable[CompareRow], threshold: float) -> Divergence:
-    """Group ``rows`` by op (Index and NPU name) and judge each op at ``threshold``.
+def analyse(rows: Iterable[CompareRow], rule: FlagRule | float) -> Divergence:
+    """Group ``rows`` by op (Index and NPU name) and judge each op by ``rule``.
 
+    A plain number is the cosine threshold of a rule with the RED threshold that goes with it.
     Ops come out in execution order (by Index; the CSV's order breaks ties).
     """
+    rule = rule if isinstance(rule, FlagRule) else FlagRule(float(rule))
     groups = _group(rows)
     ordered = sorted(groups.items(), key=lambda item: item[0][0])  # stable: ties keep CSV order
-    return Divergence(threshold, tuple(_op(key, group, threshold) for key, group in ordered))
+    return Divergence(rule, tuple(_op(key, group, rule) for key, group in ordered))

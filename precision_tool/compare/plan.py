@@ -186,9 +186,14 @@ class GoldenCounterpart:
 def golden_counterpart(workspace: Workspace, op_name: str, kind: str, index: int) -> GoldenCounterpart | None:
     """What ``vc`` compares tensor ``kind:index`` of NPU op ``op_name`` with, by the one pairing
     rule, through the first Build graph (debug_0 first) that holds the op; None when no graph
-    does or the graph has no such input."""
+    does or the graph has no such input. A graph that cannot be read is passed over (the
+    caller shows the tensor anyway)."""
     for debug in workspace.debug_names():
-        for model in workspace.models(debug):
+        try:
+            models = workspace.models(debug)
+        except PrecisionToolError:
+            continue
+        for model in models:
             for graph in model.graphs:
                 op = graph.find_op(op_name)
                 source = golden_for(graph, op, kind, index) if op is not None else None

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field, replace
 from .metrics import MetricResult
 
 _KINDS = ("input", "output")
+# How a row's CompareFailReason says which side holds NaN/Inf (the engine writes these notes).
+NPU_NONFINITE_NOTE = "The NPU tensor holds"
+GOLDEN_NONFINITE_NOTE = "The golden tensor holds"
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,15 @@ class CompareRow:
     def metric(self, name: str) -> float:
         """The value of metric ``name``; NaN when it was not compared."""
         return self.metrics.get(name, math.nan)
+
+    @property
+    def npu_nonfinite(self) -> bool:
+        """The NPU tensor holds NaN or Inf: the row's note says so, or, in a CSV without such
+        notes (msaccucmp's), the cosine was computed and came out ``nan``."""
+        if NPU_NONFINITE_NOTE in self.fail_reason:
+            return True
+        computed_nan = "CosineSimilarity" in self.metrics and math.isnan(self.cosine)
+        return computed_nan and GOLDEN_NONFINITE_NOTE not in self.fail_reason
 
     @property
     def cosine(self) -> float:

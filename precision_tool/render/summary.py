@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ..compare.divergence import Divergence, OpCosines, TensorCosine, cosine_flags
+from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
 
 
 def format_cosine(value: float) -> str:
@@ -31,14 +31,25 @@ def cosine_style(value: float, threshold: float) -> str:
     return "cos.bad" if cosine_flags(value, threshold) else "cos.good"
 
 
-def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], threshold: float) -> Text:
+def tensor_style(tensor: TensorCosine, rule: FlagRule) -> str:
+    """``cos.bad`` when the tensor diverges by ``rule``, ``cos.nan`` for a NaN cosine that does
+    not, ``cos.good`` otherwise."""
+    if tensor.diverges(rule):
+        return "cos.bad"
+    return "cos.nan" if tensor.is_nan else "cos.good"
+
+
+def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], rule: FlagRule) -> Text:
     line = Text.assemble((f"   {label + ':':<9}", "muted"))
     if not tensors:
         return line.append("none compared", style="muted")
     for i, tensor in enumerate(tensors):
         line.append("  " if i else "")
         line.append(f"{tensor.slot}: ", style="muted")
-        line.append(format_cosine(tensor.cosine), style=cosine_style(tensor.cosine, threshold))
+        line.append(format_cosine(tensor.cosine), style=tensor_style(tensor, rule))
+        if tensor.diverges(rule) and not tensor.at_or_below(rule.cosine):
+            why = "NaN/Inf" if tensor.nonfinite else f"RED {tensor.red:.3g}"
+            line.append(f" ({why})", style="cos.bad")
     return line
 
 
@@ -50,8 +61,8 @@ def _op_lines(number: int, op: OpCosines) -> list[Text]:
     return [head,
             Text.assemble(("   left (NPU):          ", "muted"), op.name),
             Text.assemble(("   right (GroundTruth): ", "muted"), op.ground_truth),
-            _tensor_cells("inputs", op.inputs, op.threshold),
-            _tensor_cells("outputs", op.outputs, op.threshold)]
+            _tensor_cells("inputs", op.inputs, op.rule),
+            _tensor_cells("outputs", op.outputs, op.rule)]
 
 
 def first_introducer_line(divergence: Divergence) -> Text | None:
@@ -64,20 +75,36 @@ def first_introducer_line(divergence: Divergence) -> Text | None:
     if op is None:
         return Text.assemble(
             "first operator that introduces the error: none found; every flagged op has an input "
-            f"already at or below {format_threshold(divergence.threshold)}, so look upstream of ",
+            "that already diverges, so look upstream of ",
             (flagged[0].name, "op.name"), style="warn")
-    before, after = op.cosine_drop
     return Text.assemble(("first operator that introduces the error: ", "title"), (op.name, "op.name"),
-                         " (", (op.op_type or "?", "op.type"), "), cosine ",
-                         (format_cosine(before), cosine_style(before, divergence.threshold)), " -> ",
-                         (format_cosine(after), cosine_style(after, divergence.threshold)))
+                         " (", (op.op_type or "?", "op.type"), "), ", _drop_text(op, divergence.threshold))
+
+
+def _drop_text(op: OpCosines, threshold: float) -> Text:
+    """How the op's output diverges: the cosine from its worst input to its worst output, and
+    what else the rule saw (a RED beyond the threshold, NaN/Inf)."""
+    drop = op.cosine_drop
+    text = Text()
+    if drop is not None:
+        before, after = drop
+        text.append("cosine ")
+        text.append(format_cosine(before), cosine_style(before, threshold))
+        text.append(" -> ")
+        text.append(format_cosine(after), cosine_style(after, threshold))
+    extra = [f"RED {t.red:.3g}" for t in op.outputs
+             if not t.nonfinite and t.diverges(op.rule) and not t.at_or_below(op.rule.cosine)]
+    if op.nonfinite:
+        extra.append("the NPU output holds NaN/Inf")
+    if extra:
+        text.append((", " if drop is not None else "") + ", ".join(extra), style="cos.bad")
+    return text
 
 
 def _count_lines(divergence: Divergence) -> list[Text]:
-    threshold = format_threshold(divergence.threshold)
     flagged, dumped = len(divergence.flagged), len(divergence.dumped)
     style = "cos.bad" if flagged else "cos.good"
-    lines = [Text(f"flagged: {flagged} of {dumped} ops (output cosine <= {threshold})", style=style)]
+    lines = [Text(f"flagged: {flagged} of {dumped} ops ({divergence.rule.describe()})", style=style)]
     unjudged = divergence.unjudged
     if unjudged:
         names = ", ".join(op.name for op in unjudged[:5]) + (", ..." if len(unjudged) > 5 else "")
@@ -94,8 +121,7 @@ def render_summary(title: str, divergence: Divergence, limit: int) -> Panel:
     if not divergence.dumped:
         lines.append(Text("no compared tensors in this result", style="warn"))
     elif not flagged:
-        lines.append(Text(f"no op has an output cosine <= {format_threshold(divergence.threshold)}",
-                          style="cos.good"))
+        lines.append(Text(f"no op is flagged ({divergence.rule.describe()})", style="cos.good"))
     for number, op in enumerate(shown, 1):
         lines.extend(_op_lines(number, op))
     if len(shown) < len(flagged):

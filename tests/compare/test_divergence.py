@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from precision_tool.compare.divergence import analyse
+from precision_tool.compare.divergence import FlagRule, analyse
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import read_result_csv
 from tests.conftest import FIXTURES, require_shared
@@ -54,14 +54,19 @@ def test_an_independent_second_error_also_introduces_but_the_first_is_named():
     assert result.first_introducer.cosine_drop == (1.0, 0.9)
 
 
-def test_nan_inputs_are_ignored_when_judging():
+def test_not_compared_inputs_are_ignored_and_nonfinite_ones_are_inherited():
     rows = [row(1, "a", "input", 0, None, reason="no ground truth dump file for a:input:0"),
             row(1, "a", "input", 1, 1.0), row(1, "a", "output", 0, 0.3),
-            row(2, "b", "input", 0, math.nan), row(2, "b", "output", 0, 0.2)]
-    a, b = analyse(rows, T).flagged
+            row(2, "b", "input", 0, math.nan, reason="The golden tensor holds 1 NaN."),
+            row(2, "b", "output", 0, 0.2),
+            row(3, "c", "input", 0, math.nan), row(3, "c", "output", 0, 0.2)]
+    a, b, c = analyse(rows, T).flagged
     assert a.introduces and a.worst_input == 1.0 and a.cosine_drop == (1.0, 0.3)
     assert a.inputs[0].is_nan and a.inputs[0].reason.startswith("no ground truth")
+    # a NaN only the golden holds says nothing against the NPU input
     assert b.introduces and b.worst_input is None and b.cosine_drop == (1.0, 0.2)
+    # a computed nan cosine without a note (msaccucmp's CSV): the NPU input is non-finite
+    assert c.inherits
 
 
 def test_an_op_without_inputs_introduces_from_one():
@@ -80,14 +85,62 @@ def test_multiple_outputs_flag_on_any_and_the_worst_is_the_drop():
     assert op.cosine_drop == (1.0, 0.97)
 
 
-def test_nan_outputs_never_flag_but_are_reported_as_unjudged():
+def test_not_compared_outputs_never_flag_but_are_reported_as_unjudged():
     rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, None),
-            row(2, "b", "output", 0, math.nan), row(2, "b", "output", 1, 1.0),
-            row(3, "c", "output", 0, 1.0)]
+            row(2, "b", "output", 0, math.nan, reason="The golden tensor holds 2 Inf."),
+            row(2, "b", "output", 1, 1.0), row(3, "c", "output", 0, 1.0)]
     result = analyse(rows, T)
     assert result.flagged == () and result.first_introducer is None
     assert names(result.unjudged) == ["a", "b"]
     assert result.ops[0].cosine_drop is None
+
+
+def test_an_output_turning_nonfinite_from_finite_inputs_introduces_the_error():
+    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 1.0),
+            row(2, "exp", "input", 0, 1.0),
+            row(2, "exp", "output", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
+            row(3, "next", "input", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
+            row(3, "next", "output", 0, math.nan, reason="The NPU tensor holds 3 NaN.")]
+    result = analyse(rows, T)
+    assert names(result.flagged) == ["exp", "next"]
+    assert result.first_introducer.name == "exp" and result.flagged[0].nonfinite
+    assert result.flagged[1].inherits
+    assert result.unjudged == ()
+
+
+def test_cosine_is_blind_to_scale_but_red_is_not():
+    half = {"CosineSimilarity": 1.0, "RelativeEuclideanDistance": 0.5}
+    fine = {"CosineSimilarity": 1.0, "RelativeEuclideanDistance": 0.001}
+    rows = [CompareRow(1, "Mul", "scale", "float16", None, "tf/scale", "float32", f"scale:{kind}:0",
+                       (4,), metrics=metrics)
+            for kind, metrics in (("input", fine), ("output", half))]
+    rows += [CompareRow(2, "Relu", "after", "float16", None, "tf/after", "float32", f"after:{kind}:0",
+                        (4,), metrics=half) for kind in ("input", "output")]
+    assert analyse(rows, FlagRule(T, red=math.inf)).flagged == ()  # the cosine alone sees nothing
+    combined = analyse(rows, T)
+    assert names(combined.flagged) == ["scale", "after"]
+    assert combined.first_introducer.name == "scale" and combined.flagged[1].inherits
+    assert not analyse(rows, FlagRule(T, red=0.6)).flagged
+    rule = FlagRule(T)
+    assert rule.red_threshold == pytest.approx(0.2)
+    assert rule.diverges(0.5) and rule.diverges(1.0, 0.21) and not rule.diverges(1.0, 0.19)
+    assert rule.diverges(math.nan, math.nan, nonfinite=True) and not rule.diverges(math.nan)
+
+
+@pytest.mark.parametrize("cosine", [0.5, 0.9, 0.98, 0.999])
+def test_errors_that_keep_the_norm_are_judged_as_by_the_cosine_alone(cosine):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    y = rng.standard_normal(1000)
+    noise = rng.standard_normal(1000)
+    noise -= noise @ y / (y @ y) * y  # perpendicular to y
+    for target in (cosine - 0.01, cosine + 0.005):
+        angle = math.acos(min(target, 1.0))
+        x = math.cos(angle) * y + math.sin(angle) * noise * (np.linalg.norm(y) / np.linalg.norm(noise))
+        cos = float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
+        red = float(np.linalg.norm(x - y) / np.linalg.norm(y))
+        assert FlagRule(cosine).diverges(cos, red) == (cos <= cosine)
 
 
 def test_the_threshold_is_inclusive():
