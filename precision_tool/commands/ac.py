@@ -6,6 +6,7 @@ looked for and where when that data is absent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +20,16 @@ from ..checks.overflow import check_overflow
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..render.checks import render_casts, render_fusion, render_graph_diff
+from ..render.conclusion import (
+    casts_line,
+    comparison_lines,
+    conclusion_panel,
+    fusion_line,
+    graph_diff_line,
+    overflow_line,
+)
+from ..render.json_out import SCHEMA_VERSION, dumps, plain, summary_json
+from ..render.lines import RawLines
 from ..render.overflow import render_overflow
 from ..status import ExitStatus
 from . import vc, vcs
@@ -31,67 +42,147 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-l", "--limit", type=vcs.limit_arg, metavar="N",
                         help="list at most N flagged ops and overflow files, 0 for all; "
                              "defaults to the config's vcs limit (3)")
+    parser.add_argument("--json", action="store_true",
+                        help="print what was found as one JSON document (see the README)")
 
 
-def _summary(paths: list[Path] | None, limit: int, context: Context) -> CommandResult:
-    """The vcs summary of ``paths`` (None: the newest result); a missing result is one line."""
+@dataclass(frozen=True)
+class Check:
+    """One of ac's checks: how to run it, render it, say it in one line, and judge it."""
+
+    name: str  # the key in --json
+    title: str  # how its error line starts
+    run: Callable[[Context, int], object]
+    render: Callable[[object], object]
+    line: Callable[[object], Text]
+    flags: Callable[[object], bool]  # overflow and dangerous casts count as suspicious
+
+
+CHECKS = (
+    Check("overflow", "overflow check", check_overflow, render_overflow, overflow_line, lambda r: r.flagged),
+    Check("fusion", "fusion check", lambda c, _: check_fusion(c), render_fusion, fusion_line,
+          lambda r: False),
+    Check("casts", "cast check", lambda c, _: check_casts(c), render_casts, casts_line,
+          lambda r: r.found),
+    Check("graph_similarity", "graph similarity", lambda c, _: check_graph_diff(c), render_graph_diff,
+          graph_diff_line, lambda r: False),
+)
+
+
+@dataclass
+class AutoCheck:
+    """Everything ``ac`` found, before it is rendered."""
+
+    comparison: CommandResult | None = None  # vc's result with -c
+    comparison_error: str = ""
+    summaries: vcs.Summaries | None = None
+    summary_error: str = ""
+    checks: list[tuple[Check, object | None, str]] = field(default_factory=list)  # (check, result, error)
+
+    @property
+    def status(self) -> ExitStatus:
+        """The worst of the parts."""
+        statuses = [ExitStatus.ERROR if self.comparison_error or self.summary_error else ExitStatus.OK]
+        if self.summaries is not None:
+            statuses.append(self.summaries.status)
+        for check, result, error in self.checks:
+            statuses.append(ExitStatus.ERROR if error else
+                            ExitStatus.FLAGGED if check.flags(result) else ExitStatus.OK)
+        return ExitStatus(max(statuses))
+
+
+def _compare(context: Context, found: AutoCheck, quiet: bool) -> list[Path] | None:
+    try:
+        found.comparison = vc.vector_compare(context, show_progress=not quiet)
+    except PrecisionToolError as exc:
+        found.comparison_error = str(exc)
+        return None
+    return list(found.comparison.files)
+
+
+def _summarise(context: Context, found: AutoCheck, paths: list[Path] | None) -> None:
     try:
         sources = paths or vcs.result_sources(None, context)
+        found.summaries = vcs.analyse_results(sources, FlagRule.from_config(context.config))
     except PrecisionToolError as exc:
-        return CommandResult([Text(f"error: {exc}", style="error")], ExitStatus.ERROR)
-    return vcs.summarise(sources, FlagRule.from_config(context.config), limit)
+        found.summary_error = str(exc)
 
 
-def _check(name: str, check: Callable[[], object], render, flags: Callable[[object], bool]) -> CommandResult:
-    """One check as a CommandResult: its panel, FLAGGED when ``flags`` says so, one error line when
-    its data cannot be read (the other checks still run)."""
-    try:
-        result = check()
-    except PrecisionToolError as exc:
-        return CommandResult([Text(f"{name}: error: {exc}", style="error")], ExitStatus.ERROR)
-    return CommandResult([render(result)], ExitStatus.FLAGGED if flags(result) else ExitStatus.OK)
+def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False) -> AutoCheck:
+    """Run ``ac``: with ``compare`` a vc first, then the summary of its result (else of the newest
+    result), then every check; a part that fails is kept as its error and the rest still run."""
+    found = AutoCheck()
+    paths = _compare(context, found, quiet) if compare else None
+    if not found.comparison_error:  # after a failed comparison an older result would mislead
+        _summarise(context, found, paths)
+    for check in CHECKS:
+        try:
+            found.checks.append((check, check.run(context, limit), ""))
+        except PrecisionToolError as exc:
+            found.checks.append((check, None, str(exc)))
+    return found
 
 
-def _checks(context: Context, limit: int) -> list[CommandResult]:
-    """Overflow and dangerous casts count as suspicious; fusion and graph differences inform."""
-    return [
-        _check("overflow check", lambda: check_overflow(context, limit), render_overflow,
-               lambda r: r.flagged),
-        _check("fusion check", lambda: check_fusion(context), render_fusion, lambda r: False),
-        _check("cast check", lambda: check_casts(context), render_casts, lambda r: r.found),
-        _check("graph similarity", lambda: check_graph_diff(context), render_graph_diff, lambda r: False),
-    ]
+def _conclusion(found: AutoCheck) -> list[Text]:
+    lines: list[Text] = []
+    if found.comparison_error:
+        lines.append(Text(f"comparison: error: {found.comparison_error}", style="error"))
+    if found.summary_error:
+        lines.append(Text(f"comparison: {found.summary_error}", style="error"))
+    if found.summaries is not None:
+        lines += comparison_lines([d for _, d in found.summaries.results])
+    for check, result, error in found.checks:
+        lines.append(Text(f"{check.title}: error: {error}", style="error") if error else check.line(result))
+    return lines
+
+
+def render_text(found: AutoCheck, limit: int) -> list:
+    """The details in order (vc, the summary, each check's panel), then the conclusion."""
+    out: list = list(found.comparison.renderables) if found.comparison else []
+    if found.comparison_error:
+        out.append(Text(f"error: vc: {found.comparison_error}", style="error"))
+    if found.summary_error:
+        out.append(Text(f"error: {found.summary_error}", style="error"))
+    if found.summaries is not None:
+        out += vcs.render_summaries(found.summaries, limit)
+    for check, result, error in found.checks:
+        out.append(Text(f"{check.title}: error: {error}", style="error") if error
+                   else check.render(result))
+    return out + [conclusion_panel(_conclusion(found))]
+
+
+def render_json(found: AutoCheck) -> RawLines:
+    """The ``ac --json`` document (README, "JSON output")."""
+    comparison = None
+    if found.comparison is not None or found.comparison_error:
+        files = [str(p) for p in found.comparison.files] if found.comparison else []
+        comparison = {"csvs": files, "error": found.comparison_error or None}
+    summary = (summary_json(found.summaries.results, found.summaries.errors)
+               if found.summaries is not None else {"error": found.summary_error or None})
+    checks = {check.name: plain(result) if not error else {"error": error}
+              for check, result, error in found.checks}
+    return RawLines(dumps({"schema": SCHEMA_VERSION, "status": int(found.status),
+                           "comparison": comparison, "summary": summary, "checks": checks}))
 
 
 def run(args, context: Context) -> CommandResult:
     """With ``-c`` run ``vc`` and summarise what it wrote, else summarise the newest result; then
-    the four checks. The status is the worst of the parts."""
+    the four checks, and a conclusion. The status is the worst of the parts."""
     _, limit = vcs.settings(args, context)
-    parts: list[CommandResult] = []
-    paths: list[Path] | None = None
-    if args.compare:
-        try:
-            compared = vc.vector_compare(context)
-        except PrecisionToolError as exc:
-            compared = CommandResult([Text(f"error: vc: {exc}", style="error")], ExitStatus.ERROR)
-        parts.append(compared)
-        paths = list(compared.files) or None  # the CSVs vc wrote
-    failed = args.compare and parts[0].status == ExitStatus.ERROR and paths is None
-    if not failed:  # after a failed comparison an older result would mislead
-        parts.append(_summary(paths, limit, context))
-    parts.extend(_checks(context, limit))
-    return CommandResult(renderables=[r for part in parts for r in part.renderables],
-                         status=ExitStatus(max(part.status for part in parts)),
-                         files=[f for part in parts for f in part.files])
+    found = auto_check(context, args.compare, limit, quiet=args.json)
+    renderables = [render_json(found)] if args.json else render_text(found, limit)
+    files = list(found.comparison.files) if found.comparison else []
+    return CommandResult(renderables, found.status, files)
 
 
 COMMAND = Command(
     name="ac", summary="auto check: -c compares the network (vc); summary, overflow, fusion, casts, graph diff",
     add_arguments=_add_arguments, run=run,
     description="Auto check. With -c, first compare the whole network (vc); then summarise the "
-                "result (the flagged ops and the first operator that introduces the error), and "
-                "run the overflow check (overflow/dump Opdebug files, and NPU tensors holding "
-                "Inf/NaN where their golden does not), the fusion check (fusion_result.json), the "
+                "result (the flagged ops and the first operator that introduces the error), run "
+                "the overflow check (overflow/dump Opdebug files, and NPU tensors holding Inf/NaN "
+                "where their golden does not), the fusion check (fusion_result.json), the "
                 "dangerous-cast check (DANGEROUS_CASTS in the Build graph) and the debug_0 vs "
-                "debug_1 graph similarity. Exit status 1 when ops are flagged, an overflow is "
-                "found or a dangerous cast exists.")
+                "debug_1 graph similarity, and end with one line per part, the root cause first "
+                "(--json: one JSON document instead). Exit status 1 when ops are flagged, an "
+                "overflow is found or a dangerous cast exists.")

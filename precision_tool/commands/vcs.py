@@ -7,15 +7,17 @@ default the newest ``temp/vector_compare/{stamp}`` directory; each CSV is summar
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.text import Text
 
-from ..compare.divergence import FlagRule, analyse
+from ..compare.divergence import Divergence, FlagRule, analyse
 from ..compare.result_csv import latest_result_dir, read_result_csv
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..render.lines import OneLine
+from ..render.json_out import dumps, summary_json
+from ..render.lines import OneLine, RawLines
 from ..render.summary import render_summary
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
@@ -67,6 +69,8 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-l", "--limit", type=limit_arg, metavar="LIMIT",
                         help="list at most LIMIT flagged ops, 0 for all; defaults to the config's "
                              "vcs limit (3)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the verdict as JSON (every flagged op; see the README)")
 
 
 def _newest_subdir_with_csv(directory: Path) -> Path | None:
@@ -112,28 +116,54 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     return sorted(p for p in newest.glob("*.csv") if p.is_file())
 
 
-def summarise(paths: list[Path], rule: FlagRule, limit: int) -> CommandResult:
-    """The summary of each CSV of ``paths``; FLAGGED when any op is flagged, ERROR when a CSV
-    cannot be read (the others are still summarised). A single CSV that cannot be read raises
-    PrecisionToolError: the one error line then goes where errors go (stderr one-shot)."""
-    renderables: list = []
-    status = ExitStatus.OK
-    if paths:
-        renderables.append(Text(f"result: {paths[0].parent}", style="muted"))
+@dataclass
+class Summaries:
+    """The verdict on each CSV read, and the errors of those that could not be read."""
+
+    results: list[tuple[Path, Divergence]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> ExitStatus:
+        """ERROR when a CSV could not be read, else FLAGGED when an op is flagged, else OK."""
+        if self.errors:
+            return ExitStatus.ERROR
+        return ExitStatus.FLAGGED if any(d.flagged for _, d in self.results) else ExitStatus.OK
+
+
+def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
+    """Read and judge each CSV of ``paths``. A single CSV that cannot be read raises
+    PrecisionToolError (its one error line then goes where errors go); with several, the
+    others are still judged and the error is kept."""
+    found = Summaries()
     for path in paths:
         try:
             rows = read_result_csv(path)
         except PrecisionToolError as exc:
             if len(paths) == 1:
                 raise
-            renderables.append(OneLine(f"error: {exc}"))
-            status = max(status, ExitStatus.ERROR)
+            found.errors.append(str(exc))
             continue
-        divergence = analyse(rows, rule)
-        renderables.append(render_summary(path.name, divergence, limit))
-        if divergence.flagged:
-            status = max(status, ExitStatus.FLAGGED)
-    return CommandResult(renderables, ExitStatus(status))
+        found.results.append((path, analyse(rows, rule)))
+    return found
+
+
+def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> list:
+    """The renderables of :func:`analyse_results`' verdicts: panels, or one JSON document."""
+    if as_json:
+        return [RawLines(dumps(summary_json(found.results, found.errors)))]
+    renderables: list = []
+    if found.results:
+        renderables.append(Text(f"result: {found.results[0][0].parent}", style="muted"))
+    renderables += [OneLine(f"error: {error}") for error in found.errors]
+    renderables += [render_summary(path.name, divergence, limit) for path, divergence in found.results]
+    return renderables
+
+
+def summarise(paths: list[Path], rule: FlagRule, limit: int, as_json: bool = False) -> CommandResult:
+    """The summary of each CSV of ``paths`` (see :func:`analyse_results`), as text or JSON."""
+    found = analyse_results(paths, rule)
+    return CommandResult(render_summaries(found, limit, as_json), found.status)
 
 
 def settings(args, context: Context) -> tuple[FlagRule, int]:
@@ -148,7 +178,7 @@ def settings(args, context: Context) -> tuple[FlagRule, int]:
 def run(args, context: Context) -> CommandResult:
     """Summarise the result named by ``-f`` (default: the newest) at ``-c``, listing ``-l`` ops."""
     rule, limit = settings(args, context)
-    return summarise(result_sources(args.file, context), rule, limit)
+    return summarise(result_sources(args.file, context), rule, limit, as_json=args.json)
 
 
 COMMAND = Command(

@@ -32,6 +32,7 @@ from typing import Iterable
 from .result import CompareRow
 
 RED = "RelativeEuclideanDistance"
+NEAR_MARGIN = 0.02  # "close to the threshold": within this much above it
 
 
 def cosine_flags(cosine: float, threshold: float) -> bool:
@@ -221,6 +222,18 @@ class Divergence:
     def first_introducer(self) -> OpCosines | None:
         """The first flagged op that introduces the error; None when no flagged op does."""
         return next((op for op in self.ops if op.introduces), None)
+
+    @property
+    def lowest_output(self) -> OpCosines | None:
+        """The op with the lowest output cosine (the first of equals); None without cosines."""
+        judged = [op for op in self.ops if op.worst_output is not None]
+        return min(judged, key=lambda op: op.worst_output, default=None)
+
+    def near_threshold(self, margin: float = NEAR_MARGIN) -> tuple[OpCosines, ...]:
+        """Ops not flagged whose lowest output cosine is within ``margin`` above the threshold:
+        the ones a slightly stricter threshold would flag."""
+        return tuple(op for op in self.dumped if not op.flagged and op.worst_output is not None
+                     and op.worst_output - self.threshold <= margin)
 
     @property
     def unjudged(self) -> tuple[OpCosines, ...]:

@@ -48,3 +48,19 @@ class OneLineText:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.text.render(console, end="\n")
+
+
+class RawLines:
+    """Text printed exactly as given, line by line, never wrapped, styled or cropped: JSON
+    for scripts, which must parse whatever the console width."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.text.splitlines():
+            yield Segment(line)
+            yield Segment.line()

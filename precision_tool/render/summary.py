@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
+from ..compare.divergence import NEAR_MARGIN, Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
 
 
 def format_cosine(value: float) -> str:
@@ -105,6 +105,19 @@ def _count_lines(divergence: Divergence) -> list[Text]:
     flagged, dumped = len(divergence.flagged), len(divergence.dumped)
     style = "cos.bad" if flagged else "cos.good"
     lines = [Text(f"flagged: {flagged} of {dumped} ops ({divergence.rule.describe()})", style=style)]
+    lowest = divergence.lowest_output
+    if lowest is not None:
+        near = divergence.near_threshold()
+        line = Text.assemble(("lowest output cosine: ", "muted"),
+                             (format_cosine(lowest.worst_output), cosine_style(lowest.worst_output,
+                                                                                divergence.threshold)),
+                             " at ", (lowest.name, "op.name"))
+        line.append(f"; {len(near)} op(s) not flagged within {NEAR_MARGIN:g} above "
+                    f"{format_threshold(divergence.threshold)}", style="warn" if near else "muted")
+        if near:
+            line.append(": " + ", ".join(op.name for op in near[:3]) + (", ..." if len(near) > 3 else ""),
+                        style="warn")
+        lines.append(line)
     unjudged = divergence.unjudged
     if unjudged:
         names = ", ".join(op.name for op in unjudged[:5]) + (", ..." if len(unjudged) > 5 else "")

@@ -36,7 +36,7 @@ def ac_text(root, line: str, **settings):
 
 def install_fake_vc(monkeypatch, run) -> None:
     """Make ``ac -c`` run ``run(args, context)`` as its vc."""
-    monkeypatch.setattr(ac.vc, "vector_compare", lambda context: run(None, context))
+    monkeypatch.setattr(ac.vc, "vector_compare", lambda context, **_: run(None, context))
 
 
 def assert_checks_reported(text: str) -> None:

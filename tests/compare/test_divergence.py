@@ -195,3 +195,15 @@ def test_reference_csv_of_msaccucmp():
     assert first.cosine_drop == pytest.approx((1.0, 0.505089))
     assert all(op.inherits for op in result.flagged[1:])
     assert len(result.dumped) == 13 and len(result.ops) == 25
+
+
+def test_lowest_output_and_ops_close_to_the_threshold():
+    rows = [row(1, "a", "output", 0, 0.995), row(2, "b", "output", 0, 0.9576),
+            row(3, "c", "output", 0, 0.999999), row(4, "d", "output", 0, None)]
+    result = analyse(rows, FlagRule(0.9, red=math.inf))
+    assert result.flagged == ()
+    assert result.lowest_output.name == "b"
+    assert names(result.near_threshold()) == []  # 0.9576 is 0.0576 above 0.9
+    assert names(analyse(rows, FlagRule(0.95, red=math.inf)).near_threshold()) == ["b"]
+    assert names(analyse(rows, FlagRule(0.98, red=math.inf)).near_threshold()) == ["a", "c"]
+    assert analyse([], 0.9).lowest_output is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import struct
 import subprocess
 import sys
 import time
@@ -42,9 +43,9 @@ def _take_terminal() -> None:  # in the child, after setsid: the pty becomes its
 class Terminal:
     """A child process on a pty: ``send`` keys, ``expect`` text on the screen (escapes removed)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd, rows: int = 40, cols: int = 120) -> None:
         self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, b"\x00\x28\x00\x78\x00\x00\x00\x00")  # 40 x 120
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                                         start_new_session=True, preexec_fn=_take_terminal)
         os.close(slave)
@@ -183,3 +184,19 @@ def test_a_whole_session_with_every_command(terminal, sample_data):
     terminal.send("quit\r")
     assert terminal.wait() == 0
     assert list((sample_data / "temp/op_graph").glob("*.gv"))
+
+
+def test_the_last_screen_of_ac_names_the_first_introducer(sample_data, tmp_path):
+    """On an 80 x 24 terminal, whatever scrolled away, the conclusion is the last screen."""
+    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(sample_data), "ac", "-c"],
+                    tool_env(tmp_path), cwd=tmp_path, rows=24, cols=80)
+    try:
+        status = term.wait(timeout=60)
+    finally:
+        term.close()
+    lines = term.screen.rstrip("\n").split("\n")
+    assert len(lines) > 60  # the details did scroll away
+    last_screen = "\n".join(lines[-24:])
+    assert "first operator that introduces the error" in last_screen
+    assert "resnet/conv2/Conv2D" in last_screen and "conclusion" in last_screen
+    assert status == 1

@@ -1,0 +1,83 @@
+"""``vcs`` and ``ac`` through the real command line: the verdict when nothing is flagged, and
+``--json``: parseable, complete, stable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PLANTED = "resnet/conv2/Conv2D"
+
+
+def _tool(data_root, *args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
+    env["COLUMNS"] = "40"  # a narrow terminal must not break the JSON
+    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(data_root), *args],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=data_root.parent)
+
+
+@pytest.fixture
+def compared(sample_data):
+    assert _tool(sample_data, "vc").returncode == 1
+    return sample_data
+
+
+def test_vcs_json_names_the_flagged_ops_and_the_first_introducer(compared):
+    done = _tool(compared, "vcs", "--json", "-l", "1")
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["schema"] == 1 and doc["errors"] == []
+    (result,) = doc["results"]
+    assert result["rule"]["cosine"] == 0.98 and result["rule"]["red"] == pytest.approx(0.2)
+    first = result["first_introducer"]
+    assert first["op"] == PLANTED and first["introduces"] and first["type"] == "Conv2D"
+    assert all(t["cosine"] > 0.98 for t in first["inputs"])
+    assert first["outputs"][0]["cosine"] < 0.5 and first["outputs"][0]["diverges"]
+    flagged = [op["op"] for op in result["flagged"]]
+    assert flagged[0] == PLANTED and len(flagged) > 1  # -l limits the text only
+    assert result["lowest_output"]["op"] == PLANTED
+    assert result["csv"].endswith(".csv")
+
+
+def test_vcs_json_with_nothing_flagged_is_status_0(compared):
+    done = _tool(compared, "vcs", "--json", "-c", "0.1", "--red", "5")
+    assert done.returncode == 0
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["flagged"] == [] and result["first_introducer"] is None
+    assert result["lowest_output"]["cosine"] == pytest.approx(0.363075, abs=1e-6)
+
+
+def test_ac_json_holds_the_comparison_summary_and_every_check(sample_data):
+    done = _tool(sample_data, "ac", "-c", "--json")
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == 1 and len(doc["comparison"]["csvs"]) == 1
+    assert doc["summary"]["results"][0]["first_introducer"]["op"] == PLANTED
+    checks = doc["checks"]
+    assert set(checks) == {"overflow", "fusion", "casts", "graph_similarity"}
+    assert checks["overflow"]["flagged"] is True
+    assert checks["overflow"]["findings"][0]["op"]["op_name"] == "resnet/pool/Mean"
+    assert checks["casts"]["found"] is True
+    assert checks["casts"]["groups"][0]["src"] == "DT_INT64"
+    assert checks["fusion"]["present"] is True and checks["graph_similarity"]["found"] is True
+
+
+def test_ac_json_without_a_result_reports_the_error_in_the_document(sample_data):
+    done = _tool(sample_data, "ac", "--json")
+    assert done.returncode == 2
+    doc = json.loads(done.stdout)
+    assert doc["comparison"] is None and "no comparison result" in doc["summary"]["error"]
+    assert doc["checks"]["casts"]["found"] is True
+
+
+def test_vcs_with_nothing_flagged_still_shows_how_close_it_came(compared):
+    done = _tool(compared, "vcs", "-c", "0.35")
+    assert done.returncode == 0, done.stdout
+    text = " ".join(done.stdout.split())
+    assert "no op is flagged (output cosine <= 0.35" in text
+    assert "lowest output cosine: 0.363075 at resnet/conv2/Conv2D" in text
+    assert "1 op(s) not flagged within 0.02 above 0.35: resnet/conv2/Conv2D" in text
