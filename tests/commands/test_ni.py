@@ -287,7 +287,8 @@ EDGE_RE = re.compile(r"^\s*(n\d+)(?::out(\d+)(?::[a-z]+)?)? -> (n\d+)(?::in(\d+)
 
 
 def _expected_neighbourhood(case: dict, root: str, depth: int):
-    """Nodes and edges of the depth-``depth`` neighbourhood, from case.json's op inputs."""
+    """Nodes and edges of the depth-``depth`` neighbourhood (producers up, consumers down and
+    the consumers' other producers), from case.json's op inputs."""
     inputs = {}
     for op in case["ops"]:
         parsed = [(entry.rsplit(":", 1)[0], int(entry.rsplit(":", 1)[1])) for entry in op["inputs"]]
@@ -304,7 +305,10 @@ def _expected_neighbourhood(case: dict, root: str, depth: int):
             seen |= frontier
         return seen
 
-    nodes = reach(lambda n: [src for src, _ in inputs[n]]) | reach(lambda n: consumers[n])
+    down = reach(lambda n: consumers[n])
+    # the consumers' other producers too (the next MatMul's weight), as the original drew them
+    side = {src for name in down - {root} for src, _ in inputs.get(name, [])}
+    nodes = reach(lambda n: [src for src, _ in inputs[n]]) | down | side
     edges = {(src, idx, dst, port) for dst in nodes for port, (src, idx) in enumerate(inputs[dst])
              if src in nodes}
     return nodes, edges
