@@ -44,8 +44,8 @@ from ..errors import PrecisionToolError
 from .files import read_user_bytes
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
-from .onnx_graph import looks_like_onnx, parse_onnx_text
-from .proto import atc_json, ge_ir
+from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
+from .proto import atc_json, ge_ir, onnx_ir
 from .proto.ge_ir import shortest_float32
 
 __all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input", "read_graph",
@@ -258,18 +258,27 @@ def _read_text(path: Path) -> str:
                                  "(binary .pb/.om graphs are not supported)", path) from None
 
 
-def _parse_text(text: str, path: Path, workers: int):
+def _parse_text(text: str, path: Path, parse, kind: str = "TextFormat"):
+    """``parse(text)``, its errors as one PrecisionToolError naming ``path`` (and the line)."""
     try:
-        return ge_ir.parse_text(text, workers)
+        return parse(text)
     except text_format.ParseError as err:
         line, column = err.GetLine(), err.GetColumn()
         problem = str(err)
         prefix = f"{line}:{column} : "
         problem = problem[len(prefix):] if problem.startswith(prefix) else problem
         where = f" at line {line}, column {column}" if line is not None else ""
-        raise PrecisionToolError(f"TextFormat syntax error{where}: {problem}", path) from None
+        raise PrecisionToolError(f"{kind} syntax error{where}: {problem}", path) from None
     except (ValueError, RecursionError) as err:
-        raise PrecisionToolError(f"cannot parse TextFormat graph: {err}", path) from None
+        raise PrecisionToolError(f"cannot parse {kind} graph: {err}", path) from None
+
+
+def _parse_onnx(text: str, path: Path):
+    model = _parse_text(text, path, onnx_ir.parse_text, "ONNX TextFormat")
+    try:
+        return model_def_from_onnx(model)
+    except OnnxGraphError as err:
+        raise PrecisionToolError(f"not a GE ONNX graph dump: {err}", path) from None
 
 
 def _parse_json(text: str, path: Path):
@@ -301,8 +310,9 @@ def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
         if head[0] in "{[":  # TextFormat starts with a field name or a comment
             return _parse_json(text, path)
         if _is_onnx(text, path):
-            return parse_onnx_text(text, path)
-        return _parse_text(text, path, workers or os.cpu_count() or 1)
+            return _parse_onnx(text, path)
+        count = workers or os.cpu_count() or 1
+        return _parse_text(text, path, lambda t: ge_ir.parse_text(t, count))
 
 
 def _is_onnx(text: str, path: Path) -> bool:

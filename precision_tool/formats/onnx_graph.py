@@ -34,7 +34,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import PrecisionToolError
 from .proto import ge_ir, onnx_ir
 
 OP_TYPE_PREFIX = "ge:"
@@ -288,32 +287,6 @@ def model_def_from_onnx(model) -> Any:
             raise OnnxGraphError(f"graph {name!r} has no nodes")
         _fill_graph(out.graph.add(), sub, name)
     return out
-
-
-def parse_onnx_text(text: str, path) -> Any:
-    """ONNX TextFormat ``text`` (of the file ``path``) as a ``ge.proto.ModelDef``.
-
-    Raises:
-        PrecisionToolError: a syntax error (with its line and column), or a model that is not a
-            graph (never an empty graph).
-    """
-    from google.protobuf import text_format
-
-    try:
-        model = onnx_ir.parse_text(text)
-    except text_format.ParseError as err:
-        line, column = err.GetLine(), err.GetColumn()
-        problem = str(err)
-        prefix = f"{line}:{column} : "
-        problem = problem[len(prefix):] if problem.startswith(prefix) else problem
-        where = f" at line {line}, column {column}" if line is not None else ""
-        raise PrecisionToolError(f"ONNX TextFormat syntax error{where}: {problem}", path) from None
-    except (ValueError, RecursionError) as err:
-        raise PrecisionToolError(f"cannot parse ONNX TextFormat graph: {err}", path) from None
-    try:
-        return model_def_from_onnx(model)
-    except OnnxGraphError as err:
-        raise PrecisionToolError(f"not a GE ONNX graph dump: {err}", path) from None
 
 
 _ONNX_FIELD = re.compile(

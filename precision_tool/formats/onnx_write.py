@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from google.protobuf import text_format
 
@@ -148,8 +148,7 @@ def model_to_onnx(model: Model):
     """``model`` as an ONNX ``ModelProto`` in GE's encoding (see the module doc)."""
     proto = onnx_ir.ModelProto(ir_version=IR_VERSION, producer_name=model.name,
                                model_version=model.version)
-    graphs: Iterable[GraphDesc] = model.graphs
-    first, *subgraphs = graphs
+    first, *subgraphs = model.graphs
     _fill_graph(first, proto.graph)
     for graph in subgraphs:
         node = proto.graph.node.add(name=graph.name, op_type=SUBGRAPH_TYPE)

@@ -321,3 +321,12 @@ def test_real_older_file_keeps_session_and_graph_apart(real_dir):
     assert [g.key for g in graphs] == ["0_11", "0_41"]
     assert graphs[0].effective("ub_fusion") == [FusionRule("AutomaticUbFusion", 2, 2)]
     assert graphs[0].effective("graph_fusion") == []  # MulAddFusionPass matched 4 times, 0 effect
+
+
+def test_the_public_api_reads_every_form(real_dir):
+    import precision_tool as pt
+
+    assert pt.read_fusion_result is read_fusion_result and "read_fusion_result" in pt.__all__
+    (graph,) = pt.read_fusion_result(real_dir / "fusion" / "keyed_by_graph.json")
+    assert isinstance(graph, pt.FusionGraph) and (graph.session_id, graph.graph_id) == ("0", "0")
+    assert graph.graph_fusion[0] == pt.FusionRule("RefreshInt64ToInt32FusionPass", 0, 1)
