@@ -9,6 +9,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures"
+REAL = SHARED / "real"
+REAL_SKIP_REASON = "../shared/real not present beside this clone"
 
 
 def require_shared(path: Path) -> Path:
@@ -17,6 +19,14 @@ def require_shared(path: Path) -> Path:
         pytest.skip(f"{path} is absent: ../shared (fixtures from the project's steering repo) "
                     "is not beside this clone")
     return path
+
+
+@pytest.fixture
+def real_dir() -> Path:
+    """``../shared/real``: files real CANN installations wrote (skips when it is absent)."""
+    if not REAL.is_dir():
+        pytest.skip(REAL_SKIP_REASON)
+    return REAL
 
 
 @pytest.fixture

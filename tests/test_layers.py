@@ -37,7 +37,7 @@ def _imports(path: Path) -> set[str]:
     module = "precision_tool." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _walk_runtime(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -51,6 +51,18 @@ def _imports(path: Path) -> set[str]:
             if not node.module:  # "from . import x": x is a module of that package
                 found.update(f"{target}.{alias.name}" for alias in node.names)
     return {name for name in found if name.startswith("precision_tool")}
+
+
+def _walk_runtime(tree: ast.AST):
+    """Every node, except what is under ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _modules(layer: str) -> list[Path]:

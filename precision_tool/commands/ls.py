@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..context import Context, OpRef
+from ..formats.graph_names import BUILD_FILE_FORMS
+from .lookup import graph_label, graph_refs
 from .registry import Command, CommandParser, CommandResult
 
 
@@ -17,6 +19,9 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
     parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument("-g", "--graph",
+                        help="only this graph: a graph or model name, a graph file name, a graph "
+                             "id, or a stage other than Build (PreRunBegin...)")
 
 
 def _keep(ref: OpRef, args) -> bool:
@@ -43,26 +48,49 @@ def _type_counts(refs: list[OpRef]) -> Table:
     return table
 
 
-def _op_line(ref: OpRef) -> Text:
+def _graph_files(refs: list[OpRef]) -> Table:
+    """One row per graph file read: debug dir, file, GE graph id, its graphs and op count."""
+    table = Table(title="graph files", title_justify="left", title_style="title")
+    for column in ("debug", "file", "graph id", "graphs", "ops"):
+        table.add_column(column, justify="right" if column in ("graph id", "ops") else "left")
+    models: dict[tuple[str, int], list[OpRef]] = {}
+    for ref in refs:
+        models.setdefault((ref.debug, id(ref.model)), []).append(ref)
+    for (debug, _), group in models.items():
+        model = group[0].model
+        names = list(dict.fromkeys(r.graph.name for r in group))
+        more = f" (+{len(names) - 1} sub-graphs)" if len(names) > 1 else ""
+        table.add_row(debug, Text(model.source_path.name if model.source_path else "?", style="path"),
+                      "-" if model.graph_id is None else str(model.graph_id),
+                      Text(names[0] + more, style="op.name"), str(len(group)))
+    return table
+
+
+def _op_line(ref: OpRef, with_graph: bool) -> Text:
     passes = ",".join(ref.op.pass_name)
+    where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
     return Text.assemble(("[", "muted"), (ref.op.type, "op.type"), ("]", "muted"),
                          (f"[{passes}]" if passes else "", "muted"), " ", (ref.op.name, "op.name"),
-                         (f"  ({ref.debug})", "muted"))
+                         (f"  ({where})", "muted"))
 
 
 def run(args, context: Context) -> CommandResult:
-    refs = context.ops(args.debug)
+    """Type counts per debug dir and the graph files read, or (with filters) one line per op."""
+    refs = graph_refs(context, args.graph, args.debug)
     if not refs:
-        return CommandResult([Text(f"no Build graph (ge_proto_*_Build.txt) under {context.data.npu}", style="warn")])
+        return CommandResult([Text(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu}",
+                                   style="warn")])
     if not any((args.type, args.name, args.pass_name, args.kernel)):
-        return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs)])
+        return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs),
+                              _graph_files(refs)])
     kept = [r for r in refs if _keep(r, args)]
-    lines = [_op_line(r) for r in kept]
+    with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
+    lines = [_op_line(r, with_graph) for r in kept]
     lines.append(Text(f"{len(kept)} op(s)", style="muted"))
     return CommandResult(lines)
 
 
 COMMAND = Command(
-    name="ls", summary="list op types and counts, or the ops matching -t/-n/-f/-k",
+    name="ls", summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
     add_arguments=_add_arguments, run=run,
     completions={"-n": "op", "--name": "op"})

@@ -22,7 +22,7 @@ from ..formats.dump_names import DumpFileRef
 from ..formats.graph_model import GraphDesc, Op, TensorDesc
 from ..formats.tree import StepDir
 from ..render import node_info, op_graph
-from .lookup import find_op
+from .lookup import find_ops, graph_label
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 MAX_PART_CHARS = 60
@@ -34,11 +34,16 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("name", nargs="?", help="op name: exact, '/'-'_' equivalent, or a substring")
     parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME",
                         help="the op name (same as the positional)")
-    parser.add_argument("-g", "--graph", help="only the graph (or model) called GRAPH")
+    parser.add_argument("-g", "--graph",
+                        help="only this graph: a graph or model name, a graph file name, a graph "
+                             "id, or a stage other than Build (PreRunBegin...)")
     parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
                         help="also show every attribute of the op and its tensor descs")
     parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
-                        help="write the depth-DEPTH neighbourhood as graphviz .gv (and .svg with dot)")
+                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot): "
+                             "its producers up to DEPTH edges upstream, its consumers up to DEPTH "
+                             "edges downstream, and those consumers' other inputs (e.g. the next "
+                             "MatMul's weight and bias); 0 is the op alone")
     parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
 
 
@@ -205,11 +210,10 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 # --- the command --------------------------------------------------------------------------------
 
 
-def run(args, context: Context) -> CommandResult:
-    """Show node info of the op NAME; ``-a`` all attributes; ``-s D`` its neighbourhood."""
-    ref = find_op(context, _op_name(args), graph=args.graph, debug=args.debug)
+def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
+    """Everything ``ni`` shows of one op; (renderables, files written)."""
     op = ref.op
-    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op),
+    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id),
                  node_info.inputs_table(op)]
     control = node_info.control_line(op)
     if control is not None:
@@ -223,6 +227,32 @@ def run(args, context: Context) -> CommandResult:
     if args.depth is not None:
         lines, files = subgraph_section(context, ref, args.depth)
         out += lines
+    return out, files
+
+
+def _matches_line(name: str, refs: list[OpRef]) -> Text:
+    graphs = ", ".join(graph_label(r) for r in refs)
+    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {name}: {graphs}; each is shown "
+                "below (-g GRAPH shows one)", style="warn")
+
+
+def run(args, context: Context) -> CommandResult:
+    """Show node info of the op NAME (of every graph holding it); ``-a`` all attributes;
+    ``-s D`` its neighbourhood."""
+    refs, other_debugs = find_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
+    out: list = [_matches_line(refs[0].op.name, refs)] if len(refs) > 1 else []
+    files: list = []
+    for number, ref in enumerate(refs, 1):
+        if len(refs) > 1:
+            out.append(Text(f"-- {number}/{len(refs)}: {ref.op.name} in {graph_label(ref)} "
+                            f"[{ref.debug}] --", style="title"))
+        shown, written = _node_info(args, context, ref)
+        out += shown
+        files += written
+    if other_debugs:
+        flags = ", ".join(f"-d {d}" for d in other_debugs)
+        out.append(Text(f"{refs[0].op.name} is also in {', '.join(other_debugs)} ({flags} shows it)",
+                        style="muted"))
     return CommandResult(out, files=files)
 
 
@@ -232,6 +262,9 @@ COMMAND = Command(
     completions={"": "op", "-n": "op", "--name": "op"},
     description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
                  "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
-                 "matching TF golden tensors with max/min/mean. -a adds every attribute; -s D "
-                 "writes the depth-D neighbourhood to temp/op_graph/ as .gv (and .svg when "
-                 "graphviz 'dot' is installed, else it prints the neighbourhood as a tree)."))
+                 "matching TF golden tensors with max/min/mean; when several graphs hold the op, "
+                 "each is shown (-g GRAPH picks one: a graph name, file name, graph id or a stage "
+                 "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
+                 "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
+                 "installed, else it prints the neighbourhood as a tree): producers D edges up, "
+                 "consumers D edges down, and the consumers' other producers."))

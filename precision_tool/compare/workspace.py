@@ -18,9 +18,9 @@ from ..errors import PrecisionToolError
 from ..formats.datadir import DataRoot
 from ..formats.dump_names import DumpListing
 from ..formats.golden import GoldenIndex, read_golden
-from ..formats.graph import find_graph_files
 from ..formats.graph_cache import CACHE_DIR, read_graph_cached
 from ..formats.graph_model import GraphDesc, Model, Op
+from ..formats.graph_names import BUILD_STAGE, find_graph_files, prefer_ge_proto
 from ..formats.tree import DumpTree, StepDir
 
 
@@ -66,8 +66,10 @@ class Workspace:
         """The NPU debug dirs present (``debug_0``, ``debug_1``...)."""
         return [p.name for p in self.data.debug_dirs()]
 
-    def models_in(self, graph_dir: Path | None) -> list[Model]:
-        """The Build graphs of a graph directory (empty when there is none), parsed once."""
+    def models_in(self, graph_dir: Path | None, stage: str = BUILD_STAGE) -> list[Model]:
+        """The graphs of a graph directory (empty when there is none), parsed once: its Build
+        graphs, or those of another compilation ``stage``; a graph dumped both as ge_proto and
+        ge_onnx is read once (ge_proto wins)."""
         if graph_dir is None:
             return []
 
@@ -75,18 +77,19 @@ class Workspace:
             if not graph_dir.is_dir():
                 return []
             cache = self.config.temp_dir / CACHE_DIR
-            return [read_graph_cached(p, cache, workers=self.config.worker_count)
-                    for p in find_graph_files(graph_dir)]
-        return self._cached(("models", Path(graph_dir)), load)
+            return prefer_ge_proto([read_graph_cached(p, cache, workers=self.config.worker_count)
+                                    for p in find_graph_files(graph_dir, stage)])
+        return self._cached(("models", Path(graph_dir), stage), load)
 
-    def models(self, debug: str = "debug_0") -> list[Model]:
-        """The Build graphs of one debug dir (empty when it has none)."""
-        return self.models_in(self.data.graph_dir(debug))
+    def models(self, debug: str = "debug_0", stage: str = BUILD_STAGE) -> list[Model]:
+        """The graphs of one debug dir (see :meth:`models_in`)."""
+        return self.models_in(self.data.graph_dir(debug), stage)
 
-    def ops(self, debug: str | None = None) -> list[OpRef]:
+    def ops(self, debug: str | None = None, stage: str = BUILD_STAGE) -> list[OpRef]:
         """Every op of every loaded graph, of one debug dir or of all of them."""
         debugs = [debug] if debug else self.debug_names()
-        return [OpRef(d, m, g, op) for d in debugs for m in self.models(d) for g in m.graphs for op in g.ops]
+        return [OpRef(d, m, g, op) for d in debugs for m in self.models(d, stage)
+                for g in m.graphs for op in g.ops]
 
     def dump_tree(self, debug: str = "debug_0") -> DumpTree:
         """The dump tree of one debug dir; PrecisionToolError when it has no dumps."""

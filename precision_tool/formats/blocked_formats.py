@@ -1,7 +1,7 @@
 """The blocked device formats: how each tiles a zero-padded host array (FORMATS.md section 3).
 
-Blocked 4-D formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, C1HWNCoC0) are laid out from a canonical
-NCHW host array, blocked 5-D formats (NDC1HWC0, FRACTAL_Z_3D) from NCDHW: each is a
+Blocked 4-D formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, FRACTAL_Z_C04, C1HWNCoC0) are laid out
+from a canonical NCHW host array, blocked 5-D formats (NDC1HWC0, FRACTAL_Z_3D) from NCDHW: each is a
 :class:`BlockedFormat` of :data:`BLOCKED_FORMATS`, whose codec gives the device shape and
 converts to and from the canonical array. FRACTAL_NZ tiles the last two dims of any rank
 (:func:`nz_shape`, :func:`nz_to_host`, :func:`nz_from_host`). Which host layout a tensor is in,
@@ -163,6 +163,49 @@ class _C1HWNCoC0:
         return device
 
 
+class _FractalZC04:
+    """FRACTAL_Z_C04, the weight of a first convolution (C <= 4): ``[K1, N1, N0, C0]``.
+
+    Defined by GE's NCHW -> FRACTAL_Z_C04 transfer (``FormatTransferNchwToFZC04``,
+    ``ge/common/formats/format_transfers/format_transfer_nchw_fz_c04.cc`` in
+    mindspore-ai/graphengine @ 5b11020): pad N to a multiple of the cube size C0 and C to 4,
+    transpose to ``[N, H, W, 4]``, view it as ``[N, H*W*4]`` and pad that second dim to
+    ``K1 * C0`` (K1 = ceil(H*W*4 / C0)), view as ``[N/C0, C0, K1, C0]`` and transpose it to
+    ``[K1, N/C0, C0, C0]``. So an NCHW (64, 3, 7, 7) float16 weight is (13, 4, 16, 16) on the
+    device. The device's last two dims give the blocks when reading.
+    """
+
+    MAX_C = 4
+
+    @classmethod
+    def _check(cls, dims: Shape) -> None:
+        if dims[1] > cls.MAX_C:
+            raise PrecisionToolError(f"FRACTAL_Z_C04 holds at most {cls.MAX_C} channels, not {dims[1]}")
+
+    @classmethod
+    def shape(cls, dims: Shape, c0: int, groups: int = 1) -> Shape:
+        cls._check(dims)
+        n, _, h, w = dims
+        return (_ceil_div(h * w * cls.MAX_C, c0), _ceil_div(n, c0), c0, c0)
+
+    @classmethod
+    def to_canon(cls, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
+        cls._check(dims)
+        n, c, h, w = dims
+        k1, n1, n0, k0 = device.shape
+        rows = device.transpose(1, 2, 0, 3).reshape(n1 * n0, k1 * k0)[:n, :h * w * cls.MAX_C]
+        return rows.reshape(n, h, w, cls.MAX_C)[..., :c].transpose(0, 3, 1, 2)
+
+    @classmethod
+    def from_canon(cls, host: np.ndarray, c0: int, groups: int = 1) -> np.ndarray:
+        cls._check(host.shape)
+        n, c, h, w = host.shape
+        k1, n1, _, _ = cls.shape(host.shape, c0)
+        nhwc = _pad_axis(host, 1, cls.MAX_C).transpose(0, 2, 3, 1).reshape(n, h * w * cls.MAX_C)
+        rows = _pad_axis(_pad_axis(nhwc, 0, n1 * c0), 1, k1 * c0)
+        return rows.reshape(n1, c0, k1, c0).transpose(2, 0, 1, 3)
+
+
 @dataclass(frozen=True)
 class BlockedFormat:
     """A blocked format: its canonical host layout, inference candidates and codec."""
@@ -179,6 +222,7 @@ BLOCKED_FORMATS: dict[str, BlockedFormat] = {
     "NC1HWC0": BlockedFormat("NCHW", _NCHW_ORIGINS, _NC1HWC0),
     "NC1HWC0_C04": BlockedFormat("NCHW", _NCHW_ORIGINS, _NC1HWC0, fixed_c0=4),
     "FRACTAL_Z": BlockedFormat("NCHW", _WEIGHT_ORIGINS, _GroupedFractalZ),
+    "FRACTAL_Z_C04": BlockedFormat("NCHW", _WEIGHT_ORIGINS, _FractalZC04),
     "C1HWNCoC0": BlockedFormat("NCHW", _WEIGHT_ORIGINS, _C1HWNCoC0),
     "NDC1HWC0": BlockedFormat("NCDHW", ("NDHWC", "NCDHW"), _NDC1HWC0),
     "FRACTAL_Z_3D": BlockedFormat("NCDHW", ("DHWCN", "NCDHW", "NDHWC"), _FRACTAL_Z_3D),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import PrecisionToolError
 from .golden import read_golden
-from .graph import find_graph_files
+from .graph_names import find_graph_files
 from .tree import DumpTree
 
 
@@ -75,8 +75,18 @@ class DataSurvey:
     problems: list[str] = field(default_factory=list)
 
 
+def _graph_files(graph_dir: Path, problems: list[str]) -> list[Path]:
+    if not graph_dir.is_dir():
+        return []
+    try:
+        return find_graph_files(graph_dir)
+    except PrecisionToolError as exc:  # a badly named graph: say so, survey the rest
+        problems.append(str(exc))
+        return []
+
+
 def _survey_debug(root: DataRoot, debug_dir: Path, problems: list[str]) -> DebugSurvey:
-    graphs = find_graph_files(root.graph_dir(debug_dir.name)) if root.graph_dir(debug_dir.name).is_dir() else []
+    graphs = _graph_files(root.graph_dir(debug_dir.name), problems)
     runs, newest, steps, files = [], None, 0, 0
     if root.dump_root(debug_dir.name).is_dir():
         try:

@@ -1,16 +1,30 @@
 """``fusion_result.json``: what the graph compiler's fusion passes did (FORMATS.md section 8).
 
-GE appends one JSON object per compiled graph, back to back with nothing between them::
+GE writes one entry per compiled graph, and real installations have written it in four forms
+(samples of each are in ``shared/real/fusion/``):
 
-    {"graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"}},
-     "session_and_graph_id": "1_1", "ub_fusion": {...}}{"graphId": "0_0", ...}
+1. objects back to back, nothing between them::
 
-so the file as a whole is not one JSON document. :func:`parse_fusion_result` reads it as a
-sequence of objects with :meth:`json.JSONDecoder.raw_decode`. Counts are strings in real files;
-integers are taken too. The graph id is ``session_and_graph_id``, or ``graphId`` in older files.
+       {"graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"}},
+        "session_and_graph_id": "1_1", "ub_fusion": {...}}{"graphId": "11", "sessionId": "0", ...}
 
-A bad object or a garbage tail raises :class:`FusionResultError` naming the file and the
-character offset where the problem starts; the error keeps the objects read before that offset
+2. one JSON array of such objects, ``[{..},{..}]``;
+3. arrays back to back, ``[{..}][{..}]``;
+4. one object keyed by graph, as current CANN writes it::
+
+       {"session_and_graph_id_0_0": {"graph_fusion": {..}, "ub_fusion": {..}}, ...}
+
+:func:`parse_fusion_result` reads any mix of these as a sequence of JSON values
+(:meth:`json.JSONDecoder.raw_decode` in a loop), walking arrays item by item and keyed objects
+key by key, so an error keeps every graph read before it. Counts are strings in real files;
+integers are taken too. A graph's ids are ``session_and_graph_id`` ("S_G"), the ``_X_Y`` of its
+key in the keyed form, or ``graphId`` with ``sessionId`` in older files: the session is kept,
+since graph 1 of two sessions are two graphs. Unknown fields (``repository_hit_times``, ...) are
+ignored.
+
+Anything else -- not JSON, a garbage tail, an object that is no fusion result, a keyed value
+that is not an object -- raises :class:`FusionResultError` naming the file and the character
+offset where the problem starts; the error keeps the graphs read before that offset
 (``error.graphs``), so a caller can still show them. The file is only ever read.
 """
 
@@ -18,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +40,17 @@ from typing import Any
 from ..errors import PrecisionToolError
 from .files import read_user_bytes
 
-GRAPH_ID_KEYS = ("session_and_graph_id", "graphId")
-"""Where an object keeps its graph id, newest spelling first."""
-
 SECTIONS = ("graph_fusion", "ub_fusion")
+GRAPH_KEYS = frozenset({*SECTIONS, "session_and_graph_id", "graphId", "sessionId"})
+"""Keys of which an object needs one to be a graph's entry (forms 1-3)."""
+
+KEYED_GRAPH = re.compile(r"^session_and_graph_id_(-?[0-9]+)_(-?[0-9]+)$")
+"""A key of the keyed form (4): session id, graph id."""
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
+_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+               bool: "true/false", type(None): "null"}
 
 
 @dataclass(frozen=True)
@@ -45,17 +64,27 @@ class FusionRule:
 
 @dataclass(frozen=True)
 class FusionGraph:
-    """One object of the file: the rules of one compiled graph, in file order.
+    """The rules of one compiled graph, in file order.
 
-    ``index`` is the object's position in the file (0-based); ``offset`` the character offset
-    where it starts.
+    ``session_id`` / ``graph_id`` are GE's ids as the file writes them (None when it does not
+    say); ``index`` is the graph's position among all graphs of the file (0-based); ``offset``
+    the character offset where its entry starts (its key, in the keyed form).
     """
 
+    session_id: str | None
     graph_id: str | None
     graph_fusion: tuple[FusionRule, ...]
     ub_fusion: tuple[FusionRule, ...]
     index: int = 0
     offset: int = 0
+
+    @property
+    def key(self) -> str | None:
+        """``"S_G"`` as in ``session_and_graph_id`` (and the Build graph's ``_session_graph_id``),
+        or the bare graph id when the session is unknown."""
+        if self.session_id is None:
+            return self.graph_id
+        return f"{self.session_id}_{self.graph_id if self.graph_id is not None else '?'}"
 
     def effective(self, section: str) -> list[FusionRule]:
         """The rules of ``section`` (``"graph_fusion"`` or ``"ub_fusion"``) with effect_times > 0."""
@@ -63,10 +92,7 @@ class FusionGraph:
 
 
 class FusionResultError(PrecisionToolError):
-    """A fusion_result.json that is not a sequence of fusion objects from ``offset`` on.
-
-    ``graphs`` holds the objects read before ``offset``.
-    """
+    """A fusion_result.json that goes wrong at ``offset``; ``graphs`` holds those read before."""
 
     def __init__(self, message: str, path: str | os.PathLike | None, offset: int,
                  graphs: list[FusionGraph]):
@@ -75,13 +101,21 @@ class FusionResultError(PrecisionToolError):
         self.graphs = graphs
 
 
-class _BadObject(ValueError):
-    """An object that is valid JSON but not a fusion result (message says why)."""
+class _BadEntry(ValueError):
+    """Valid JSON that is not a fusion result (the message says why)."""
+
+
+def json_kind(value: Any) -> str:
+    """The JSON name of a decoded value's kind: object, array, string, number, ..."""
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
+# --- one graph's entry ------------------------------------------------------------------------
 
 
 def _count(value: Any, where: str) -> int:
     if isinstance(value, bool):
-        raise _BadObject(f"{where} is {value!r}, not a count")
+        raise _BadEntry(f"{where} is {value!r}, not a count")
     if isinstance(value, int):
         return value
     if isinstance(value, str):
@@ -89,18 +123,18 @@ def _count(value: Any, where: str) -> int:
             return int(value.strip())
         except ValueError:
             pass
-    raise _BadObject(f"{where} is {value!r}, not a count")
+    raise _BadEntry(f"{where} is {value!r}, not a count")
 
 
 def _rules(section: str, value: Any) -> tuple[FusionRule, ...]:
     if value is None:
         return ()
     if not isinstance(value, dict):
-        raise _BadObject(f"{section} is a {type(value).__name__}, not an object of rules")
+        raise _BadEntry(f"{section} is a JSON {json_kind(value)}, not an object of rules")
     rules = []
     for name, counts in value.items():
         if not isinstance(counts, dict):
-            raise _BadObject(f"{section} rule {name!r} is not an object of counts")
+            raise _BadEntry(f"{section} rule {name!r} is not an object of counts")
         effect = _count(counts.get("effect_times", 0), f"{section} {name} effect_times")
         match = counts.get("match_times")
         rules.append(FusionRule(name, effect,
@@ -108,55 +142,174 @@ def _rules(section: str, value: Any) -> tuple[FusionRule, ...]:
     return tuple(rules)
 
 
-def _graph_id(value: dict[str, Any]) -> str | None:
-    for key in GRAPH_ID_KEYS:
-        if value.get(key) is not None:
-            return str(value[key])
-    return None
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
-def fusion_graph_from_json(value: Any, index: int = 0, offset: int = 0) -> FusionGraph:
-    """One decoded object as a :class:`FusionGraph`; ``ValueError`` when it is not one."""
+def _ids(value: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(session id, graph id) of an entry: ``session_and_graph_id`` "S_G" wins over the older
+    ``graphId`` (+ ``sessionId``); an S_G without ``_`` is a bare graph id."""
+    joined = value.get("session_and_graph_id")
+    if joined is not None:
+        session, sep, graph = str(joined).partition("_")
+        return (session, graph) if sep else (None, session)
+    return _text_or_none(value.get("sessionId")), _text_or_none(value.get("graphId"))
+
+
+def fusion_graph_from_json(value: Any, index: int = 0, offset: int = 0,
+                           ids: tuple[str | None, str | None] | None = None) -> FusionGraph:
+    """One decoded entry as a :class:`FusionGraph`; ``ValueError`` when it is not one.
+
+    ``ids`` (session, graph) override the entry's own, as the keyed form's key does.
+    """
     if not isinstance(value, dict):
-        raise _BadObject(f"found a JSON {type(value).__name__}, not an object")
-    return FusionGraph(_graph_id(value), _rules("graph_fusion", value.get("graph_fusion")),
+        raise _BadEntry(f"found a JSON {json_kind(value)}, not an object")
+    session, graph = ids if ids is not None else _ids(value)
+    return FusionGraph(session, graph, _rules("graph_fusion", value.get("graph_fusion")),
                        _rules("ub_fusion", value.get("ub_fusion")), index, offset)
 
 
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in _WHITESPACE:
-        position += 1
-    return position
+# --- the file ---------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Walks the file's JSON values (see the module doc), collecting graphs in order."""
+
+    def __init__(self, text: str, path: str | os.PathLike | None):
+        self.text, self.path = text, path
+        self.graphs: list[FusionGraph] = []
+
+    def fail(self, message: str, offset: int):
+        raise FusionResultError(message, self.path, offset, self.graphs)
+
+    def skip(self, position: int) -> int:
+        while position < len(self.text) and self.text[position] in _WHITESPACE:
+            position += 1
+        return position
+
+    def decode(self, position: int) -> tuple[Any, int]:
+        try:
+            return _DECODER.raw_decode(self.text, position)
+        except json.JSONDecodeError as exc:
+            self.fail(f"not JSON ({exc.msg})", exc.pos)
+        except RecursionError:
+            self.fail("not JSON (nested too deeply)", position)
+
+    def add(self, value: Any, offset: int, where: str,
+            ids: tuple[str | None, str | None] | None = None) -> None:
+        try:
+            self.graphs.append(fusion_graph_from_json(value, len(self.graphs), offset, ids))
+        except _BadEntry as exc:
+            self.fail(f"{where}: {exc}", offset)
+
+    def read(self) -> list[FusionGraph]:
+        position = self.skip(1 if self.text.startswith("\ufeff") else 0)
+        number = 0
+        while position < len(self.text):
+            number += 1
+            char = self.text[position]
+            if char == "[":
+                position = self.array(position, number)
+            elif char == "{":
+                position = self.object(position, f"object {number}")
+            else:
+                value, _ = self.decode(position)
+                self.fail(f"value {number}: found a JSON {json_kind(value)}, "
+                          "not an object or an array of objects", position)
+            position = self.skip(position)
+        return self.graphs
+
+    def _after_item(self, position: int, close: str) -> tuple[bool, int]:
+        """After an array item or object member: (more follow, position after the delimiter)."""
+        position = self.skip(position)
+        char = self.text[position:position + 1]
+        if char == ",":
+            return True, self.skip(position + 1)
+        if char == close:
+            return False, position + 1
+        self.fail("not JSON (" + (f"Expecting ',' delimiter or '{close}'" if char
+                                  else f"'{close}' missing: the file ends early") + ")", position)
+
+    def array(self, start: int, number: int) -> int:
+        position = self.skip(start + 1)
+        if self.text[position:position + 1] == "]":
+            return position + 1
+        item, more = 0, True
+        while more:
+            item += 1
+            where = f"array {number}, item {item}"
+            if self.text[position:position + 1] == "{":
+                end = self.object(position, where)
+            else:
+                value, end = self.decode(position)
+                self.add(value, position, where)
+            more, position = self._after_item(end, "]")
+        return position
+
+    def object(self, start: int, where: str) -> int:
+        """A graph's entry, or (its first key ``session_and_graph_id_X_Y``) a keyed object."""
+        position = self.skip(start + 1)
+        if self.text[position:position + 1] == '"':
+            key, _ = self.decode(position)
+            if KEYED_GRAPH.match(key):
+                return self.keyed(position, where)
+        value, end = self.decode(start)
+        keyed = [key for key in value if KEYED_GRAPH.match(key)]
+        if keyed:  # keyed, after some other key first
+            for key in keyed:
+                offset = self.text.find(json.dumps(key), start, end)
+                self.add_keyed(key, value[key], offset if offset >= 0 else start, where)
+            return end
+        if value and not GRAPH_KEYS & value.keys():
+            keys = ", ".join(sorted(value)[:5])
+            self.fail(f"{where}: not a fusion result: none of graph_fusion, ub_fusion, "
+                      f"session_and_graph_id, graphId (keys: {keys})", start)
+        if value:  # {} holds no graph
+            self.add(value, start, where)
+        return end
+
+    def keyed(self, position: int, where: str) -> int:
+        """The members of a keyed object from its first key on; other keys are ignored."""
+        more = True
+        while more:
+            key, end = self.decode(position)
+            if not isinstance(key, str):
+                self.fail("not JSON (Expecting property name enclosed in double quotes)", position)
+            colon = self.skip(end)
+            if self.text[colon:colon + 1] != ":":
+                self.fail("not JSON (Expecting ':' delimiter)", colon)
+            value, end = self.decode(self.skip(colon + 1))
+            if KEYED_GRAPH.match(key):
+                self.add_keyed(key, value, position, where)
+            more, position = self._after_item(end, "}")
+        return position
+
+    def add_keyed(self, key: str, value: Any, offset: int, where: str) -> None:
+        if not isinstance(value, dict):
+            self.fail(f"{where}, key {key!r}: found a JSON {json_kind(value)}, "
+                      "not an object of fusion rules", offset)
+        self.add(value, offset, f"{where}, key {key!r}", KEYED_GRAPH.match(key).groups())
 
 
 def parse_fusion_result(text: str, path: str | os.PathLike | None = None) -> list[FusionGraph]:
-    """The fusion objects of ``text``, one per compiled graph, in file order.
+    """The graphs of ``text`` in file order, whichever of the four forms it is in.
 
-    Whitespace around and between objects is allowed; an empty text gives ``[]``. Raises
-    :class:`FusionResultError` (naming ``path`` and the offset, keeping the objects before it)
-    at the first thing that is not a fusion object.
+    Whitespace around and between values is allowed; an empty text (or ``[]``, ``{}``) gives
+    ``[]``. Raises :class:`FusionResultError` (naming ``path`` and the offset, keeping the
+    graphs before it) at the first thing that is not part of a fusion result.
     """
-    graphs: list[FusionGraph] = []
-    position = _skip_space(text, 1 if text.startswith("\ufeff") else 0)
-    while position < len(text):
-        try:
-            value, end = _DECODER.raw_decode(text, position)
-        except json.JSONDecodeError as exc:
-            raise FusionResultError(f"not JSON ({exc.msg})", path, exc.pos, graphs) from None
-        try:
-            graphs.append(fusion_graph_from_json(value, len(graphs), position))
-        except _BadObject as exc:
-            raise FusionResultError(f"object {len(graphs) + 1}: {exc}", path, position,
-                                    graphs) from None
-        position = _skip_space(text, end)
-    return graphs
+    return _Reader(text, path).read()
 
 
 def read_fusion_result(path: str | os.PathLike) -> list[FusionGraph]:
-    """Read a ``fusion_result.json`` (see :func:`parse_fusion_result`); never writes or moves it.
+    """Read a ``fusion_result.json`` in any of its four forms; never writes or moves it.
 
-    Raises :class:`PrecisionToolError` when the file cannot be read or is not UTF-8 text, and
-    :class:`FusionResultError` when its content goes wrong.
+    Returns one :class:`FusionGraph` per compiled graph (session id, graph id, and the graph-
+    fusion and UB-fusion rules with their effect and match times), in file order.
+
+    Raises:
+        PrecisionToolError: the file cannot be read or is not UTF-8 text.
+        FusionResultError: its content goes wrong (see :func:`parse_fusion_result`).
     """
     path = Path(path)
     raw = read_user_bytes(path, "fusion result file")

@@ -1,9 +1,11 @@
-"""GE graph dumps (``ge_proto_*_Build.txt`` and atc's ``.txt.json``) as plain Python objects.
+"""GE graph dumps (``ge_proto_*_Build.txt``, atc's ``.txt.json``, ``ge_onnx_*_Build.pbtxt``) as
+plain Python objects.
 
-Both forms are parsed into one ``ge.proto.ModelDef`` message -- TextFormat by protobuf's own
-parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`) -- and then
-converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`. Ops
-keep the file's order, which is GE's execution order.
+Every form is parsed into one ``ge.proto.ModelDef`` message -- TextFormat by protobuf's own
+parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`), GE's ONNX
+text by protobuf's parser over an ONNX schema and then unflattened (:mod:`.onnx_graph`) -- and
+then converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`.
+Ops keep the file's order, which is GE's execution order. File names: :mod:`.graph_names`.
 
 Attribute values become Python values:
 
@@ -32,7 +34,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,13 @@ from google.protobuf import text_format
 from ..errors import PrecisionToolError
 from .files import read_user_bytes
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
-from .proto import atc_json, ge_ir
+from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
+from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
+from .proto import atc_json, ge_ir, onnx_ir
 from .proto.ge_ir import shortest_float32
 
-GRAPH_FILE_RE = re.compile(r"^ge_proto_([0-9]+)_([A-Za-z0-9_-]+)\.txt$")
-"""Graph dump file names (TextFormat); atc's JSON of one is the same name plus ``.json``."""
+__all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input", "read_graph",
+           "read_graph_proto", "tensor_desc_from_proto"]
 
 
 # --- proto -> model --------------------------------------------------------------------------
@@ -255,18 +258,27 @@ def _read_text(path: Path) -> str:
                                  "(binary .pb/.om graphs are not supported)", path) from None
 
 
-def _parse_text(text: str, path: Path, workers: int):
+def _parse_text(text: str, path: Path, parse, kind: str = "TextFormat"):
+    """``parse(text)``, its errors as one PrecisionToolError naming ``path`` (and the line)."""
     try:
-        return ge_ir.parse_text(text, workers)
+        return parse(text)
     except text_format.ParseError as err:
         line, column = err.GetLine(), err.GetColumn()
         problem = str(err)
         prefix = f"{line}:{column} : "
         problem = problem[len(prefix):] if problem.startswith(prefix) else problem
         where = f" at line {line}, column {column}" if line is not None else ""
-        raise PrecisionToolError(f"TextFormat syntax error{where}: {problem}", path) from None
+        raise PrecisionToolError(f"{kind} syntax error{where}: {problem}", path) from None
     except (ValueError, RecursionError) as err:
-        raise PrecisionToolError(f"cannot parse TextFormat graph: {err}", path) from None
+        raise PrecisionToolError(f"cannot parse {kind} graph: {err}", path) from None
+
+
+def _parse_onnx(text: str, path: Path):
+    model = _parse_text(text, path, onnx_ir.parse_text, "ONNX TextFormat")
+    try:
+        return model_def_from_onnx(model)
+    except OnnxGraphError as err:
+        raise PrecisionToolError(f"not a GE ONNX graph dump: {err}", path) from None
 
 
 def _parse_json(text: str, path: Path):
@@ -297,38 +309,29 @@ def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
     with _gc_paused():
         if head[0] in "{[":  # TextFormat starts with a field name or a comment
             return _parse_json(text, path)
-        return _parse_text(text, path, workers or os.cpu_count() or 1)
+        if _is_onnx(text, path):
+            return _parse_onnx(text, path)
+        count = workers or os.cpu_count() or 1
+        return _parse_text(text, path, lambda t: ge_ir.parse_text(t, count))
+
+
+def _is_onnx(text: str, path: Path) -> bool:
+    """ONNX by the fields the text holds; by the file name when they do not tell."""
+    by_content = looks_like_onnx(text)
+    if by_content is not None:
+        return by_content
+    parsed = parse_graph_file_name(path.name)
+    return parsed.is_onnx if parsed is not None else path.suffix == ".pbtxt"
 
 
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
-    """Read a GE graph dump, TextFormat or atc JSON (decided by content, not by extension).
+    """Read a GE graph dump: ge_proto TextFormat, atc JSON or GE's ONNX TextFormat (decided by
+    content; by the file name only when the content does not tell).
 
-    ``workers``: processes for parsing a large TextFormat file. Defaults to all cores.
+    ``workers``: processes for parsing a large ge_proto TextFormat file. Defaults to all cores.
     Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
     unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
-    not fit the schema, or a graph with an unnamed op or two ops of one name. Unknown fields
-    are skipped in both forms, so newer GE versions load.
+    not fit the schema, ONNX text that holds no graph, or a graph with an unnamed op or two ops
+    of one name. Unknown fields are skipped in every form, so newer GE versions load.
     """
     return model_from_proto(read_graph_proto(path, workers=workers), path)
-
-
-def find_graph_files(directory: str | os.PathLike, suffix: str | None = "Build") -> list[Path]:
-    """The graph dumps in ``directory`` whose name suffix is ``suffix`` (None: any), by number.
-
-    A graph present both as ``.txt`` and as ``.txt.json`` is listed once, as the ``.txt``.
-    Raises :class:`PrecisionToolError` when ``directory`` is not a directory.
-    """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise PrecisionToolError("graph directory not found", directory)
-    found: dict[str, tuple[int, str, Path]] = {}
-    for entry in directory.iterdir():
-        is_json = entry.name.endswith(".txt.json")
-        base = entry.name[:-len(".json")] if is_json else entry.name
-        match = GRAPH_FILE_RE.match(base)
-        if not match or (suffix is not None and match.group(2) != suffix) or not entry.is_file():
-            continue
-        if base in found and is_json:
-            continue  # the text form is the one GE wrote; the JSON is a conversion of it
-        found[base] = (int(match.group(1)), base, entry)
-    return [path for _, _, path in sorted(found.values())]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .dump_names import normalise_op_name
+from .graph_names import file_graph_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,12 @@ class Model:
     source_path: Path | None = field(default=None, compare=False)
     version: int = 0
     custom_version: str = ""
+
+    @property
+    def graph_id(self) -> int | None:
+        """GE's graph id as the file name gives it (``ge_proto_00000001_graph_31_Build.txt``:
+        31), else None. Every graph of the file (a graph and its sub-graphs) shares it."""
+        return file_graph_id(self.source_path)
 
     def graph(self, name: str) -> GraphDesc | None:
         """The graph called ``name``, or None."""

@@ -51,8 +51,11 @@ def _source_line(label: str, paths: Iterable[Path]) -> Text:
 
 
 def _graph_label(graph: FusionGraph, repeated: bool) -> str:
-    label = f"graph {graph.graph_id}" if graph.graph_id is not None else "graph (no id)"
-    return f"{label} (object {graph.index + 1})" if repeated else label
+    if graph.session_id is not None:
+        label = f"session {graph.session_id}, graph {graph.graph_id or '?'}"
+    else:
+        label = f"graph {graph.graph_id}" if graph.graph_id is not None else "graph (no id)"
+    return f"{label} (entry {graph.index + 1})" if repeated else label
 
 
 def _rule_table(title: str, graph: FusionGraph, section: str) -> RenderableType:
@@ -78,11 +81,15 @@ def render_fusion(result: FusionCheckResult) -> RenderableType:
         kept = f"; showing the {len(result.graphs)} graph(s) before it" if result.graphs else ""
         lines.append(Text(f"problem: {result.problem}{kept}", style="warn"))
     if not result.found:
-        lines.append(nothing_found(f"no fusion rule took effect in {len(result.graphs)} graph(s)"))
+        # after a problem "nothing found" would claim more than was read
+        if not result.problem:
+            lines.append(nothing_found(f"no fusion rule took effect in {len(result.graphs)} graph(s)"))
+        elif result.graphs:
+            lines.append(Text("no fusion rule took effect in those graph(s)", style="muted"))
         return check_panel(FUSION_TITLE, lines)
-    ids = [g.graph_id for g in result.graphs]
+    ids = [g.key for g in result.graphs]
     for graph in result.graphs:
-        label = _graph_label(graph, ids.count(graph.graph_id) > 1)
+        label = _graph_label(graph, ids.count(graph.key) > 1)
         lines += [_rule_table(f"{label}: graph fusion", graph, "graph_fusion"),
                   _rule_table(f"{label}: UB fusion", graph, "ub_fusion")]
     return check_panel(FUSION_TITLE, lines)

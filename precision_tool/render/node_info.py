@@ -45,16 +45,19 @@ def _kv(grid: Table, key: str, value: Any, style: str = "") -> None:
     grid.add_row(Text(key, style="muted"), text)
 
 
-def header(debug: str, graph_name: str, model_name: str, op: Op) -> Table:
-    """Name, type, id, graph, kernel and fusion facts of ``op`` as a key/value grid."""
+def header(debug: str, graph_name: str, model_name: str, op: Op,
+           graph_id: int | None = None) -> Table:
+    """Name, type, id, graph (and its GE graph id), kernel and fusion facts of ``op`` as a
+    key/value grid."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column()
     _kv(grid, "op", op.name, "op.name")
     _kv(grid, "type", op.type, "op.type")
     _kv(grid, "id", op.id)
-    graph = graph_name if graph_name == model_name else f"{graph_name} (model {model_name})"
+    graph = graph_name if graph_name == model_name or not model_name else f"{graph_name} (model {model_name})"
     _kv(grid, "graph", f"{graph}  [{debug}]")
+    _kv(grid, "graph id", graph_id)
     _kv(grid, "kernel name", op.kernel_name)
     _kv(grid, "kernel lib", op.kernel_lib)
     _kv(grid, "stream id", op.stream_id)

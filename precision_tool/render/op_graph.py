@@ -1,10 +1,12 @@
 """An op's neighbourhood in its graph: as a graphviz digraph (``.gv`` / ``.svg``) or a rich tree.
 
-The neighbourhood of depth D is the op itself, its producers up to D data edges upstream and its
-consumers up to D data edges downstream (each direction followed on its own, so a sibling that
-only shares a producer with the op is not part of it), with every edge between those ops: data
-edges port to port, control edges dashed. ``graphviz`` is imported only when a digraph is built,
-so the shell starts fast.
+The neighbourhood of depth D is the op itself, its producers up to D data edges upstream, its
+consumers up to D data edges downstream, and the other producers of each of those consumers
+(the next MatMul's weight and bias), with every edge between those ops: data edges port to
+port, control edges dashed. Each direction is followed on its own, so a sibling that only shares
+a producer with the op is not part of it. This draws at least what the original precision_tool
+drew (its ``_gen_sub_graph``: producers D levels up, consumers, and the consumers' producers).
+``graphviz`` is imported only when a digraph is built, so the shell starts fast.
 """
 
 from __future__ import annotations
@@ -41,13 +43,15 @@ class Edge:
 @dataclass
 class Neighbourhood:
     """The ops around ``root``: ``nodes`` maps a name to its op (None when the graph lacks it)
-    and ``levels`` to its signed distance (negative upstream, 0 the root, positive downstream)."""
+    and ``levels`` to its signed distance (negative upstream, 0 the root, positive downstream;
+    a consumer's other producer, listed in ``side``, has the level of the consumer it feeds)."""
 
     root: Op
     depth: int
     nodes: dict[str, Op | None] = field(default_factory=dict)
     levels: dict[str, int] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
+    side: set[str] = field(default_factory=set)
 
 
 def _lookup(graph: GraphDesc, name: str) -> Op | None:
@@ -74,6 +78,18 @@ def _walk(graph: GraphDesc, hood: Neighbourhood, step: int) -> None:
         frontier = reached
 
 
+def _side_producers(graph: GraphDesc, hood: Neighbourhood) -> None:
+    """Add the producers of every downstream op that the walks did not reach."""
+    downstream = [(name, op) for name, op in hood.nodes.items()
+                  if op is not None and hood.levels[name] > 0]
+    for name, op in downstream:
+        for ref in op.data_inputs:
+            if ref.src not in hood.nodes:
+                hood.nodes[ref.src] = _lookup(graph, ref.src)
+                hood.levels[ref.src] = hood.levels[name]
+                hood.side.add(ref.src)
+
+
 def _collect_edges(hood: Neighbourhood) -> None:
     for op in hood.nodes.values():
         if op is None:
@@ -89,11 +105,13 @@ def _collect_edges(hood: Neighbourhood) -> None:
 def neighbourhood(graph: GraphDesc, root: Op, depth: int) -> Neighbourhood:
     """The depth-``depth`` neighbourhood of ``root`` in ``graph`` (see the module docstring).
 
-    Nodes are in order: the root, then upstream ops by distance, then downstream ones.
+    Nodes are in order: the root, then upstream ops by distance, then downstream ones, then
+    the downstream ops' other producers.
     """
     hood = Neighbourhood(root, max(depth, 0), {root.name: root}, {root.name: 0})
     _walk(graph, hood, -1)
     _walk(graph, hood, +1)
+    _side_producers(graph, hood)
     _collect_edges(hood)
     return hood
 
@@ -269,13 +287,24 @@ def _upstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[s
             _upstream(child, hood, producer, left - 1, seen)
 
 
+def _other_inputs(branch: Tree, hood: Neighbourhood, consumer: Op, parent: str) -> None:
+    """The consumer's inputs from other producers than ``parent`` (its weight, its bias)."""
+    for port, ref in enumerate(consumer.data_inputs):
+        if ref.src != parent:
+            branch.add(_op_text("<-", f"in{port}", f"{ref.src}:{ref.index}", hood.nodes.get(ref.src),
+                                input_desc(consumer, port)))
+
+
 def _downstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[str, int]) -> None:
     for index, users in enumerate(op.consumers):
         desc = op.output_descs[index] if index < len(op.output_descs) else None
         for name, slot in users:
             consumer = hood.nodes.get(name)
             child = branch.add(_op_text("->", f"out{index}", f"{name}:in{slot}", consumer, desc))
-            if consumer is not None and _expand(child, name, left - 1, seen):
+            if consumer is None:
+                continue
+            _other_inputs(child, hood, consumer, op.name)
+            if _expand(child, name, left - 1, seen):
                 _downstream(child, hood, consumer, left - 1, seen)
 
 

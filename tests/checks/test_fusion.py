@@ -71,9 +71,10 @@ def test_data_root_file_gives_two_tables_per_graph_of_effective_rules(dirs):
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
     assert result.source == source and result.problem is None and result.found
-    assert [g.graph_id for g in result.graphs] == ["3_1", "3_2"]
+    assert [g.key for g in result.graphs] == ["3_1", "3_2"]
     text = rendered(result)
-    for title in ("graph 3_1: graph fusion", "graph 3_1: UB fusion", "graph 3_2: graph fusion"):
+    for title in ("session 3, graph 1: graph fusion", "session 3, graph 1: UB fusion",
+                  "graph 3_2: graph fusion"):
         assert title in text
     assert "graph 3_2: UB fusion: no rule took effect" in text
     rows = table_rows(text)
@@ -81,8 +82,8 @@ def test_data_root_file_gives_two_tables_per_graph_of_effective_rules(dirs):
     assert rows["TbeConvReluFusionPass"] == ["1", "3"]
     assert rows["MatMulBiasAddFusionPass"] == ["4", "5"]
     assert "ZeroEffect" not in text
-    assert text.index("graph 3_1: graph fusion") < text.index("ConvBiasAddFusionPass") \
-        < text.index("graph 3_1: UB fusion") < text.index("TbeConvReluFusionPass")
+    assert text.index("session 3, graph 1: graph fusion") < text.index("ConvBiasAddFusionPass") \
+        < text.index("session 3, graph 1: UB fusion") < text.index("TbeConvReluFusionPass")
 
 
 def test_working_directory_file_wins_and_nothing_is_copied(dirs):
@@ -93,7 +94,7 @@ def test_working_directory_file_wins_and_nothing_is_copied(dirs):
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
     assert result.source == local
-    assert [g.graph_id for g in result.graphs] == ["3_2"]
+    assert [g.key for g in result.graphs] == ["3_2"]
     assert sorted(p.relative_to(root.parent) for p in root.parent.rglob("*")) == before
     assert fusion_candidates(context, cwd)[0] == local
 
@@ -117,7 +118,7 @@ def test_garbage_tail_keeps_earlier_graphs_and_says_where(dirs):
     path = write(root / "fusion" / "fusion_result.json", OBJECTS, tail="}{oops")
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
-    assert [g.graph_id for g in result.graphs] == ["3_1", "3_2"]
+    assert [g.key for g in result.graphs] == ["3_1", "3_2"]
     assert result.problem.startswith(str(path)) and f"offset {len(good)}" in result.problem
     text = flat(rendered(result))
     assert f"problem: {path}: not JSON" in text
@@ -131,7 +132,8 @@ def test_unreadable_file_is_a_problem_not_a_crash(dirs):
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
     assert result.present and not result.graphs and "not UTF-8" in result.problem
-    assert "nothing found" in rendered(result)
+    text = flat(rendered(result))
+    assert "nothing found" not in text and "problem:" in text
 
 
 def test_repeated_graph_ids_are_told_apart(dirs):
@@ -139,8 +141,8 @@ def test_repeated_graph_ids_are_told_apart(dirs):
     write(root / "fusion" / "fusion_result.json", [OBJECTS[1], OBJECTS[1]])
     context, _ = make_context(root)
     text = rendered(check_fusion(context, cwd=cwd))
-    assert "graph 3_2 (object 1): graph fusion" in text
-    assert "graph 3_2 (object 2): graph fusion" in text
+    assert "graph 3_2 (entry 1): graph fusion" in text
+    assert "graph 3_2 (entry 2): graph fusion" in text
 
 
 def test_sample_fusion_file_shows_its_passes(sample_data, tmp_path):
@@ -149,8 +151,40 @@ def test_sample_fusion_file_shows_its_passes(sample_data, tmp_path):
     result = check_fusion(context, cwd=tmp_path / "elsewhere")
     assert result.found and result.source == sample_data / "fusion" / "fusion_result.json"
     text = rendered(result)
-    assert "graph 1_1: graph fusion" in text and "graph 1_1: UB fusion" in text
+    assert "session 1, graph 1: graph fusion" in text and "session 1, graph 1: UB fusion" in text
     for name in ("ConvBiasAddFusionPass", "BatchNormInferFusionPass", "MatMulBiasAddFusionPass",
                  "TbeConvReluFusionPass"):
         assert name in text
     assert "TbeEltwiseFusionPass" not in text
+
+
+def test_keyed_form_of_current_cann_shows_its_rules_per_session(dirs):
+    root, cwd = dirs
+    entry = {"graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"}},
+             "ub_fusion": {"TbeConvReluFusionPass": {"effect_times": "1", "match_times": "1",
+                                                     "repository_hit_times": "0"}}}
+    path = root / "fusion" / "fusion_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"session_and_graph_id_0_1": entry,
+                                "session_and_graph_id_1_1": entry}, indent=4))
+    context, _ = make_context(root)
+    result = check_fusion(context, cwd=cwd)
+    assert result.found and result.problem is None
+    text = rendered(result)
+    assert "nothing found" not in text
+    for label in ("session 0, graph 1: graph fusion", "session 1, graph 1: UB fusion"):
+        assert label in text
+    assert table_rows(text)["TbeConvReluFusionPass"] == ["1", "1"]
+
+
+def test_a_file_in_no_form_is_one_problem_line_with_the_offset(dirs):
+    root, cwd = dirs
+    path = root / "fusion" / "fusion_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"session_and_graph_id_0_0": "oops"}')
+    context, _ = make_context(root)
+    result = check_fusion(context, cwd=cwd)
+    text = flat(rendered(result))
+    assert "nothing found" not in text
+    assert f"problem: {path}: object 1, key 'session_and_graph_id_0_0': found a JSON string" in text
+    assert "at offset 1" in text

@@ -287,7 +287,8 @@ EDGE_RE = re.compile(r"^\s*(n\d+)(?::out(\d+)(?::[a-z]+)?)? -> (n\d+)(?::in(\d+)
 
 
 def _expected_neighbourhood(case: dict, root: str, depth: int):
-    """Nodes and edges of the depth-``depth`` neighbourhood, from case.json's op inputs."""
+    """Nodes and edges of the depth-``depth`` neighbourhood (producers up, consumers down and
+    the consumers' other producers), from case.json's op inputs."""
     inputs = {}
     for op in case["ops"]:
         parsed = [(entry.rsplit(":", 1)[0], int(entry.rsplit(":", 1)[1])) for entry in op["inputs"]]
@@ -304,7 +305,10 @@ def _expected_neighbourhood(case: dict, root: str, depth: int):
             seen |= frontier
         return seen
 
-    nodes = reach(lambda n: [src for src, _ in inputs[n]]) | reach(lambda n: consumers[n])
+    down = reach(lambda n: consumers[n])
+    # the consumers' other producers too (the next MatMul's weight), as the original drew them
+    side = {src for name in down - {root} for src, _ in inputs.get(name, [])}
+    nodes = reach(lambda n: [src for src, _ in inputs[n]]) | down | side
     edges = {(src, idx, dst, port) for dst in nodes for port, (src, idx) in enumerate(inputs[dst])
              if src in nodes}
     return nodes, edges
@@ -423,3 +427,40 @@ def test_writes_only_under_temp_even_for_hostile_names(fixture_data):
     written = sorted(p.name for p in (temp / "op_graph").glob("*.gv"))
     assert any(name.startswith("debug_0.___g.Relu.") for name in written)
     assert all(p.parent == temp / "op_graph" for p in changed)
+
+
+# --- several graphs holding one name (real dumps) -------------------------------------------------
+
+
+def _real_root(real_dir: Path, tmp_path: Path) -> Path:
+    """A data root whose debug_0 holds the real ge_proto graph (renamed with graph id 11) and
+    the real ge_onnx graph (graph id 1): both have an op called Variable."""
+    root = tmp_path / "precision_data"
+    graph_dir = root / "npu" / "debug_0" / "graph"
+    graph_dir.mkdir(parents=True)
+    shutil.copy(real_dir / "ge_proto_00000001_Build.txt", graph_dir / "ge_proto_00000001_graph_11_Build.txt")
+    shutil.copy(real_dir / "ge_onnx_00000000_graph_1_Build.pbtxt", graph_dir)
+    return root
+
+
+def test_a_name_held_by_several_graphs_shows_every_match_with_its_graph(real_dir, tmp_path):
+    root = _real_root(real_dir, tmp_path)
+    status, text = _ni(root, "ni Variable")
+    assert status == ExitStatus.OK
+    assert "2 graphs of debug_0 hold Variable: ge_default_20230713074122_1 (graph id 1), " \
+           "ge_default_20230713074125_sub_1_unknow (graph id 11)" in " ".join(text.split())
+    assert "-- 1/2: Variable in ge_default_20230713074122_1 (graph id 1) [debug_0] --" in text
+    assert "-- 2/2: Variable in ge_default_20230713074125_sub_1_unknow (graph id 11) [debug_0] --" in text
+    assert len(re.findall(r"^type\s+Variable\s*$", text, re.M)) == 2
+    status, text = _ni(root, "ni Variable -g 11")
+    assert status == ExitStatus.OK and "hold Variable" not in text
+    assert re.search(r"^graph id\s+11\s*$", text, re.M)
+    status, text = _ni(root, "ni Variable -g ge_default_20230713074122_1 -s 1")
+    assert status == ExitStatus.OK and re.search(r"^graph id\s+1\s*$", text, re.M)
+    assert "subgraph: 3 ops" in text  # Variable, its consumer Assign, and Assign's other input
+
+
+def test_g_naming_nothing_is_one_error_line(real_dir, tmp_path):
+    status, text = _ni(_real_root(real_dir, tmp_path), "ni Variable -g 99")
+    assert status == ExitStatus.ERROR and "no graph named '99'" in text
+    assert len([line for line in text.splitlines() if line.startswith("error:")]) == 1

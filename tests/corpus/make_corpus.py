@@ -15,9 +15,10 @@ from pathlib import Path
 from .base import Case, make_case, manifest
 from .cases_dump import CASES as DUMP_CASES
 from .cases_files import CASES as FILE_CASES
+from .cases_forms import CASES as FORM_CASES
 from .cases_graph import CASES as GRAPH_CASES
 
-CASES: list[Case] = [*DUMP_CASES, *FILE_CASES, *GRAPH_CASES]
+CASES: list[Case] = [*DUMP_CASES, *FILE_CASES, *GRAPH_CASES, *FORM_CASES]
 
 
 def make_corpus(directory: str | Path, names: list[str] | None = None) -> list[Case]:

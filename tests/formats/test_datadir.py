@@ -52,3 +52,19 @@ def test_layout_paths():
     root = DataRoot(__import__("pathlib").Path("/d"))
     assert str(root.dump_root("debug_1")) == "/d/npu/debug_1/dump"
     assert str(root.golden_dir) == "/d/tf/dump" and str(root.temp) == "/d/temp"
+
+
+def test_survey_lists_every_build_name_form_and_reports_a_bad_one(sample_data):
+    graph_dir = sample_data / "npu" / "debug_1" / "graph"
+    (graph_dir / "ge_proto_00000001_Build.txt").rename(graph_dir / "ge_proto_00000001_graph_7_Build.txt")
+    (graph_dir / "ge_onnx_00000000_graph_8_Build.pbtxt").write_text("")
+    (graph_dir / "ge_proto_00000002_graph_0_PreRunBegin.txt").write_text("")
+    found = survey(sample_data)
+    assert [p.name for p in found.debug[1].graph_files] == [
+        "ge_onnx_00000000_graph_8_Build.pbtxt", "ge_proto_00000001_graph_7_Build.txt"]
+    assert not found.problems
+    (graph_dir / "ge_proto_00000003_graph_z_Build.txt").write_text("")
+    found = survey(sample_data)
+    assert found.debug[1].graph_files == []
+    assert len(found.problems) == 1 and "graph id 'z' in the file name is not a number" in found.problems[0]
+    assert [p.name for p in found.debug[0].graph_files] == ["ge_proto_00000001_Build.txt"]

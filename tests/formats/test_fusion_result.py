@@ -1,10 +1,12 @@
-"""``fusion_result.json``: concatenated objects, both graph-id keys, string counts, bad tails."""
+"""``fusion_result.json``: the four forms, graph and session ids, string counts, bad input."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.fusion_result import (
@@ -32,7 +34,8 @@ def concatenated(*objects, indent=None) -> str:
 def test_concatenated_objects_are_read_in_order_with_both_id_keys():
     text = concatenated(FIRST, SECOND, indent=4)
     graphs = parse_fusion_result(text)
-    assert [g.graph_id for g in graphs] == ["1_1", "0_7"]
+    assert [(g.session_id, g.graph_id) for g in graphs] == [("1", "1"), (None, "0_7")]
+    assert [g.key for g in graphs] == ["1_1", "0_7"]
     assert [g.index for g in graphs] == [0, 1]
     assert graphs[0].offset == 0 and graphs[1].offset == len(json.dumps(FIRST, indent=4))
     assert graphs[0].graph_fusion == (FusionRule("ConvBiasAddFusionPass", 2, 3),
@@ -45,18 +48,31 @@ def test_concatenated_objects_are_read_in_order_with_both_id_keys():
 
 
 def test_one_object_whitespace_bom_and_empty_text():
-    assert [g.graph_id for g in parse_fusion_result(json.dumps(FIRST))] == ["1_1"]
+    assert [g.key for g in parse_fusion_result(json.dumps(FIRST))] == ["1_1"]
     spaced = "\ufeff\n  " + json.dumps(FIRST) + "\n\n\t" + json.dumps(SECOND) + "\n"
-    assert [g.graph_id for g in parse_fusion_result(spaced)] == ["1_1", "0_7"]
+    assert [g.key for g in parse_fusion_result(spaced)] == ["1_1", "0_7"]
     assert parse_fusion_result("") == [] and parse_fusion_result(" \n") == []
+    assert parse_fusion_result("[]") == [] and parse_fusion_result("{} [ ]") == []
 
 
 def test_session_and_graph_id_wins_and_a_missing_id_is_none():
-    both = dict(FIRST, graphId="old")
-    assert parse_fusion_result(json.dumps(both))[0].graph_id == "1_1"
-    assert parse_fusion_result(json.dumps({"graph_fusion": {}}))[0].graph_id is None
+    both = dict(FIRST, graphId="old", sessionId="9")
+    assert parse_fusion_result(json.dumps(both))[0].key == "1_1"
+    missing = parse_fusion_result(json.dumps({"graph_fusion": {}}))[0]
+    assert missing.graph_id is None and missing.session_id is None and missing.key is None
     numeric = parse_fusion_result(json.dumps({"graphId": 3}))[0]
     assert numeric.graph_id == "3" and numeric.graph_fusion == () and numeric.ub_fusion == ()
+    bare = parse_fusion_result(json.dumps({"session_and_graph_id": "7"}))[0]
+    assert (bare.session_id, bare.graph_id) == (None, "7")
+
+
+def test_older_graph_id_keeps_its_session():
+    first = {"graphId": "1", "sessionId": "0", "graph_fusion": {"A": {"effect_times": "1"}}}
+    second = dict(first, sessionId="1")
+    graphs = parse_fusion_result(concatenated(first, second))
+    assert [(g.session_id, g.graph_id, g.key) for g in graphs] == [("0", "1", "0_1"), ("1", "1", "1_1")]
+    session_only = parse_fusion_result(json.dumps({"sessionId": 2, "graph_fusion": {}}))[0]
+    assert session_only.key == "2_?"
 
 
 def test_garbage_tail_names_file_and_offset_and_keeps_earlier_objects(tmp_path):
@@ -69,23 +85,25 @@ def test_garbage_tail_names_file_and_offset_and_keeps_earlier_objects(tmp_path):
     assert isinstance(error, PrecisionToolError)
     assert error.offset == len(good) + 2
     assert str(path) in str(error) and f"offset {len(good) + 2}" in str(error)
-    assert [g.graph_id for g in error.graphs] == ["1_1", "0_7"]
+    assert [g.key for g in error.graphs] == ["1_1", "0_7"]
 
 
 def test_truncated_object_is_an_error_at_its_offset():
     text = concatenated(FIRST) + json.dumps(SECOND)[:-5]
     with pytest.raises(FusionResultError) as caught:
         parse_fusion_result(text, "f.json")
-    assert [g.graph_id for g in caught.value.graphs] == ["1_1"]
+    assert [g.key for g in caught.value.graphs] == ["1_1"]
     assert caught.value.offset >= len(json.dumps(FIRST))
     assert str(caught.value).startswith("f.json: not JSON")
 
 
 @pytest.mark.parametrize("bad, words", [
-    ([1, 2], "object 2: found a JSON list, not an object"),
+    ([1, 2], "array 2, item 1: found a JSON number, not an object"),
+    ("text", "value 2: found a JSON string, not an object or an array of objects"),
+    ({"model": "m"}, "object 2: not a fusion result: none of graph_fusion"),
     ({"graph_fusion": {"R": {"effect_times": "many"}}}, "graph_fusion R effect_times is 'many'"),
     ({"ub_fusion": {"R": {"effect_times": "1", "match_times": True}}}, "ub_fusion R match_times"),
-    ({"graph_fusion": ["R"]}, "graph_fusion is a list"),
+    ({"graph_fusion": ["R"]}, "graph_fusion is a JSON array"),
     ({"graph_fusion": {"R": "1"}}, "graph_fusion rule 'R' is not an object of counts"),
 ])
 def test_a_bad_object_is_an_error_at_its_start(bad, words):
@@ -93,8 +111,8 @@ def test_a_bad_object_is_an_error_at_its_start(bad, words):
     with pytest.raises(FusionResultError) as caught:
         parse_fusion_result(head + json.dumps(bad) + json.dumps(SECOND), "x.json")
     assert words in str(caught.value)
-    assert caught.value.offset == len(head)
-    assert [g.graph_id for g in caught.value.graphs] == ["1_1"]
+    assert caught.value.offset == len(head) + (1 if isinstance(bad, list) else 0)
+    assert [g.key for g in caught.value.graphs] == ["1_1"]
 
 
 def test_read_leaves_the_file_alone(tmp_path):
@@ -136,3 +154,179 @@ def test_sample_file_is_concatenated_deterministic_and_covers_the_graph_passes(t
     ignored = {r.name for g in graphs for s in ("graph_fusion", "ub_fusion")
                for r in getattr(g, s) if r.effect_times == 0}
     assert ignored and not ignored & effective
+
+
+# --- the four forms -----------------------------------------------------------------------------
+
+
+def keyed(*objects) -> dict:
+    """Form 4: one object keyed ``session_and_graph_id_S_G``, ids taken out of the entries."""
+    out = {}
+    for obj in objects:
+        session, _, graph = obj["session_and_graph_id"].partition("_")
+        out[f"session_and_graph_id_{session}_{graph}"] = {
+            k: v for k, v in obj.items() if k != "session_and_graph_id"}
+    return out
+
+
+THIRD = dict(FIRST, session_and_graph_id="2_5")
+
+
+@pytest.mark.parametrize("form", ["objects", "array", "arrays", "keyed", "mixed"])
+def test_every_form_gives_the_same_graphs(form):
+    objects = [FIRST, THIRD]
+    text = {"objects": concatenated(*objects, indent=2),
+            "array": json.dumps(objects, indent=4),
+            "arrays": json.dumps([FIRST]) + "\n" + json.dumps([THIRD]),
+            "keyed": json.dumps(keyed(*objects), indent=4),
+            "mixed": json.dumps([FIRST]) + json.dumps(keyed(THIRD))}[form]
+    graphs = parse_fusion_result(text)
+    assert [(g.session_id, g.graph_id, g.index) for g in graphs] == [("1", "1", 0), ("2", "5", 1)]
+    assert graphs[0].graph_fusion == (FusionRule("ConvBiasAddFusionPass", 2, 3),
+                                      FusionRule("ConstToAttrPass", 0, 4))
+    assert graphs[1].effective("ub_fusion") == [FusionRule("TbeConvReluFusionPass", 1, 1)]
+    assert all(text[g.offset] in '{"' for g in graphs)  # each points at its entry (or its key)
+
+
+def test_keyed_form_ignores_other_keys_and_unknown_fields():
+    entry = {"graph_fusion": {"A": {"effect_times": "2", "match_times": "3",
+                                    "repository_hit_times": "1"}},
+             "ub_fusion": {}, "future_section": {"x": 1}}
+    text = json.dumps({"version": "8.0", "session_and_graph_id_0_3": entry,
+                       "session_and_graph_id_1_3": entry, "extra": [1, 2]})
+    graphs = parse_fusion_result(text)
+    assert [g.key for g in graphs] == ["0_3", "1_3"]  # graph 3 of two sessions: two graphs
+    assert graphs[0].graph_fusion == (FusionRule("A", 2, 3),)
+    assert text[graphs[1].offset:].startswith('"session_and_graph_id_1_3"')
+
+
+def test_truncated_array_keeps_the_items_before():
+    text = json.dumps([FIRST, SECOND, THIRD])
+    cut = text[:text.index('"2_5"')]
+    with pytest.raises(FusionResultError) as caught:
+        parse_fusion_result(cut, "f.json")
+    assert [g.key for g in caught.value.graphs] == ["1_1", "0_7"]
+    assert str(caught.value).startswith("f.json: not JSON") and "offset" in str(caught.value)
+    assert caught.value.offset >= len(json.dumps([FIRST, SECOND])) - 1
+    with pytest.raises(FusionResultError, match=r"'\]' missing: the file ends early\) at offset"):
+        parse_fusion_result(json.dumps([FIRST])[:-1])
+    with pytest.raises(FusionResultError, match="Expecting ',' delimiter"):
+        parse_fusion_result("[" + json.dumps(FIRST) + " x]")
+
+
+def test_keyed_values_that_are_not_objects_are_one_error_at_their_key():
+    text = json.dumps({"session_and_graph_id_0_0": {"graph_fusion": {}},
+                       "session_and_graph_id_0_1": ["A", "B"]})
+    with pytest.raises(FusionResultError) as caught:
+        parse_fusion_result(text, "k.json")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("k.json: object 1, key 'session_and_graph_id_0_1'")
+    assert "found a JSON array, not an object of fusion rules" in message
+    assert caught.value.offset == text.index('"session_and_graph_id_0_1"')
+    assert [g.key for g in caught.value.graphs] == ["0_0"]
+
+
+# --- random files in every form (property) ------------------------------------------------------
+
+_names = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh", min_size=1, max_size=12)
+_counts = st.fixed_dictionaries({"effect_times": st.integers(0, 99).map(str),
+                                 "match_times": st.integers(0, 99).map(str)})
+_entries = st.fixed_dictionaries({
+    "ids": st.tuples(st.integers(0, 30), st.integers(0, 300)),
+    "graph_fusion": st.dictionaries(_names, _counts, max_size=4),
+    "ub_fusion": st.dictionaries(_names, _counts, max_size=3),
+})
+
+
+def _write(entries, form: str, indent) -> str:
+    plain = [{"session_and_graph_id": f"{s}_{g}", "graph_fusion": e["graph_fusion"],
+              "ub_fusion": e["ub_fusion"]} for e in entries for s, g in [e["ids"]]]
+    if form == "objects":
+        return "".join(json.dumps(o, indent=indent) for o in plain)
+    if form == "array":
+        return json.dumps(plain, indent=indent)
+    if form == "arrays":
+        return "".join(json.dumps([o], indent=indent) for o in plain)
+    return json.dumps({f"session_and_graph_id_{s}_{g}": {"graph_fusion": e["graph_fusion"],
+                                                         "ub_fusion": e["ub_fusion"]}
+                       for e in entries for s, g in [e["ids"]]}, indent=indent)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_entries, max_size=5, unique_by=lambda e: e["ids"]),
+       st.sampled_from(["objects", "array", "arrays", "keyed"]), st.sampled_from([None, 1, 4]))
+def test_any_file_in_any_form_reads_back(entries, form, indent):
+    graphs = parse_fusion_result(_write(entries, form, indent))
+    assert [(g.session_id, g.graph_id) for g in graphs] == [
+        (str(s), str(g)) for e in entries for s, g in [e["ids"]]]
+    for graph, entry in zip(graphs, entries):
+        for section in ("graph_fusion", "ub_fusion"):
+            assert getattr(graph, section) == tuple(
+                FusionRule(name, int(c["effect_times"]), int(c["match_times"]))
+                for name, c in entry[section].items())
+
+
+# --- the real files -----------------------------------------------------------------------------
+
+
+def _json_values(text: str) -> list:
+    """Every top-level JSON value of ``text``, decoded with the json module alone."""
+    decoder, values, position = json.JSONDecoder(), [], 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return values
+        value, position = decoder.raw_decode(text, position)
+        values.append(value)
+
+
+def _expected_graphs(text: str) -> list[tuple[str, str, int, int, int]]:
+    """(session, graph, graph rules, UB rules, effective rules) per graph, by the json module."""
+    out = []
+    for value in _json_values(text):
+        for item in value if isinstance(value, list) else [value]:
+            pairs = ([(k[len("session_and_graph_id_"):].split("_"), v) for k, v in item.items()
+                      if k.startswith("session_and_graph_id_")]
+                     or [(str(item.get("session_and_graph_id", "")).split("_")
+                          if "session_and_graph_id" in item
+                          else [item.get("sessionId"), item.get("graphId")], item)])
+            for (session, graph), entry in pairs:
+                rules = [c for s in ("graph_fusion", "ub_fusion") for c in entry.get(s, {}).values()]
+                out.append((str(session), str(graph), len(entry.get("graph_fusion", {})),
+                            len(entry.get("ub_fusion", {})),
+                            sum(int(c["effect_times"]) > 0 for c in rules)))
+    return out
+
+
+REAL_FUSION = ["objects_concatenated.json", "graphid_sessionid.json", "json_array.json",
+               "arrays_concatenated.json", "keyed_by_graph.json"]
+
+
+@pytest.mark.parametrize("name", REAL_FUSION)
+def test_real_files_give_the_graphs_and_rules_the_json_holds(real_dir, name):
+    path = real_dir / "fusion" / name
+    text = path.read_text(encoding="utf-8")
+    graphs = read_fusion_result(path)
+    want = _expected_graphs(text)
+    assert [(g.session_id, g.graph_id, len(g.graph_fusion), len(g.ub_fusion),
+             len(g.effective("graph_fusion") + g.effective("ub_fusion"))) for g in graphs] == want
+    # every rule of the file, counted on the raw text
+    assert sum(len(g.graph_fusion) + len(g.ub_fusion) for g in graphs) == text.count('"effect_times"')
+    assert len(graphs) >= 1
+
+
+def test_real_older_file_keeps_session_and_graph_apart(real_dir):
+    graphs = read_fusion_result(real_dir / "fusion" / "graphid_sessionid.json")
+    assert [g.key for g in graphs] == ["0_11", "0_41"]
+    assert graphs[0].effective("ub_fusion") == [FusionRule("AutomaticUbFusion", 2, 2)]
+    assert graphs[0].effective("graph_fusion") == []  # MulAddFusionPass matched 4 times, 0 effect
+
+
+def test_the_public_api_reads_every_form(real_dir):
+    import precision_tool as pt
+
+    assert pt.read_fusion_result is read_fusion_result and "read_fusion_result" in pt.__all__
+    (graph,) = pt.read_fusion_result(real_dir / "fusion" / "keyed_by_graph.json")
+    assert isinstance(graph, pt.FusionGraph) and (graph.session_id, graph.graph_id) == ("0", "0")
+    assert graph.graph_fusion[0] == pt.FusionRule("RefreshInt64ToInt32FusionPass", 0, 1)

@@ -166,3 +166,33 @@ def test_tree_does_not_repeat_a_diamond():
     text = _tree_text(op_graph.neighbourhood_tree(hood))
     assert text.count("-> m:in") == 2 and text.count("-> t:in0") == 1
     assert "(expanded above)" in text
+
+
+def _dense_graph():
+    """x -> relu -> matmul(relu, w, b) -> softmax; w = Cast(wraw); x -> sibling."""
+    ops = [_op("x", "Data"), _op("wraw", "Const"), _op("w", "Cast", ["wraw:0"]), _op("b", "Const"),
+           _op("relu", "Relu", ["x:0"]), _op("matmul", "MatMulV2", ["relu:0", "w:0", "b:0"]),
+           _op("softmax", "SoftmaxV2", ["matmul:0"]), _op("sibling", "Relu", ["x:0"])]
+    return build_model(ops, name="g").graphs[0]
+
+
+def test_consumers_other_producers_are_drawn_as_the_original_did():
+    graph = _dense_graph()
+    hood = op_graph.neighbourhood(graph, graph.op("relu"), 1)
+    # the next MatMul's weight and bias, but not the weight's own producer, nor x's other consumer
+    assert set(hood.nodes) == {"relu", "x", "matmul", "w", "b"}
+    assert hood.side == {"w", "b"} and hood.levels["w"] == hood.levels["matmul"] == 1
+    assert {Edge("w", 0, "matmul", 1), Edge("b", 0, "matmul", 2)} <= set(hood.edges)
+    hood = op_graph.neighbourhood(graph, graph.op("relu"), 2)
+    assert set(hood.nodes) == {"relu", "x", "matmul", "w", "b", "softmax"}
+    hood = op_graph.neighbourhood(graph, graph.op("x"), 1)
+    assert set(hood.nodes) == {"x", "relu", "sibling"}  # consumers of x, whose only input is x
+
+
+def test_tree_shows_the_consumers_other_inputs():
+    graph = _dense_graph()
+    text = _tree_text(op_graph.neighbourhood_tree(op_graph.neighbourhood(graph, graph.op("relu"), 1)))
+    down = text[text.index("downstream"):]
+    assert "out0 -> matmul:in0 [MatMulV2]" in down
+    assert "in1 <- w:0 [Cast]" in down and "in2 <- b:0 [Const]" in down
+    assert "in0 <- relu" not in down  # the op itself is not repeated as its consumer's input

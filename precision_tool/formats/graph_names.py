@@ -1,0 +1,154 @@
+"""GE graph dump file names, in every form real installations write, and finding them.
+
+GE (``DUMP_GE_GRAPH``) names a graph dump ``ge_{form}_{index}_[graph_{id}_]{stage}.{ext}``:
+
+=============================================  =============================================
+``ge_proto_00000001_Build.txt``                TextFormat ``ge.proto.ModelDef``, 8-digit index
+``ge_proto_00056_Build.txt``                   the same with a 5-digit index (older CANN)
+``ge_proto_00000001_graph_31_Build.txt``       newer CANN: the graph id (31) in the name
+``ge_proto_00000001_graph_0_PreRunBegin.txt``  another stage of compilation (not a Build graph)
+``ge_onnx_00000000_graph_1_Build.pbtxt``       the graph as ONNX ModelProto TextFormat
+``ge_proto_00000001_Build.txt.json``           what ``atc --mode=5`` writes from the ``.txt``
+=============================================  =============================================
+
+The tool reads the ``Build`` stage (the graph that ran); others only when asked for by stage.
+When a graph is there in both forms, the ``ge_proto`` one is read and the ``ge_onnx`` one left
+out: by name when both carry the same graph id (or the same index, without ids), and after
+loading by content (:func:`prefer_ge_proto`). A Build graph name whose graph id is not a number
+is an error naming the file, not a file silently left out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import PrecisionToolError
+
+if TYPE_CHECKING:
+    from .graph_model import Model
+
+BUILD_STAGE = "Build"
+GRAPH_FILE_RE = re.compile(
+    r"^ge_(proto|onnx)_([0-9]+)_(?:graph_([^_]*)_)?([A-Za-z0-9_-]+)\.(txt|pbtxt)(\.json)?$")
+"""form, index, graph id (any text; must be a number), stage, extension, ``.json`` of atc."""
+
+_FORM_ORDER = {"ge_proto": 0, "ge_onnx": 1}
+BUILD_FILE_FORMS = "ge_proto_*_Build.txt, ge_proto_*_graph_*_Build.txt, ge_onnx_*_graph_*_Build.pbtxt"
+"""The Build graph names, as messages list them."""
+
+
+@dataclass(frozen=True)
+class GraphFileName:
+    """What a graph dump's file name says. ``graph_id`` is None when the name has none (or a
+    bad one, kept in ``bad_graph_id``)."""
+
+    name: str
+    form: str  # "ge_proto" or "ge_onnx"
+    index: int
+    graph_id: int | None
+    stage: str
+    is_json: bool = False
+    bad_graph_id: str | None = None
+
+    @property
+    def is_onnx(self) -> bool:
+        return self.form == "ge_onnx"
+
+    @property
+    def base(self) -> str:
+        """The name without atc's ``.json``: the text dump this file is (a conversion of)."""
+        return self.name[:-len(".json")] if self.is_json else self.name
+
+    def sort_key(self) -> tuple:
+        return (self.index, -1 if self.graph_id is None else self.graph_id,
+                _FORM_ORDER[self.form], self.is_json, self.name)
+
+
+def parse_graph_file_name(name: str) -> GraphFileName | None:
+    """The parts of a graph dump file name, or None when ``name`` is not one (see module doc)."""
+    match = GRAPH_FILE_RE.match(name)
+    if match is None:
+        return None
+    form, index, graph_id, stage, ext, json_ext = match.groups()
+    if json_ext and (form != "proto" or ext != "txt"):
+        return None  # atc converts the TextFormat ge_proto dumps only
+    numeric = graph_id is not None and graph_id.isascii() and graph_id.isdigit()
+    return GraphFileName(name, f"ge_{form}", int(index), int(graph_id) if numeric else None, stage,
+                         bool(json_ext), None if numeric or graph_id is None else graph_id)
+
+
+def _bad_id_error(path: Path, parsed: GraphFileName) -> PrecisionToolError:
+    return PrecisionToolError(
+        f"graph id {parsed.bad_graph_id!r} in the file name is not a number "
+        f"(GE writes ge_proto_00000001_graph_31_{parsed.stage}.txt)", path)
+
+
+def _listed(directory: Path) -> list[tuple[GraphFileName, Path]]:
+    if not directory.is_dir():
+        raise PrecisionToolError("graph directory not found", directory)
+    found = []
+    for entry in directory.iterdir():
+        parsed = parse_graph_file_name(entry.name)
+        if parsed is not None and entry.is_file():
+            found.append((parsed, entry))
+    return found
+
+
+def _same_graph(onnx: GraphFileName, proto: GraphFileName) -> bool:
+    if onnx.stage != proto.stage:
+        return False
+    if onnx.graph_id is not None and proto.graph_id is not None:
+        return onnx.graph_id == proto.graph_id
+    return onnx.graph_id is None and proto.graph_id is None and onnx.index == proto.index
+
+
+def find_graph_files(directory: str | os.PathLike, suffix: str | None = BUILD_STAGE) -> list[Path]:
+    """The graph dumps in ``directory`` of stage ``suffix`` (None: every stage), by index.
+
+    A graph present both as ``.txt`` and as ``.txt.json`` is listed once, as the ``.txt``; a
+    ``ge_onnx`` dump of a graph that is also there as ``ge_proto`` is left out.
+
+    Raises:
+        PrecisionToolError: ``directory`` is not a directory, or a file of the stage asked for
+            has a graph id that is not a number.
+    """
+    directory = Path(directory)
+    chosen: dict[str, tuple[GraphFileName, Path]] = {}
+    for parsed, path in _listed(directory):
+        if suffix is not None and parsed.stage != suffix:
+            continue
+        if parsed.bad_graph_id is not None:
+            raise _bad_id_error(path, parsed)
+        if parsed.is_json and parsed.base in chosen:
+            continue  # the text form is the one GE wrote; the JSON is a conversion of it
+        chosen[parsed.base] = (parsed, path)
+    protos = [p for p, _ in chosen.values() if not p.is_onnx]
+    kept = [(p, path) for p, path in chosen.values()
+            if not (p.is_onnx and any(_same_graph(p, q) for q in protos))]
+    return [path for _, path in sorted(kept, key=lambda item: item[0].sort_key())]
+
+
+def graph_stages(directory: str | os.PathLike) -> set[str]:
+    """The stages of the graph dumps in ``directory`` (``Build``, ``PreRunBegin``, ...)."""
+    return {parsed.stage for parsed, _ in _listed(Path(directory))}
+
+
+def file_graph_id(path: Path | None) -> int | None:
+    """The graph id a dump's file name carries (``..._graph_31_Build.txt``), else None."""
+    parsed = None if path is None else parse_graph_file_name(Path(path).name)
+    return None if parsed is None else parsed.graph_id
+
+
+def prefer_ge_proto(models: list["Model"]) -> list["Model"]:
+    """``models`` without the ``ge_onnx`` ones whose every graph a ``ge_proto`` model holds too
+    (the same graph dumped in both forms: the ge_proto one is complete)."""
+    def is_onnx(model) -> bool:
+        parsed = parse_graph_file_name(model.source_path.name) if model.source_path else None
+        return parsed is not None and parsed.is_onnx
+    proto_graphs = {g.name for m in models if not is_onnx(m) for g in m.graphs}
+    return [m for m in models
+            if not (is_onnx(m) and m.graphs and all(g.name in proto_graphs for g in m.graphs))]
