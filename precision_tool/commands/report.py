@@ -55,7 +55,8 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="report", summary="write a self-contained HTML report of a result (plot, flagged ops, subgraph)",
+    name="report",
+    summary="write a self-contained HTML report of a result (plot, flagged ops, subgraph)",
     add_arguments=_add_arguments, run=run,
     completions={"-f": "path", "--file": "path", "-o": "path", "--output": "path"},
     description="Write temp/report/{timestamp}/index.html (or -o DIR/index.html): one file that "

@@ -24,6 +24,7 @@ from ..render.op_graph import input_desc, shape_text
 from .ids import graph_ids, node_id
 
 MAX_VALUE_CHARS = 400  # a Const's tensor attribute can hold megabytes
+TENSOR_TAG = "__tensor_tag"  # Model Explorer names a node's input/output tensors by this key
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -76,7 +77,8 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
     if op.pass_name:
         pairs.append(("pass_name", ", ".join(op.pass_name)))
     if op.original_op_names is not None:
-        pairs.append(("original_op_names", ", ".join(op.original_op_names) or "(inserted by the compiler)"))
+        names = ", ".join(op.original_op_names) or "(inserted by the compiler)"
+        pairs.append(("original_op_names", names))
     if op.original_op_types:
         pairs.append(("original_op_types", ", ".join(op.original_op_types)))
     missing = [str(ref) for ref in op.data_inputs if ref.src not in graph]
@@ -85,7 +87,8 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
     out = [_kv(k, v) for k, v in pairs]
     controls = [ref.src for ref in op.control_inputs if ref.src in graph]
     if controls:
-        out.append(gb.KeyValue(key="control inputs", value=gb.NodeIdsNodeAttributeValue(nodeIds=controls)))
+        links = gb.NodeIdsNodeAttributeValue(nodeIds=controls)
+        out.append(gb.KeyValue(key="control inputs", value=links))
     out += [_kv(f"attr {k}", v) for k, v in sorted(op.attrs.items())]
     return out
 
@@ -96,9 +99,10 @@ def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphN
     edges = [gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index),
                              targetNodeInputId=str(port))
              for port, ref in enumerate(op.data_inputs) if ref.src in graph]
-    inputs = [gb.MetadataItem(id=str(port), attrs=[_kv("__tensor_tag", str(ref)), *desc_attrs(input_desc(op, port))])
+    inputs = [gb.MetadataItem(id=str(port), attrs=[_kv(TENSOR_TAG, str(ref)),
+                                                   *desc_attrs(input_desc(op, port))])
               for port, ref in enumerate(op.data_inputs)]
-    outputs = [gb.MetadataItem(id=str(i), attrs=[_kv("__tensor_tag", f"{op.name}:{i}"), *desc_attrs(desc)])
+    outputs = [gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc)])
                for i, desc in enumerate(op.output_descs)]
     return gb.GraphNode(id=node_id(op), label=label, namespace=namespace,
                         subgraphIds=[subgraph_ids[s] for s in op.subgraph_names if s in subgraph_ids],

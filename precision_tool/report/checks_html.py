@@ -29,7 +29,8 @@ from .escape import visible
 CHECK_NAMES = ("overflow check", "fusion check", "cast check", "graph similarity")
 
 
-def _one(name: str, check: Callable[[], object], render: Callable[[object], RenderableType]) -> RenderableType:
+def _one(name: str, check: Callable[[], object],
+         render: Callable[[object], RenderableType]) -> RenderableType:
     try:
         return render(check())
     except PrecisionToolError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..compare.divergence import Divergence, OpCosines, analyse
@@ -59,14 +60,18 @@ class OpRecord:
     inputs: tuple[TensorMetrics, ...]
     outputs: tuple[TensorMetrics, ...]
 
+    @cached_property
+    def _worst_outputs(self) -> dict[str, float]:  # the page asks for each value several times
+        return {metric: worst(self.outputs, metric) for metric in NUMERIC_METRICS}
+
     @property
     def cosine(self) -> float:
         """The worst output cosine (the one that flags the op); NaN without one."""
-        return worst(self.outputs, COSINE)
+        return self.output(COSINE)
 
     def output(self, metric: str) -> float:
-        """The worst output value of ``metric``."""
-        return worst(self.outputs, metric)
+        """The worst output value of ``metric`` (NaN without one)."""
+        return self._worst_outputs.get(metric, math.nan)
 
     @property
     def verdict(self) -> str:

@@ -89,14 +89,17 @@ def verdict_html(view: ResultView) -> str:
     before, after = first.op.cosine_drop
     return (f'<p class="verdict-line">first operator that introduces the error: '
             f'<b class="name">{esc(first.op.name)}</b> ({esc(first.op.op_type or "?")}), '
-            f'Index {first.op.index}, cosine {_cos(before, threshold)} &rarr; {_cos(after, threshold)}</p>')
+            f'Index {first.op.index}, cosine {_cos(before, threshold)} &rarr; '
+            f'{_cos(after, threshold)}</p>')
 
 
 def _stamp_text(path: Path) -> str:
     try:
-        return datetime.strptime(path.parent.name, "%Y%m%d%H%M%S").strftime(" (compared %Y-%m-%d %H:%M:%S)")
+        when = datetime.strptime(path.parent.name, "%Y%m%d%H%M%S")  # vc's result directory
     except ValueError:
         return ""
+    return when.strftime(" (compared %Y-%m-%d %H:%M:%S)")
+
 
 
 def summary_html(view: ResultView) -> str:
@@ -149,11 +152,13 @@ def result_html(part: ResultPart, k: int) -> str:
     """The section of one result CSV."""
     title = f'<h2 id="result-{k}">{esc(part.path.name)}</h2>'
     if part.view is None:
-        return f'<section class="result error">{title}<p class="error">error: {esc(part.error)}</p></section>'
+        return (f'<section class="result error">{title}<p class="error">error: {esc(part.error)}</p>'
+                f'</section>')
     view = part.view
     return (f'<section class="result" data-section="{k}">{title}{summary_html(view)}'
             f'<h3>Output cosine along execution order</h3>{LEGEND}'
-            f'<div class="plot-wrap">{plot_svg(view, k)}<div class="tooltip" id="tip-{k}" hidden></div></div>'
+            f'<div class="plot-wrap">{plot_svg(view, k)}'
+            f'<div class="tooltip" id="tip-{k}" hidden></div></div>'
             f'<div class="selected" id="sel-{k}">click the plot, a table row or a graph node for an '
             f'op\'s metrics</div>'
             f'<h3>Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k, part.causes)}'

@@ -8,7 +8,6 @@ slow recovery), with every metric a known function of the cosine.
 from __future__ import annotations
 
 import csv
-import math
 from collections import defaultdict
 from pathlib import Path
 
