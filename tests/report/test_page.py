@@ -10,6 +10,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from precision_tool.compare.result_csv import NUMERIC_METRICS
 from precision_tool.report.escape import visible
@@ -131,3 +132,56 @@ def test_causes_add_a_column_with_escaped_text(data_root):
     assert "&lt;b&gt;not bold&lt;/b&gt;" in text
     plain = make_report(context, [csv_path], output=data_root / "p").index.read_text()
     assert ">cause<" not in plain and ">cause<" in text
+
+
+def test_msaccucmp_csv_without_a_graph_still_reports_with_a_note(data_root, reference):
+    context, _ = make_context(data_root)
+    written = make_report(context, [reference], output=data_root / "m")
+    text = written.index.read_text(encoding="utf-8")
+    assert "first operator that introduces the error: <b class=\"name\">model/add/add</b> (Add), Index 14" in text
+    assert "no Build graph under npu/*/graph holds this op" in text
+    assert len(Page(text).rows) - 1 == 8  # the header row and the eight flagged ops
+
+
+@pytest.mark.parametrize("case", ["nothing flagged", "nothing compared", "header only"])
+def test_results_with_little_in_them_still_make_a_page(data_root, case):
+    from precision_tool.compare.result_csv import columns, read_result_csv, write_result_csv
+
+    csv_path = write_chain(data_root, 12, 20)  # the drop is past the end: nothing flagged
+    if case == "nothing compared":
+        rows = [r.with_metrics({}) for r in read_result_csv(csv_path)]
+        csv_path = write_result_csv(data_root / "none.csv", rows)
+    elif case == "header only":
+        csv_path = data_root / "empty.csv"
+        csv_path.write_text(",".join(columns()) + "\r\n", encoding="utf-8")
+    context, _ = make_context(data_root)
+    text = make_report(context, [csv_path], output=data_root / case.replace(" ", "_")).index.read_text()
+    expected = {"nothing flagged": "no op has an output cosine &lt;= 0.98",
+                "nothing compared": "12 op(s) with a NaN output cosine",  # vcs's reading too
+                "header only": "no compared tensors in this result"}[case]
+    assert expected in text and "nothing flagged: no subgraph to show" in text
+    assert '<svg class="plot"' in text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30),
+                min_size=1, max_size=6, unique=True))
+def test_any_op_names_stay_text_in_the_page(names):
+    """Whatever the names, the page parses to the same elements and shows each name as its
+    visible text, in the table, the summary and the script's data."""
+    from pathlib import Path
+
+    from precision_tool.compare.result import CompareRow
+    from precision_tool.report.model import build_view
+    from precision_tool.report.page import PageInput, ResultPart, render_page
+
+    rows = [CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (2,),
+                       {"CosineSimilarity": 0.5}) for k, name in enumerate(names)]
+    view = build_view(Path("r.csv"), rows, 0.98)
+    page = Page(render_page(PageInput(Path("root"), [ResultPart(Path("r.csv"), view)], "")))
+    assert len(page.scripts) == 2
+    assert not any(key.startswith("on") for _, attrs in page.tags for key in attrs)
+    table = [row[3] for row in page.rows if len(row) > 5]
+    assert table == [visible(n) for n in names]
+    data = json.loads(next(body for attrs, body in page.scripts if attrs.get("type")))
+    assert [op[3] for op in data["ops"]] == [visible(n) for n in names]
