@@ -64,6 +64,8 @@ def test_ac_json_holds_the_comparison_summary_and_every_check(sample_data):
     assert checks["casts"]["found"] is True
     assert checks["casts"]["groups"][0]["src"] == "DT_INT64"
     assert checks["fusion"]["present"] is True and checks["graph_similarity"]["found"] is True
+    report = sample_data.parent / doc["report"]["path"]  # ac -c writes the HTML report too
+    assert report.name == "index.html" and PLANTED in report.read_text(encoding="utf-8")
 
 
 def test_ac_json_without_a_result_reports_the_error_in_the_document(sample_data):

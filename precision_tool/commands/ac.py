@@ -78,11 +78,14 @@ class AutoCheck:
     summaries: vcs.Summaries | None = None
     summary_error: str = ""
     checks: list[tuple[Check, object | None, str]] = field(default_factory=list)  # (check, result, error)
+    report: Path | None = None  # the HTML report written after -c
+    report_error: str = ""
 
     @property
     def status(self) -> ExitStatus:
         """The worst of the parts."""
-        statuses = [ExitStatus.ERROR if self.comparison_error or self.summary_error else ExitStatus.OK]
+        failed = self.comparison_error or self.summary_error or self.report_error
+        statuses = [ExitStatus.ERROR if failed else ExitStatus.OK]
         if self.summaries is not None:
             statuses.append(self.summaries.status)
         for check, result, error in self.checks:
@@ -120,7 +123,20 @@ def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False)
             found.checks.append((check, check.run(context, limit), ""))
         except PrecisionToolError as exc:
             found.checks.append((check, None, str(exc)))
+    if compare and found.summaries is not None and found.summaries.results:
+        _write_report(context, found)
     return found
+
+
+def _write_report(context: Context, found: AutoCheck) -> None:
+    """The HTML report of what was just compared, with the check panels already made."""
+    from ..report import write_report
+
+    panels = [Text(f"{c.title}: error: {e}", style="error") if e else c.render(r) for c, r, e in found.checks]
+    try:
+        found.report = write_report(context, [path for path, _ in found.summaries.results], checks=panels)
+    except PrecisionToolError as exc:
+        found.report_error = str(exc)
 
 
 def _conclusion(found: AutoCheck) -> list[Text]:
@@ -133,6 +149,10 @@ def _conclusion(found: AutoCheck) -> list[Text]:
         lines += comparison_lines([d for _, d in found.summaries.results])
     for check, result, error in found.checks:
         lines.append(Text(f"{check.title}: error: {error}", style="error") if error else check.line(result))
+    if found.report is not None:
+        lines.append(Text.assemble(("report: ", "title"), (str(found.report), "path")))
+    if found.report_error:
+        lines.append(Text(f"report: error: {found.report_error}", style="error"))
     return lines
 
 
@@ -161,8 +181,10 @@ def render_json(found: AutoCheck) -> RawLines:
                if found.summaries is not None else {"error": found.summary_error or None})
     checks = {check.name: plain(result) if not error else {"error": error}
               for check, result, error in found.checks}
+    report = {"path": str(found.report) if found.report else None, "error": found.report_error or None}
     return RawLines(dumps({"schema": SCHEMA_VERSION, "status": int(found.status),
-                           "comparison": comparison, "summary": summary, "checks": checks}))
+                           "comparison": comparison, "summary": summary, "checks": checks,
+                           "report": report}))
 
 
 def run(args, context: Context) -> CommandResult:
@@ -172,6 +194,7 @@ def run(args, context: Context) -> CommandResult:
     found = auto_check(context, args.compare, limit, quiet=args.json)
     renderables = [render_json(found)] if args.json else render_text(found, limit)
     files = list(found.comparison.files) if found.comparison else []
+    files += [found.report] if found.report is not None else []
     return CommandResult(renderables, found.status, files)
 
 

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..compare.divergence import NEAR_MARGIN, Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
+from .cosine_strip import CosineStrip
 
 
 def format_cosine(value: float) -> str:
@@ -144,4 +145,5 @@ def render_summary(title: str, divergence: Divergence, limit: int) -> Panel:
     if verdict is not None:
         lines.append(verdict)
     lines.extend(_count_lines(divergence))
+    lines.append(CosineStrip(divergence))  # the curve's shape; renders nothing without outputs
     return Panel(Group(*lines), title=Text(title, style="title"), title_align="left", expand=False)

@@ -1,0 +1,67 @@
+"""``report``: one self-contained HTML page of a comparison result, for the browser and for
+sharing: the summary, the cosine curve along execution order, the flagged ops, the graph around
+the first operator that introduces the error, and ``ac``'s checks. ``--model-explorer`` also
+writes the per-op node data for Google's Model Explorer.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ..context import Context
+from ..render.lines import OneLineText, one_line
+from ..report.write import DEFAULT_DEPTH, make_report
+from ..status import ExitStatus
+from . import vcs
+from .registry import Command, CommandParser, CommandResult, UsageError
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("-f", "--file", metavar="FILE|DIR",
+                        help="a result CSV or a directory of them; defaults to the newest result "
+                             "under temp/vector_compare/")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="write index.html (and the node data) into DIR instead of "
+                             "temp/report/{timestamp}/")
+    parser.add_argument("-c", "--cosine", type=vcs.cosine_arg, metavar="COS",
+                        help="the cosine threshold; defaults to the config's (0.98)")
+    parser.add_argument("-s", "--subgraph", dest="depth", type=int, default=DEFAULT_DEPTH,
+                        metavar="DEPTH", help=f"depth of the graph around the first introducer "
+                                              f"(default {DEFAULT_DEPTH})")
+    parser.add_argument("--model-explorer", action="store_true",
+                        help="also write Model Explorer node data (one JSON per metric) and print "
+                             "the model-explorer command that overlays it on the Build graph")
+
+
+def _path_line(label: str, path, extra: str = "") -> OneLineText:
+    return OneLineText(Text.assemble((f"{label}: ", "title"), (one_line(str(path)), "path"), extra))
+
+
+def run(args, context: Context) -> CommandResult:
+    """Write the report of ``-f`` (default: the newest result) and say where it is."""
+    if args.depth < 0:
+        raise UsageError("report: -s DEPTH must be 0 or more", COMMAND.parser().format_usage().strip())
+    threshold = context.config.cosine_threshold if args.cosine is None else args.cosine
+    written = make_report(context, vcs.result_sources(args.file, context), output=args.output,
+                          threshold=threshold, depth=args.depth, model_explorer=args.model_explorer)
+    out: list = [_path_line("report", written.index, f"  ({written.size / 1024:.1f} KiB)")]
+    out += [Text(f"error: {p.error}", style="error") for p in written.parts if p.view is None]
+    if args.model_explorer:
+        commands = written.explorer_commands()
+        out += [_path_line("model explorer", c) for c in commands] or [
+            Text("model explorer: no Build graph holds these results' ops: no node data", style="warn")]
+    status = ExitStatus.ERROR if any(p.view is None for p in written.parts) else ExitStatus.OK
+    return CommandResult(out, status, written.files)
+
+
+COMMAND = Command(
+    name="report",
+    summary="write a self-contained HTML report of a result (plot, flagged ops, subgraph)",
+    add_arguments=_add_arguments, run=run,
+    completions={"-f": "path", "--file": "path", "-o": "path", "--output": "path"},
+    description="Write temp/report/{timestamp}/index.html (or -o DIR/index.html): one file that "
+                "opens offline, with the summary (the first operator that introduces the error), "
+                "the output cosine and RelativeEuclideanDistance along execution order, a sortable "
+                "table of the flagged ops, the graph around the first introducer coloured by "
+                "cosine, and ac's checks. --model-explorer also writes Model Explorer node data "
+                "and prints the model-explorer command that shows it.")

@@ -1,0 +1,13 @@
+"""Google's Model Explorer for GE graphs: an adapter extension and the per-op node data.
+
+- ``model-explorer ge_proto_00000001_Build.txt --extensions=precision_tool.model_explorer``
+  loads :mod:`.main` (Model Explorer imports ``<extension>.main``), whose adapter shows a GE
+  graph dump: ops as nodes, namespaces from the ``/`` in op names, edges from the inputs, the
+  tensor descriptors and attributes as node info (:mod:`.convert`).
+- ``report --model-explorer`` writes, per result CSV, one node-data JSON per metric
+  (:mod:`.node_data`), keyed by the adapter's node ids (:mod:`.ids`), for
+  ``--node_data_paths``.
+
+Only :mod:`.main` and :mod:`.convert` import ``model_explorer`` (the optional ``explorer``
+extra: ``pip install "precision-tool[explorer]"``); writing node data needs nothing extra.
+"""

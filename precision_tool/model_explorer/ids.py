@@ -1,0 +1,30 @@
+"""The ids Model Explorer knows GE graphs and ops by: one home for the adapter and the node data.
+
+A node id is the op's name (unique within a GE graph: the reader refuses two ops of one name),
+so a node-data file stays valid for any dump of the same graph. A graph id is the graph's name,
+with ``#2``, ``#3``... added to repeats and ``graph<k>`` for an unnamed one.
+"""
+
+from __future__ import annotations
+
+from ..formats.graph_model import Model, Op
+
+
+def node_id(op: Op) -> str:
+    """The Model Explorer node id of ``op``."""
+    return op.name
+
+
+def graph_ids(model: Model) -> list[str]:
+    """The Model Explorer graph id of each graph of ``model``, in order, all distinct."""
+    used: set[str] = set()
+    ids = []
+    for k, graph in enumerate(model.graphs):
+        base = graph.name or f"graph{k}"
+        candidate, n = base, 1
+        while candidate in used:  # "#n" may itself be taken by a graph so named
+            n += 1
+            candidate = f"{base}#{n}"
+        used.add(candidate)
+        ids.append(candidate)
+    return ids

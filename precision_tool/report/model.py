@@ -1,0 +1,162 @@
+"""One result CSV as the report sees it: each op with every metric of its inputs and outputs.
+
+The verdicts (flagged, introduces, inherits) are :func:`~precision_tool.compare.divergence.analyse`'s;
+this module only attaches the CSV's other metrics to its ops, so every number the report shows
+or plots is a value read from the CSV by :func:`~precision_tool.compare.result_csv.read_result_csv`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ..compare.divergence import Divergence, FlagRule, OpCosines, analyse
+from ..compare.result import CompareRow
+from ..compare.result_csv import NUMERIC_METRICS, read_result_csv
+
+COSINE = "CosineSimilarity"
+RED = "RelativeEuclideanDistance"
+LOWER_IS_WORSE = frozenset({COSINE})  # for every other metric a higher value is worse
+
+
+@dataclass(frozen=True)
+class TensorMetrics:
+    """The metrics of one input or output row; a metric missing from ``metrics`` was not
+    compared."""
+
+    kind: str
+    slot: int
+    metrics: dict[str, float]
+    reason: str = ""
+
+    def value(self, metric: str) -> float:
+        """The metric's value; NaN when not compared."""
+        return self.metrics.get(metric, math.nan)
+
+
+def worst(tensors: tuple[TensorMetrics, ...], metric: str) -> float:
+    """The worst value of ``metric`` over ``tensors`` (lowest cosine, highest error); NaN when
+    none has a number."""
+    values = [v for v in (t.value(metric) for t in tensors) if not math.isnan(v)]
+    if not values:
+        return math.nan
+    return min(values) if metric in LOWER_IS_WORSE else max(values)
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One op of the result: ``analyse``'s verdict and the metrics of its tensors.
+
+    Attributes:
+        position: the op's place among the result's ops (0-based, execution order).
+        op: the op as :func:`~precision_tool.compare.divergence.analyse` judged it.
+        inputs, outputs: every tensor row of the op, by slot.
+    """
+
+    position: int
+    op: OpCosines
+    inputs: tuple[TensorMetrics, ...]
+    outputs: tuple[TensorMetrics, ...]
+
+    @cached_property
+    def _worst_outputs(self) -> dict[str, float]:  # the page asks for each value several times
+        return {metric: worst(self.outputs, metric) for metric in NUMERIC_METRICS}
+
+    @property
+    def cosine(self) -> float:
+        """The worst output cosine (the one that flags the op); NaN without one."""
+        return self.output(COSINE)
+
+    def output(self, metric: str) -> float:
+        """The worst output value of ``metric`` (NaN without one)."""
+        return self._worst_outputs.get(metric, math.nan)
+
+    @property
+    def verdict(self) -> str:
+        """``introduces``, ``inherits``, ``nan`` (output cosine NaN, not judged), ``ok``, or
+        ``no data`` (no compared output)."""
+        if self.op.introduces:
+            return "introduces"
+        if self.op.flagged:
+            return "inherits"
+        if not self.outputs:
+            return "no data"
+        return "nan" if math.isnan(self.cosine) else "ok"
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """One result CSV read and judged at ``divergence.threshold``."""
+
+    path: Path
+    divergence: Divergence
+    records: tuple[OpRecord, ...]
+    row_count: int
+
+    @property
+    def threshold(self) -> float:
+        return self.divergence.threshold
+
+    @property
+    def flagged(self) -> tuple[OpRecord, ...]:
+        """The flagged ops in execution order."""
+        return tuple(r for r in self.records if r.op.flagged)
+
+    @property
+    def first_introducer(self) -> OpRecord | None:
+        """The first op that introduces the error (``analyse``'s), None when none does."""
+        first = self.divergence.first_introducer
+        return None if first is None else self.record_of(first)
+
+    @property
+    def focus(self) -> OpRecord | None:
+        """The op to look at first: the first introducer, else the first flagged op."""
+        flagged = self.flagged
+        return self.first_introducer or (flagged[0] if flagged else None)
+
+    def record_of(self, op: OpCosines) -> OpRecord:
+        """The record holding ``op``."""
+        return next(r for r in self.records if r.op is op)
+
+
+def row_key(row: CompareRow) -> tuple[int, str]:
+    """The op a row belongs to: ``(Index, NPU name)``, as ``analyse`` groups rows (a test holds
+    the two to the same grouping)."""
+    return row.index, row.npu_name or row.op_name
+
+
+def _tensor(row: CompareRow) -> TensorMetrics | None:
+    if row.kind is None or row.slot is None:
+        return None
+    numbers = {name: row.metrics[name] for name in NUMERIC_METRICS if name in row.metrics}
+    return TensorMetrics(row.kind, row.slot, numbers, row.fail_reason)
+
+
+def _by_kind(tensors: list[TensorMetrics], kind: str) -> tuple[TensorMetrics, ...]:
+    return tuple(sorted((t for t in tensors if t.kind == kind), key=lambda t: t.slot))
+
+
+def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float) -> ResultView:
+    """The view of ``rows`` (read from ``path``) judged by ``rule`` (or a cosine threshold)."""
+    divergence = analyse(rows, rule)
+    tensors: dict[tuple[int, str], list[TensorMetrics]] = {}
+    for row in rows:
+        tensor = _tensor(row)
+        if tensor is not None:
+            tensors.setdefault(row_key(row), []).append(tensor)
+    records = []
+    for position, op in enumerate(divergence.ops):
+        own = tensors.get((op.index, op.name), [])
+        records.append(OpRecord(position, op, _by_kind(own, "input"), _by_kind(own, "output")))
+    return ResultView(Path(path), divergence, tuple(records), len(rows))
+
+
+def read_view(path: Path, rule: FlagRule | float) -> ResultView:
+    """Read the result CSV at ``path`` and judge it by ``rule``.
+
+    Raises:
+        PrecisionToolError: the CSV cannot be read (see ``read_result_csv``).
+    """
+    return build_view(Path(path), read_result_csv(path), rule)

@@ -1,0 +1,201 @@
+"""The curve of one result as inline SVG: output cosine along execution order, and below it the
+RelativeEuclideanDistance on a log axis, with the threshold and the first introducer marked.
+
+Written by hand rather than with a plotting library: a few hundred bytes of markup per op, no
+script needed to see it, nothing fetched, and every coordinate is a plain function of a CSV
+value that a test can invert. Each point is a ``<circle>`` carrying ``data-pos`` (the op's place
+in the page's data) and ``data-v`` (the value plotted, as the CSV had it); the page's script
+turns hover and click on the plot into the op's name and metrics. Past :data:`MAX_MARKERS`
+ops only the flagged and NaN ones get a marker; the line still joins every value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .escape import esc
+from .model import RED, OpRecord, ResultView
+
+WIDTH, LEFT, RIGHT = 960, 70, 20
+COS_TOP, COS_HEIGHT = 30, 250
+RED_TOP, RED_HEIGHT = 330, 150
+HEIGHT = 530
+MAX_MARKERS = 3000
+MAX_LABEL = 48
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A linear (or log10, when ``log``) map from values in [lo, hi] to pixels [bottom, top]."""
+
+    lo: float
+    hi: float
+    top: float
+    height: float
+    log: bool = False
+
+    def y(self, value: float) -> float:
+        """The pixel row of ``value`` (clamped to the axis)."""
+        if self.log:
+            if value <= 0:  # a RelativeEuclideanDistance of 0 sits on the floor of the axis
+                return self.bottom
+            v = math.log10(value)
+        else:
+            v = value
+        span = self.hi - self.lo
+        return self.top + (1.0 - (min(max(v, self.lo), self.hi) - self.lo) / span) * self.height
+
+    @property
+    def bottom(self) -> float:
+        return self.top + self.height
+
+
+@dataclass(frozen=True)
+class XAxis:
+    """Execution order (the CSV's Index) to pixel columns."""
+
+    lo: int
+    hi: int
+
+    def x(self, index: int) -> float:
+        span = max(self.hi - self.lo, 1)
+        return LEFT + (index - self.lo) / span * (WIDTH - LEFT - RIGHT)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def cosine_axis(values: list[float], threshold: float) -> Axis:
+    """From just below the lowest cosine (or the threshold) up to 1."""
+    lowest = min(values + [threshold])
+    lo = max(math.floor((lowest - 0.02) * 20) / 20, -1.0)
+    hi = max(values + [1.0])
+    return Axis(lo, hi if hi > lo else lo + 1, COS_TOP, COS_HEIGHT)
+
+
+def red_axis(values: list[float]) -> Axis:
+    """Whole decades around the positive values (1e-6..1 when there are none)."""
+    positive = [v for v in values if v > 0 and math.isfinite(v)]
+    lo = math.floor(math.log10(min(positive))) if positive else -6
+    hi = math.ceil(math.log10(max(positive))) if positive else 0
+    return Axis(lo, hi if hi > lo else lo + 1, RED_TOP, RED_HEIGHT, log=True)
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values in [lo, hi], about ``count`` of them."""
+    raw = (hi - lo) / count
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if step * m >= raw)
+    first = math.ceil(lo / step - 1e-9)
+    return [round(k * step, 10) for k in range(first, int(math.floor(hi / step + 1e-9)) + 1)]
+
+
+def _x_ticks(xs: XAxis) -> list[int]:
+    return sorted({int(round(t)) for t in nice_ticks(xs.lo, max(xs.hi, xs.lo + 1), 8)})
+
+
+def _grid(axis: Axis, ticks: list[float], labels: list[str], name: str) -> list[str]:
+    out = []
+    for value, label in zip(ticks, labels):
+        y = _fmt(axis.y(10 ** value if axis.log else value))
+        out.append(f'<g class="tick" data-axis="{name}" data-v="{value!r}" data-y="{y}">'
+                   f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
+                   f'<text x="{LEFT - 6}" y="{y}" dy="0.32em" text-anchor="end">{label}</text></g>')
+    return out
+
+
+def _points(records: list[OpRecord], values: list[float], xs: XAxis, axis: Axis) -> list[tuple]:
+    return [(r, v, xs.x(r.op.index), axis.y(v)) for r, v in zip(records, values)]
+
+
+def _series(points: list[tuple], name: str, all_markers: bool) -> list[str]:
+    line = " ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in points)
+    out = [f'<polyline class="line {name}" points="{line}"/>'] if points else []
+    for record, value, x, y in points:
+        if all_markers or record.op.flagged:
+            state = "bad" if record.op.flagged else "good"
+            if name == "red" and value <= 0:
+                state += " zero"
+            out.append(f'<circle class="pt {name} {state}" cx="{_fmt(x)}" cy="{_fmt(y)}" r="3" '
+                       f'data-pos="{record.position}" data-v="{value!r}"/>')
+    return out
+
+
+def _nan_marks(records: list[OpRecord], xs: XAxis) -> list[str]:
+    y = COS_TOP + COS_HEIGHT - 4
+    return [f'<path class="pt nan" d="M{_fmt(xs.x(r.op.index))},{_fmt(y - 6)} l4,7 h-8 z" '
+            f'data-pos="{r.position}" data-v="NaN"/>' for r in records]
+
+
+def _threshold(axis: Axis, threshold: float) -> str:
+    y = _fmt(axis.y(threshold))
+    return (f'<g class="threshold" data-v="{threshold!r}"><line x1="{LEFT}" x2="{WIDTH - RIGHT}" '
+            f'y1="{y}" y2="{y}"/><text x="{LEFT + 6}" y="{y}" dy="1.2em">threshold {threshold:g}'
+            f'</text></g>')
+
+
+def _introducer(record: OpRecord, xs: XAxis) -> str:
+    x = _fmt(xs.x(record.op.index))
+    name = record.op.name
+    short = name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "\u2026"
+    anchor = "end" if xs.x(record.op.index) > WIDTH / 2 else "start"
+    dx = "-4" if anchor == "end" else "4"
+    return (f'<g class="introducer" data-pos="{record.position}"><title>{esc(name)}</title>'
+            f'<line x1="{x}" x2="{x}" y1="{COS_TOP}" y2="{RED_TOP + RED_HEIGHT}"/>'
+            f'<text x="{x}" y="{COS_TOP - 8}" dx="{dx}" text-anchor="{anchor}">first introducer: '
+            f'{esc(short)}</text></g>')
+
+
+def _frame(xs: XAxis, cos: Axis, red: Axis) -> list[str]:
+    out = [f'<rect class="frame" x="{LEFT}" y="{a.top}" width="{WIDTH - LEFT - RIGHT}" '
+           f'height="{a.height}"/>' for a in (cos, red)]
+    cos_ticks = nice_ticks(cos.lo, cos.hi)
+    out += _grid(cos, cos_ticks, [f"{t:g}" for t in cos_ticks], "cos")
+    decades = list(range(int(red.lo), int(red.hi) + 1))
+    out += _grid(red, [float(d) for d in decades], [f"1e{d}" for d in decades], "red")
+    bottom = RED_TOP + RED_HEIGHT
+    for index in _x_ticks(xs):
+        x = _fmt(xs.x(index))
+        out.append(f'<text class="xtick" x="{x}" y="{bottom + 16}" text-anchor="middle">{index}</text>')
+    out += [f'<text class="axis-title" x="{LEFT + (WIDTH - LEFT) / 2:.0f}" y="{bottom + 36}" '
+            f'text-anchor="middle">execution order (Index)</text>',
+            f'<text class="axis-title" transform="translate(16,{COS_TOP + COS_HEIGHT / 2:.0f}) '
+            f'rotate(-90)" text-anchor="middle">output cosine</text>',
+            f'<text class="axis-title" transform="translate(16,{RED_TOP + RED_HEIGHT / 2:.0f}) '
+            f'rotate(-90)" text-anchor="middle">RelativeEuclideanDistance</text>']
+    return out
+
+
+def x_axis(view: ResultView) -> XAxis:
+    """The execution-order axis of ``view``: the Index range of the ops with a compared output."""
+    indexes = [r.op.index for r in view.records if r.outputs] or [0]
+    return XAxis(min(indexes), max(indexes))
+
+
+def plot_svg(view: ResultView, section: int) -> str:
+    """The SVG of ``view``'s curve; ``section`` numbers the result in the page."""
+    with_cos = [r for r in view.records if not math.isnan(r.cosine)]
+    with_red = [r for r in view.records if not math.isnan(r.output(RED))]
+    nan_ops = [r for r in view.records if r.outputs and math.isnan(r.cosine)]
+    xs = x_axis(view)
+    cos = cosine_axis([r.cosine for r in with_cos], view.threshold)
+    red_values = [r.output(RED) for r in with_red]
+    red = red_axis(red_values)
+    all_markers = len(view.records) <= MAX_MARKERS
+    body = _frame(xs, cos, red)
+    body.append(_threshold(cos, view.threshold))
+    body += _series(_points(with_cos, [r.cosine for r in with_cos], xs, cos), "cos", all_markers)
+    body += _series(_points(with_red, red_values, xs, red), "red", all_markers)
+    body += _nan_marks(nan_ops, xs)
+    first = view.first_introducer
+    if first is not None:
+        body.append(_introducer(first, xs))
+    body.append(f'<rect class="hover" x="{LEFT}" y="{COS_TOP}" width="{WIDTH - LEFT - RIGHT}" '
+                f'height="{RED_TOP + RED_HEIGHT - COS_TOP}"/>')
+    return (f'<svg class="plot" id="plot-{section}" data-section="{section}" '
+            f'data-top="{COS_TOP}" data-bottom="{RED_TOP + RED_HEIGHT}" '
+            f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
+            f'aria-label="output cosine and RelativeEuclideanDistance along execution order" '
+            f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")

@@ -1,0 +1,184 @@
+"""Write the report: ``temp/report/{stamp}/index.html`` (or ``-o DIR``), and with
+``model_explorer`` the node-data JSON beside it.
+
+Everything is written under the one output directory, each file under a temporary name and
+renamed when complete (:func:`~precision_tool.formats.atomic.atomic_write`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from rich.console import RenderableType
+
+from ..compare.divergence import FlagRule
+from ..context import Context
+from ..errors import PrecisionToolError
+from ..formats.atomic import atomic_write
+from ..formats.graph_model import GraphDesc, Model, Op
+from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
+from ..render.op_graph import neighbourhood
+from .checks_html import checks_html, run_checks
+from .escape import esc
+from .model import ResultView, read_view
+from .page import PageInput, ResultPart, Subgraph, render_page
+from .subgraph import subgraph_svg
+
+DEFAULT_DEPTH = 2
+EXTENSION = "precision_tool.model_explorer"
+
+
+@dataclass
+class WrittenReport:
+    """What :func:`make_report` wrote."""
+
+    index: Path
+    size: int
+    parts: list[ResultPart]
+    node_data: list[NodeDataFiles] = field(default_factory=list)
+
+    @property
+    def files(self) -> list[Path]:
+        """Every file written: the page first."""
+        return [self.index] + [f for n in self.node_data for f in n.files]
+
+    def explorer_commands(self) -> list[str]:
+        """The ``model-explorer`` command line for each result's node data."""
+        return [explorer_command(n) for n in self.node_data if n.graph_file is not None]
+
+
+def explorer_command(files: NodeDataFiles) -> str:
+    """``model-explorer GRAPH --extensions=... --node_data_paths=A,B,...``, shell-quoted."""
+    paths = ",".join(str(p) for p in files.files)
+    return shlex.join(["model-explorer", str(files.graph_file), f"--extensions={EXTENSION}",
+                       f"--node_data_paths={paths}"])
+
+
+def report_dir(context: Context, output: str | Path | None) -> Path:
+    """``output``, else a new ``temp/report/{YYYYmmddHHMMSS}`` (a second later while taken)."""
+    if output:
+        return Path(output)
+    base = context.config.temp_dir / "report"
+    when = datetime.now().replace(microsecond=0)
+    while (base / when.strftime("%Y%m%d%H%M%S")).exists():
+        when += timedelta(seconds=1)
+    return base / when.strftime("%Y%m%d%H%M%S")
+
+
+def find_in_graphs(context: Context, name: str) -> tuple[GraphDesc, Op] | None:
+    """The first loaded Build graph (debug_0 first) holding the op ``name``."""
+    for debug in context.debug_names():
+        for model in context.models(debug):
+            found = model.find_op(name)
+            if found is not None:
+                return found
+    return None
+
+
+def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
+                   use_dot: bool = True) -> Subgraph:
+    """The neighbourhood of ``view``'s focus op (first introducer, else first flagged op)."""
+    focus = view.focus
+    if focus is None:
+        return Subgraph()
+    name = focus.op.name
+    try:
+        found = find_in_graphs(context, name)
+    except PrecisionToolError as exc:
+        return Subgraph(caption=name, note=f"the Build graph could not be read: {exc}")
+    if found is None:
+        return Subgraph(caption=name, note="no Build graph under npu/*/graph holds this op")
+    graph, op = found
+    hood = neighbourhood(graph, op, depth)
+    drawn = subgraph_svg(graph, hood, view, section, use_dot)
+    return Subgraph(drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph "
+                                          f"{graph.name})", drawn.note)
+
+
+def _part(context: Context, path: Path, rule: FlagRule, section: int, depth: int,
+          causes: Mapping[str, str] | None, use_dot: bool, strict: bool) -> ResultPart:
+    """One result's section; an unreadable CSV is an error line, or raises when ``strict``."""
+    try:
+        view = read_view(path, rule)
+    except PrecisionToolError as exc:
+        if strict:
+            raise
+        return ResultPart(path, error=str(exc))
+    return ResultPart(path, view, subgraph=focus_subgraph(context, view, section, depth, use_dot),
+                      causes=dict(causes or {}))
+
+
+def _all_models(context: Context) -> list[Model]:
+    try:
+        return [m for debug in context.debug_names() for m in context.models(debug)]
+    except PrecisionToolError:
+        return []
+
+
+def _node_data(context: Context, parts: list[ResultPart], directory: Path) -> list[NodeDataFiles]:
+    models, written = _all_models(context), []
+    for part in parts:
+        model = best_model(part.view, models) if part.view is not None else None
+        if model is not None:
+            written.append(write_node_data(part.view, model, directory / part.path.stem))
+    return written
+
+
+def _explorer_html(node_data: list[NodeDataFiles]) -> str:
+    if not node_data:
+        return '<p class="muted">no Build graph holds the ops of these results: no node data</p>'
+    blocks = [f'<code class="command">{esc(explorer_command(n))}</code>'
+              for n in node_data if n.graph_file is not None]
+    return ('<p>Open the Build graph with the results overlaid (needs '
+            '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks))
+
+
+def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Path | None = None,
+                threshold: float | None = None, depth: int = DEFAULT_DEPTH,
+                checks: Sequence[RenderableType] | None = None,
+                causes: Mapping[str, str] | None = None, model_explorer: bool = False,
+                use_dot: bool = True) -> WrittenReport:
+    """Write the report of ``csv_paths`` (see :func:`write_report`); returns what was written.
+
+    Raises:
+        PrecisionToolError: the only CSV cannot be read, or the output cannot be written.
+    """
+    rule = FlagRule.from_config(context.config, threshold)
+    parts = [_part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1)
+             for k, p in enumerate(csv_paths)]
+    directory = report_dir(context, output)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        node_data = _node_data(context, parts, directory / "model_explorer") if model_explorer else []
+        page = PageInput(context.config.data_root_dir, parts,
+                         checks_html(run_checks(context) if checks is None else checks),
+                         _explorer_html(node_data) if model_explorer else "")
+        index = directory / "index.html"
+        text = render_page(page)
+        with atomic_write(index) as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot write the report: {exc.strerror or exc}", directory) from None
+    return WrittenReport(index, index.stat().st_size, parts, node_data)
+
+
+def write_report(context: Context, csv_paths: Sequence[Path], **options) -> Path:
+    """Write the HTML report of ``csv_paths`` and return the path of its ``index.html``.
+
+    For ``ac -c``: ``write_report(context, csv_paths)`` after ``vc`` (pass ``checks=`` the
+    check renderables ``ac`` already has, so the checks do not run twice).
+
+    Args:
+        context: the session (data root, config, loaded graphs).
+        csv_paths: the result CSVs, one section each; one that cannot be read is an error line
+            in the page (the only one raises).
+        **options: ``output`` (the directory; default ``temp/report/{stamp}``), ``threshold``
+            (default the config's), ``depth`` of the subgraph (2), ``checks`` (renderables; run
+            here when None), ``causes`` (op name -> cause text, a table column), and
+            ``model_explorer`` (also write node data), see :func:`make_report`.
+    """
+    return make_report(context, csv_paths, **options).index

@@ -1,0 +1,105 @@
+"""The node data ``report --model-explorer`` writes: Model Explorer's own node_data_builder
+classes hold exactly it, its keys are the adapter's node ids, its values the CSV's, and its
+colours follow the cosine threshold."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+
+from precision_tool.compare.result_csv import NUMERIC_METRICS, read_result_csv, write_result_csv
+from precision_tool.formats.graph import read_graph
+from precision_tool.model_explorer.node_data import COLOURS, metric_node_data
+from precision_tool.report.model import read_view
+from precision_tool.report.write import make_report
+from tests.conftest import make_context
+from tests.model_explorer.explorer import convert, require_explorer
+from tests.report.synthetic import csv_ops, write_chain
+
+
+def written(data_root):
+    csv_path = write_chain(data_root, 30, 10, nan_at=(20,))
+    context, _ = make_context(data_root)
+    report = make_report(context, [csv_path], output=data_root / "out", model_explorer=True)
+    (files,) = report.node_data
+    return csv_path, files
+
+
+def as_builder(data: dict):
+    """``data`` rebuilt with Model Explorer's ``node_data_builder`` classes."""
+    ndb = require_explorer().node_data_builder
+    graphs = {}
+    for graph_id, graph in data.items():
+        graphs[graph_id] = ndb.GraphNodeData(
+            results={key: ndb.NodeDataResult(**value) for key, value in graph["results"].items()},
+            name=graph.get("name"),
+            thresholds=[ndb.ThresholdItem(**item) for item in graph.get("thresholds", [])])
+    return ndb.ModelNodeData(graphsData=graphs)
+
+
+def test_node_data_builder_serialises_the_same_json(data_root):
+    """Rebuilt with Model Explorer's classes and serialised by them, the data is ours plus the
+    classes' own defaults for the fields we leave out."""
+    ndb = require_explorer().node_data_builder
+    defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+                for f in dataclasses.fields(ndb.GraphNodeData) if f.name != "results"}
+    _, files = written(data_root)
+    assert [p.stem for p in files.files] == list(NUMERIC_METRICS)
+    for path in files.files:
+        ours = json.loads(path.read_text(encoding="utf-8"))
+        theirs = json.loads(as_builder(ours).to_json_string())
+        assert list(theirs) == list(ours)
+        for graph_id, graph in theirs.items():
+            assert {k: v for k, v in graph.items() if k in ours[graph_id]} == ours[graph_id], path.name
+            assert all(v == defaults[k] for k, v in graph.items() if k not in ours[graph_id])
+
+
+def test_keys_are_the_adapters_node_ids_and_values_the_csvs(data_root):
+    require_explorer()
+    csv_path, files = written(data_root)
+    graph = convert(files.graph_file)["graphs"][0]
+    node_ids = {n["id"] for n in graph["nodes"]}
+    expected = {name: tensors["output"] for (_, name), tensors in csv_ops(csv_path).items()}
+    for path in files.files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert list(data) == [graph["id"]]
+        results = data[graph["id"]]["results"]
+        assert set(results) <= node_ids
+        metric = path.stem
+        with_value = {name for name, out in expected.items() if metric in out}
+        assert set(results) == with_value  # every op with a number; the NaN op left out
+        for name, result in results.items():
+            assert result["value"] == expected[name][metric]
+        assert "net/block2/op20" not in results
+
+
+def test_colours_follow_the_cosine_threshold(data_root):
+    csv_path, files = written(data_root)
+    cosine = json.loads(files.files[0].read_text(encoding="utf-8"))
+    (graph,) = cosine.values()
+    assert graph["thresholds"] == [{"value": 0.98, "bgColor": COLOURS["bad"]},
+                                   {"value": 2.0, "bgColor": COLOURS["good"]}]
+    assert all("bgColor" not in r for r in graph["results"].values())
+    cosines = {name: t["output"].get("CosineSimilarity") for (_, name), t in csv_ops(csv_path).items()}
+    mae = json.loads(files.files[NUMERIC_METRICS.index("MeanAbsoluteError")].read_text(encoding="utf-8"))
+    for name, result in next(iter(mae.values()))["results"].items():
+        want = "bad" if cosines[name] <= 0.98 else "good"
+        assert result["bgColor"] == COLOURS[want], name
+
+
+def test_infinite_values_become_the_largest_float_coloured_bad(data_root):
+    rows = read_result_csv(write_chain(data_root, 10, 5))
+    rows = [dataclasses.replace(r, metrics={**r.metrics, "MaxAbsoluteError": math.inf})
+            if r.tensor_index == "net/block0/op2:output:0" else r for r in rows]
+    csv_path = write_result_csv(data_root / "inf.csv", rows)
+    assert ",inf," in csv_path.read_text(encoding="utf-8")
+    model = read_graph(data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt")
+    view = read_view(csv_path, 0.98)
+    found = [(m, r) for m in NUMERIC_METRICS for g in metric_node_data(view, model, m).values()
+             for r in g["results"].values() if r["value"] == sys.float_info.max]
+    assert [m for m, _ in found] == ["MaxAbsoluteError"]
+    assert all(r["bgColor"] == COLOURS["bad"] for _, r in found)  # its cosine alone is fine
+    json.dumps(metric_node_data(view, model, found[0][0]), allow_nan=False)
+    assert not any(math.isinf(r["value"]) for _, r in found)

@@ -1,0 +1,187 @@
+"""The page as a whole: self-contained, inert with hostile names, the table and the summary
+holding the CSV's values, causes as an optional column."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from precision_tool.compare.result_csv import NUMERIC_METRICS
+from precision_tool.report.escape import visible
+from precision_tool.report.write import make_report
+from tests.conftest import make_context
+from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
+
+
+class Page(HTMLParser):
+    """Every start tag with its attributes, each table row's cell texts, script contents."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self.rows: list[list[str]] = []
+        self._script: dict | None = None
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag == "script":
+            self._script, self._text = attrs, []
+        elif tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            self.scripts.append((self._script, "".join(self._text)))
+            self._script = None
+        elif tag == "td" and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture
+def hostile(data_root):
+    csv_path = write_chain(data_root, 24, 4, hostile=True, nan_at=(12,))
+    context, _ = make_context(data_root)
+    written = make_report(context, [csv_path], output=data_root / "out")
+    return csv_path, written, written.index.read_text(encoding="utf-8")
+
+
+def test_the_page_fetches_nothing_and_runs_only_its_own_script(hostile):
+    _, _, text = hostile
+    page = Page(text)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//|data:|file:)""", text, re.I)
+    assert all(attrs.get("href", "#").startswith("#") for tag, attrs in page.tags if tag == "a")
+    assert not any(key.startswith("on") for _, attrs in page.tags for key in attrs)
+    assert {tag for tag, _ in page.tags}.isdisjoint({"img", "iframe", "object", "embed", "link", "base"})
+    code = [body for attrs, body in page.scripts if "type" not in attrs]
+    assert len(code) == 1
+    data = [body for attrs, body in page.scripts if attrs.get("type") == "application/json"]
+    assert len(data) == 1 and len(page.scripts) == 2
+    csp = next(attrs["content"] for tag, attrs in page.tags if attrs.get("http-equiv") == "Content-Security-Policy")
+    digest = base64.b64encode(hashlib.sha256(code[0].encode()).digest()).decode()
+    assert csp == f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+
+
+def test_hostile_names_are_text_everywhere(hostile):
+    csv_path, _, text = hostile
+    assert "\u202e" not in text and "\x1b" not in text and "\t" not in text
+    assert "alert(1)</script>" not in text and "<script>alert" not in text
+    page = Page(text)
+    table_names = {row[3] for row in page.rows if len(row) > 5}
+    shown = {visible(name) for name in HOSTILE_NAMES}
+    flagged_hostile = shown & table_names
+    assert len(flagged_hostile) >= 4  # the ones after the drop (ops 4, 7, 10, 13, 16, 19)
+    data = json.loads(next(body for attrs, body in page.scripts if attrs.get("type")))
+    names = {op[3] for op in data["ops"]}
+    assert {visible(n) for n in HOSTILE_NAMES} <= names
+
+
+def test_the_table_holds_every_flagged_op_with_the_csv_values(hostile):
+    csv_path, written, text = hostile
+    expected = csv_ops(csv_path)
+    page = Page(text)
+    rows = [row for row in page.rows if len(row) > 5]
+    view = written.parts[0].view
+    assert [row[3] for row in rows] == [visible(r.op.name) for r in view.flagged]
+    by_name = {visible(name): tensors for (_, name), tensors in expected.items()}
+    other = [m for m in NUMERIC_METRICS if m != "CosineSimilarity"]
+    for row in rows:
+        want = by_name[row[3]]["output"]
+        assert row[6] == "0: %.6f" % want["CosineSimilarity"]
+        assert row[7:7 + len(other)] == ["%.6f" % want[m] for m in other]
+
+
+def test_summary_names_the_first_introducer_and_counts(hostile):
+    _, written, text = hostile
+    view = written.parts[0].view
+    assert view.first_introducer.op.name == HOSTILE_NAMES[1]
+    assert ("first operator that introduces the error: <b class=\"name\">"
+            "net/&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;</b> (Mul), Index 4") in text
+    flagged = len(view.flagged)
+    assert f"{flagged} of 24 ops are flagged (output cosine &lt;= 0.98, RED &gt;= 0.2 or NaN/Inf)" in text
+    assert "1 op(s) with a NaN output cosine" in text
+
+
+def test_causes_add_a_column_with_escaped_text(data_root):
+    csv_path = write_chain(data_root, 20, 5)
+    context, _ = make_context(data_root)
+    causes = {"net/block0/op5": "scale: output x2 <b>not bold</b>"}
+    text = make_report(context, [csv_path], output=data_root / "c", causes=causes).index.read_text()
+    page = Page(text)
+    rows = [row for row in page.rows if len(row) > 5]
+    assert rows[0][3] == "net/block0/op5" and rows[0][-1] == "scale: output x2 <b>not bold</b>"
+    assert all(row[-1] == "" for row in rows[1:])
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in text
+    plain = make_report(context, [csv_path], output=data_root / "p").index.read_text()
+    assert ">cause<" not in plain and ">cause<" in text
+
+
+def test_msaccucmp_csv_without_a_graph_still_reports_with_a_note(data_root, reference):
+    context, _ = make_context(data_root)
+    written = make_report(context, [reference], output=data_root / "m")
+    text = written.index.read_text(encoding="utf-8")
+    assert "first operator that introduces the error: <b class=\"name\">model/add/add</b> (Add), Index 14" in text
+    assert "no Build graph under npu/*/graph holds this op" in text
+    assert len(Page(text).rows) - 1 == 8  # the header row and the eight flagged ops
+
+
+@pytest.mark.parametrize("case", ["nothing flagged", "nothing compared", "header only"])
+def test_results_with_little_in_them_still_make_a_page(data_root, case):
+    from precision_tool.compare.result_csv import columns, read_result_csv, write_result_csv
+
+    csv_path = write_chain(data_root, 12, 20)  # the drop is past the end: nothing flagged
+    if case == "nothing compared":
+        rows = [r.with_metrics({}) for r in read_result_csv(csv_path)]
+        csv_path = write_result_csv(data_root / "none.csv", rows)
+    elif case == "header only":
+        csv_path = data_root / "empty.csv"
+        csv_path.write_text(",".join(columns()) + "\r\n", encoding="utf-8")
+    context, _ = make_context(data_root)
+    text = make_report(context, [csv_path], output=data_root / case.replace(" ", "_")).index.read_text()
+    expected = {"nothing flagged": "no op has an output cosine &lt;= 0.98",
+                "nothing compared": "12 op(s) with a NaN output cosine",  # vcs's reading too
+                "header only": "no compared tensors in this result"}[case]
+    assert expected in text and "nothing flagged: no subgraph to show" in text
+    assert '<svg class="plot"' in text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30),
+                min_size=1, max_size=6, unique=True))
+def test_any_op_names_stay_text_in_the_page(names):
+    """Whatever the names, the page parses to the same elements and shows each name as its
+    visible text, in the table, the summary and the script's data."""
+    from pathlib import Path
+
+    from precision_tool.compare.result import CompareRow
+    from precision_tool.report.model import build_view
+    from precision_tool.report.page import PageInput, ResultPart, render_page
+
+    rows = [CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (2,),
+                       {"CosineSimilarity": 0.5}) for k, name in enumerate(names)]
+    view = build_view(Path("r.csv"), rows, 0.98)
+    page = Page(render_page(PageInput(Path("root"), [ResultPart(Path("r.csv"), view)], "")))
+    assert len(page.scripts) == 2
+    assert not any(key.startswith("on") for _, attrs in page.tags for key in attrs)
+    table = [row[3] for row in page.rows if len(row) > 5]
+    assert table == [visible(n) for n in names]
+    data = json.loads(next(body for attrs, body in page.scripts if attrs.get("type")))
+    assert [op[3] for op in data["ops"]] == [visible(n) for n in names]

@@ -1,0 +1,104 @@
+"""The plot's SVG: each marker carries the CSV's value and sits where the axis puts that value;
+the threshold and the first introducer are marked."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from precision_tool.report import plot
+from precision_tool.report.model import read_view
+from tests.report.synthetic import csv_ops, write_chain
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+
+
+def parse(view) -> ET.Element:
+    return ET.fromstring(plot.plot_svg(view, 0))
+
+
+def tick_map(svg: ET.Element, axis: str, log: bool = False):
+    """value -> pixel from two of the axis' tick marks (linear in the value, or its log10)."""
+    ticks = [(float(g.get("data-v")), float(g.get("data-y")))
+             for g in svg.iterfind("s:g[@class='tick']", NS) if g.get("data-axis") == axis]
+    (v0, y0), (v1, y1) = ticks[0], ticks[-1]
+    return lambda v: y0 + ((math.log10(v) if log else v) - v0) * (y1 - y0) / (v1 - v0)
+
+
+def markers(svg: ET.Element, series: str) -> list[ET.Element]:
+    return [c for c in svg.iterfind("s:circle", NS) if series in c.get("class").split()]
+
+
+@pytest.fixture
+def chain(data_root):
+    return write_chain(data_root, 60, 25, nan_at=(40,))
+
+
+def test_each_cosine_marker_holds_the_csv_value_at_the_axis_position(chain):
+    view = read_view(chain, 0.98)
+    svg = parse(view)
+    expected = csv_ops(chain)
+    at = tick_map(svg, "cos")
+    points = markers(svg, "cos")
+    assert len(points) == 59  # every op but the NaN one
+    for circle in points:
+        record = view.records[int(circle.get("data-pos"))]
+        want = expected[(record.op.index, record.op.name)]["output"]["CosineSimilarity"]
+        assert float(circle.get("data-v")) == want
+        assert float(circle.get("cy")) == pytest.approx(at(want), abs=0.011)
+        assert ("bad" in circle.get("class").split()) == (want <= 0.98)
+    line = svg.find("s:polyline[@class='line cos']", NS).get("points").split()
+    assert line == [f"{c.get('cx')},{c.get('cy')}" for c in points]
+
+
+def test_red_markers_use_a_log_axis_and_zero_sits_on_the_floor(chain):
+    view = read_view(chain, 0.98)
+    svg = parse(view)
+    expected = csv_ops(chain)
+    at = tick_map(svg, "red", log=True)
+    floor = max(float(g.get("data-y")) for g in svg.iterfind("s:g[@class='tick']", NS)
+                if g.get("data-axis") == "red")
+    for circle in markers(svg, "red"):
+        record = view.records[int(circle.get("data-pos"))]
+        want = expected[(record.op.index, record.op.name)]["output"]["RelativeEuclideanDistance"]
+        assert float(circle.get("data-v")) == want
+        if want == 0:
+            assert "zero" in circle.get("class") and float(circle.get("cy")) == pytest.approx(floor, abs=0.011)
+        else:
+            assert float(circle.get("cy")) == pytest.approx(at(want), abs=0.011)
+
+
+def test_threshold_introducer_and_nan_are_marked(chain):
+    view = read_view(chain, 0.9)
+    svg = parse(view)
+    at = tick_map(svg, "cos")
+    threshold = svg.find("s:g[@class='threshold']", NS)
+    assert float(threshold.find("s:line", NS).get("y1")) == pytest.approx(at(0.9), abs=0.011)
+    assert "threshold 0.9" in "".join(threshold.itertext())
+    intro = svg.find("s:g[@class='introducer']", NS)
+    first = view.first_introducer
+    assert intro.get("data-pos") == str(first.position) and first.op.name == "net/block2/op25"
+    marker = next(c for c in markers(svg, "cos") if c.get("data-pos") == str(first.position))
+    assert intro.find("s:line", NS).get("x1") == marker.get("cx")
+    nan = [p for p in svg.iterfind("s:path", NS) if "nan" in p.get("class")]
+    assert [view.records[int(p.get("data-pos"))].op.name for p in nan] == ["net/block4/op40"]
+
+
+def test_past_max_markers_only_flagged_ops_get_a_marker(chain, monkeypatch):
+    monkeypatch.setattr(plot, "MAX_MARKERS", 10)
+    view = read_view(chain, 0.98)
+    svg = parse(view)
+    flagged = {str(r.position) for r in view.flagged}
+    assert {c.get("data-pos") for c in markers(svg, "cos")} == flagged
+    assert len(svg.find("s:polyline[@class='line cos']", NS).get("points").split()) == 59
+
+
+@pytest.mark.parametrize("lo, hi", [(0.3, 1.0), (-1.0, 1.0), (0.95, 1.0), (-3.0, 2.0), (0.0, 1e-3)])
+def test_nice_ticks_are_round_and_inside_the_range(lo, hi):
+    ticks = plot.nice_ticks(lo, hi)
+    assert 3 <= len(ticks) <= 11
+    assert all(lo - 1e-9 <= t <= hi + 1e-9 for t in ticks)
+    steps = {round(b - a, 9) for a, b in zip(ticks, ticks[1:])}
+    assert len(steps) == 1

@@ -1,0 +1,148 @@
+"""The subgraph around the first introducer: op_graph's neighbourhood, each op filled by its
+cosine, drawn by dot (made inert) or by the layered fallback, names escaped either way."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from precision_tool.formats.graph import read_graph
+from precision_tool.render.op_graph import neighbourhood
+from precision_tool.report import subgraph
+from precision_tool.report.model import read_view
+from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
+
+NS = "{http://www.w3.org/2000/svg}"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
+
+
+def hostile_case(root, drop: int = 7, depth: int = 3):
+    """The ops within ``depth`` of op ``drop`` (the first introducer): with the defaults ops 4..10,
+    holding three hostile names (op4, op7, op10; HOSTILE_NAMES go to ops 1, 4, 7, 10...)."""
+    csv_path = write_chain(root, 24, drop, hostile=True)
+    model = read_graph(root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt")
+    view = read_view(csv_path, 0.98)
+    graph = model.graphs[0]
+    root_op = graph.op(view.focus.op.name)
+    return csv_path, graph, neighbourhood(graph, root_op, depth), view
+
+
+def nodes(svg_text: str) -> dict[str, ET.Element]:
+    tree = ET.fromstring(svg_text)
+    return {g.get("data-op"): g for g in tree.iter(f"{NS}g") if g.get("data-op") is not None}
+
+
+def assert_inert(svg_text: str) -> None:
+    tree = ET.fromstring(svg_text)
+    for element in tree.iter():
+        assert element.tag.rsplit("}", 1)[-1] not in ("script", "foreignObject", "image", "style")
+        for key, value in element.attrib.items():
+            assert not key.rsplit("}", 1)[-1].lower().startswith("on"), key
+            assert "href" not in key.lower()
+        for text in (element.text, element.tail, *element.attrib.values()):
+            assert "\u202e" not in (text or "") and "\x1b" not in (text or "")
+    assert "<script" not in svg_text.lower()
+
+
+def expected_css(path, name: str) -> str:
+    """good/bad/nan from the CSV text's worst output cosine; none when the CSV lacks the op."""
+    for (_, op_name), tensors in csv_ops(path).items():
+        if op_name == name:
+            cos = tensors["output"].get("CosineSimilarity", math.nan)
+            return "nan" if math.isnan(cos) else ("bad" if cos <= 0.98 else "good")
+    return "none"
+
+
+@pytest.mark.parametrize("use_dot", [pytest.param(True, marks=needs_dot), False])
+def test_every_op_is_filled_by_its_csv_cosine_and_names_stay_text(data_root, use_dot):
+    csv_path, graph, hood, view = hostile_case(data_root)
+    drawn = subgraph.subgraph_svg(graph, hood, view, 0, use_dot=use_dot)
+    svg, how = drawn.svg, drawn.how
+    assert how == ("dot" if use_dot else "layered"), drawn.note
+    assert_inert(svg)
+    drawn = nodes(svg)
+    visible_names = {subgraph.visible(n): n for n in hood.nodes}
+    assert set(drawn) == set(visible_names)
+    for shown, node in drawn.items():
+        assert node.get("data-css") == expected_css(csv_path, visible_names[shown]), shown
+        fills = {e.get("fill") for e in node.iter() if e.get("fill")}
+        assert subgraph.FILLS[node.get("data-css")] in fills
+    assert any("\\u202e" in name for name in drawn)  # the bidi control is shown, not obeyed
+
+
+@needs_dot
+def test_without_dot_the_layered_drawing_is_used(data_root, monkeypatch):
+    _, graph, hood, view = hostile_case(data_root)
+    monkeypatch.setattr(subgraph.shutil, "which", lambda name: None)
+    drawn = subgraph.subgraph_svg(graph, hood, view, 0)
+    assert drawn.how == "layered" and drawn.note == "graphviz 'dot' is not installed"
+    assert set(nodes(drawn.svg)) == {subgraph.visible(n) for n in hood.nodes}
+
+
+@needs_dot
+def test_when_dot_fails_the_layered_drawing_is_used_and_says_why(data_root, monkeypatch):
+    import graphviz
+    import subprocess
+
+    _, graph, hood, view = hostile_case(data_root)
+
+    def failing(*args, **kwargs):
+        raise subprocess.CalledProcessError(1, ["dot"])
+    monkeypatch.setattr(graphviz.Digraph, "pipe", failing)
+    drawn = subgraph.subgraph_svg(graph, hood, view, 0)
+    assert drawn.how == "layered" and drawn.note == "dot could not draw it (CalledProcessError)"
+    assert_inert(drawn.svg)
+
+
+@needs_dot
+@pytest.mark.xfail(strict=True, reason="render/op_graph.py passes tooltips to graphviz unwrapped: an "
+                   "op named '<...>' is read as an HTML-like string and breaks the DOT source "
+                   "(fix: graphviz.nohtml(string_escape(name)) in op_graph._add_node)")
+def test_an_op_named_like_an_html_string_still_renders_with_dot(data_root):
+    _, graph, hood, view = hostile_case(data_root, drop=4, depth=6)
+    assert HOSTILE_NAMES[0] in hood.nodes
+    assert subgraph.subgraph_svg(graph, hood, view, 0).how == "dot"
+
+
+def test_layered_rows_follow_the_distance_from_the_op(data_root):
+    _, graph, hood, view = hostile_case(data_root, drop=10)
+    svg = ET.fromstring(subgraph.layered_svg(hood, subgraph.colours(hood, view), 0))
+    rows = {}
+    for g in svg.iter(f"{NS}g"):
+        if g.get("data-op"):
+            y = float(g.find(f"{NS}rect").get("y"))
+            rows[g.get("data-op")] = y
+    by_level = sorted(hood.nodes, key=lambda n: hood.levels[n])
+    ys = [rows[subgraph.visible(n)] for n in by_level]
+    assert ys == sorted(ys) and len(set(ys)) == 7  # depth 3 up, the op, depth 3 down
+    assert len(list(svg.iter(f"{NS}path"))) == len(hood.edges) + 1  # + the arrow head
+
+
+def test_sanitise_drops_scripts_links_and_handlers(data_root):
+    _, graph, hood, view = hostile_case(data_root)
+    evil = ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+            '<script>alert(1)</script><g class="node" onclick="alert(2)"><title>n0</title>'
+            '<a xlink:href="https://example.invalid/" href="javascript:alert(3)"><text>x\u202ey</text></a>'
+            '<foreignObject><div/></foreignObject></g></svg>')
+    clean = subgraph.sanitise_svg(evil, hood, subgraph.colours(hood, view))
+    assert_inert(clean)
+    assert "x\\u202ey" in clean
+    assert nodes(clean)[subgraph.visible(hood.root.name)].get("data-css") == "bad"
+
+
+@needs_dot
+def test_every_hostile_name_survives_dot_as_text(data_root):
+    """op_graph's record escaping keeps the DOT source whole: each name is drawn, verbatim but
+    for control characters (spaces in a record label) and made visible."""
+    _, graph, hood, view = hostile_case(data_root)
+    text, why = subgraph.dot_svg(hood, "t", subgraph.colours(hood, view))
+    assert text is not None, why
+    shown = " ".join(ET.fromstring(text).itertext())
+    names = [n for n in HOSTILE_NAMES if n in hood.nodes]
+    assert len(names) == 3
+    for name in names:
+        assert subgraph.visible(re.sub(r"[\x00-\x1f\x7f]", " ", name)) in shown, name
