@@ -96,3 +96,18 @@ def test_no_two_modules_import_each_other():
                     if b != a and a in graph.get(b, ()) and not a.startswith(b + ".")
                     and not b.startswith(a + ".")})
     assert not pairs, pairs
+
+
+def test_render_only_renders():
+    """render/ turns results into renderables and text; it writes no file and runs no program."""
+    banned = {"subprocess", "shutil", "tempfile"}
+    wrong = []
+    for path in _modules("render"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        calls = {node.func.attr for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        if imported & banned or calls & {"write_text", "write_bytes", "mkdir", "render"}:
+            wrong.append(str(path.relative_to(PACKAGE)))
+    assert not wrong, wrong

@@ -30,7 +30,8 @@ from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult, UsageError
-from .tensors import DumpSelection, host_layout, resolve_dump_files, safe_file_name
+from ..formats.text import safe_file_name
+from .tensors import DumpSelection, host_layout, resolve_dump_files
 
 TARGET_FORMATS = ("ND", *sorted(PLAIN_LAYOUTS))
 

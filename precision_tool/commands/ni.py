@@ -8,8 +8,6 @@ neighbourhood to ``temp/op_graph/`` (the only place ``ni`` writes).
 
 from __future__ import annotations
 
-import hashlib
-import re
 
 from rich.text import Text
 
@@ -21,13 +19,14 @@ from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
 from ..formats.graph_model import GraphDesc, Op, TensorDesc
 from ..formats.tree import StepDir
+from ..formats.digraph_files import write_digraph
+from ..formats.graph_query import neighbourhood
+from ..formats.text import safe_file_name
 from ..render import node_info, op_graph
 from .lookup import find_ops, graph_label
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 MAX_PART_CHARS = 60
-# '.' separates the parts of the name, so it goes too (and with it any '..')
-_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_+=@,-]")
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -104,9 +103,9 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     except PrecisionToolError as exc:
         return [Text(f"{title}: cannot read it: {exc.problem}", style="warn")]
     refs = op.data_inputs
-    rows = [dump_row(t, op_graph.input_desc(op, t.index),
+    rows = [dump_row(t, op.input_desc(t.index),
                      str(refs[t.index]) if t.index < len(refs) else "") for t in dump.inputs]
-    rows += [dump_row(t, op.output_descs[t.index] if t.index < len(op.output_descs) else None,
+    rows += [dump_row(t, op.output_desc(t.index),
                       _output_origin(graph, op, t)) for t in dump.outputs]
     if not rows:
         return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
@@ -175,13 +174,9 @@ def golden_section(context: Context, graph: GraphDesc, op: Op) -> list:
 
 
 def safe_part(text: str) -> str:
-    """One dot-separated part of a file name: path separators, ``..``, spaces, control and
-    other unusual characters become ``_``; a long part is cut and keeps a short hash."""
-    cleaned = _UNSAFE_FILE_CHARS.sub("_", text) or "_"
-    if len(cleaned) > MAX_PART_CHARS:
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        cleaned = f"{cleaned[:MAX_PART_CHARS - 9]}_{digest}"
-    return cleaned
+    """One dot-separated part of a file name (:func:`~precision_tool.formats.text.safe_file_name`
+    with no dots of its own, at most :data:`MAX_PART_CHARS` characters)."""
+    return safe_file_name(text.replace(".", "_"), limit=MAX_PART_CHARS)
 
 
 def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int) -> str:
@@ -191,11 +186,11 @@ def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int)
 
 def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
     """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
-    hood = op_graph.neighbourhood(ref.graph, ref.op, depth)
+    hood = neighbourhood(ref.graph, ref.op, depth)
     title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
     directory = context.temp_dir("op_graph")
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
-    written = op_graph.write_digraph(op_graph.build_digraph(hood, title), directory / f"{stem}.gv",
+    written = write_digraph(op_graph.build_digraph(hood, title).source, directory / f"{stem}.gv",
                                      len(hood.nodes))
     edges = sum(not e.control for e in hood.edges)
     lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",

@@ -20,7 +20,8 @@ from ..errors import PrecisionToolError
 from ..formats.atomic import atomic_write
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import Command, CommandParser, CommandResult, UsageError
-from .tensors import ResolvedTensor, host_layout, resolve_tensor, safe_file_name
+from ..formats.text import safe_file_name
+from .tensors import ResolvedTensor, host_layout, resolve_tensor
 
 DEFAULT_COUNT = 20
 _CHUNK = 1 << 20  # values formatted per step of the export

@@ -25,7 +25,6 @@ tensor of a dump (default: ``output:0``, or ``input:0`` for a dump without outpu
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +39,9 @@ from ..formats.golden import load_npy, normalise_tensor_name
 from ..formats import layouts
 
 MAX_CANDIDATES = 10
-MAX_FILE_NAME = 255
 _SELECTOR = re.compile(r"^(?P<name>.+):(?P<kind>input|output):(?P<index>[0-9]+)$")
 _PREFIX = re.compile(r"^(?P<source>npu|tf|golden|debug_[0-9]+):(?P<rest>.+)$")
 _TF_INDEX = re.compile(r"^(?P<name>.+):(?P<index>[0-9]+)$")
-_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.+\-]")
 _NPY_MAGIC = b"\x93NUMPY"
 
 
@@ -125,18 +122,6 @@ class _Candidate:
     label: str
     path: Path
     file_name: str
-
-
-def safe_file_name(stem: str, suffix: str = "", limit: int = MAX_FILE_NAME) -> str:
-    """``stem + suffix`` made safe as one file name: only ``A-Za-z0-9_.+-``, no ``..``, no
-    leading dot, at most ``limit`` characters (a long stem is cut and given a short hash)."""
-    clean = re.sub(r"\.{2,}", "_", _UNSAFE_CHARS.sub("_", stem)).lstrip(".") or "_"
-    suffix = re.sub(r"\.{2,}", "_", _UNSAFE_CHARS.sub("_", suffix))
-    room = limit - len(suffix)
-    if len(clean) > room:
-        digest = hashlib.sha1(stem.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-        clean = clean[: max(room - len(digest) - 1, 1)] + "-" + digest
-    return clean + suffix
 
 
 def real_dump_name(path: Path) -> str:

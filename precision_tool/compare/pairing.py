@@ -84,7 +84,7 @@ def golden_source(graph: GraphDesc, ref: InputRef) -> tuple[str, int]:
 
 
 def _output_source(op: Op, index: int) -> tuple[str, int]:
-    desc = op.output_descs[index] if index < len(op.output_descs) else None
+    desc = op.output_desc(index)
     if desc is not None and desc.origin_name:
         return desc.origin_name, desc.origin_output_index or 0
     return op.name, index
@@ -153,7 +153,7 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
         tasks.append(_tensor_task(base, tensor_index, left, golden, golden_for(graph, op, "input", i)))
     for tensor in dump.outputs:
         i = tensor.index
-        desc = op.output_descs[i] if i < len(op.output_descs) else None
+        desc = op.output_desc(i)
         left = DumpSide(ref.path, "output", i, desc.origin_format if desc else None)
         tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden,
                                   golden_for(graph, op, "output", i)))

@@ -88,6 +88,23 @@ class Op:
         """The control-edge inputs (``"src:-1"``)."""
         return [ref for ref in self.inputs if ref.is_control]
 
+    def input_desc(self, port: int) -> TensorDesc | None:
+        """The desc of data input ``port`` (its slot in the input list when known); None when
+        the graph has none for it."""
+        refs = self.data_inputs
+        slot = refs[port].slot if 0 <= port < len(refs) else None
+        slot = port if slot is None else slot
+        return self.input_descs[slot] if 0 <= slot < len(self.input_descs) else None
+
+    def output_desc(self, index: int) -> TensorDesc | None:
+        """The desc of output ``index``; None when the graph has none for it."""
+        return self.output_descs[index] if 0 <= index < len(self.output_descs) else None
+
+    @property
+    def output_count(self) -> int:
+        """How many output ports the op has: described or consumed."""
+        return max(len(self.output_descs), len(self.consumers))
+
 
 @dataclass(frozen=True)
 class GraphDesc:
@@ -113,6 +130,10 @@ class GraphDesc:
     def op(self, name: str) -> Op:
         """The op called exactly ``name``; raises ``KeyError`` when there is none."""
         return self._by_name[name]
+
+    def get(self, name: str) -> Op | None:
+        """The op called exactly ``name``, or None."""
+        return self._by_name.get(name)
 
     def find_op(self, name: str) -> Op | None:
         """The op called ``name``, else the one whose dump-file form (``/`` and ``.`` as ``_``)

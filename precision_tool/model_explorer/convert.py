@@ -20,7 +20,7 @@ from typing import Any
 from model_explorer import graph_builder as gb
 
 from ..formats.graph_model import GraphDesc, Model, Op, TensorDesc
-from ..render.op_graph import input_desc, shape_text
+from ..formats.text import shape_text
 from .ids import graph_ids, node_id
 
 MAX_VALUE_CHARS = 400  # a Const's tensor attribute can hold megabytes
@@ -100,7 +100,7 @@ def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphN
                              targetNodeInputId=str(port))
              for port, ref in enumerate(op.data_inputs) if ref.src in graph]
     inputs = [gb.MetadataItem(id=str(port), attrs=[_kv(TENSOR_TAG, str(ref)),
-                                                   *desc_attrs(input_desc(op, port))])
+                                                   *desc_attrs(op.input_desc(port))])
               for port, ref in enumerate(op.data_inputs)]
     outputs = [gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc)])
                for i, desc in enumerate(op.output_descs)]

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from ..compare.stats import TensorStats
 from ..formats.graph_model import Op, TensorDesc
-from .op_graph import input_desc, shape_text, short_dtype
+from ..formats.text import shape_text
+from .op_graph import short_dtype
 
 MAX_VALUE_CHARS = 100
 MAX_LIST_ITEMS = 12
@@ -97,7 +98,7 @@ def inputs_table(op: Op) -> Table | Text:
     table = _io_table("inputs", "producer")
     for port, ref in enumerate(refs):
         table.add_row(str(port), Text(f"{ref.src}:{ref.index}", style="op.name"),
-                      *_desc_cells(input_desc(op, port)))
+                      *_desc_cells(op.input_desc(port)))
     return table
 
 
@@ -116,7 +117,7 @@ def outputs_table(op: Op) -> Table | Text:
     table = _io_table("outputs", "origin name:index")
     table.add_column("consumers")
     for index in range(count):
-        desc = op.output_descs[index] if index < len(op.output_descs) else None
+        desc = op.output_desc(index)
         origin = ""
         if desc is not None and desc.origin_name:
             origin_index = desc.origin_output_index

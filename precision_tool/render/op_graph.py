@@ -1,119 +1,25 @@
-"""An op's neighbourhood in its graph: as a graphviz digraph (``.gv`` / ``.svg``) or a rich tree.
-
-The neighbourhood of depth D is the op itself, its producers up to D data edges upstream, its
-consumers up to D data edges downstream, and the other producers of each of those consumers
-(the next MatMul's weight and bias), with every edge between those ops: data edges port to
-port, control edges dashed. Each direction is followed on its own, so a sibling that only shares
-a producer with the op is not part of it. This draws at least what the original precision_tool
-drew (its ``_gen_sub_graph``: producers D levels up, consumers, and the consumers' producers).
-``graphviz`` is imported only when a digraph is built, so the shell starts fast.
+"""An op's neighbourhood (:mod:`precision_tool.formats.graph_query`) rendered: as a graphviz
+digraph of record nodes with per-port dtype and shape, data edges port to port and control
+edges dashed, or as a rich tree. ``graphviz`` is imported only when a digraph is built, so the
+shell starts fast; writing the files is :mod:`precision_tool.formats.digraph_files`' job.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from rich.text import Text
 from rich.tree import Tree
 
-from ..formats.graph_model import GraphDesc, Op, TensorDesc
+from ..formats.digraph_files import MAX_RENDER_NODES
+from ..formats.graph_model import Op, TensorDesc
+from ..formats.graph_query import Edge, Neighbourhood, neighbourhood
+from ..formats.text import shape_text
 
 ROOT_FILL = "#ffd54f"
 MISSING_FILL = "#eeeeee"
-MAX_RENDER_NODES = 1500  # dot takes minutes beyond this; the .gv is still written
 _RECORD_SPECIAL = re.compile(r'([{}|<>"\\])')
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True)
-class Edge:
-    """``src:src_index -> dst:dst_port`` (data input ``dst_port`` of dst), or a control edge."""
-
-    src: str
-    src_index: int
-    dst: str
-    dst_port: int
-    control: bool = False
-
-
-@dataclass
-class Neighbourhood:
-    """The ops around ``root``: ``nodes`` maps a name to its op (None when the graph lacks it)
-    and ``levels`` to its signed distance (negative upstream, 0 the root, positive downstream;
-    a consumer's other producer, listed in ``side``, has the level of the consumer it feeds)."""
-
-    root: Op
-    depth: int
-    nodes: dict[str, Op | None] = field(default_factory=dict)
-    levels: dict[str, int] = field(default_factory=dict)
-    edges: list[Edge] = field(default_factory=list)
-    side: set[str] = field(default_factory=set)
-
-
-def _lookup(graph: GraphDesc, name: str) -> Op | None:
-    return graph.op(name) if name in graph else None
-
-
-def _walk(graph: GraphDesc, hood: Neighbourhood, step: int) -> None:
-    """Breadth-first over data edges, upstream (step -1) or downstream (step +1)."""
-    frontier = [hood.root]
-    for distance in range(1, hood.depth + 1):
-        reached = []
-        for op in frontier:
-            if step < 0:
-                names = [ref.src for ref in op.data_inputs]
-            else:
-                names = [name for users in op.consumers for name, _ in users]
-            for name in names:
-                if name in hood.nodes:
-                    continue
-                hood.nodes[name] = found = _lookup(graph, name)
-                hood.levels[name] = step * distance
-                if found is not None:
-                    reached.append(found)
-        frontier = reached
-
-
-def _side_producers(graph: GraphDesc, hood: Neighbourhood) -> None:
-    """Add the producers of every downstream op that the walks did not reach."""
-    downstream = [(name, op) for name, op in hood.nodes.items()
-                  if op is not None and hood.levels[name] > 0]
-    for name, op in downstream:
-        for ref in op.data_inputs:
-            if ref.src not in hood.nodes:
-                hood.nodes[ref.src] = _lookup(graph, ref.src)
-                hood.levels[ref.src] = hood.levels[name]
-                hood.side.add(ref.src)
-
-
-def _collect_edges(hood: Neighbourhood) -> None:
-    for op in hood.nodes.values():
-        if op is None:
-            continue
-        for port, ref in enumerate(op.data_inputs):
-            if ref.src in hood.nodes:
-                hood.edges.append(Edge(ref.src, ref.index, op.name, port))
-        for ref in op.control_inputs:
-            if ref.src in hood.nodes:
-                hood.edges.append(Edge(ref.src, -1, op.name, -1, control=True))
-
-
-def neighbourhood(graph: GraphDesc, root: Op, depth: int) -> Neighbourhood:
-    """The depth-``depth`` neighbourhood of ``root`` in ``graph`` (see the module docstring).
-
-    Nodes are in order: the root, then upstream ops by distance, then downstream ones, then
-    the downstream ops' other producers.
-    """
-    hood = Neighbourhood(root, max(depth, 0), {root.name: root}, {root.name: 0})
-    _walk(graph, hood, -1)
-    _walk(graph, hood, +1)
-    _side_producers(graph, hood)
-    _collect_edges(hood)
-    return hood
 
 
 # --- graphviz -----------------------------------------------------------------------------------
@@ -135,37 +41,19 @@ def short_dtype(dtype: str | None) -> str:
     return (dtype or "?").removeprefix("DT_")
 
 
-def shape_text(shape) -> str:
-    """A shape as ``[2,8,8,3]``; ``[]`` for a scalar, ``?`` when unknown."""
-    return "?" if shape is None else "[" + ",".join(str(d) for d in shape) + "]"
-
-
 def _port_text(kind: str, index: int, desc: TensorDesc | None) -> str:
     if desc is None:
         return f"{kind}{index}"
     return f"{kind}{index} {short_dtype(desc.dtype)} {shape_text(desc.shape)}"
 
 
-def input_desc(op: Op, port: int) -> TensorDesc | None:
-    """The desc of data input ``port`` of ``op`` (None when the graph has none for it)."""
-    refs = op.data_inputs
-    slot = refs[port].slot if port < len(refs) else None
-    slot = port if slot is None else slot
-    return op.input_descs[slot] if 0 <= slot < len(op.input_descs) else None
-
-
-def output_count(op: Op) -> int:
-    """How many output ports ``op`` has: described or consumed."""
-    return max(len(op.output_descs), len(op.consumers))
-
-
 def record_label(op: Op) -> str:
     """The record label of ``op``: input ports on top, name and type, output ports below."""
-    ins = [f"<in{j}> " + record_escape(_port_text("in", j, input_desc(op, j)))
+    ins = [f"<in{j}> " + record_escape(_port_text("in", j, op.input_desc(j)))
            for j in range(len(op.data_inputs))]
     outs = [f"<out{i}> " + record_escape(_port_text(
-        "out", i, op.output_descs[i] if i < len(op.output_descs) else None))
-        for i in range(output_count(op))]
+        "out", i, op.output_desc(i)))
+        for i in range(op.output_count)]
     fields = [record_escape(op.name) + "\\n" + record_escape(op.type)]
     if ins:
         fields.insert(0, "{" + "|".join(ins) + "}")
@@ -218,41 +106,6 @@ def build_digraph(hood: Neighbourhood, title: str):
     return dot
 
 
-@dataclass
-class WrittenGraph:
-    """What :func:`write_digraph` wrote, and why there is no SVG when there is none."""
-
-    gv: Path
-    svg: Path | None = None
-    note: str | None = None
-
-    @property
-    def files(self) -> list[Path]:
-        """The files written: the ``.gv``, then the ``.svg`` when there is one."""
-        return [p for p in (self.gv, self.svg) if p is not None]
-
-
-def write_digraph(dot, gv_path: Path, node_count: int) -> WrittenGraph:
-    """Save ``dot`` as ``gv_path``, and render it to ``.svg`` beside it when the ``dot`` program
-    is installed (never with a shell, never opening a viewer)."""
-    import graphviz
-
-    gv_path.write_text(dot.source, encoding="utf-8")
-    written = WrittenGraph(gv_path)
-    if shutil.which("dot") is None:
-        written.note = "graphviz 'dot' is not installed: no SVG (the .gv is written)"
-    elif node_count > MAX_RENDER_NODES:
-        written.note = f"{node_count} nodes: too many to render to SVG (the .gv is written)"
-    else:
-        svg_path = gv_path.with_suffix(".svg")
-        try:
-            graphviz.render("dot", "svg", gv_path, outfile=svg_path, quiet=True)
-            written.svg = svg_path
-        except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError) as exc:
-            written.note = f"dot could not render the SVG: {exc}"
-    return written
-
-
 # --- text tree ----------------------------------------------------------------------------------
 
 
@@ -282,7 +135,7 @@ def _upstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[s
     for port, ref in enumerate(op.data_inputs):
         producer = hood.nodes.get(ref.src)
         child = branch.add(_op_text("<-", f"in{port}", f"{ref.src}:{ref.index}", producer,
-                                    input_desc(op, port)))
+                                    op.input_desc(port)))
         if producer is not None and _expand(child, ref.src, left - 1, seen):
             _upstream(child, hood, producer, left - 1, seen)
 
@@ -292,12 +145,12 @@ def _other_inputs(branch: Tree, hood: Neighbourhood, consumer: Op, parent: str) 
     for port, ref in enumerate(consumer.data_inputs):
         if ref.src != parent:
             branch.add(_op_text("<-", f"in{port}", f"{ref.src}:{ref.index}", hood.nodes.get(ref.src),
-                                input_desc(consumer, port)))
+                                consumer.input_desc(port)))
 
 
 def _downstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[str, int]) -> None:
     for index, users in enumerate(op.consumers):
-        desc = op.output_descs[index] if index < len(op.output_descs) else None
+        desc = op.output_desc(index)
         for name, slot in users:
             consumer = hood.nodes.get(name)
             child = branch.add(_op_text("->", f"out{index}", f"{name}:in{slot}", consumer, desc))
@@ -321,3 +174,7 @@ def neighbourhood_tree(hood: Neighbourhood) -> Tree:
     if controls:
         tree.add(Text("control inputs: " + ", ".join(controls), style="muted"))
     return tree
+
+
+__all__ = ["Edge", "MAX_RENDER_NODES", "Neighbourhood", "build_digraph", "neighbourhood",
+           "neighbourhood_tree", "node_ids", "record_label", "shape_text"]

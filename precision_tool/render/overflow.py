@@ -14,7 +14,7 @@ from rich.text import Text
 from ..checks.overflow import NonFiniteTensor, OverflowCheckResult, OverflowFinding, TensorReport
 from .checks import absent_line, check_panel, nothing_found
 from .node_info import number
-from .op_graph import shape_text
+from ..formats.text import shape_text
 
 OVERFLOW_TITLE = "overflow check"
 MAX_NONFINITE_ROWS = 20

@@ -18,7 +18,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from ..formats.graph_model import GraphDesc, Op
-from ..render.op_graph import MAX_RENDER_NODES, Neighbourhood, build_digraph, node_ids
+from ..formats.digraph_files import MAX_RENDER_NODES
+from ..formats.graph_query import Neighbourhood
+from ..render.op_graph import build_digraph, node_ids
 from .escape import esc, visible
 from .model import ResultView
 from .table import cosine_class

@@ -21,7 +21,7 @@ from ..errors import PrecisionToolError
 from ..formats.atomic import atomic_write
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
-from ..render.op_graph import neighbourhood
+from ..formats.graph_query import neighbourhood
 from .checks_html import checks_html, run_checks
 from .escape import esc
 from .model import ResultView, read_view

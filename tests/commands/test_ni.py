@@ -19,7 +19,7 @@ from precision_tool.commands.ni import graph_file_stem, safe_part
 from precision_tool.commands.registry import run_words
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
-from precision_tool.render import op_graph
+from precision_tool.formats import digraph_files
 from precision_tool.status import ExitStatus
 from tests.conftest import FIXTURES, make_context, require_shared, run_command
 
@@ -378,7 +378,7 @@ def test_svg_is_rendered_with_dot(fixture_data):
 
 
 def test_without_dot_the_gv_is_written_and_a_tree_printed(fixture_data, monkeypatch):
-    monkeypatch.setattr(op_graph.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setattr(digraph_files.shutil, "which", lambda *args, **kwargs: None)
     status, text = _ni(fixture_data, "ni model/add/add -s 2")
     assert status == ExitStatus.OK
     gv = _gv_path(fixture_data, "Add", "model/add/add", 2)

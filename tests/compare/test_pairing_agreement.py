@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from precision_tool.compare.pairing import NpySide
 from precision_tool.compare.plan import plan_comparisons

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
 from precision_tool.render import op_graph
-from precision_tool.render.op_graph import Edge
+from precision_tool.formats import digraph_files
+from precision_tool.formats.graph_query import Edge, neighbourhood
 
 ODD = 'odd{a}|<b>"c\\d'  # every record-label special character
 
@@ -45,10 +46,10 @@ def _graph():
 
 def test_neighbourhood_follows_each_direction_separately():
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 1)
+    hood = neighbourhood(graph, graph.op("c"), 1)
     assert set(hood.nodes) == {"c", "b", "x", "onnx::w:0", "d", ODD}
     assert hood.levels["b"] == -1 and hood.levels["d"] == 1
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 2)
+    hood = neighbourhood(graph, graph.op("c"), 2)
     # a is two steps up, e two steps down; y only shares a producer with c, ctl is control-only
     assert set(hood.nodes) == {"c", "b", "x", "onnx::w:0", "d", ODD, "a", "e"}
     assert set(hood.edges) == {
@@ -60,10 +61,10 @@ def test_neighbourhood_follows_each_direction_separately():
 
 def test_control_edges_between_neighbours_are_kept():
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("ctl"), 1)
+    hood = neighbourhood(graph, graph.op("ctl"), 1)
     assert set(hood.nodes) == {"ctl"}  # the walk follows data edges only
     graph2 = build_model([_op("p", "Const"), _op("q", "Relu", ["p:0", "p:-1"])], name="g").graphs[0]
-    hood = op_graph.neighbourhood(graph2, graph2.op("q"), 1)
+    hood = neighbourhood(graph2, graph2.op("q"), 1)
     assert set(hood.edges) == {Edge("p", 0, "q", 0), Edge("p", -1, "q", -1, control=True)}
     source = op_graph.build_digraph(hood, "t").source
     assert re.search(r"^\s*n1 -> n0 \[[^\]]*style=dashed", source, re.M)
@@ -71,13 +72,13 @@ def test_control_edges_between_neighbours_are_kept():
 
 def test_depth_zero_is_the_op_alone():
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 0)
+    hood = neighbourhood(graph, graph.op("c"), 0)
     assert list(hood.nodes) == ["c"] and hood.edges == []
 
 
 def test_missing_producer_is_drawn_as_such():
     graph = build_model([_op("q", "Relu", ["gone:0"])], name="g").graphs[0]
-    hood = op_graph.neighbourhood(graph, graph.op("q"), 1)
+    hood = neighbourhood(graph, graph.op("q"), 1)
     assert hood.nodes == {"q": graph.op("q"), "gone": None}
     source = op_graph.build_digraph(hood, "t").source
     assert "(not in this graph)" in source
@@ -92,7 +93,7 @@ def test_record_escape():
 
 def test_digraph_has_ports_root_and_escaped_names():
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 1)
+    hood = neighbourhood(graph, graph.op("c"), 1)
     source = op_graph.build_digraph(hood, "title").source
     root_line = next(line for line in source.splitlines() if line.strip().startswith("n0 "))
     assert "fillcolor" in root_line and "<in2> in2 FLOAT16 [2,3]" in root_line
@@ -107,8 +108,8 @@ def test_digraph_has_ports_root_and_escaped_names():
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
 def test_dot_accepts_the_source_with_odd_names(tmp_path):
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 2)
-    written = op_graph.write_digraph(op_graph.build_digraph(hood, ODD), tmp_path / "g.gv", 8)
+    hood = neighbourhood(graph, graph.op("c"), 2)
+    written = digraph_files.write_digraph(op_graph.build_digraph(hood, ODD).source, tmp_path / "g.gv", 8)
     assert written.svg == tmp_path / "g.svg" and written.note is None
     svg = written.svg.read_text()
     assert svg.count('class="node"') == 8
@@ -119,20 +120,20 @@ def test_dot_accepts_the_source_with_odd_names(tmp_path):
 
 
 def test_without_dot_only_the_gv_is_written(tmp_path, monkeypatch):
-    monkeypatch.setattr(op_graph.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setattr(digraph_files.shutil, "which", lambda *args, **kwargs: None)
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 1)
-    written = op_graph.write_digraph(op_graph.build_digraph(hood, "t"), tmp_path / "g.gv", 6)
+    hood = neighbourhood(graph, graph.op("c"), 1)
+    written = digraph_files.write_digraph(op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
     assert written.files == [tmp_path / "g.gv"] and "not installed" in written.note
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.gv"]
 
 
 def test_too_many_nodes_are_not_rendered(tmp_path, monkeypatch):
-    monkeypatch.setattr(op_graph.shutil, "which", lambda *args, **kwargs: "/usr/bin/dot")
-    monkeypatch.setattr(op_graph, "MAX_RENDER_NODES", 3)
+    monkeypatch.setattr(digraph_files.shutil, "which", lambda *args, **kwargs: "/usr/bin/dot")
+    monkeypatch.setattr(digraph_files, "MAX_RENDER_NODES", 3)
     graph = _graph()
-    hood = op_graph.neighbourhood(graph, graph.op("c"), 1)
-    written = op_graph.write_digraph(op_graph.build_digraph(hood, "t"), tmp_path / "g.gv", 6)
+    hood = neighbourhood(graph, graph.op("c"), 1)
+    written = digraph_files.write_digraph(op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
     assert written.svg is None and "too many" in written.note
 
 
@@ -144,7 +145,7 @@ def _tree_text(tree) -> str:
 
 def test_tree_lists_producers_and_consumers():
     graph = _graph()
-    text = _tree_text(op_graph.neighbourhood_tree(op_graph.neighbourhood(graph, graph.op("c"), 2)))
+    text = _tree_text(op_graph.neighbourhood_tree(neighbourhood(graph, graph.op("c"), 2)))
     lines = text.splitlines()
     assert lines[0] == "c [Add]"
     up = next(i for i, line in enumerate(lines) if "upstream" in line)
@@ -162,7 +163,7 @@ def test_tree_does_not_repeat_a_diamond():
     ops = [_op("s", "Data"), _op("l", "Relu", ["s:0"]), _op("r", "Relu", ["s:0"]),
            _op("m", "Add", ["l:0", "r:0"]), _op("t", "Relu", ["m:0"])]
     graph = build_model(ops, name="g").graphs[0]
-    hood = op_graph.neighbourhood(graph, graph.op("s"), 3)
+    hood = neighbourhood(graph, graph.op("s"), 3)
     text = _tree_text(op_graph.neighbourhood_tree(hood))
     assert text.count("-> m:in") == 2 and text.count("-> t:in0") == 1
     assert "(expanded above)" in text
@@ -178,20 +179,20 @@ def _dense_graph():
 
 def test_consumers_other_producers_are_drawn_as_the_original_did():
     graph = _dense_graph()
-    hood = op_graph.neighbourhood(graph, graph.op("relu"), 1)
+    hood = neighbourhood(graph, graph.op("relu"), 1)
     # the next MatMul's weight and bias, but not the weight's own producer, nor x's other consumer
     assert set(hood.nodes) == {"relu", "x", "matmul", "w", "b"}
     assert hood.side == {"w", "b"} and hood.levels["w"] == hood.levels["matmul"] == 1
     assert {Edge("w", 0, "matmul", 1), Edge("b", 0, "matmul", 2)} <= set(hood.edges)
-    hood = op_graph.neighbourhood(graph, graph.op("relu"), 2)
+    hood = neighbourhood(graph, graph.op("relu"), 2)
     assert set(hood.nodes) == {"relu", "x", "matmul", "w", "b", "softmax"}
-    hood = op_graph.neighbourhood(graph, graph.op("x"), 1)
+    hood = neighbourhood(graph, graph.op("x"), 1)
     assert set(hood.nodes) == {"x", "relu", "sibling"}  # consumers of x, whose only input is x
 
 
 def test_tree_shows_the_consumers_other_inputs():
     graph = _dense_graph()
-    text = _tree_text(op_graph.neighbourhood_tree(op_graph.neighbourhood(graph, graph.op("relu"), 1)))
+    text = _tree_text(op_graph.neighbourhood_tree(neighbourhood(graph, graph.op("relu"), 1)))
     down = text[text.index("downstream"):]
     assert "out0 -> matmul:in0 [MatMulV2]" in down
     assert "in1 <- w:0 [Cast]" in down and "in2 <- b:0 [Const]" in down

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from precision_tool.formats.graph import read_graph
-from precision_tool.render.op_graph import neighbourhood
+from precision_tool.formats.graph_query import neighbourhood
 from precision_tool.report import subgraph
 from precision_tool.report.model import read_view
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
