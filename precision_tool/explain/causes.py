@@ -1,0 +1,353 @@
+"""Why an NPU tensor differs from its golden: one small function per hypothesis, and a ranking.
+
+Every hypothesis reads a :class:`Subject` (the NPU output and its golden in host layout, the
+statistics of one streamed pass over them, what is known about the op's inputs and the replay)
+and returns a :class:`Cause` when it holds, else None. A cause carries ``evidence`` (one
+sentence) and ``numbers`` (what the sentence quotes), and a ``score``: the share of the
+difference (squared error) it explains, from 0 to 1.
+
+:func:`diagnose` runs them all and ranks what held: by score (in steps of 0.1), then by how
+specific the cause is (:data:`SPECIFICITY`: a permutation that explains everything is a better
+answer than "the op computes something else", which is also true then). Only overflow and NaN
+are looked for in a tensor within rounding of its golden; every other hypothesis needs a
+difference beyond rounding to explain (:attr:`Subject.differs`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .criterion import Criterion
+from .numbers import DtypeFacts, PairStats, coarsest, compare
+
+SPECIFICITY = ("nan", "overflow", "underflow", "permutation", "sign", "scale", "offset",
+               "computation", "input", "precision", "unknown")
+CAUSES = SPECIFICITY  # every cause name ``why`` can give
+FIT_SHARE = 0.9  # a least-squares fit must explain this share of the squared error
+SCALE_TOL = 0.01  # |k| must differ from 1 by this much to be a scale
+OFFSET_TOL = 0.01  # |c| must reach this fraction of the golden's RMS to be an offset
+UNDERFLOW_SHARE = 0.1  # flushed values must carry this share of the squared error
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A hypothesis that held: its name, one sentence of evidence, the numbers it quotes, and
+    the share of the difference it explains (0..1, for ranking)."""
+
+    name: str
+    evidence: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+    score: float = 1.0
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """One input of the op: its NPU dump tensor against its golden.
+
+    Attributes:
+        slot: the input number.
+        source: the golden tensor it was compared with (``name:index``), empty when none.
+        network_input: True when it is the network's input data (a Data op's output).
+        stats: the comparison; None when there is no golden (``note`` says why).
+        nan: NaN values in the NPU input.
+        facts: the NPU input's dtype facts.
+    """
+
+    slot: int
+    source: str
+    network_input: bool
+    stats: PairStats | None
+    nan: int
+    facts: DtypeFacts
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """The op recomputed in float64 from its NPU inputs, compared with what the NPU and the
+    golden hold.
+
+    Attributes:
+        supported: False when no replay exists for the op (``reason`` says why).
+        notes: assumptions the replay made (an attribute absent from the graph, say).
+        npu: the NPU output against the replay (the replay in the golden's role).
+        golden: the golden against the replay.
+    """
+
+    supported: bool
+    reason: str = ""
+    notes: tuple[str, ...] = ()
+    npu: PairStats | None = None
+    golden: PairStats | None = None
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the hypotheses look at: one NPU output, its golden and the op's context.
+
+    Attributes:
+        npu, golden: the tensors in host layout (memory-mapped where possible).
+        stats: one streamed pass of ``npu`` against ``golden``.
+        facts: the coarsest float dtype among the op's NPU output and inputs (rounding's unit).
+        criterion: the thresholds.
+        inputs: the op's inputs against their goldens.
+        replay: the replay, None when it was not attempted.
+        channel_axis: the channel axis of the host layout, when known (names reversed channels).
+    """
+
+    npu: np.ndarray
+    golden: np.ndarray
+    stats: PairStats
+    facts: DtypeFacts
+    criterion: Criterion
+    inputs: tuple[InputCheck, ...] = ()
+    replay: ReplayCheck | None = None
+    channel_axis: int | None = None
+
+    @classmethod
+    def build(cls, npu, golden, criterion: Criterion | None = None, *, inputs=(), replay=None,
+              channel_axis=None, npu_dtype=None) -> Subject:
+        """A subject of two arrays; one streamed pass computes its statistics."""
+        npu, golden = np.asarray(npu), np.asarray(golden)
+        dtype = npu.dtype if npu_dtype is None else npu_dtype
+        stats = compare(npu, golden, dtype)
+        facts = coarsest([dtype, *(check.facts for check in inputs)])
+        return cls(npu, golden, stats, facts, criterion or Criterion(), tuple(inputs), replay, channel_axis)
+
+    @property
+    def differs(self) -> bool:
+        """True when the difference is more than rounding: something to explain."""
+        return not self.criterion.within_rounding(self.stats, self.facts.eps)
+
+    @property
+    def rounding_limit(self) -> float:
+        """The largest relative Euclidean distance rounding explains here."""
+        return self.criterion.rounding_limit(self.facts.eps)
+
+
+def _g(value: float | None) -> str:
+    return "nan" if value is None or value != value else f"{value:.6g}"
+
+
+def _cos(value: float) -> str:
+    return "nan" if value != value else f"{value:.6f}"
+
+
+def _affine(fit: AffineFit) -> str:
+    return f"npu ~ {fit.k:.4g} * golden {'-' if fit.c < 0 else '+'} {abs(fit.c):.4g}"
+
+
+def overflow(s: Subject) -> Cause | None:
+    """The NPU holds +-inf, or its dtype's largest finite value, where the golden is finite."""
+    inf, saturated = s.stats.inf, s.stats.saturated
+    count = inf.count + saturated.count
+    if not count:
+        return None
+    first = inf if inf.flat_index is not None and (saturated.flat_index is None
+                                                   or inf.flat_index < saturated.flat_index) else saturated
+    dd = s.stats.sums["dd"]
+    score = 1.0 if inf.count else min(1.0, s.stats.overflow_sq / dd) if dd else 1.0
+    where = s.stats.position(first.flat_index)
+    return Cause("overflow", f"{count} value(s) overflow {s.stats.facts.name} ({inf.count} inf, "
+                 f"{saturated.count} at +-{_g(s.stats.facts.max)}) where the golden is finite; the "
+                 f"first at {where}, where the golden holds {_g(first.golden)}",
+                 {"count": count, "inf": inf.count, "saturated": saturated.count,
+                  "first_index": where, "golden_value": first.golden, "dtype_max": s.stats.facts.max},
+                 score)
+
+
+def underflow(s: Subject) -> Cause | None:
+    """Golden values non-zero but below the NPU dtype's smallest normal are zero on the NPU."""
+    lost, dd = s.stats.underflow, s.stats.sums["dd"]
+    if not lost.count or not s.differs or not dd:
+        return None
+    share = min(1.0, s.stats.underflow_sq / dd)
+    if share < UNDERFLOW_SHARE:
+        return None
+    facts = s.stats.facts
+    where = s.stats.position(lost.flat_index)
+    return Cause("underflow", f"{lost.count} golden value(s) below the smallest normal {facts.name} "
+                 f"({_g(facts.tiny)}; {s.stats.below_subnormal} below even the smallest subnormal "
+                 f"{_g(facts.smallest_subnormal)}) are zero on the NPU, carrying {share:.0%} of the "
+                 f"error; the first at {where} (golden {_g(lost.golden)})",
+                 {"count": lost.count, "below_subnormal": s.stats.below_subnormal,
+                  "first_index": where, "golden_value": lost.golden, "smallest_normal": facts.tiny,
+                  "smallest_subnormal": facts.smallest_subnormal, "share": share}, share)
+
+
+def nan(s: Subject) -> Cause | None:
+    """NaN in the NPU output where the golden has none, while the op's NPU inputs have none."""
+    found = s.stats.nan
+    if not found.count or any(check.nan for check in s.inputs):
+        return None
+    where = s.stats.position(found.flat_index)
+    return Cause("nan", f"{found.count} NaN in the NPU output while its {len(s.inputs)} input(s) hold "
+                 f"none; the first at {where}, where the golden holds {_g(found.golden)}",
+                 {"count": found.count, "first_index": where, "golden_value": found.golden,
+                  "inputs_nan": 0}, 1.0)
+
+
+@dataclass(frozen=True)
+class AffineFit:
+    """The least-squares fit ``npu ~ k * golden + c`` and the share of the error it explains."""
+
+    k: float
+    c: float
+    share: float
+
+
+def affine_fit(stats: PairStats) -> AffineFit | None:
+    """Fit ``d = npu - golden ~ (k - 1) * golden + c`` from the pass's sums (fitting the
+    difference, not the tensor, keeps the arithmetic well conditioned); None when the golden
+    is constant or nothing differs."""
+    s, n = stats.sums, stats.finite
+    spread = n * s["gg"] - s["g"] ** 2
+    if n < 2 or s["dd"] <= 0 or spread <= 1e-12 * n * s["gg"]:
+        return None
+    slope = (n * s["dg"] - s["d"] * s["g"]) / spread
+    c = (s["d"] - slope * s["g"]) / n
+    residual = max(0.0, s["dd"] - slope * s["dg"] - c * s["d"])
+    return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"])
+
+
+def _fit(s: Subject) -> AffineFit | None:
+    if not s.differs:
+        return None
+    fit = affine_fit(s.stats)
+    return fit if fit is not None and fit.share >= FIT_SHARE else None
+
+
+def _fit_numbers(fit: AffineFit) -> dict[str, float]:
+    return {"factor": fit.k, "offset": fit.c, "explained": fit.share}
+
+
+def sign(s: Subject) -> Cause | None:
+    """The NPU holds the golden negated (a least-squares factor below zero explains the error)."""
+    fit = _fit(s)
+    if fit is None or fit.k >= 0:
+        return None
+    return Cause("sign", f"{_affine(fit)}: the sign is flipped "
+                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+
+
+def scale(s: Subject) -> Cause | None:
+    """The NPU holds the golden times a factor other than 1 (found by least squares: cosine is
+    1.0 when only the scale differs)."""
+    fit = _fit(s)
+    if fit is None or abs(abs(fit.k) - 1.0) < SCALE_TOL:
+        return None
+    return Cause("scale", f"{_affine(fit)}: scaled by {abs(fit.k):.4g} "
+                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+
+
+def offset(s: Subject) -> Cause | None:
+    """The NPU holds the golden plus a constant."""
+    fit = _fit(s)
+    if fit is None or abs(fit.c) < OFFSET_TOL * s.stats.rms_golden:
+        return None
+    return Cause("offset", f"{_affine(fit)}: shifted by {fit.c:.4g} "
+                 f"({abs(fit.c) / s.stats.rms_golden:.1%} of the golden's RMS; the fit explains "
+                 f"{fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+
+
+def precision(s: Subject) -> Cause | None:
+    """The difference is what rounding to the op's coarsest float dtype explains."""
+    if s.differs:
+        return None
+    red, facts = s.stats.red, s.facts
+    if not facts.is_float:
+        return Cause("precision", f"the {facts.name} tensors agree (relative error {red:.3g})",
+                     {"red": red, "dtype": facts.name, "ulps": 0.0}, 1.0)
+    ulps = red / facts.eps
+    return Cause("precision", f"relative error {red:.2e} = {ulps:.2g} {facts.name} epsilons (limit "
+                 f"{s.criterion.precision_ulps:g}): expected {facts.name} rounding, not a defect",
+                 {"red": red, "dtype": facts.name, "ulps": ulps,
+                  "max_abs_error": s.stats.max_abs_diff}, 1.0)
+
+
+def _input_differs(s: Subject, check: InputCheck) -> bool:
+    stats = check.stats
+    return stats is not None and (bool(stats.nonfinite_mismatch) or stats.red > s.rounding_limit)
+
+
+def _replay_distances(s: Subject) -> tuple[float, float] | None:
+    """(||npu - replay||, ||golden - replay||) when a replay was compared."""
+    replay = s.replay
+    if replay is None or not replay.supported or replay.npu is None or replay.golden is None:
+        return None
+    return math.sqrt(replay.npu.sums["dd"]), math.sqrt(replay.golden.sums["dd"])
+
+
+def input_differs(s: Subject) -> Cause | None:
+    """The op's inputs already differ from their goldens beyond rounding (for the first op: the
+    network's input data differ, e.g. a preprocessing difference)."""
+    if not s.differs:
+        return None
+    bad = [check for check in s.inputs if _input_differs(s, check)]
+    if not bad:
+        return None
+    parts = [f"input {c.slot} ({c.source}) cosine {_cos(c.stats.cosine)}, relative error {_g(c.stats.red)}"
+             + (f", {c.stats.nonfinite_mismatch} non-finite mismatch(es)" if c.stats.nonfinite_mismatch else "")
+             for c in bad]
+    network = [c for c in bad if c.network_input]
+    tail = ("; it is the network's input data: the data fed to the NPU differ from TensorFlow's "
+            "(preprocessing?)" if network else "")
+    distances = _replay_distances(s)
+    score = 0.5
+    if distances is not None and sum(d * d for d in distances) > 0:
+        score = distances[1] ** 2 / (distances[0] ** 2 + distances[1] ** 2)
+    numbers = {"inputs": [{"slot": c.slot, "golden": c.source, "cosine": c.stats.cosine, "red": c.stats.red,
+                           "network_input": c.network_input} for c in bad], "explained": score}
+    return Cause("input", "the op's inputs already differ: " + "; ".join(parts) + tail, numbers, score)
+
+
+def computation(s: Subject) -> Cause | None:
+    """The replay from the op's own NPU inputs disagrees with the NPU output (and agrees with
+    the golden better than the NPU does): the op computes something else."""
+    distances = _replay_distances(s)
+    if distances is None or not s.differs:
+        return None
+    npu_vs_replay = s.replay.npu
+    nonfinite = npu_vs_replay.nonfinite_mismatch > 0
+    d_nr, d_rg = distances
+    d_ng = math.sqrt(s.stats.sums["dd"])
+    if not nonfinite and (npu_vs_replay.red <= s.rounding_limit or d_rg >= d_ng):
+        return None
+    score = 1.0 if nonfinite else d_nr ** 2 / (d_nr ** 2 + d_rg ** 2)
+    return Cause("computation", f"recomputed from its own NPU inputs, the op gives cosine "
+                 f"{_cos(npu_vs_replay.cosine)} against the NPU output (relative error "
+                 f"{_g(npu_vs_replay.red)}) but {_cos(s.replay.golden.cosine)} against the golden: the "
+                 f"NPU computes something else", {"npu_vs_replay_cosine": npu_vs_replay.cosine,
+                                                  "npu_vs_replay_red": npu_vs_replay.red,
+                                                  "golden_vs_replay_cosine": s.replay.golden.cosine,
+                                                  "explained": score}, score)
+
+
+def unknown(s: Subject) -> Cause:
+    """What is said when no hypothesis holds."""
+    return Cause("unknown", f"the output differs from the golden (cosine {_cos(s.stats.cosine)}, relative "
+                 f"error {_g(s.stats.red)}) and no hypothesis explains it",
+                 {"cosine": s.stats.cosine, "red": s.stats.red}, 0.0)
+
+
+def rank(causes: list[Cause]) -> tuple[Cause, ...]:
+    """Most likely first: by score in steps of 0.1, then by :data:`SPECIFICITY`."""
+    return tuple(sorted(causes, key=lambda c: (-round(c.score, 1), SPECIFICITY.index(c.name))))
+
+
+def hypotheses() -> tuple[Callable[[Subject], Cause | None], ...]:
+    """Every hypothesis, in :data:`SPECIFICITY` order."""
+    from .permutation import permutation
+
+    return (nan, overflow, underflow, permutation, sign, scale, offset, computation, input_differs,
+            precision)
+
+
+def diagnose(s: Subject) -> tuple[Cause, ...]:
+    """Every cause that holds for ``s``, most likely first; ``unknown`` when none does."""
+    held = [cause for cause in (test(s) for test in hypotheses()) if cause is not None]
+    return rank(held or [unknown(s)])
