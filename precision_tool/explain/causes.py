@@ -16,7 +16,7 @@ difference beyond rounding to explain (:attr:`Subject.differs`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -24,6 +24,9 @@ import numpy as np
 from .criterion import Criterion
 from .numbers import DtypeFacts, PairStats, coarsest, compare
 
+# Causes that describe the form of the difference; on an op that faithfully computes from
+# inputs that already differ, that form is inherited (see own_share).
+FORMS = frozenset({"nan", "overflow", "underflow", "permutation", "sign", "scale", "offset"})
 SPECIFICITY = ("nan", "overflow", "underflow", "permutation", "sign", "scale", "offset",
                "computation", "input", "precision", "unknown")
 CAUSES = SPECIFICITY  # every cause name ``why`` can give
@@ -31,6 +34,7 @@ FIT_SHARE = 0.9  # a least-squares fit must explain this share of the squared er
 SCALE_TOL = 0.01  # |k| must differ from 1 by this much to be a scale
 OFFSET_TOL = 0.01  # |c| must reach this fraction of the golden's RMS to be an offset
 UNDERFLOW_SHARE = 0.1  # flushed values must carry this share of the squared error
+MIN_SHARE = 0.1  # input / computation: the share of the error the replay attributes to them
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class InputCheck:
         source: the golden tensor it was compared with (``name:index``), empty when none.
         network_input: True when it is the network's input data (a Data op's output).
         stats: the comparison; None when there is no golden (``note`` says why).
-        nan: NaN values in the NPU input.
+        nonfinite: NaN and inf values in the NPU input.
         facts: the NPU input's dtype facts.
     """
 
@@ -61,7 +65,7 @@ class InputCheck:
     source: str
     network_input: bool
     stats: PairStats | None
-    nan: int
+    nonfinite: int
     facts: DtypeFacts
     note: str = ""
 
@@ -180,13 +184,13 @@ def underflow(s: Subject) -> Cause | None:
 
 
 def nan(s: Subject) -> Cause | None:
-    """NaN in the NPU output where the golden has none, while the op's NPU inputs have none."""
+    """NaN in the NPU output where the golden has none, while the op's NPU inputs are finite."""
     found = s.stats.nan
-    if not found.count or any(check.nan for check in s.inputs):
+    if not found.count or any(check.nonfinite for check in s.inputs):
         return None
     where = s.stats.position(found.flat_index)
     return Cause("nan", f"{found.count} NaN in the NPU output while its {len(s.inputs)} input(s) hold "
-                 f"none; the first at {where}, where the golden holds {_g(found.golden)}",
+                 f"no NaN or inf; the first at {where}, where the golden holds {_g(found.golden)}",
                  {"count": found.count, "first_index": where, "golden_value": found.golden,
                   "inputs_nan": 0}, 1.0)
 
@@ -297,9 +301,11 @@ def input_differs(s: Subject) -> Cause | None:
     tail = ("; it is the network's input data: the data fed to the NPU differ from TensorFlow's "
             "(preprocessing?)" if network else "")
     distances = _replay_distances(s)
-    score = 0.5
+    score = 0.5  # without a replay, how much the inputs explain is not known
     if distances is not None and sum(d * d for d in distances) > 0:
         score = distances[1] ** 2 / (distances[0] ** 2 + distances[1] ** 2)
+        if score < MIN_SHARE:
+            return None  # they differ, but the op's output does not show it
     numbers = {"inputs": [{"slot": c.slot, "golden": c.source, "cosine": c.stats.cosine, "red": c.stats.red,
                            "network_input": c.network_input} for c in bad], "explained": score}
     return Cause("input", "the op's inputs already differ: " + "; ".join(parts) + tail, numbers, score)
@@ -318,13 +324,19 @@ def computation(s: Subject) -> Cause | None:
     if not nonfinite and (npu_vs_replay.red <= s.rounding_limit or d_rg >= d_ng):
         return None
     score = 1.0 if nonfinite else d_nr ** 2 / (d_nr ** 2 + d_rg ** 2)
-    return Cause("computation", f"recomputed from its own NPU inputs, the op gives cosine "
-                 f"{_cos(npu_vs_replay.cosine)} against the NPU output (relative error "
-                 f"{_g(npu_vs_replay.red)}) but {_cos(s.replay.golden.cosine)} against the golden: the "
-                 f"NPU computes something else", {"npu_vs_replay_cosine": npu_vs_replay.cosine,
-                                                  "npu_vs_replay_red": npu_vs_replay.red,
-                                                  "golden_vs_replay_cosine": s.replay.golden.cosine,
-                                                  "explained": score}, score)
+    if score < MIN_SHARE:
+        return None
+    golden_vs_replay = s.replay.golden
+    extra = (f", {npu_vs_replay.nonfinite_mismatch} non-finite value(s) the replay does not have"
+             if nonfinite else "")
+    return Cause("computation", f"recomputed from its own NPU inputs, the op differs from the NPU output "
+                 f"(cosine {_cos(npu_vs_replay.cosine)}, relative error {_g(npu_vs_replay.red)}{extra}) but "
+                 f"agrees with the golden (cosine {_cos(golden_vs_replay.cosine)}, relative error "
+                 f"{_g(golden_vs_replay.red)}): the NPU computes something else",
+                 {"npu_vs_replay_cosine": npu_vs_replay.cosine, "npu_vs_replay_red": npu_vs_replay.red,
+                  "npu_vs_replay_nonfinite": npu_vs_replay.nonfinite_mismatch,
+                  "golden_vs_replay_cosine": golden_vs_replay.cosine,
+                  "golden_vs_replay_red": golden_vs_replay.red, "explained": score}, score)
 
 
 def unknown(s: Subject) -> Cause:
@@ -347,7 +359,30 @@ def hypotheses() -> tuple[Callable[[Subject], Cause | None], ...]:
             precision)
 
 
+def own_share(s: Subject) -> float:
+    """The share of the difference the op itself adds: 1 when its inputs match their goldens;
+    with a replay, ``||npu - replay||^2`` over that plus ``||golden - replay||^2`` (what the
+    inputs carry in); 0.5 when the inputs differ and there is no replay to tell."""
+    if not any(_input_differs(s, check) for check in s.inputs):
+        return 1.0
+    distances = _replay_distances(s)
+    if distances is None:
+        return 0.5
+    total = distances[0] ** 2 + distances[1] ** 2
+    return distances[0] ** 2 / total if total else 0.5
+
+
+def _inherited(cause: Cause, own: float) -> Cause:
+    text = cause.evidence + (" (carried in from the inputs)" if own < 0.5 else "")
+    return replace(cause, evidence=text, score=cause.score * own)
+
+
 def diagnose(s: Subject) -> tuple[Cause, ...]:
-    """Every cause that holds for ``s``, most likely first; ``unknown`` when none does."""
+    """Every cause that holds for ``s``, most likely first; ``unknown`` when none does.
+
+    The form causes (:data:`FORMS`) are weighed by :func:`own_share`: on an op that computes
+    faithfully from inputs already wrong, a permuted or scaled output is inherited."""
     held = [cause for cause in (test(s) for test in hypotheses()) if cause is not None]
+    own = own_share(s) if any(c.name in FORMS for c in held) else 1.0
+    held = [_inherited(c, own) if c.name in FORMS and own < 1.0 else c for c in held]
     return rank(held or [unknown(s)])

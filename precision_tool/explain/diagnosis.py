@@ -13,7 +13,7 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
 from .criterion import Criterion
-from .numbers import PairStats, coarsest, compare, count_nan, dtype_facts
+from .numbers import PairStats, coarsest, compare, count_nonfinite, dtype_facts
 from .replay import ReplayArgs, ReplayError, run_replay, tf_type
 from .replay.registry import channel_axis
 from .tensors import OpTensors, TensorSide, divergences, first_introducers, newest_result, op_tensors, resolve
@@ -72,8 +72,8 @@ def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
 
 def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
     stats = compare(npu, golden, side.tensor.dtype) if npu is not None and golden is not None else None
-    nan = count_nan(npu) if npu is not None else 0
-    return InputCheck(side.slot, side.source_text, side.network_input, stats, nan,
+    nonfinite = count_nonfinite(npu) if npu is not None else 0
+    return InputCheck(side.slot, side.source_text, side.network_input, stats, nonfinite,
                       dtype_facts(side.tensor.dtype), problem)
 
 

@@ -275,9 +275,9 @@ def compare(npu: np.ndarray, golden: np.ndarray, dtype=None, chunk: int = CHUNK)
     return acc.result(npu.shape)
 
 
-def count_nan(array: np.ndarray, chunk: int = CHUNK) -> int:
-    """How many NaN ``array`` holds, counted piece by piece."""
+def count_nonfinite(array: np.ndarray, chunk: int = CHUNK) -> int:
+    """How many NaN and inf ``array`` holds, counted piece by piece."""
     array = np.asarray(array)
     if array.dtype.kind in "iub":
         return 0
-    return sum(int(np.count_nonzero(np.isnan(as_float64(array[index])))) for index in pieces(array.shape, chunk))
+    return sum(int(np.count_nonzero(~np.isfinite(as_float64(array[index])))) for index in pieces(array.shape, chunk))

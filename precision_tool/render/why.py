@@ -48,8 +48,10 @@ def _replay_line(e) -> Text:
 def _head(e) -> Text:
     head = Text.assemble(("cause: ", "muted"), (e.cause, "cos.good" if not e.is_defect else "cos.bad"))
     if e.stats is not None:
+        nonfinite = e.stats.nonfinite_mismatch
         head.append(f"   output {e.output} vs golden: cosine {format_cosine(e.stats.cosine)}, "
-                    f"relative error {e.stats.red:.3g}", style="muted")
+                    f"relative error {e.stats.red:.3g}" + (f" (finite values), {nonfinite} non-finite "
+                                                           "mismatch(es)" if nonfinite else ""), style="muted")
     return head
 
 
