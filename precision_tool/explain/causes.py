@@ -197,11 +197,14 @@ def nan(s: Subject) -> Cause | None:
 
 @dataclass(frozen=True)
 class AffineFit:
-    """The least-squares fit ``npu ~ k * golden + c`` and the share of the error it explains."""
+    """The least-squares fit ``npu ~ k * golden + c``: the share of the error (``npu - golden``)
+    it explains, and ``r2``, the share of the NPU tensor's own variance it explains (near 1 when
+    the NPU tensor is an affine function of the golden; 0 for a constant)."""
 
     k: float
     c: float
     share: float
+    r2: float
 
 
 def affine_fit(stats: PairStats) -> AffineFit | None:
@@ -215,14 +218,17 @@ def affine_fit(stats: PairStats) -> AffineFit | None:
     slope = (n * s["dg"] - s["d"] * s["g"]) / spread
     c = (s["d"] - slope * s["g"]) / n
     residual = max(0.0, s["dd"] - slope * s["dg"] - c * s["d"])
-    return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"])
+    npu_sum = s["d"] + s["g"]
+    spread_npu = s["nn"] - npu_sum ** 2 / n
+    r2 = 1.0 - residual / spread_npu if spread_npu > 0 else 0.0
+    return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"], r2)
 
 
 def _fit(s: Subject) -> AffineFit | None:
     if not s.differs:
         return None
     fit = affine_fit(s.stats)
-    return fit if fit is not None and fit.share >= FIT_SHARE else None
+    return fit if fit is not None and fit.share >= FIT_SHARE and fit.r2 >= FIT_SHARE else None
 
 
 def _fit_numbers(fit: AffineFit) -> dict[str, float]:

@@ -116,9 +116,9 @@ def chain(op_type: str, original_types: Sequence[str], n_inputs: int) -> list[tu
 
 
 def _outputs(result) -> list[np.ndarray]:
-    if isinstance(result, np.ndarray):
-        return [result]
-    return [np.asarray(r, dtype=np.float64) for r in result]
+    if isinstance(result, (list, tuple)):
+        return [np.asarray(r, dtype=np.float64) for r in result]
+    return [np.asarray(result, dtype=np.float64)]  # one output (a 0-d result of a full reduction too)
 
 
 def _run_chain(steps: list[tuple[str, int]], args: ReplayArgs) -> list[np.ndarray]:
