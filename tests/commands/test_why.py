@@ -122,6 +122,27 @@ def test_the_shipped_sample_end_to_end(sample_data):
     assert "cause: computation" in text.stdout and "replay: replayed Conv2D+BiasAdd" in text.stdout
 
 
+def _readme_example():
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## why: the cause of the error"):]
+    block = section[section.index("```json\n") + len("```json\n"):]
+    return json.loads(block[:block.index("```")])
+
+
+def test_the_readme_schema_is_what_why_prints(sample_data):
+    context, out = make_context(sample_data)
+    assert run_command(context, "vc") == ExitStatus.FLAGGED
+    out.seek(0)
+    out.truncate()
+    assert run_command(context, "why --json") == ExitStatus.FLAGGED
+    (printed,), (documented,) = json.loads(out.getvalue()), _readme_example()
+    assert set(printed) == set(documented)
+    assert set(printed["replay"]) == set(documented["replay"])
+    assert set(printed["causes"][0]) == set(documented["causes"][0])
+    assert set(printed["causes"][0]["numbers"]) == set(documented["causes"][0]["numbers"])
+    assert (printed["op"], printed["cause"], printed["dump"]) == (documented["op"], documented["cause"], documented["dump"])
+
+
 def _upstream(context, op_name):
     names = [r.op.name for r in context.ops("debug_0") if r.op.type not in ("Data", "Const", "NetOutput")]
     return names[:names.index(op_name)]
