@@ -30,9 +30,6 @@ FORMS = frozenset({"nan", "overflow", "underflow", "permutation", "sign", "scale
 SPECIFICITY = ("nan", "overflow", "underflow", "permutation", "sign", "scale", "offset",
                "computation", "input", "precision", "unknown")
 CAUSES = SPECIFICITY  # every cause name ``why`` can give
-FIT_SHARE = 0.9  # a least-squares fit must explain this share of the squared error
-SCALE_TOL = 0.01  # |k| must differ from 1 by this much to be a scale
-OFFSET_TOL = 0.01  # |c| must reach this fraction of the golden's RMS to be an offset
 UNDERFLOW_SHARE = 0.1  # flushed values must carry this share of the squared error
 MIN_SHARE = 0.1  # input / computation: the share of the error the replay attributes to them
 
@@ -141,10 +138,6 @@ def _cos(value: float) -> str:
     return "nan" if value != value else f"{value:.6f}"
 
 
-def _affine(fit: AffineFit) -> str:
-    return f"npu ~ {fit.k:.4g} * golden {'-' if fit.c < 0 else '+'} {abs(fit.c):.4g}"
-
-
 def overflow(s: Subject) -> Cause | None:
     """The NPU holds +-inf, or its dtype's largest finite value, where the golden is finite."""
     inf, saturated = s.stats.inf, s.stats.saturated
@@ -195,75 +188,6 @@ def nan(s: Subject) -> Cause | None:
                   "inputs_nan": 0}, 1.0)
 
 
-@dataclass(frozen=True)
-class AffineFit:
-    """The least-squares fit ``npu ~ k * golden + c``: the share of the error (``npu - golden``)
-    it explains, and ``r2``, the share of the NPU tensor's own variance it explains (near 1 when
-    the NPU tensor is an affine function of the golden; 0 for a constant)."""
-
-    k: float
-    c: float
-    share: float
-    r2: float
-
-
-def affine_fit(stats: PairStats) -> AffineFit | None:
-    """Fit ``d = npu - golden ~ (k - 1) * golden + c`` from the pass's sums (fitting the
-    difference, not the tensor, keeps the arithmetic well conditioned); None when the golden
-    is constant or nothing differs."""
-    s, n = stats.sums, stats.finite
-    spread = n * s["gg"] - s["g"] ** 2
-    if n < 2 or s["dd"] <= 0 or spread <= 1e-12 * n * s["gg"]:
-        return None
-    slope = (n * s["dg"] - s["d"] * s["g"]) / spread
-    c = (s["d"] - slope * s["g"]) / n
-    residual = max(0.0, s["dd"] - slope * s["dg"] - c * s["d"])
-    npu_sum = s["d"] + s["g"]
-    spread_npu = s["nn"] - npu_sum ** 2 / n
-    r2 = 1.0 - residual / spread_npu if spread_npu > 0 else 0.0
-    return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"], r2)
-
-
-def _fit(s: Subject) -> AffineFit | None:
-    if not s.differs:
-        return None
-    fit = affine_fit(s.stats)
-    return fit if fit is not None and fit.share >= FIT_SHARE and fit.r2 >= FIT_SHARE else None
-
-
-def _fit_numbers(fit: AffineFit) -> dict[str, float]:
-    return {"factor": fit.k, "offset": fit.c, "explained": fit.share}
-
-
-def sign(s: Subject) -> Cause | None:
-    """The NPU holds the golden negated (a least-squares factor below zero explains the error)."""
-    fit = _fit(s)
-    if fit is None or fit.k >= 0:
-        return None
-    return Cause("sign", f"{_affine(fit)}: the sign is flipped "
-                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
-
-
-def scale(s: Subject) -> Cause | None:
-    """The NPU holds the golden times a factor other than 1 (found by least squares: cosine is
-    1.0 when only the scale differs)."""
-    fit = _fit(s)
-    if fit is None or abs(abs(fit.k) - 1.0) < SCALE_TOL:
-        return None
-    return Cause("scale", f"{_affine(fit)}: scaled by {abs(fit.k):.4g} "
-                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
-
-
-def offset(s: Subject) -> Cause | None:
-    """The NPU holds the golden plus a constant."""
-    fit = _fit(s)
-    if fit is None or abs(fit.c) < OFFSET_TOL * s.stats.rms_golden:
-        return None
-    return Cause("offset", f"{_affine(fit)}: shifted by {fit.c:.4g} "
-                 f"({abs(fit.c) / s.stats.rms_golden:.1%} of the golden's RMS; the fit explains "
-                 f"{fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
-
-
 def precision(s: Subject) -> Cause | None:
     """The difference is what rounding to the op's coarsest float dtype explains."""
     if s.differs:
@@ -292,14 +216,30 @@ def _replay_distances(s: Subject) -> tuple[float, float] | None:
     return math.sqrt(replay.npu.sums["dd"]), math.sqrt(replay.golden.sums["dd"])
 
 
+def _faithful(s: Subject) -> Cause | None:
+    """Inputs without a golden, but the replay from them gives the NPU output: the difference
+    came in with those inputs."""
+    unknown = [check for check in s.inputs if check.stats is None]
+    replay = s.replay
+    if not unknown or replay is None or replay.npu is None or replay.npu.nonfinite_mismatch:
+        return None
+    if replay.npu.red > s.rounding_limit:
+        return None
+    slots = ", ".join(str(check.slot) for check in unknown)
+    return Cause("input", f"input(s) {slots} have no golden, but recomputed from its own NPU inputs the op "
+                 f"gives its NPU output (cosine {_cos(replay.npu.cosine)}): the difference comes in with "
+                 "its inputs", {"inputs": [], "without_golden": [c.slot for c in unknown], "explained": 1.0}, 1.0)
+
+
 def input_differs(s: Subject) -> Cause | None:
     """The op's inputs already differ from their goldens beyond rounding (for the first op: the
-    network's input data differ, e.g. a preprocessing difference)."""
+    network's input data differ, e.g. a preprocessing difference); or inputs without a golden
+    from which the replay gives exactly the NPU output."""
     if not s.differs:
         return None
     bad = [check for check in s.inputs if _input_differs(s, check)]
     if not bad:
-        return None
+        return _faithful(s)
     parts = [f"input {c.slot} ({c.source}) cosine {_cos(c.stats.cosine)}, relative error {_g(c.stats.red)}"
              + (f", {c.stats.nonfinite_mismatch} non-finite mismatch(es)" if c.stats.nonfinite_mismatch else "")
              for c in bad]
@@ -359,6 +299,7 @@ def rank(causes: list[Cause]) -> tuple[Cause, ...]:
 
 def hypotheses() -> tuple[Callable[[Subject], Cause | None], ...]:
     """Every hypothesis, in :data:`SPECIFICITY` order."""
+    from .affine import offset, scale, sign
     from .permutation import permutation
 
     return (nan, overflow, underflow, permutation, sign, scale, offset, computation, input_differs,

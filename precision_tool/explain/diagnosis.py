@@ -59,6 +59,8 @@ def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
         npu = side.npu()
     except PrecisionToolError as exc:
         return None, None, f"{side.label}: {exc.problem}"
+    if npu.size == 0:
+        return npu, None, f"{side.label}: the tensor is empty"
     try:
         golden = side.golden()
     except PrecisionToolError as exc:

@@ -140,7 +140,8 @@ def test_the_readme_schema_is_what_why_prints(sample_data):
     assert set(printed["replay"]) == set(documented["replay"])
     assert set(printed["causes"][0]) == set(documented["causes"][0])
     assert set(printed["causes"][0]["numbers"]) == set(documented["causes"][0]["numbers"])
-    assert (printed["op"], printed["cause"], printed["dump"]) == (documented["op"], documented["cause"], documented["dump"])
+    for key in ("op", "cause", "dump"):
+        assert printed[key] == documented[key]
 
 
 def _upstream(context, op_name):
@@ -218,3 +219,27 @@ def test_the_ac_panel(sample_data):
     text = out.getvalue()
     assert "why: the causes of the error" in text and "[Conv2D] resnet/conv2/Conv2D" in text
     assert "1. computation" in text
+
+
+def test_a_truncated_dump_is_one_line_naming_it(sample_data):
+    dump = next(sample_data.rglob("Add.resnet_add_add.*"))
+    dump.write_bytes(dump.read_bytes()[:100])
+    done = cli("--data", str(sample_data), "why", "resnet/add/add")
+    assert done.returncode == ExitStatus.ERROR and done.stderr.count("\n") == 1
+    assert dump.name in done.stderr and "error: " in done.stderr
+
+
+def test_missing_goldens_are_notes_and_the_rest_still_explained(sample_data):
+    (sample_data / "tf/dump/resnet_add_add.0.1764410000001700.npy").unlink()
+    context, out = make_context(sample_data)
+    run_command(context, "why resnet/add/add --json")
+    (entry,) = json.loads(out.getvalue())
+    assert entry["cause"] == "unknown" and entry["output"] is None
+    assert entry["notes"] == ["output:0: no golden resnet/add/add:0"]
+    assert entry["replay"]["supported"] is True  # replayed all the same, just not compared
+    (sample_data / "tf/dump/resnet_bn1_FusedBatchNormV3.0.1764410000001400.npy").unlink()
+    out.seek(0)
+    out.truncate()
+    run_command(context, "why resnet/relu2/Relu --json")
+    (entry,) = json.loads(out.getvalue())
+    assert entry["cause"] == "input"  # its own input and output still have goldens

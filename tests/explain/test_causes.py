@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool.explain import causes
-from precision_tool.explain.causes import InputCheck, ReplayCheck, Subject, affine_fit, diagnose, rank
+from precision_tool.explain.affine import affine_fit
+from precision_tool.explain.causes import InputCheck, ReplayCheck, Subject, diagnose, rank
 from precision_tool.explain.criterion import Criterion
 from precision_tool.explain.numbers import compare, dtype_facts
 

@@ -267,10 +267,14 @@ def test_gelu_pattern_uses_erf_when_the_fused_tf_ops_have_one():
 
 def test_bias_add_follows_data_format():
     x, b = arrays((2, 3, 4, 5)), arrays((5,), 1)
-    expected = np.array([[[[x[n, h, w, c] + b[c] for c in range(5)] for w in range(4)] for h in range(3)] for n in range(2)])
+    expected = np.zeros(x.shape)
+    for n, h, w, c in itertools.product(*map(range, x.shape)):
+        expected[n, h, w, c] = x[n, h, w, c] + b[c]
     close(one("BiasAdd", x, b), expected)
     xc, bc = arrays((2, 3, 4, 5)), arrays((3,), 2)
-    expected = np.array([[[[xc[n, c, h, w] + bc[c] for w in range(5)] for h in range(4)] for c in range(3)] for n in range(2)])
+    expected = np.zeros(xc.shape)
+    for n, c, h, w in itertools.product(*map(range, xc.shape)):
+        expected[n, c, h, w] = xc[n, c, h, w] + bc[c]
     close(one("BiasAdd", xc, bc, attrs={"data_format": "NCHW"}), expected)
 
 
@@ -439,3 +443,9 @@ def test_the_registry_covers_the_issues_list():
               "Rsqrt", "Softmax", "SoftmaxV2", "LayerNorm", "BNInfer", "FusedBatchNorm", "ReduceMean",
               "ReduceSum", "MaxPool", "AvgPool", "Cast", "TransData", "Reshape", "Transpose", "ConcatV2"}
     assert wanted <= set(REGISTRY)
+
+
+def test_tensors_the_op_does_not_accept_are_a_reason_not_a_crash():
+    with pytest.raises(ReplayError, match="cannot use these tensors"):
+        replay("LayerNorm", arrays((2, 3)), arrays((5,)), arrays((5,)), attrs={"begin_norm_axis": 1,
+                                                                                 "begin_params_axis": 1})

@@ -191,7 +191,8 @@ def _pool(args: ReplayArgs, kind: str) -> np.ndarray:
     count = np.zeros((1, oh, ow, 1))
     for i in range(kernel[0]):
         for j in range(kernel[1]):
-            rows, cols = slice(i, i + (oh - 1) * strides[0] + 1, strides[0]), slice(j, j + (ow - 1) * strides[1] + 1, strides[1])
+            rows = slice(i, i + (oh - 1) * strides[0] + 1, strides[0])
+            cols = slice(j, j + (ow - 1) * strides[1] + 1, strides[1])
             tap = xp[:, rows, cols, :]
             out = np.maximum(out, tap) if kind == "max" else out + tap
             count += ones[:, rows, cols, :]

@@ -146,12 +146,14 @@ def run_replay(op_type: str, original_types: Sequence[str], args: ReplayArgs) ->
     if total > MAX_REPLAY_ELEMENTS:
         raise ReplayError(f"{total} input elements: too large to replay (limit {MAX_REPLAY_ELEMENTS})")
     steps = chain(op_type, original_types, len(args.inputs))
-    with np.errstate(all="ignore"):  # NaN and inf are results here, not warnings
-        if steps is not None:
-            return _run_chain(steps, args), "+".join(t for t, _ in steps)
-        if op_type not in REGISTRY:
-            raise ReplayError(f"no replay for {op_type}")
-        return _outputs(REGISTRY[op_type](args)), op_type
+    if steps is None and op_type not in REGISTRY:
+        raise ReplayError(f"no replay for {op_type}")
+    label = "+".join(t for t, _ in steps) if steps is not None else op_type
+    try:
+        with np.errstate(all="ignore"):  # NaN and inf are results here, not warnings
+            return (_run_chain(steps, args) if steps is not None else _outputs(REGISTRY[op_type](args))), label
+    except (ValueError, IndexError, TypeError) as exc:  # tensors whose shapes the op does not accept
+        raise ReplayError(f"the replay of {label} cannot use these tensors ({exc})") from None
 
 
 def channel_axis(layout: str | None, rank: int) -> int:
