@@ -139,6 +139,10 @@ class PairAccumulator:
     def update(self, start: int, npu: np.ndarray, golden: np.ndarray) -> None:
         """Fold one piece (flat float64 arrays of one length) starting at flat ``start``."""
         self.size += npu.size
+        if math.isfinite(float(npu.sum()) + float(golden.sum())):  # the usual case: all finite, no masks
+            self._sums(npu, golden)
+            self._extremes(start, npu, golden, None)
+            return
         npu_finite, golden_finite = np.isfinite(npu), np.isfinite(golden)
         self.npu_nonfinite += int(npu.size - np.count_nonzero(npu_finite))
         self.golden_nonfinite += int(golden.size - np.count_nonzero(golden_finite))
@@ -164,18 +168,26 @@ class PairAccumulator:
         if d.size:
             self.max_abs_diff = max(self.max_abs_diff, float(np.abs(d).max()))
 
-    def _extremes(self, start: int, n: np.ndarray, g: np.ndarray, both: np.ndarray) -> None:
+    def _extremes(self, start: int, n: np.ndarray, g: np.ndarray, both: np.ndarray | None) -> None:
+        """Saturated and flushed values; ``both`` masks the pairs finite on both sides (None:
+        all are). Each test is skipped when a cheap reduction shows it cannot match."""
         facts = self.facts
-        if not facts.is_float:
+        if not facts.is_float or not n.size:
             return
-        abs_g = np.abs(g)
-        saturated = both & (np.abs(n) == facts.max) & (abs_g != facts.max)
-        self.saturated = self.saturated.add(saturated, start, g)
-        self.overflow_sq += float(np.square(n[saturated] - g[saturated]).sum())
-        lost = both & (n == 0) & (g != 0) & (abs_g < facts.tiny)
-        self.underflow = self.underflow.add(lost, start, g)
-        self.below_subnormal += int(np.count_nonzero(lost & (abs_g < facts.smallest_subnormal)))
-        self.underflow_sq += float(np.square(g[lost]).sum())
+        largest = max(n.max(initial=0.0, where=both), -n.min(initial=0.0, where=both)) if both is not None \
+            else max(float(n.max()), -float(n.min()))
+        if largest >= facts.max:
+            saturated = (np.abs(n) == facts.max) & (np.abs(g) != facts.max)
+            saturated = saturated & both if both is not None else saturated
+            self.saturated = self.saturated.add(saturated, start, g)
+            self.overflow_sq += float(np.square(n[saturated] - g[saturated]).sum())
+        zero = n == 0
+        if zero.any():
+            lost = zero & (g != 0) & (np.abs(g) < facts.tiny)
+            lost = lost & both if both is not None else lost
+            self.underflow = self.underflow.add(lost, start, g)
+            self.below_subnormal += int(np.count_nonzero(lost & (np.abs(g) < facts.smallest_subnormal)))
+            self.underflow_sq += float(np.square(g[lost]).sum())
 
     def result(self, shape: tuple[int, ...]) -> PairStats:
         """The frozen statistics, positions unravelled in ``shape``."""
