@@ -216,6 +216,8 @@ class PairStats:
         saturated: NPU +-max of its dtype where the golden is finite and not that value.
         underflow: golden non-zero and below the dtype's smallest normal, NPU exactly zero
             (``below_subnormal`` of them are below even the smallest subnormal).
+        golden_nonfinite, npu_nonfinite: NaN/inf on each side; ``mismatched``: elements
+            non-finite on one side only, or non-finite differently (NaN against inf).
         overflow_sq, underflow_sq: the squared error the saturated / underflowed elements carry.
     """
 
