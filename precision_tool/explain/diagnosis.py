@@ -74,7 +74,10 @@ def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
 
 def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
     stats = compare(npu, golden, side.tensor.dtype) if npu is not None and golden is not None else None
-    nonfinite = count_nonfinite(npu) if npu is not None else 0
+    if stats is not None:
+        nonfinite = stats.npu_nonfinite  # counted in the same pass
+    else:
+        nonfinite = count_nonfinite(npu) if npu is not None else 0
     return InputCheck(side.slot, side.source_text, side.network_input, stats, nonfinite,
                       dtype_facts(side.tensor.dtype), problem)
 
