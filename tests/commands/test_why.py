@@ -243,3 +243,11 @@ def test_missing_goldens_are_notes_and_the_rest_still_explained(sample_data):
     run_command(context, "why resnet/relu2/Relu --json")
     (entry,) = json.loads(out.getvalue())
     assert entry["cause"] == "input"  # its own input and output still have goldens
+
+
+def test_nan_made_from_an_inf_input_is_inherited(diagnosed):
+    context, out = make_context(diagnosed("overflow")[0])
+    assert run_command(context, "why resnet/softmax/Softmax --json") == ExitStatus.FLAGGED
+    (entry,) = json.loads(out.getvalue())
+    assert entry["cause"] == "input" and "nan" not in [c["cause"] for c in entry["causes"]]
+    assert "non-finite mismatch" in entry["causes"][0]["evidence"]
