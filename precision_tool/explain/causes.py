@@ -1,4 +1,5 @@
-"""Why an NPU tensor differs from its golden: one small function per hypothesis, and a ranking.
+"""Why an NPU tensor differs from its golden: one small function per hypothesis (the affine
+ones in :mod:`.affine`, the permutation search in :mod:`.permutation`), and a ranking.
 
 Every hypothesis reads a :class:`Subject` (the NPU output and its golden in host layout, the
 statistics of one streamed pass over them, what is known about the op's inputs and the replay)
@@ -299,7 +300,7 @@ def rank(causes: list[Cause]) -> tuple[Cause, ...]:
 
 def hypotheses() -> tuple[Callable[[Subject], Cause | None], ...]:
     """Every hypothesis, in :data:`SPECIFICITY` order."""
-    from .affine import offset, scale, sign
+    from .affine import offset, scale, sign  # here: those modules import this one
     from .permutation import permutation
 
     return (nan, overflow, underflow, permutation, sign, scale, offset, computation, input_differs,
