@@ -83,3 +83,30 @@ def test_vcs_with_nothing_flagged_still_shows_how_close_it_came(compared):
     assert "no op is flagged (output cosine <= 0.35" in text
     assert "lowest output cosine: 0.363075 at resnet/conv2/Conv2D" in text
     assert "1 op(s) not flagged within 0.02 above 0.35: resnet/conv2/Conv2D" in text
+
+
+@pytest.mark.parametrize("kind", ["scale", "overflow", "nan"])
+def test_errors_cosine_cannot_see_are_flagged_and_introduced(tmp_path, kind):
+    """A pure scale keeps cosine at 1; overflow and NaN make it NaN: vc still exits 1 and vcs
+    names the planted op as the first introducer (the combined flag rule)."""
+    from precision_tool.sample.defects import DEFECTS
+
+    root = tmp_path / "precision_data"
+    written = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(root), "--defect", kind],
+                             capture_output=True, text=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    assert _tool(root, "vc").returncode == 1
+    (result,) = json.loads(_tool(root, "vcs", "--json").stdout)["results"]
+    assert result["first_introducer"]["op"] == DEFECTS[kind].op
+    if kind == "scale":
+        out = result["first_introducer"]["outputs"][0]
+        assert out["cosine"] > 0.999 and out["red"] >= 0.2 and out["diverges"]
+    else:
+        assert any(t["nonfinite"] for t in result["first_introducer"]["outputs"])
+
+
+def test_the_sample_writer_help_writes_nothing(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "precision_tool.sample", "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "--defect" in done.stdout
+    assert list(tmp_path.iterdir()) == []

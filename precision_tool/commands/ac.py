@@ -13,10 +13,10 @@ from typing import Callable
 from rich.text import Text
 
 from ..checks.casts import check_casts
-from ..compare.divergence import FlagRule
 from ..checks.fusion import check_fusion
 from ..checks.graph_diff import check_graph_diff
 from ..checks.overflow import check_overflow
+from ..compare.divergence import FlagRule
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..render.checks import render_casts, render_fusion, render_graph_diff
@@ -31,6 +31,8 @@ from ..render.conclusion import (
 from ..render.json_out import SCHEMA_VERSION, dumps, plain, summary_json
 from ..render.lines import RawLines
 from ..render.overflow import render_overflow
+from ..render.why import cause_line, why_panel
+from ..render.why_json import explanation_data
 from ..status import ExitStatus
 from . import vc, vcs
 from .registry import Command, CommandParser, CommandResult
@@ -77,6 +79,8 @@ class AutoCheck:
     comparison_error: str = ""
     summaries: vcs.Summaries | None = None
     summary_error: str = ""
+    explanations: list = field(default_factory=list)  # explain.diagnosis.Explanation per first introducer
+    why_error: str = ""
     checks: list[tuple[Check, object | None, str]] = field(default_factory=list)  # (check, result, error)
     report: Path | None = None  # the HTML report written after -c
     report_error: str = ""
@@ -118,6 +122,8 @@ def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False)
     paths = _compare(context, found, quiet) if compare else None
     if not found.comparison_error:  # after a failed comparison an older result would mislead
         _summarise(context, found, paths)
+    if found.summaries is not None and any(d.flagged for _, d in found.summaries.results):
+        _explain(context, found, limit)
     for check in CHECKS:
         try:
             found.checks.append((check, check.run(context, limit), ""))
@@ -126,6 +132,16 @@ def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False)
     if compare and found.summaries is not None and found.summaries.results:
         _write_report(context, found)
     return found
+
+
+def _explain(context: Context, found: AutoCheck, limit: int) -> None:
+    """Why the first introducers differ: one more pass over their own tensors only."""
+    from ..explain.diagnosis import explain_newest
+
+    try:
+        found.explanations = explain_newest(context, limit, [p for p, _ in found.summaries.results])
+    except PrecisionToolError as exc:
+        found.why_error = str(exc)
 
 
 def _write_report(context: Context, found: AutoCheck) -> None:
@@ -147,6 +163,9 @@ def _conclusion(found: AutoCheck) -> list[Text]:
         lines.append(Text(f"comparison: {found.summary_error}", style="error"))
     if found.summaries is not None:
         lines += comparison_lines([d for _, d in found.summaries.results])
+    lines[1:1] = [cause_line(e) for e in found.explanations[:3]]  # right after the root cause
+    if found.why_error:
+        lines.append(Text(f"why: error: {found.why_error}", style="error"))
     for check, result, error in found.checks:
         lines.append(Text(f"{check.title}: error: {error}", style="error") if error else check.line(result))
     if found.report is not None:
@@ -165,6 +184,10 @@ def render_text(found: AutoCheck, limit: int) -> list:
         out.append(Text(f"error: {found.summary_error}", style="error"))
     if found.summaries is not None:
         out += vcs.render_summaries(found.summaries, limit)
+    if found.explanations:
+        out.append(why_panel(found.explanations))
+    if found.why_error:
+        out.append(Text(f"why: error: {found.why_error}", style="error"))
     for check, result, error in found.checks:
         out.append(Text(f"{check.title}: error: {error}", style="error") if error
                    else check.render(result))
@@ -182,9 +205,10 @@ def render_json(found: AutoCheck) -> RawLines:
     checks = {check.name: plain(result) if not error else {"error": error}
               for check, result, error in found.checks}
     report = {"path": str(found.report) if found.report else None, "error": found.report_error or None}
+    why = {"explanations": [explanation_data(e) for e in found.explanations], "error": found.why_error or None}
     return RawLines(dumps({"schema": SCHEMA_VERSION, "status": int(found.status),
-                           "comparison": comparison, "summary": summary, "checks": checks,
-                           "report": report}))
+                           "comparison": comparison, "summary": summary, "why": why,
+                           "checks": checks, "report": report}))
 
 
 def run(args, context: Context) -> CommandResult:

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.text import Text
 
 from ..compare.divergence import Divergence, FlagRule, analyse
-from ..compare.result_csv import latest_result_dir, read_result_csv
+from ..compare.result_csv import newest_result_csvs, read_result_csv
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..render.json_out import dumps, summary_json
@@ -109,11 +109,7 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     if file_arg:
         path = _given_path(file_arg, context)
         return _csvs_in(path) if path.is_dir() else [path]
-    newest = latest_result_dir(context.config.data_root_dir)
-    if newest is None:
-        where = context.config.data_root_dir / "temp" / "vector_compare"
-        raise PrecisionToolError(f"no comparison result under {where}; run 'vc' (or 'ac -c') first")
-    return sorted(p for p in newest.glob("*.csv") if p.is_file())
+    return newest_result_csvs(context.config.data_root_dir)
 
 
 @dataclass

@@ -249,10 +249,15 @@ def _tensor(row: CompareRow) -> TensorCosine | None:
     return TensorCosine(kind, slot, row.cosine, row.fail_reason, row.metric(RED), row.npu_nonfinite)
 
 
+def op_key(row: CompareRow) -> tuple[int, str]:
+    """The op a row belongs to: ``(Index, NPU name)``."""
+    return row.index, row.npu_name or row.op_name
+
+
 def _group(rows: Iterable[CompareRow]) -> dict[tuple[int, str], list[CompareRow]]:
     groups: dict[tuple[int, str], list[CompareRow]] = {}
     for row in rows:
-        groups.setdefault((row.index, row.npu_name or row.op_name), []).append(row)
+        groups.setdefault(op_key(row), []).append(row)
     return groups
 
 

@@ -142,8 +142,7 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
     for tensor in dump.inputs:
         i = tensor.index
         edge = data_inputs[i] if i < len(data_inputs) else None
-        slot = edge.slot if edge is not None and edge.slot is not None else i
-        desc = op.input_descs[slot] if slot < len(op.input_descs) else None
+        desc = op.input_desc(i)
         left = DumpSide(ref.path, "input", i, desc.origin_format if desc else None)
         tensor_index = f"{op.name}:input:{i}"
         if edge is None:

@@ -87,6 +87,19 @@ def latest_result_dir(data_root: str | os.PathLike) -> Path | None:
     return max(dirs, key=lambda d: d.name, default=None)
 
 
+def newest_result_csvs(data_root: str | os.PathLike) -> list[Path]:
+    """The CSVs of the newest result directory under ``data_root``.
+
+    Raises:
+        PrecisionToolError: there is none (the message suggests running ``vc``).
+    """
+    newest = latest_result_dir(data_root)
+    if newest is None:
+        where = Path(data_root) / "temp" / "vector_compare"
+        raise PrecisionToolError(f"no comparison result under {where}; run 'vc' (or 'ac -c') first")
+    return sorted(p for p in newest.glob("*.csv") if p.is_file())
+
+
 class ResultWriter:
     """Streams CompareRows to a CSV that appears under its final name only on success.
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compare.result_csv import NUMERIC_METRICS
+from ..compare.result_view import COSINE, OpRecord, ResultView
 from ..formats.atomic import atomic_write
 from ..formats.graph_model import Model
-from ..report.model import COSINE, OpRecord, ResultView
-from ..report.table import cosine_class
+from ..render.summary import cosine_style
 from .ids import graph_ids, node_id
 
 COLOURS = {"bad": "#ef9a9a", "good": "#a5d6a7", "nan": "#fff59d"}
@@ -69,7 +69,7 @@ def metric_node_data(view: ResultView, model: Model, metric: str) -> dict:
         result = {"value": _json_number(value)}
         if metric != COSINE:
             result["bgColor"] = COLOURS["bad" if math.isinf(value) else
-                                        cosine_class(record.cosine, view.threshold)]
+                                        cosine_style(record.cosine, view.threshold).removeprefix("cos.")]
         entry["results"][node] = result
     if metric == COSINE:
         for entry in graphs.values():

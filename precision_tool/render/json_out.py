@@ -89,6 +89,6 @@ def summary_json(results: Iterable[tuple[Path, Divergence]], errors: Iterable[st
             "errors": list(errors)}
 
 
-def dumps(document: dict) -> str:
+def dumps(document: dict | list) -> str:
     """The document as indented JSON (ASCII only: names from the data are escaped)."""
     return json.dumps(document, indent=2, ensure_ascii=True, allow_nan=False)

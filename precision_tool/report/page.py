@@ -19,9 +19,9 @@ from typing import Mapping, Sequence
 
 from .. import __version__
 from ..compare.result_csv import NUMERIC_METRICS
+from ..compare.result_view import COSINE, RED, OpRecord, ResultView
 from ..render.summary import format_cosine
 from .escape import esc, json_for_script
-from .model import COSINE, RED, OpRecord, ResultView
 from .plot import plot_svg, x_axis
 from .table import cosine_class, flagged_table
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..compare.result_view import RED, OpRecord, ResultView
 from .escape import esc
-from .model import RED, OpRecord, ResultView
 
 WIDTH, LEFT, RIGHT = 960, 70, 20
 COS_TOP, COS_HEIGHT = 30, 250

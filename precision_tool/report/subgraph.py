@@ -17,12 +17,12 @@ import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from ..formats.graph_model import GraphDesc, Op
+from ..compare.result_view import ResultView
 from ..formats.digraph_files import MAX_RENDER_NODES
+from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
 from ..render.op_graph import build_digraph, node_ids
 from .escape import esc, visible
-from .model import ResultView
 from .table import cosine_class
 
 FILLS = {"good": "#c8e6c9", "bad": "#ef9a9a", "nan": "#fff59d", "none": "#eeeeee"}

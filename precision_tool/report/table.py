@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..compare.result_csv import NUMERIC_METRICS
+from ..compare.result_view import COSINE, OpRecord, ResultView, TensorMetrics, worst
 from ..render.summary import cosine_style
 from .escape import esc, number, sort_key
-from .model import COSINE, OpRecord, ResultView, TensorMetrics, worst
 
 OTHER_METRICS = tuple(m for m in NUMERIC_METRICS if m != COSINE)
 SHORT = {"MaxAbsoluteError": "MaxAbsErr", "AccumulatedRelativeError": "AccRelErr",

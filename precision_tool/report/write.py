@@ -16,15 +16,15 @@ from typing import Mapping, Sequence
 from rich.console import RenderableType
 
 from ..compare.divergence import FlagRule
+from ..compare.result_view import ResultView, read_view
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.atomic import atomic_write
 from ..formats.graph_model import GraphDesc, Model, Op
-from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
 from ..formats.graph_query import neighbourhood
+from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
 from .checks_html import checks_html, run_checks
 from .escape import esc
-from .model import ResultView, read_view
 from .page import PageInput, ResultPart, Subgraph, render_page
 from .subgraph import subgraph_svg
 

@@ -1,7 +1,9 @@
 """Write the sample network as the real tools would: NPU dumps, a Build graph, TF golden npy.
 
 ``python -m precision_tool.sample [DIR]`` regenerates ``precision_data/`` byte for byte (the
-data is a pure function of the seed; timestamps are fixed).
+data is a pure function of the seed; timestamps are fixed). ``--defect KIND`` writes the same
+network with another planted defect (:mod:`.defects`); those graphs also carry the attributes a
+real Build graph has (strides, pads, ksize, epsilon, axes...), which the shipped one lacks.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_
 from ..formats.layouts import to_device
 from ..formats.tree import normalise_op_name
 from . import network
+from .defects import DEFECTS
 from .names import MODEL, RUN
 from .fusion import write_fusion_sample
 from .overflow import write_overflow_sample
@@ -27,6 +30,17 @@ GOLDEN_START = 1764410000000000
 _BLOCKED = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ"}
 _DT = {"FLOAT": "DT_FLOAT", "FLOAT16": "DT_FLOAT16", "INT32": "DT_INT32", "INT64": "DT_INT64"}
 _NUMPY = {"FLOAT": np.float32, "FLOAT16": np.float16, "INT32": np.int32, "INT64": np.int64}
+_CONV = dict(strides=[1, 1, 1, 1], pads=[1, 1, 1, 1], dilations=[1, 1, 1, 1], groups=1,
+             data_format="NHWC", padding="SAME")
+# GE attributes as a Build graph converted from TensorFlow carries them (defect roots only).
+GE_ATTRS = {
+    "resnet/conv1/Conv2D": _CONV, "resnet/conv2/Conv2D": _CONV,
+    "resnet/bn1/FusedBatchNormV3": dict(epsilon=network.BN_EPSILON, data_format="NHWC"),
+    "resnet/pool/MaxPool": dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID", data_format="NHWC"),
+    "resnet/pool/Mean": dict(axes=[1, 2], keep_dims=False),
+    "resnet/dense/MatMul": dict(transpose_x1=False, transpose_x2=False),
+    "resnet/softmax/Softmax": dict(axes=[-1]),
+}
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,7 @@ class SampleWriter:
     root: Path
     npu: dict[str, np.ndarray]
     outputs: dict[str, _Tensor] = field(default_factory=dict)
+    attributes: bool = False  # write GE_ATTRS
 
     def tensor(self, out: Out) -> _Tensor:
         host = self.npu[out.tf_name].astype(_NUMPY[out.data_type])
@@ -142,6 +157,7 @@ class SampleWriter:
         ins = [self.outputs[i] for i in op.inputs]
         compute = op.dumped and op.type != "Cast"  # what runs as an AI Core kernel
         return OpSpec(op.name, op.type, op.inputs, [t.desc for t in ins], [t.desc for t in outs],
+                      attrs=GE_ATTRS.get(op.name, {}) if self.attributes else {},
                       original_op_names=op.original_op_names, pass_name=op.pass_name,
                       kernel_name=f"te_{op.type.lower()}_{len(self.outputs):04d}" if compute else None,
                       kernel_lib="AIcoreEngine" if op.dumped else "DNN_VM_GE_LOCAL_OP_STORE")
@@ -178,12 +194,20 @@ def _write_graph(root: Path, debug: str, specs: list[OpSpec]) -> None:
     write_graph_text(model, graph_dir / "ge_proto_00000001_Build.txt")
 
 
-def write_sample(root: str | os.PathLike, seed: int = 2026) -> Path:
-    """Write the sample ``precision_data`` tree under ``root``; returns ``root``."""
+def write_sample(root: str | os.PathLike, seed: int = 2026, defect: str | None = None) -> Path:
+    """Write the sample ``precision_data`` tree under ``root``; returns ``root``.
+
+    ``defect``: a kind of :data:`.defects.DEFECTS` planted instead of the shipped defect (the
+    graph then carries GE attributes too); None writes the shipped sample.
+    """
     root = Path(root)
+    planted = DEFECTS[defect] if defect is not None else network.KERNEL_SWAP
     weights = network.make_weights(seed)
+    if planted.weights is not None:
+        weights = planted.weights(weights)
     labels = network.make_labels(seed)
-    writer = SampleWriter(root, {**network.forward(weights, npu=True), "labels": labels})
+    writer = SampleWriter(root, {**network.forward(weights, npu=True, defect=planted), "labels": labels},
+                          attributes=defect is not None)
     step_dir = root / "npu/debug_0/dump" / RUN / "0" / MODEL / "1" / "0"
     specs, launches = [], 0
     for op in network_ops():

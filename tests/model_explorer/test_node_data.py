@@ -9,10 +9,14 @@ import json
 import math
 import sys
 
-from precision_tool.compare.result_csv import NUMERIC_METRICS, read_result_csv, write_result_csv
+from precision_tool.compare.result_csv import (
+    NUMERIC_METRICS,
+    read_result_csv,
+    write_result_csv,
+)
+from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
 from precision_tool.model_explorer.node_data import COLOURS, metric_node_data
-from precision_tool.report.model import read_view
 from precision_tool.report.write import make_report
 from tests.conftest import make_context
 from tests.model_explorer.explorer import convert, require_explorer

@@ -172,7 +172,7 @@ def test_any_op_names_stay_text_in_the_page(names):
     from pathlib import Path
 
     from precision_tool.compare.result import CompareRow
-    from precision_tool.report.model import build_view
+    from precision_tool.compare.result_view import build_view
     from precision_tool.report.page import PageInput, ResultPart, render_page
 
     rows = [CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (2,),

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from precision_tool.compare.result_view import read_view
 from precision_tool.report import plot
-from precision_tool.report.model import read_view
 from tests.report.synthetic import csv_ops, write_chain
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
 from precision_tool.formats.graph_query import neighbourhood
 from precision_tool.report import subgraph
-from precision_tool.report.model import read_view
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -85,8 +85,9 @@ def test_without_dot_the_layered_drawing_is_used(data_root, monkeypatch):
 
 @needs_dot
 def test_when_dot_fails_the_layered_drawing_is_used_and_says_why(data_root, monkeypatch):
-    import graphviz
     import subprocess
+
+    import graphviz
 
     _, graph, hood, view = hostile_case(data_root)
 

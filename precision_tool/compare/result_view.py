@@ -1,4 +1,5 @@
-"""One result CSV as the report sees it: each op with every metric of its inputs and outputs.
+"""One result CSV as the report and Model Explorer see it: each op with every metric of its
+inputs and outputs.
 
 The verdicts (flagged, introduces, inherits) are :func:`~precision_tool.compare.divergence.analyse`'s;
 this module only attaches the CSV's other metrics to its ops, so every number the report shows
@@ -12,9 +13,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..compare.divergence import Divergence, FlagRule, OpCosines, analyse
-from ..compare.result import CompareRow
-from ..compare.result_csv import NUMERIC_METRICS, read_result_csv
+from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
+from .result import CompareRow
+from .result_csv import NUMERIC_METRICS, read_result_csv
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"
@@ -121,12 +122,6 @@ class ResultView:
         return next(r for r in self.records if r.op is op)
 
 
-def row_key(row: CompareRow) -> tuple[int, str]:
-    """The op a row belongs to: ``(Index, NPU name)``, as ``analyse`` groups rows (a test holds
-    the two to the same grouping)."""
-    return row.index, row.npu_name or row.op_name
-
-
 def _tensor(row: CompareRow) -> TensorMetrics | None:
     if row.kind is None or row.slot is None:
         return None
@@ -145,7 +140,7 @@ def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float) -> Re
     for row in rows:
         tensor = _tensor(row)
         if tensor is not None:
-            tensors.setdefault(row_key(row), []).append(tensor)
+            tensors.setdefault(op_key(row), []).append(tensor)
     records = []
     for position, op in enumerate(divergence.ops):
         own = tensors.get((op.index, op.name), [])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 from precision_tool.compare.divergence import analyse
+from precision_tool.compare.divergence import op_key as row_key
 from precision_tool.compare.result_csv import NUMERIC_METRICS, read_result_csv
-from precision_tool.report.model import read_view, row_key
+from precision_tool.compare.result_view import read_view
 from tests.report.synthetic import csv_ops, write_chain
 
 

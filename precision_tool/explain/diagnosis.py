@@ -1,0 +1,202 @@
+"""Explain one op: compare its output and inputs with their goldens, replay it, and rank the
+causes that hold. Also the explanations of the ops that introduce error in the newest result
+(what ``why`` without an op shows, and the panel ``ac`` can end with)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..context import Context, OpRef
+from ..errors import PrecisionToolError
+from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
+from .criterion import Criterion
+from .numbers import PairStats, coarsest, compare, count_nonfinite, dtype_facts
+from .replay import ReplayArgs, ReplayError, run_replay, tf_type
+from .replay.registry import channel_axis
+from .tensors import (
+    OpTensors,
+    TensorSide,
+    divergences,
+    first_introducers,
+    newest_result,
+    op_tensors,
+    resolve,
+)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why one op's output differs from its golden.
+
+    Attributes:
+        op, op_type: the NPU op.
+        output: the output explained (the one that differs most), None when none could be.
+        causes: every cause that held, most likely first (never empty).
+        replay: the replay and its comparisons.
+        stats: the explained output against its golden, None when not compared.
+        dump: the dump file read.
+        notes: what could not be read or compared.
+    """
+
+    op: str
+    op_type: str
+    output: int | None
+    causes: tuple[Cause, ...]
+    replay: ReplayCheck
+    stats: PairStats | None = None
+    dump: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cause(self) -> str:
+        """The most likely cause's name."""
+        return self.causes[0].name
+
+    @property
+    def is_defect(self) -> bool:
+        """True unless the op is within rounding of its golden."""
+        return self.cause != "precision"
+
+
+def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """(NPU host array, golden array, problem) of one side; a problem instead of raising."""
+    try:
+        npu = side.npu()
+    except PrecisionToolError as exc:
+        return None, None, f"{side.label}: {exc.problem}"
+    if npu.size == 0:
+        return npu, None, f"{side.label}: the tensor is empty"
+    try:
+        golden = side.golden()
+    except PrecisionToolError as exc:
+        return npu, None, f"{side.label}: golden {side.source_text}: {exc.problem}"
+    if golden is not None and golden.size != npu.size:
+        return npu, None, (f"{side.label}: golden {side.source_text} has shape {list(golden.shape)}, "
+                           f"the NPU tensor {list(npu.shape)}")
+    return npu, golden, "" if golden is not None or side.source is None else \
+        f"{side.label}: no golden {side.source_text}"
+
+
+def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
+    stats = compare(npu, golden, side.tensor.dtype) if npu is not None and golden is not None else None
+    if stats is not None:
+        nonfinite = stats.npu_nonfinite  # counted in the same pass
+    else:
+        nonfinite = count_nonfinite(npu) if npu is not None else 0
+    return InputCheck(side.slot, side.source_text, side.network_input, stats, nonfinite,
+                      dtype_facts(side.tensor.dtype), problem)
+
+
+def original_types(ref: OpRef) -> tuple[str, ...]:
+    """The TF op types a fused op stands for: ``_datadump_original_op_types`` when it has them,
+    else read off the ``_datadump_original_op_names``."""
+    op = ref.op
+    names = op.original_op_names or []
+    if op.original_op_types and len(op.original_op_types) == len(names):
+        return tuple(op.original_op_types)
+    return tuple(tf_type(name) for name in names)
+
+
+def replay_op(tensors: OpTensors, inputs: list, outputs: list) -> tuple[list[np.ndarray], str, list[str]]:
+    """Replay the op from its NPU inputs (host arrays, None where unreadable): (outputs, what
+    was replayed, notes). Raises ReplayError."""
+    missing = [s.label for s, array in zip(tensors.inputs, inputs) if array is None]
+    if missing:
+        raise ReplayError(f"{', '.join(missing)} cannot be read")
+    args = ReplayArgs(tuple(inputs), tuple(s.host_format for s in tensors.inputs), tensors.op.attrs,
+                      tuple(tuple(a.shape) if a is not None else tuple(s.tensor.original_shape or s.tensor.shape)
+                            for s, a in zip(tensors.outputs, outputs)),
+                      tuple(s.tensor.dtype for s in tensors.outputs),
+                      tuple(s.host_format for s in tensors.outputs), original_types(tensors.ref))
+    replayed, label = run_replay(tensors.op.type, args.original_types, args)
+    return replayed, label, list(args.notes)
+
+
+def _replay_check(tensors: OpTensors, inputs, outputs, slot: int | None, golden) -> ReplayCheck:
+    try:
+        replayed, label, notes = replay_op(tensors, inputs, outputs)
+    except ReplayError as exc:
+        return ReplayCheck(False, str(exc))
+    if slot is None or slot >= len(replayed) or outputs[slot] is None:
+        return ReplayCheck(True, f"replayed {label}", tuple(notes))
+    npu, value = outputs[slot], replayed[slot]
+    if value.size != npu.size:
+        return ReplayCheck(False, f"the replay of {label} gives shape {list(value.shape)}, the NPU "
+                                  f"output has {list(npu.shape)}", tuple(notes))
+    value = value.reshape(npu.shape)
+    against_golden = compare(golden, value, golden.dtype) if golden is not None else None
+    return ReplayCheck(True, f"replayed {label}", tuple(notes),
+                       compare(npu, value, tensors.outputs[slot].tensor.dtype), against_golden)
+
+
+def _worst_output(pairs: list[tuple[int, PairStats]]) -> int | None:
+    if not pairs:
+        return None
+    return max(pairs, key=lambda p: (p[1].nonfinite_mismatch > 0, _finite_or_max(p[1].red), -p[0]))[0]
+
+
+def _finite_or_max(value: float) -> float:
+    return value if not math.isnan(value) else math.inf
+
+
+def explain_op(tensors: OpTensors, criterion: Criterion) -> Explanation:
+    """The explanation of one op launch."""
+    ins = [_read(side) for side in tensors.inputs]
+    outs = [_read(side) for side in tensors.outputs]
+    notes = [problem for _, _, problem in ins + outs if problem]
+    checks = tuple(_input_check(side, *read) for side, read in zip(tensors.inputs, ins))
+    compared = [(side.slot, compare(npu, golden, side.tensor.dtype))
+                for side, (npu, golden, _) in zip(tensors.outputs, outs) if npu is not None and golden is not None]
+    slot = _worst_output(compared)
+    golden = outs[slot][1] if slot is not None else None
+    replay = _replay_check(tensors, [n for n, _, _ in ins], [n for n, _, _ in outs], slot, golden)
+    base = dict(op=tensors.op.name, op_type=tensors.op.type, replay=replay, dump=tensors.dump_path.name)
+    if slot is None:
+        cause = Cause("unknown", "no output could be compared with a golden: " + ("; ".join(notes) or
+                      "the dump has no output"), {}, 0.0)
+        return Explanation(output=None, causes=(cause,), notes=tuple(notes), **base)
+    side, npu = tensors.outputs[slot], outs[slot][0]
+    subject = Subject(npu, golden, dict(compared)[slot], _facts(side, checks), criterion, checks, replay,
+                      channel_axis(side.host_format, npu.ndim) if side.host_format else None)
+    return Explanation(output=slot, causes=diagnose(subject), stats=subject.stats, notes=tuple(notes), **base)
+
+
+def _facts(side: TensorSide, checks: tuple[InputCheck, ...]):
+    return coarsest([side.tensor.dtype, *(check.facts for check in checks)])
+
+
+def explain_ref(context: Context, ref: OpRef, criterion: Criterion | None = None) -> list[Explanation]:
+    """The explanation of ``ref``'s latest launch in each selected step dir (usually one)."""
+    criterion = criterion or Criterion.from_config(context.config)
+    return [explain_op(tensors, criterion) for tensors in op_tensors(context, ref)]
+
+
+def _not_found(name: str, op_type: str, why: str) -> Explanation:
+    return Explanation(name, op_type, None, (Cause("unknown", why, {}, 0.0),), ReplayCheck(False, why))
+
+
+def explain_newest(context: Context, limit: int | None = None, paths=None) -> list[Explanation]:
+    """The explanations of the first ops that introduce error in the newest result (or in the
+    CSVs ``paths``): up to ``limit`` per CSV (None: the config's vcs limit, 0: all).
+
+    Raises:
+        PrecisionToolError: no result to read, or a CSV that cannot be read.
+    """
+    limit = context.config.vcs_limit if limit is None else limit
+    criterion = Criterion.from_config(context.config)
+    found: list[Explanation] = []
+    for divergence in divergences(paths or newest_result(context), criterion.rule):
+        ops = first_introducers(divergence)
+        for op in ops[:limit] if limit else ops:
+            ref = resolve(context, op.name)
+            if ref is None:
+                found.append(_not_found(op.name, op.op_type, f"{op.name} is not in the Build graph"))
+                continue
+            try:
+                found.extend(explain_ref(context, ref, criterion))
+            except PrecisionToolError as exc:
+                found.append(_not_found(op.name, op.op_type, str(exc)))
+    return found

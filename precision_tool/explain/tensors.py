@@ -1,0 +1,171 @@
+"""All the data ``why`` reads, in one place: one op's NPU dump tensors and their goldens, and the
+ops of the newest comparison result that introduce error.
+
+Pairing is ``vc``'s rule (``compare.pairing.golden_for``); the dump file is the op's latest launch in the
+newest run (``Context.step_listings``, ``DumpListing.latest``). Only the op's own dump file and
+the golden files it pairs with are opened, and their data is memory-mapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..compare.divergence import Divergence, FlagRule, OpCosines, analyse
+from ..compare.pairing import golden_for
+from ..compare.result_csv import newest_result_csvs, read_result_csv
+from ..context import Context, OpRef
+from ..errors import PrecisionToolError
+from ..formats.dump import DumpTensor, read_dump
+from ..formats.golden import GoldenIndex, load_npy
+from ..formats.graph_model import GraphDesc, Op
+from ..formats.tree import StepDir
+
+NETWORK_INPUT_TYPES = frozenset({"Data", "PlaceHolder", "Placeholder", "RefData", "AippData"})
+
+
+@dataclass(frozen=True)
+class TensorSide:
+    """One input or output of the op: the NPU dump tensor and the golden it pairs with.
+
+    Attributes:
+        kind, slot: ``input``/``output`` and its number.
+        tensor: the dump tensor (data not read yet).
+        origin_format: the host layout to convert it to.
+        source: the golden ``(name, index)``; ``golden_path`` its file, None when absent.
+        network_input: True when the value is the network's input data (a Data op's output).
+    """
+
+    kind: str
+    slot: int
+    tensor: DumpTensor
+    origin_format: str | None
+    source: tuple[str, int] | None
+    golden_path: Path | None
+    network_input: bool = False
+
+    @property
+    def label(self) -> str:
+        """``input:0``, ``output:1``."""
+        return f"{self.kind}:{self.slot}"
+
+    @property
+    def source_text(self) -> str:
+        """``name:index`` of the golden, empty when there is none."""
+        return f"{self.source[0]}:{self.source[1]}" if self.source else ""
+
+    @property
+    def host_format(self) -> str | None:
+        """The host layout the tensor is read in."""
+        return self.tensor.origin_format(self.origin_format)
+
+    def npu(self) -> np.ndarray:
+        """The NPU tensor in host layout (PrecisionToolError when it cannot be read)."""
+        return self.tensor.host(self.origin_format)
+
+    def golden(self) -> np.ndarray | None:
+        """The golden tensor (memory-mapped), None when there is no golden file."""
+        return None if self.golden_path is None else load_npy(self.golden_path)
+
+
+@dataclass(frozen=True)
+class OpTensors:
+    """One launch of one op: its graph entry, dump file, and every tensor side."""
+
+    ref: OpRef
+    step: StepDir
+    dump_path: Path
+    inputs: tuple[TensorSide, ...]
+    outputs: tuple[TensorSide, ...]
+
+    @property
+    def op(self) -> Op:
+        return self.ref.op
+
+
+def _golden_path(golden: GoldenIndex, source: tuple[str, int]) -> Path | None:
+    return golden.path_for(*source) if source in golden else None
+
+
+def _is_network_input(graph: GraphDesc, name: str) -> bool:
+    producer = graph.find_op(name)
+    return producer is not None and producer.type in NETWORK_INPUT_TYPES
+
+
+def _input_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenIndex) -> TensorSide:
+    desc = op.input_desc(tensor.index)
+    source = golden_for(graph, op, "input", tensor.index)
+    return TensorSide("input", tensor.index, tensor, desc.origin_format if desc else None, source,
+                      _golden_path(golden, source) if source else None,
+                      bool(source) and _is_network_input(graph, source[0]))
+
+
+def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenIndex) -> TensorSide:
+    desc = op.output_desc(tensor.index)
+    source = golden_for(graph, op, "output", tensor.index)
+    return TensorSide("output", tensor.index, tensor, desc.origin_format if desc else None, source,
+                      _golden_path(golden, source))
+
+
+def _steps_of(context: Context, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
+    """The op's latest launch in each selected step dir of its own graph (by the step dir's
+    model name), else in every step dir that has one."""
+    found = [(step, listing.latest(ref.op.name)) for step, listing in context.step_listings(ref.debug).items()]
+    found = [(step, file.path, file.name.file_name) for step, file in found if file is not None]
+    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
+    return own or found
+
+
+def op_tensors(context: Context, ref: OpRef) -> list[OpTensors]:
+    """The tensors of ``ref``'s latest launch in each selected step dir (usually one).
+
+    Raises:
+        PrecisionToolError: no dump file of the op in the newest run, or it cannot be read.
+    """
+    steps = _steps_of(context, ref)
+    if not steps:
+        raise PrecisionToolError(f"no dump file of {ref.op.name} in the newest run of {ref.debug} "
+                                 f"(TF_DUMP_STEP={context.config.tf_dump_step or 'all'})")
+    golden = context.golden()
+    found = []
+    for step, path, file_name in steps:
+        dump = read_dump(path, file_name)
+        found.append(OpTensors(ref, step, path,
+                               tuple(_input_side(ref.graph, ref.op, t, golden) for t in dump.inputs),
+                               tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs)))
+    return found
+
+
+def resolve(context: Context, name: str, debug: str = "debug_0") -> OpRef | None:
+    """The graph op a result row names (exact, else in dump-file spelling); None when no graph
+    of ``debug`` has it."""
+    for model in context.models(debug):
+        found = model.find_op(name)
+        if found is not None:
+            return OpRef(debug, model, found[0], found[1])
+    return None
+
+
+def newest_result(context: Context) -> list[Path]:
+    """The CSVs of the newest ``temp/vector_compare`` result.
+
+    Raises:
+        PrecisionToolError: there is none (the message suggests running ``vc``).
+    """
+    return newest_result_csvs(context.config.data_root_dir)
+
+
+def divergences(paths: list[Path], rule: FlagRule) -> list[Divergence]:
+    """The divergence analysis of each result CSV."""
+    return [analyse(read_result_csv(path), rule) for path in paths]
+
+
+def first_introducers(divergence: Divergence) -> list[OpCosines]:
+    """The ops that introduce error, in execution order; when none does but ops are flagged,
+    the first flagged op (its inputs already differ: the error comes from the network input)."""
+    introducers = [op for op in divergence.ops if op.introduces]
+    if introducers:
+        return introducers
+    return list(divergence.flagged[:1])
