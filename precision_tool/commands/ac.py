@@ -28,6 +28,7 @@ from ..render.conclusion import (
     graph_diff_line,
     overflow_line,
 )
+from ..render.devices import device_lines
 from ..render.json_out import SCHEMA_VERSION, dumps, plain, summary_json
 from ..render.lines import RawLines
 from ..render.overflow import render_overflow
@@ -163,6 +164,9 @@ def _conclusion(found: AutoCheck) -> list[Text]:
         lines.append(Text(f"comparison: {found.summary_error}", style="error"))
     if found.summaries is not None:
         lines += comparison_lines([d for _, d in found.summaries.results])
+        devices = found.summaries.devices()
+        if len(devices) > 1:
+            lines += device_lines(devices)
     lines[1:1] = [cause_line(e) for e in found.explanations[:3]]  # right after the root cause
     if found.why_error:
         lines.append(Text(f"why: error: {found.why_error}", style="error"))
@@ -200,7 +204,7 @@ def render_json(found: AutoCheck) -> RawLines:
     if found.comparison is not None or found.comparison_error:
         files = [str(p) for p in found.comparison.files] if found.comparison else []
         comparison = {"csvs": files, "error": found.comparison_error or None}
-    summary = (summary_json(found.summaries.results, found.summaries.errors)
+    summary = (summary_json(found.summaries.results, found.summaries.errors, found.summaries.devices())
                if found.summaries is not None else {"error": found.summary_error or None})
     checks = {check.name: plain(result) if not error else {"error": error}
               for check, result, error in found.checks}

@@ -120,17 +120,24 @@ def _csv_path(directory: Path, when: datetime, tag: str | None) -> Path:
     return directory / result_path(directory, when, tag).name
 
 
-def _write(plan, path: Path, metrics, workers: int, rule, display) -> Summary:
-    from ..compare.api import run_comparison
+def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display) -> list[Summary]:
+    """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
+    sub-graphs and steps); every CSV appears only once all are complete."""
+    from contextlib import ExitStack
+
+    from ..compare.api import run_comparisons
     from ..compare.result_csv import ResultWriter
 
-    summary = Summary(plan.label, path, rule)
-    progress = display.track(plan.label, len(plan.tasks)) if display else None
-    with ResultWriter(path, golden_address=plan.npu_vs_npu) as writer:
-        for row in run_comparison(plan, metrics, workers, progress):
-            writer.write(row)
-            summary.add(row)
-    return summary
+    summaries = [Summary(plan.label, path, rule) for plan, path in zip(plans, paths)]
+    label = plans[0].label if len(plans) == 1 else f"{len(plans)} comparisons"
+    progress = display.track(label, sum(len(p.tasks) for p in plans)) if display else None
+    with ExitStack() as stack:
+        writers = [stack.enter_context(ResultWriter(path, golden_address=plan.npu_vs_npu))
+                   for plan, path in zip(plans, paths)]
+        for owner, row in run_comparisons(plans, metrics, workers, progress):
+            writers[owner].write(row)
+            summaries[owner].add(row)
+    return summaries
 
 
 def _remove_if_empty(directory: Path) -> None:
@@ -150,7 +157,8 @@ def _csv_tags(plans) -> list[str | None]:
 
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
-                   output: str | None = None, show_progress: bool = True) -> CommandResult:
+                   output: str | None = None, show_progress: bool = True,
+                   devices: str | None = None) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the
@@ -158,20 +166,22 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     bad -lt/-rt, unknown metric or graph).
     """
     from ..compare.divergence import FlagRule
+    from ..compare.manifest import csv_info, write_manifest
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
 
     metrics = select_metrics(algorithms)
-    plans = plan_comparisons(context, left=left, right=right, graph=graph, steps=steps)
+    plans = plan_comparisons(context, left=left, right=right, graph=graph, steps=steps, devices=devices)
     directory, when = _result_dir(context, output)
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
-    summaries, config = [], context.config
+    config = context.config
+    paths = [_csv_path(directory, when, tag) for tag in _csv_tags(plans)]
     created = not directory.exists()
     try:
         with CompareProgress(context.console, enabled=show_progress) as display:
-            for plan, tag in zip(plans, _csv_tags(plans)):
-                summaries.append(_write(plan, _csv_path(directory, when, tag), metrics,
-                                        config.worker_count, FlagRule.from_config(config), display))
+            summaries = _write_all(plans, paths, metrics, config.worker_count,
+                                   FlagRule.from_config(config), display)
+        write_manifest(directory, [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
     except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
         if created:
             _remove_if_empty(directory)
@@ -184,7 +194,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 def run(args, context: Context) -> CommandResult:
     """The ``vc`` command."""
     return vector_compare(context, left=args.left, right=args.right, graph=args.graph, steps=args.step,
-                          algorithms=args.alg, output=args.output)
+                          algorithms=args.alg, output=args.output, devices=args.device)
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -198,6 +208,8 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="the Build graph to pair with: a graph file, or a model/graph name "
                              "(default: the graph named like the step dir's model, or the only one)")
     parser.add_argument("--step", metavar="S", help="steps to compare, as TF_DUMP_STEP ('0', '0|5', '3-5')")
+    parser.add_argument("--device", metavar="D",
+                        help="devices (ranks) to compare: '0', '0,3-5'; default all, in one pool")
     parser.add_argument("-alg", "--alg", metavar="ALG",
                         help="metrics: msaccucmp numbers 0-9 or names, comma-separated (0 = cosine "
                              "only, fastest). Default: all ten")

@@ -12,10 +12,13 @@ from pathlib import Path
 
 from rich.text import Text
 
+from ..compare.devices import DeviceVerdict, device_verdicts
 from ..compare.divergence import Divergence, FlagRule, analyse
+from ..compare.manifest import info_of
 from ..compare.result_csv import newest_result_csvs, read_result_csv
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.devices import device_panel
 from ..render.json_out import dumps, summary_json
 from ..render.lines import OneLine, RawLines
 from ..render.summary import render_summary
@@ -119,6 +122,11 @@ class Summaries:
     results: list[tuple[Path, Divergence]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    def devices(self) -> list[DeviceVerdict]:
+        """The cross-device verdicts; each CSV's device comes from its result manifest."""
+        return device_verdicts(((info.device if (info := info_of(path)) else None), divergence)
+                               for path, divergence in self.results)
+
     @property
     def status(self) -> ExitStatus:
         """ERROR when a CSV could not be read, else FLAGGED when an op is flagged, else OK."""
@@ -146,13 +154,16 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
 
 def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> list:
     """The renderables of :func:`analyse_results`' verdicts: panels, or one JSON document."""
+    devices = found.devices()
     if as_json:
-        return [RawLines(dumps(summary_json(found.results, found.errors)))]
+        return [RawLines(dumps(summary_json(found.results, found.errors, devices)))]
     renderables: list = []
     if found.results:
         renderables.append(Text(f"result: {found.results[0][0].parent}", style="muted"))
     renderables += [OneLine(f"error: {error}") for error in found.errors]
     renderables += [render_summary(path.name, divergence, limit) for path, divergence in found.results]
+    if len(devices) > 1:
+        renderables.append(device_panel(devices))
     return renderables
 
 

@@ -1,8 +1,8 @@
 """Running planned comparisons, and the public :func:`compare` for notebooks and scripts.
 
-:func:`run_comparison` streams one :class:`~.plan.Comparison`'s rows in execution order (``vc``
-writes them to its CSV as they come); :func:`compare` plans, runs and collects everything into a
-:class:`CompareResult`::
+:func:`run_comparisons` streams the rows of planned comparisons (:class:`~.plan.Comparison`) in
+execution order (``vc`` writes them to its CSVs as they come); :func:`compare` plans, runs and
+collects everything into a :class:`CompareResult`::
 
     import precision_tool as pt
     result = pt.compare("precision_data")
@@ -45,12 +45,17 @@ def estimated_bytes(tasks: Iterable[PairTask]) -> int:
     return total
 
 
-def run_comparison(comparison: Comparison, metrics: Sequence[Metric], workers: int,
-                   progress: Progress | None = None) -> Iterator[CompareRow]:
-    """The rows of one comparison in execution order, on ``workers`` processes when the data is
-    big enough to pay for starting them (see :func:`~.engine.compare_tasks`)."""
-    pooled = workers if estimated_bytes(comparison.tasks) >= POOL_MIN_BYTES else 1
-    return compare_tasks(comparison.tasks, metrics, workers=pooled, progress=progress)
+def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric], workers: int,
+                    progress: Progress | None = None) -> Iterator[tuple[int, CompareRow]]:
+    """The rows of every comparison, each with the position of its comparison, from one run of
+    the engine: one pool for every device, sub-graph and step, so the workers stay busy from
+    the first comparison's tasks to the last one's. Each comparison's rows come in its
+    execution order. Workers start only when the data is big enough to pay for them."""
+    tasks = [task for c in comparisons for task in c.tasks]
+    owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
+    pooled = workers if estimated_bytes(tasks) >= POOL_MIN_BYTES else 1
+    rows = compare_tasks(tasks, metrics, workers=pooled, progress=progress)
+    return zip(owners, rows)  # the engine yields exactly one row per task, in task order
 
 
 @dataclass
@@ -146,7 +151,7 @@ class CompareResult:
 
 
 def compare(data_root: str | os.PathLike | None = None, *, left: str | None = None,
-            right: str | None = None, steps: str | None = None,
+            right: str | None = None, steps: str | None = None, devices: str | None = None,
             metrics: str | Iterable[str | int | Metric] | None = None, workers: int | None = None,
             graph: str | None = None, config: Config | None = None) -> CompareResult:
     """Compare a data root (NPU ``debug_0`` against ``tf/dump``), or two directories.
@@ -158,6 +163,7 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
         left, right: two dump directories to compare instead (NPU vs npy, NPU vs NPU, npy vs npy).
         steps: the steps to compare, as TF_DUMP_STEP (``"0"``, ``"0|5"``, ``""`` for all).
             Defaults to the config's TF_DUMP_STEP.
+        devices: the devices (ranks) to compare, ``"0,3-5"``. Defaults to every device.
         metrics: metric names, msaccucmp ``-alg`` indexes, or :class:`~.metrics.Metric`
             objects (custom metrics included). Defaults to all ten.
         workers: worker processes. Defaults to the config's WORKERS (0: one per core).
@@ -176,7 +182,9 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     config = replace(config, **changes)
     workspace = Workspace(config)
     chosen = select_metrics(metrics)
-    plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps)
-    parts = [ComparisonResult(plan, list(run_comparison(plan, chosen, config.worker_count)))
-             for plan in plans]
+    plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
+                             devices=devices)
+    parts = [ComparisonResult(plan, []) for plan in plans]
+    for owner, row in run_comparisons(plans, chosen, config.worker_count):
+        parts[owner].rows.append(row)
     return CompareResult(parts, FlagRule.from_config(config), [n for p in plans for n in p.notes])

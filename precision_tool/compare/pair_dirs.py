@@ -60,7 +60,7 @@ def graph_dir_for(path: Path) -> Path | None:
     return None
 
 
-def resolve_dir(path: str | Path, steps: str | None) -> DirSide:
+def resolve_dir(path: str | Path, steps: str | None, devices: str | None = None) -> DirSide:
     """Resolve one ``-lt``/``-rt`` directory (see the module docstring).
 
     Raises PrecisionToolError for a path that is not a directory or holds neither ``.npy``
@@ -80,7 +80,7 @@ def resolve_dir(path: str | Path, steps: str | None) -> DirSide:
     if len(found) == 1 and found[0].path == root:
         chosen = found  # a step directory given directly: whatever its step number
     else:
-        chosen = tree.select(steps=steps)
+        chosen = tree.select(steps=steps, devices=devices)
     if not chosen:
         what = f" in step(s) {steps}" if steps else ""
         raise PrecisionToolError(f"no .npy files and no NPU dump step directories{what}", path)

@@ -111,23 +111,28 @@ def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex,
     return Comparison(step_label(step), step_tag(step), pair_with_graph(graph, listing, golden), step=step)
 
 
-def _plan_default(workspace: Workspace, graph: str | None, steps: str | None) -> list[Comparison]:
+def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
+                  devices: str | None) -> list[Comparison]:
     tree = workspace.dump_tree("debug_0")
     spec = steps if steps is not None else workspace.config.tf_dump_step
-    chosen = tree.select(steps=spec)
+    chosen = tree.select(steps=spec, devices=devices)
     if not chosen:
-        present = ", ".join(str(s) for s in tree.steps(tree.newest_run())) or "none"
-        raise PrecisionToolError(f"no step directory for step(s) {spec!r} in the newest run "
-                                 f"(steps present: {present}); use --step", tree.root)
+        run = tree.newest_run()
+        present = ", ".join(str(s) for s in tree.steps(run)) or "none"
+        on = ", ".join(str(d) for d in tree.devices(run)) or "none"
+        raise PrecisionToolError(f"no step directory for step(s) {spec!r}"
+                                 + (f" on device(s) {devices!r}" if devices else "")
+                                 + f" in the newest run (steps present: {present}; devices: {on}); "
+                                 "use --step / --device", tree.root)
     golden, models = workspace.golden(), workspace.models("debug_0")
     picked = pick_graph(models, graph)
     return [npu_vs_golden(s, tree.listing(s), golden, graph_for_step(s, models, picked)) for s in chosen]
 
 
 def _plan_dirs(workspace: Workspace, left: str, right: str, graph: str | None,
-               steps: str | None) -> list[Comparison]:
+               steps: str | None, devices: str | None) -> list[Comparison]:
     spec = steps if steps is not None else workspace.config.tf_dump_step
-    lside, rside = resolve_dir(left, spec), resolve_dir(right, spec)
+    lside, rside = resolve_dir(left, spec, devices), resolve_dir(right, spec, devices)
     if not lside.is_npu and rside.is_npu:
         raise PrecisionToolError("put the NPU dump directory on the left (-lt) and the npy "
                                  "directory on the right (-rt)")
@@ -154,7 +159,8 @@ def _plan_npu_npu(lside: DirSide, rside: DirSide) -> list[Comparison]:
 
 
 def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: str | None = None,
-                     graph: str | None = None, steps: str | None = None) -> list[Comparison]:
+                     graph: str | None = None, steps: str | None = None,
+                     devices: str | None = None) -> list[Comparison]:
     """The comparisons to run (see the module docstring).
 
     Args:
@@ -163,6 +169,8 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
         graph: the Build graph to pair with (a file, or a model/graph name). Defaults to None:
             the graph named like each step directory's model, or the only one.
         steps: the steps to compare, as TF_DUMP_STEP. Defaults to None: the configured steps.
+        devices: the devices (ranks) to compare, ``"0,3-5"``. Defaults to None: every device.
+            NPU vs NPU pairs device i with device i.
 
     Raises:
         PrecisionToolError: only one of left/right, no dumps, no such step, graph or directory.
@@ -170,8 +178,8 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
     if (left is None) != (right is None):
         raise PrecisionToolError("give both -lt and -rt, or neither")
     if left is not None:
-        return _plan_dirs(workspace, left, right, graph, steps)
-    return _plan_default(workspace, graph, steps)
+        return _plan_dirs(workspace, left, right, graph, steps, devices)
+    return _plan_default(workspace, graph, steps, devices)
 
 
 @dataclass(frozen=True)

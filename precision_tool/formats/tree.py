@@ -27,7 +27,7 @@ from .dump_names import (
 )
 
 __all__ = ["DumpTree", "StepDir", "list_dump_files", "normalise_op_name", "parse_dump_name",
-           "parse_step_spec"]
+           "parse_device_spec", "parse_step_spec"]
 
 _RUN_NAME = re.compile(r"^[0-9]{14}$")  # YYYYmmddHHMMSS
 _LAYOUT_DEPTH = 5  # run / device / model_name / model_id / step
@@ -54,8 +54,26 @@ def parse_step_spec(spec: str | int | Iterable[int] | None) -> frozenset[int] | 
     return frozenset(steps)
 
 
-def _parse_step_token(token: str, spec: str) -> range:
-    bad = PrecisionToolError(f"bad TF_DUMP_STEP {spec!r}: expected steps like '0|5|10' or '3-5'")
+def parse_device_spec(spec: str | int | Iterable[int] | None) -> frozenset[int] | None:
+    """Parse a device selection: ``'0'``, ``'0,3-5'`` (``|`` separates too); None or blank = all."""
+    if spec is None:
+        return None
+    if isinstance(spec, bool) or not isinstance(spec, (str, int, list, tuple, set, frozenset)):
+        raise PrecisionToolError(f"bad device selection {spec!r}: expected devices like '0,3-5'")
+    if not isinstance(spec, str):
+        spec = ",".join(map(str, spec)) if not isinstance(spec, int) else str(spec)
+    if not spec.strip():
+        return None
+    devices: set[int] = set()
+    for token in spec.replace("|", ",").split(","):
+        devices.update(_parse_step_token(token.strip(), spec, what="device selection",
+                                         example="'0,3-5'"))
+    return frozenset(devices)
+
+
+def _parse_step_token(token: str, spec: str, what: str = "TF_DUMP_STEP",
+                      example: str = "'0|5|10' or '3-5'") -> range:
+    bad = PrecisionToolError(f"bad {what} {spec!r}: expected values like {example}")
     low, sep, high = token.partition("-")
     low, high = low.strip(), high.strip()
     if not all_digits(low) or (sep and not all_digits(high)):
@@ -190,18 +208,20 @@ class DumpTree:
                 and (model is None or s.model_name == model)]
 
     def select(self, run: str | None = None, steps: str | int | Iterable[int] | None = None,
-               device: int | str | None = None, model: str | None = None) -> list[StepDir]:
+               device: int | str | None = None, model: str | None = None,
+               devices: str | Iterable[int] | None = None) -> list[StepDir]:
         """The step directories to compare.
 
         Defaults to the newest run, every device and model, and every step. ``steps`` is a
-        ``TF_DUMP_STEP`` value (see :func:`parse_step_spec`); a step directory whose step is
-        unknown (a flat tree) passes any step filter. Returns an empty list when nothing matches.
+        ``TF_DUMP_STEP`` value (see :func:`parse_step_spec`), ``devices`` a device selection
+        (:func:`parse_device_spec`); a step directory whose step or device is unknown (a flat
+        tree) passes those filters. Returns an empty list when nothing matches.
         """
-        wanted_steps = parse_step_spec(steps)
+        wanted_steps, wanted_devices = parse_step_spec(steps), parse_device_spec(devices)
         chosen = self._matching(run if run is not None else self.newest_run(), device, model)
-        if wanted_steps is None:
-            return chosen
-        return [s for s in chosen if s.step is None or s.step in wanted_steps]
+        return [s for s in chosen
+                if (wanted_steps is None or s.step is None or s.step in wanted_steps)
+                and (wanted_devices is None or s.device is None or s.device in wanted_devices)]
 
     def listing(self, step_dir: StepDir) -> DumpListing:
         """The dump files of one step directory."""

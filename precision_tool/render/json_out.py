@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..compare.devices import DeviceVerdict
 from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine
 
 SCHEMA_VERSION = 1
@@ -83,10 +84,22 @@ def divergence_json(csv: Path, divergence: Divergence) -> dict:
     }
 
 
-def summary_json(results: Iterable[tuple[Path, Divergence]], errors: Iterable[str] = ()) -> dict:
+def device_json(verdict: DeviceVerdict) -> dict:
+    """One device of the cross-device summary."""
+    op = verdict.first_introducer
+    return {"device": verdict.device, "results": verdict.results,
+            "first_introducer": op.name if op is not None else None,
+            "first_introducer_index": op.index if op is not None else None,
+            "min_output_cosine": _number(verdict.min_output_cosine),
+            "differs_from_majority": verdict.differs_from_majority,
+            "diverges_first": verdict.diverges_first}
+
+
+def summary_json(results: Iterable[tuple[Path, Divergence]], errors: Iterable[str] = (),
+                 devices: Iterable[DeviceVerdict] = ()) -> dict:
     """The ``vcs --json`` document."""
     return {"schema": SCHEMA_VERSION, "results": [divergence_json(p, d) for p, d in results],
-            "errors": list(errors)}
+            "devices": [device_json(v) for v in devices], "errors": list(errors)}
 
 
 def dumps(document: dict | list) -> str:
