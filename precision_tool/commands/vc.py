@@ -11,13 +11,14 @@ directories); this command runs each planned comparison and streams its rows int
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from rich.text import Text
 
 from ..context import Context
+from ..errors import PrecisionToolError
 from ..render.lines import OneLineText, one_line
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
@@ -94,35 +95,20 @@ class CompareProgress:
         task = self.progress.add_task(label, total=total, rate="")
         start = time.monotonic()
 
-        def update(done: int, _total: int, nbytes: int) -> None:
+        def update(done: int, total: int, nbytes: int) -> None:  # total: the rows still to compute
             rate = nbytes / max(time.monotonic() - start, 1e-6)
-            self.progress.update(task, completed=done, rate=f"{decimal(nbytes)} at {decimal(int(rate))}/s")
+            self.progress.update(task, completed=done, total=total,
+                                 rate=f"{decimal(nbytes)} at {decimal(int(rate))}/s")
             self.progress.refresh()
         return update
 
 
 # --- running ---------------------------------------------------------------------------------
 
-def _result_dir(context: Context, output: str | None) -> tuple[Path, datetime]:
-    from ..compare.result_csv import result_path
-
-    when = datetime.now().replace(microsecond=0)
-    if output:
-        return Path(output), when
-    while result_path(context.config.data_root_dir, when).parent.exists():
-        when += timedelta(seconds=1)  # one new directory per run, even within one second
-    return result_path(context.config.data_root_dir, when).parent, when
-
-
-def _csv_path(directory: Path, when: datetime, tag: str | None) -> Path:
-    from ..compare.result_csv import result_path
-
-    return directory / result_path(directory, when, tag).name
-
-
-def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display) -> list[Summary]:
+def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display, cache) -> tuple[list[Summary], dict]:
     """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
-    sub-graphs and steps); every CSV appears only once all are complete."""
+    sub-graphs and steps); every CSV appears only once all are complete. Returns the summaries
+    and how many rows were reused from ``cache`` and computed."""
     from contextlib import ExitStack
 
     from ..compare.api import run_comparisons
@@ -131,70 +117,98 @@ def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display) -
     summaries = [Summary(plan.label, path, rule) for plan, path in zip(plans, paths)]
     label = plans[0].label if len(plans) == 1 else f"{len(plans)} comparisons"
     progress = display.track(label, sum(len(p.tasks) for p in plans)) if display else None
+    counts: dict = {}
     with ExitStack() as stack:
         writers = [stack.enter_context(ResultWriter(path, golden_address=plan.npu_vs_npu))
                    for plan, path in zip(plans, paths)]
-        for owner, row in run_comparisons(plans, metrics, workers, progress):
+        for owner, row in run_comparisons(plans, metrics, workers, progress, cache, counts):
             writers[owner].write(row)
             summaries[owner].add(row)
-    return summaries
+    return summaries, counts
 
 
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()  # only succeeds when empty: complete CSVs of earlier plans stay
-    except OSError:
-        pass
+def _resumed(context: Context):
+    """The newest interrupted run's result directory and options."""
+    from ..compare.result_dir import interrupted_run
+
+    found = interrupted_run(context.config.data_root_dir)
+    if found is None:
+        raise PrecisionToolError("vc --resume: no interrupted comparison under "
+                                 f"{context.config.temp_dir / 'vector_compare'}")
+    return found
 
 
-def _csv_tags(plans) -> list[str | None]:
-    """The tag of each plan's CSV name: none for a single CSV, made unique when tags repeat."""
-    tags = [p.tag for p in plans]
-    if len(plans) == 1:
-        return [None]
-    return [tag if tags.count(tag) == 1 else f"{tag}_{i}" for i, tag in enumerate(tags)]
+def _reuse_line(counts: dict) -> Text | None:
+    reused = counts.get("reused", 0)
+    if not reused:
+        return None
+    return Text(f"reused {reused} row(s) of earlier runs (same files and metrics), computed "
+                f"{counts.get('computed', 0)}", style="muted")
 
 
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True,
-                   devices: str | None = None) -> CommandResult:
+                   devices: str | None = None, resume: bool = False, reuse: bool = True) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
-    Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the
-    CSVs written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps,
-    bad -lt/-rt, unknown metric or graph).
+    Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
+    False; ``resume`` continues the newest interrupted run, in its directory, with its options.
+    Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
+    written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
+    -lt/-rt, unknown metric or graph, nothing to resume).
     """
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
+    from ..compare.result_dir import COMPLETE, RUNNING, CompareOptions, csv_tags, new_result_dir
+    from ..compare.row_cache import CACHE_NAME, RowCache
 
-    metrics = select_metrics(algorithms)
-    plans = plan_comparisons(context, left=left, right=right, graph=graph, steps=steps, devices=devices)
-    directory, when = _result_dir(context, output)
+    options = CompareOptions(left, right, graph, steps, devices, algorithms)
+    if resume:  # the interrupted run's directory and options
+        directory, options = _resumed(context)
+    metrics = select_metrics(options.algorithms)
+    plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
+                             steps=options.steps, devices=options.devices)
+    if not resume:  # after planning: bad input leaves no directory behind
+        directory = new_result_dir(context.config.data_root_dir, output)
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
     config = context.config
-    paths = [_csv_path(directory, when, tag) for tag in _csv_tags(plans)]
-    created = not directory.exists()
+    paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
+    directory.mark(RUNNING, options)
+    cache = RowCache(config.temp_dir / "vector_compare" / CACHE_NAME) if reuse else None
     try:
-        with CompareProgress(context.console, enabled=show_progress) as display:
-            summaries = _write_all(plans, paths, metrics, config.worker_count,
-                                   FlagRule.from_config(config), display)
-        write_manifest(directory, [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
+        with CompareProgress(context.console, enabled=show_progress) as display, \
+                (cache if cache is not None else nullcontext()):
+            summaries, counts = _write_all(plans, paths, metrics, config.worker_count,
+                                           FlagRule.from_config(config), display, cache)
+        write_manifest(directory.path, [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
+        directory.mark(COMPLETE, options)
     except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
-        if created:
-            _remove_if_empty(directory)
+        _mark_interrupted(directory, options)
         raise
-    out += [s.line() for s in summaries]
+    reuse_line = _reuse_line(counts)
+    out += ([reuse_line] if reuse_line else []) + [s.line() for s in summaries]
     flagged = any(s.flagged_ops for s in summaries)
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
+
+
+def _mark_interrupted(directory, options) -> None:
+    """Say the run stopped, so ``vc --resume`` continues it; never masks why it stopped."""
+    from ..compare.result_dir import INTERRUPTED
+
+    try:
+        directory.mark(INTERRUPTED, options)
+    except OSError:
+        pass
 
 
 def run(args, context: Context) -> CommandResult:
     """The ``vc`` command."""
     return vector_compare(context, left=args.left, right=args.right, graph=args.graph, steps=args.step,
-                          algorithms=args.alg, output=args.output, devices=args.device)
+                          algorithms=args.alg, output=args.output, devices=args.device,
+                          resume=args.resume, reuse=not args.fresh)
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -213,6 +227,12 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-alg", "--alg", metavar="ALG",
                         help="metrics: msaccucmp numbers 0-9 or names, comma-separated (0 = cosine "
                              "only, fastest). Default: all ten")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the newest interrupted vc in its directory with its options, "
+                             "computing only the rows it had not")
+    parser.add_argument("--fresh", action="store_true",
+                        help="compute every row again (default: reuse rows earlier runs computed from "
+                             "the same files and metrics)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write the CSV(s) into DIR instead of temp/vector_compare/{timestamp}/")
 

@@ -26,6 +26,7 @@ from .pairing import DumpSide, NpySide, PairTask
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, NUMERIC_METRICS, columns, format_row, write_result_csv
+from .row_cache import RowCache, cached_rows
 from .workspace import Workspace
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
@@ -46,16 +47,25 @@ def estimated_bytes(tasks: Iterable[PairTask]) -> int:
 
 
 def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric], workers: int,
-                    progress: Progress | None = None) -> Iterator[tuple[int, CompareRow]]:
+                    progress: Progress | None = None, cache: RowCache | None = None,
+                    stats: dict | None = None) -> Iterator[tuple[int, CompareRow]]:
     """The rows of every comparison, each with the position of its comparison, from one run of
     the engine: one pool for every device, sub-graph and step, so the workers stay busy from
     the first comparison's tasks to the last one's. Each comparison's rows come in its
-    execution order. Workers start only when the data is big enough to pay for them."""
+    execution order. Workers start only when the data is big enough to pay for them.
+
+    With ``cache``, rows an earlier run computed from the same files and metrics are reused and
+    only the others are computed (and stored); ``stats`` gets the ``reused``/``computed`` counts.
+    """
     tasks = [task for c in comparisons for task in c.tasks]
     owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
-    pooled = workers if estimated_bytes(tasks) >= POOL_MIN_BYTES else 1
-    rows = compare_tasks(tasks, metrics, workers=pooled, progress=progress)
-    return zip(owners, rows)  # the engine yields exactly one row per task, in task order
+
+    def compute(todo: list[PairTask]) -> Iterator[CompareRow]:
+        pooled = workers if estimated_bytes(todo) >= POOL_MIN_BYTES else 1
+        return compare_tasks(todo, metrics, workers=pooled, progress=progress)
+
+    rows = cached_rows(tasks, [m.name for m in metrics], cache, compute, stats)
+    return zip(owners, rows)  # one row per task, in task order
 
 
 @dataclass
