@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from .metrics import MetricResult
 
@@ -59,7 +60,9 @@ class CompareRow:
     overflow: str | None = None
     op_sequence: int | None = None
 
+    @cached_property
     def _parts(self) -> tuple[str, str, int] | None:
+        # parsed once per row: analysing a million-row result asks for kind and slot often
         if not self.tensor_index:
             return None
         op, kind, slot = (self.tensor_index.rsplit(":", 2) + ["", ""])[:3]
@@ -70,7 +73,7 @@ class CompareRow:
     @property
     def kind(self) -> str | None:
         """``"input"`` or ``"output"`` from the TensorIndex; None for a row without one."""
-        parts = self._parts()
+        parts = self._parts
         return parts[1] if parts else None
 
     @property
@@ -86,13 +89,13 @@ class CompareRow:
     @property
     def slot(self) -> int | None:
         """The input/output number ``i`` of the TensorIndex; None without one."""
-        parts = self._parts()
+        parts = self._parts
         return parts[2] if parts else None
 
     @property
     def op_name(self) -> str:
         """The NPU op the row belongs to: from the TensorIndex, else ``npu_name``."""
-        parts = self._parts()
+        parts = self._parts
         return parts[0] if parts else self.npu_name
 
     @property
