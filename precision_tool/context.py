@@ -3,7 +3,6 @@ the consoles every command's output and errors go through."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare.workspace import OpRef, Workspace
@@ -28,9 +27,3 @@ class Context(Workspace):
         super().__init__(config)
         self.console = console
         self.error_console = error_console
-
-    def temp_dir(self, *parts: str) -> Path:
-        """A directory under the output root (created): the only place the tool writes."""
-        path = self.config.temp_dir.joinpath(*parts)
-        path.mkdir(parents=True, exist_ok=True)
-        return path

@@ -188,10 +188,10 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
     hood = neighbourhood(ref.graph, ref.op, depth)
     title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
-    directory = context.temp_dir("op_graph")
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
-    written = write_digraph(op_graph.build_digraph(hood, title).source, directory / f"{stem}.gv",
-                                     len(hood.nodes))
+    root = context.output
+    written = write_digraph(root, op_graph.build_digraph(hood, title).source,
+                            root.path / "op_graph" / f"{stem}.gv", len(hood.nodes))
     edges = sum(not e.control for e in hood.edges)
     lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
                            (", ".join(str(p) for p in written.files), "path"))]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from rich.text import Text
 
 from ..context import Context
+from ..formats.atomic import STAMP, OutputRoot, stamps
 from ..render.lines import OneLineText, one_line
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
@@ -103,15 +104,20 @@ class CompareProgress:
 
 # --- running ---------------------------------------------------------------------------------
 
-def _result_dir(context: Context, output: str | None) -> tuple[Path, datetime]:
-    from ..compare.result_csv import result_path
+def _result_dir(context: Context, output: str | None) -> tuple[OutputRoot, Path, datetime, bool]:
+    """(the root written under, the directory of the CSVs, their time stamp, whether the
+    directory is new). Without ``-o``: a new ``vector_compare/{stamp}`` of the output root,
+    created exclusively, so runs started in the same second never share (or replace) a result."""
+    from ..compare.result_csv import RESULTS_DIR
 
     when = datetime.now().replace(microsecond=0)
     if output:
-        return Path(output), when
-    while result_path(context.config.data_root_dir, when).parent.exists():
-        when += timedelta(seconds=1)  # one new directory per run, even within one second
-    return result_path(context.config.data_root_dir, when).parent, when
+        root = context.output_at(output)
+        existed = root.path.is_dir()
+        return root, root.directory(), when, not existed
+    root = context.output
+    directory = root.new_directory([RESULTS_DIR], stamps(when))
+    return root, directory, datetime.strptime(directory.name, STAMP), True
 
 
 def _csv_path(directory: Path, when: datetime, tag: str | None) -> Path:
@@ -120,24 +126,17 @@ def _csv_path(directory: Path, when: datetime, tag: str | None) -> Path:
     return directory / result_path(directory, when, tag).name
 
 
-def _write(plan, path: Path, metrics, workers: int, rule, display) -> Summary:
+def _write(plan, root: OutputRoot, path: Path, metrics, workers: int, rule, display) -> Summary:
     from ..compare.api import run_comparison
     from ..compare.result_csv import ResultWriter
 
     summary = Summary(plan.label, path, rule)
     progress = display.track(plan.label, len(plan.tasks)) if display else None
-    with ResultWriter(path, golden_address=plan.npu_vs_npu) as writer:
+    with ResultWriter(path, root=root, golden_address=plan.npu_vs_npu) as writer:
         for row in run_comparison(plan, metrics, workers, progress):
             writer.write(row)
             summary.add(row)
     return summary
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()  # only succeeds when empty: complete CSVs of earlier plans stay
-    except OSError:
-        pass
 
 
 def _csv_tags(plans) -> list[str | None]:
@@ -163,18 +162,17 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 
     metrics = select_metrics(algorithms)
     plans = plan_comparisons(context, left=left, right=right, graph=graph, steps=steps)
-    directory, when = _result_dir(context, output)
+    root, directory, when, created = _result_dir(context, output)
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
     summaries, config = [], context.config
-    created = not directory.exists()
     try:
         with CompareProgress(context.console, enabled=show_progress) as display:
             for plan, tag in zip(plans, _csv_tags(plans)):
-                summaries.append(_write(plan, _csv_path(directory, when, tag), metrics,
+                summaries.append(_write(plan, root, _csv_path(directory, when, tag), metrics,
                                         config.worker_count, FlagRule.from_config(config), display))
     except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
-        if created:
-            _remove_if_empty(directory)
+        if created:  # only succeeds when empty: complete CSVs of earlier plans stay
+            root.remove_empty_dir(directory)
         raise
     out += [s.line() for s in summaries]
     flagged = any(s.flagged_ops for s in summaries)
@@ -202,7 +200,8 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="metrics: msaccucmp numbers 0-9 or names, comma-separated (0 = cosine "
                              "only, fastest). Default: all ten")
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="write the CSV(s) into DIR instead of temp/vector_compare/{timestamp}/")
+                        help="write the CSV(s) into DIR instead of vector_compare/{timestamp}/ of "
+                             "the output root (temp/ unless --out)")
 
 
 COMMAND = Command(
