@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     line = args.execute if args.execute is not None else shlex.join(args.command)
     try:
         return int(execute_line(line, build_registry(), context))
-    except ExitShell:
-        return ExitStatus.OK
+    except ExitShell as leave:
+        return int(leave.status or ExitStatus.OK)
 
 
 if __name__ == "__main__":
