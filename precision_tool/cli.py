@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config({"DATA_ROOT_DIR": args.data, "OUTPUT_ROOT": args.out,
                               "DEBUG": args.debug or None}, args.config)
     except PrecisionToolError as exc:
-        make_console(stderr=True).print(f"error: {exc}", markup=False)
+        from precision_tool.render.lines import OneLine
+
+        make_console(stderr=True).print(OneLine(f"error: {exc}"), crop=False)  # never wrapped
         return ExitStatus.ERROR
     if args.execute is None and not args.command:
         from precision_tool.shell.app import run_shell

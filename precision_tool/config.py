@@ -194,8 +194,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise PrecisionToolError(f"cannot read config ({exc})", path) from None
     except SyntaxError as exc:
-        raise PrecisionToolError(f"config syntax error at line {exc.lineno}: {exc.msg}", path) from None
-    except (MemoryError, RecursionError, ValueError):  # absurd nesting; a NUL byte
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise PrecisionToolError(f"config syntax error{where}: {exc.msg}", path) from None
+    except (MemoryError, RecursionError, ValueError):  # absurd nesting; a NUL byte (older Pythons)
         raise PrecisionToolError("config cannot be read as Python assignments (nested too deeply, "
                                  "or a NUL byte)", path) from None
     values = {}
@@ -210,8 +211,11 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
 def _literal(node: ast.Assign, name: str, path: Path) -> Any:
     try:
         return ast.literal_eval(node.value)
-    except (ValueError, TypeError, SyntaxError):  # a call, a name, {[1]: 2}
+    except (ValueError, SyntaxError):  # a call, a name
         raise PrecisionToolError(f"config line {node.lineno}: {name} must be a literal value", path) from None
+    except TypeError as exc:  # {[1]: 2}
+        raise PrecisionToolError(f"config line {node.lineno}: {name} is not a valid literal ({exc})",
+                                 path) from None
     except (MemoryError, RecursionError):
         raise PrecisionToolError(f"config line {node.lineno}: {name} is nested too deeply", path) from None
 
@@ -236,18 +240,17 @@ def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None 
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     path = find_config_file(config_path, environ, cwd)
-    merged: dict[str, Any] = {}
+    given: list[tuple[str, Any, str]] = []  # (name, value, origin), later ones win
     if path is not None:
-        merged.update({k: (k, v, str(path)) for k, v in read_config_file(path).items()})
-        for name in _RELATIVE_TO_FILE:  # relative paths in config.py: from the file's directory
-            given = merged.get(name)
-            if given and isinstance(given[1], str) and given[1].strip() and not Path(given[1]).is_absolute():
-                merged[name] = (name, str(path.parent / given[1]), str(path))
-    for name in _FIELDS:
-        if ENV_PREFIX + name in environ:
-            merged[name] = (name, environ[ENV_PREFIX + name], ENV_PREFIX + name)
-    for name, value in (flags or {}).items():
-        if value is not None:
-            merged[name] = (name, value, "command line")
-    settings = {_FIELDS[n].name: _coerce(n, v, origin) for n, v, origin in merged.values()}
+        given += [(name, value, str(path)) for name, value in read_config_file(path).items()]
+    given += [(name, environ[ENV_PREFIX + name], ENV_PREFIX + name) for name in _FIELDS
+              if ENV_PREFIX + name in environ]
+    given += [(name, value, "command line") for name, value in (flags or {}).items()
+              if value is not None]
+    settings = {}
+    for name, value, origin in given:  # every value is checked, even one a later source overrides
+        value = _coerce(name, value, origin)
+        if name in _RELATIVE_TO_FILE and path is not None and origin == str(path) and value is not None:
+            value = path.parent / value  # relative paths in config.py: from the file's directory
+        settings[_FIELDS[name].name] = value
     return replace(Config(), **settings, source=path)
