@@ -18,6 +18,7 @@ from ..compare.stats import tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
+from ..render.limits import FULL_FLAG, LIST_LIMIT, head, more_note
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
@@ -35,6 +36,8 @@ def _add_arguments(parser: CommandParser) -> None:
                         help=f"how many of the first values to show (default {DEFAULT_COUNT}; 0: none)")
     parser.add_argument("--device", action="store_true",
                         help="an NPU tensor in its device layout and shape (default: host layout)")
+    parser.add_argument(FULL_FLAG, action="store_true",
+                        help=f"name every other tensor of the dump (default: the first {LIST_LIMIT})")
 
 
 def _text_format(dtype: np.dtype) -> tuple[str, np.dtype | None]:
@@ -132,7 +135,9 @@ def run(args, context: Context) -> CommandResult:
     path = export_text(root, array, root.path / "pt" / safe_file_name(stem, ".txt"), header)
     out.append(Text.assemble("all values written to ", (str(path), "path")))
     if tensor.others:
-        out.append(Text(f"this dump also holds {', '.join(tensor.others)} (select with NAME:input:0 ...)",
+        others, hidden = head(tensor.others, None if args.full else LIST_LIMIT)
+        more = f", {more_note(hidden)}" if hidden else ""
+        out.append(Text(f"this dump also holds {', '.join(others)}{more} (select with NAME:input:0 ...)",
                         style="muted"))
     return CommandResult(out, files=[path])
 
