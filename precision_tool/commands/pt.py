@@ -1,8 +1,8 @@
 """``pt NAME``: print a tensor (an NPU dump tensor or a golden ``.npy``) and export it as text.
 
-The export is ``temp/pt/{tensor}.txt`` under the data root (never next to the input): a ``#``
-header line with the source, shape and dtype, then every value of the flattened tensor, one a
-line, so ``numpy.loadtxt`` reads it back. float16, float32, bfloat16 and fp8 values are written
+The export is ``pt/{tensor}.txt`` under the output root (``temp/`` of the data root unless
+``--out``; never next to the input): a ``#`` header line with the source, shape and dtype, then
+every value of the flattened tensor, one a line, so ``numpy.loadtxt`` reads it back. float16, float32, bfloat16 and fp8 values are written
 with 9 significant digits (exact for float32, so exact for all of them), float64 with 17,
 integers and booleans as integers, complex values as "real imag" pairs.
 """
