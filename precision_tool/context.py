@@ -3,6 +3,7 @@ the consoles every command's output and errors go through."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .compare.workspace import OpRef, Workspace
@@ -27,3 +28,8 @@ class Context(Workspace):
         super().__init__(config)
         self.console = console
         self.error_console = error_console
+
+    def temp_dir(self, *parts: str) -> Path:
+        """A directory under the output root, created (never through a link): write in it
+        through ``self.output`` (:class:`~precision_tool.formats.atomic.OutputRoot`)."""
+        return self.output.directory(*parts)

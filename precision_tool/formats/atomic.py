@@ -46,6 +46,7 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0)
                | getattr(os, "O_CLOEXEC", 0))
 _DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# os.replace takes src_dir_fd/dst_dir_fd wherever os.rename does (supports_dir_fd lists rename)
 _AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir,
                                             os.stat)) and bool(_NOFOLLOW and _DIRECTORY)
 _NOT_THERE = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -175,8 +176,8 @@ class PendingFile:
         when the disk fills up or the rename fails."""
         try:
             self.handle.close()  # the last buffered bytes: a full disk may only show here
-            os.rename(self._dir.at(self._temp), self._dir.at(self.name),
-                      **self._dir.kw("src_dir_fd", "dst_dir_fd"))
+            os.replace(self._dir.at(self._temp), self._dir.at(self.name),  # over what was there
+                       **self._dir.kw("src_dir_fd", "dst_dir_fd"))
         except OSError as exc:
             self.discard()
             raise write_error(exc, self.path) from None
