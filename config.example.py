@@ -10,24 +10,32 @@ booleans, lists, dicts); it is never executed.
 # this file is in.
 DATA_ROOT_DIR = "precision_data"
 
-# Which training steps to compare: '0', '0|5|10', or '' for every step found.
+# Where the tool writes (results, pt/dc exports, ni -s graphs, reports, the graph cache):
+# None means temp/ under DATA_ROOT_DIR. Set it (or pass --out DIR) when the data root is
+# read-only or shared. Relative paths are taken from the directory this file is in. The tool
+# never writes through a symbolic link at or below this directory: it refuses with one line.
+OUTPUT_ROOT = None
+
+# Which training steps to compare: '0', '0|5|10', ranges '3-5', or '' for every step found.
 TF_DUMP_STEP = "0"
 
-# vcs / ac: an op's output is flagged when its cosine similarity is at or below this...
+# vcs / ac: an op's output is flagged when its cosine similarity (a number from -1 to 1) is at
+# or below this...
 COSINE_THRESHOLD = 0.98
 
 # ... or its RelativeEuclideanDistance is at or above this (cosine cannot see a wrong scale),
-# or it holds NaN/Inf. None: sqrt(2 * (1 - COSINE_THRESHOLD)), 0.2 at 0.98, the RED of an
-# error that keeps the norm at that cosine, so only a norm that is off adds flags.
+# or it holds NaN/Inf. A number >= 0, or None: sqrt(2 * (1 - COSINE_THRESHOLD)), 0.2 at 0.98,
+# the RED of an error that keeps the norm at that cosine, so only a norm that is off adds flags.
 RED_THRESHOLD = None
 
-# vcs / ac: how many flagged ops to list.
+# vcs / ac: how many flagged ops to list (a whole number >= 0; 0 lists all).
 VCS_LIMIT = 3
 
-# vc: worker processes for the comparison; 0 means one per CPU core.
+# vc: worker processes for the comparison (0 to 1024); 0 means one per CPU core.
 WORKERS = 0
 
-# ac cast check: a Cast from the left dtype to the right one is reported as dangerous.
+# ac cast check: a Cast from the left dtype to the right one is reported as dangerous. A list of
+# (source, target) pairs of GE dtype names (DT_...).
 # The default: every floating type to every integer type, and every narrowing integer cast.
 DANGEROUS_CASTS = [
     ("DT_FLOAT", "DT_INT8"), ("DT_FLOAT", "DT_UINT8"), ("DT_FLOAT", "DT_INT16"),
@@ -46,7 +54,7 @@ DANGEROUS_CASTS = [
     ("DT_UINT32", "DT_UINT16"), ("DT_UINT16", "DT_UINT8"),
 ]
 
-# Show tracebacks of internal errors (same as --debug).
+# Show tracebacks of internal errors (same as --debug): True or False.
 DEBUG = False
 
 # Accepted for compatibility with the original precision_tool's config; unused (no CANN needed).

@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "Without COMMAND: the interactive shell.")
     parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and the commands")
     parser.add_argument("--data", metavar="DIR", help="data root. Defaults to DATA_ROOT_DIR, else ./precision_data.")
+    parser.add_argument("--out", metavar="DIR",
+                        help="output root: where every command writes (results, exports, graphs, "
+                             "reports, caches). Defaults to OUTPUT_ROOT, else temp/ under the data root.")
     parser.add_argument("--config", metavar="PATH", help="config.py to read (else $PRECISION_TOOL_CONFIG, else ./config.py)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     parser.add_argument("-e", dest="execute", metavar="COMMANDS", help='run "cmd1; cmd2" and exit')
@@ -68,9 +71,12 @@ def main(argv: list[str] | None = None) -> int:
 
     console = make_console()
     try:
-        config = load_config({"DATA_ROOT_DIR": args.data, "DEBUG": args.debug or None}, args.config)
+        config = load_config({"DATA_ROOT_DIR": args.data, "OUTPUT_ROOT": args.out,
+                              "DEBUG": args.debug or None}, args.config)
     except PrecisionToolError as exc:
-        make_console(stderr=True).print(f"error: {exc}", markup=False)
+        from precision_tool.render.lines import OneLine
+
+        make_console(stderr=True).print(OneLine(f"error: {exc}"), crop=False)  # never wrapped
         return ExitStatus.ERROR
     if args.execute is None and not args.command:
         from precision_tool.shell.app import run_shell
@@ -83,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     line = args.execute if args.execute is not None else shlex.join(args.command)
     try:
         return int(execute_line(line, build_registry(), context))
-    except ExitShell:
-        return ExitStatus.OK
+    except ExitShell as leave:
+        return int(leave.status or ExitStatus.OK)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ assignments count (``ast.literal_eval``), so a config file cannot run code.
 from __future__ import annotations
 
 import ast
+import math
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import PrecisionToolError
+from .formats.tree import parse_step_spec
 
 CONFIG_ENV = "PRECISION_TOOL_CONFIG"
 ENV_PREFIX = "PRECISION_TOOL_"
@@ -31,6 +34,7 @@ class Config:
     """Every setting of the tool. File keys are the upper-case names (``DATA_ROOT_DIR``...)."""
 
     data_root_dir: Path = Path("precision_data")
+    output_root: Path | None = None  # None: temp/ under the data root
     tf_dump_step: str = "0"
     cosine_threshold: float = 0.98
     red_threshold: float | None = None  # None: the RED that goes with the cosine threshold
@@ -47,54 +51,173 @@ class Config:
 
     @property
     def temp_dir(self) -> Path:
-        return self.data_root_dir / "temp"
+        """The output root: OUTPUT_ROOT (``--out``), else ``temp/`` under the data root. The
+        only place the tool writes (see :mod:`precision_tool.formats.atomic`)."""
+        return self.output_root if self.output_root is not None else self.data_root_dir / "temp"
 
 
 _FIELDS = {f.name.upper(): f for f in fields(Config) if f.name != "source"}
-_OPTIONAL_NUMBERS = frozenset({"RED_THRESHOLD"})
+_RELATIVE_TO_FILE = ("DATA_ROOT_DIR", "OUTPUT_ROOT")  # paths in config.py: from the file's dir
+MAX_CONFIG_BYTES = 1 << 20  # a config.py is a few KB; more is not a settings file
+MAX_WORKERS = 1024
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+_DTYPE_NAME = re.compile(r"^DT_[A-Z0-9_]+$")
+
+
+class _Bad(ValueError):
+    """A value that is not what a setting wants; ``wants`` says what it wants."""
+
+    def __init__(self, wants: str):
+        super().__init__(wants)
+        self.wants = wants
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _Bad("a number")
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except (ValueError, OverflowError):
+        raise _Bad("a number") from None
+    if not math.isfinite(number):
+        raise _Bad("a finite number")
+    return number
+
+
+def _whole(value: Any, low: int, high: int | None = None) -> int:
+    wants = f"a whole number >= {low}" + (f" and <= {high}" if high is not None else "")
+    if isinstance(value, str) and value.strip().lstrip("+").isascii() and value.strip().lstrip("+").isdigit() and len(value) < 20:
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(wants)
+    if value < low or (high is not None and value > high):
+        raise _Bad(wants)
+    return value
+
+
+def _path(value: Any) -> Path:
+    if isinstance(value, Path):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        raise _Bad("a directory path (a non-empty string)")
+    return Path(value)
+
+
+def _optional_path(value: Any) -> Path | None:
+    return None if value is None or (isinstance(value, str) and not value.strip()) else _path(value)
+
+
+def _steps(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Bad("steps as text like '0', '0|5|10' or '3-5' ('' for all)")
+    try:
+        parse_step_spec(value)
+    except PrecisionToolError:
+        raise _Bad("steps like '0', '0|5|10' or '3-5' ('' for all)") from None
+    return str(value)
+
+
+def _cosine(value: Any) -> float:
+    number = _number(value)
+    if not -1 <= number <= 1:
+        raise _Bad("a cosine between -1 and 1")
+    return number
+
+
+def _red(value: Any) -> float | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    number = _number(value)
+    if number < 0:
+        raise _Bad("a number >= 0, or None")
+    return number
+
+
+def _casts(value: Any) -> tuple[tuple[str, str], ...]:
+    wants = "a list of (source, target) pairs of GE dtype names like ('DT_FLOAT', 'DT_INT32')"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise _Bad(wants)
+    pairs = []
+    for pair in value:
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or not all(isinstance(n, str) and _DTYPE_NAME.match(n) for n in pair)):
+            raise _Bad(wants)
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise _Bad("True or False")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, (str, Path)):
+        raise _Bad("a string")
+    return str(value)
+
+
+_RULES = {
+    "DATA_ROOT_DIR": _path, "OUTPUT_ROOT": _optional_path, "TF_DUMP_STEP": _steps,
+    "COSINE_THRESHOLD": _cosine, "RED_THRESHOLD": _red, "VCS_LIMIT": lambda v: _whole(v, 0),
+    "WORKERS": lambda v: _whole(v, 0, MAX_WORKERS), "DANGEROUS_CASTS": _casts,
+    "CMD_ROOT_PATH": _text, "DEBUG": _flag,
+}
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _coerce(name: str, value: Any, origin: str) -> Any:
-    """``value`` as the type of setting ``name``; PrecisionToolError naming ``origin`` if it won't go."""
-    default = getattr(Config, _FIELDS[name].name)
+    """``value`` checked and converted for setting ``name``; PrecisionToolError naming the
+    setting, what it wants and ``origin`` when it is not that."""
     try:
-        if name in _OPTIONAL_NUMBERS:
-            return None if value is None or str(value).strip().lower() in ("", "none") else float(value)
-        if isinstance(default, Path):
-            return Path(str(value))
-        if isinstance(default, bool):
-            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-        if isinstance(default, (int, float)) and not isinstance(value, (int, float)):
-            return type(default)(str(value).strip())
-        if isinstance(default, tuple):
-            return tuple(tuple(pair) for pair in value)
-        if isinstance(default, str):
-            return "" if value is None else str(value)
-        return type(default)(value)
-    except (TypeError, ValueError):
-        raise PrecisionToolError(f"setting {name}: cannot use {value!r}", origin) from None
+        return _RULES[name](value)
+    except _Bad as bad:
+        raise PrecisionToolError(f"setting {name}: {_shown(value)} is not {bad.wants}", origin) from None
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """The settings a config.py assigns, as ``{NAME: value}``; unknown names are ignored."""
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise PrecisionToolError(f"config file is larger than {MAX_CONFIG_BYTES >> 20} MiB", path)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise PrecisionToolError(f"cannot read config ({exc})", path) from None
     except SyntaxError as exc:
-        raise PrecisionToolError(f"config syntax error at line {exc.lineno}: {exc.msg}", path) from None
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise PrecisionToolError(f"config syntax error{where}: {exc.msg}", path) from None
+    except (MemoryError, RecursionError, ValueError):  # absurd nesting; a NUL byte (older Pythons)
+        raise PrecisionToolError("config cannot be read as Python assignments (nested too deeply, "
+                                 "or a NUL byte)", path) from None
     values = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             if name in _FIELDS:
-                try:
-                    values[name] = ast.literal_eval(node.value)
-                except ValueError:
-                    raise PrecisionToolError(
-                        f"config line {node.lineno}: {name} must be a literal value", path) from None
+                values[name] = _literal(node, name, path)
     return values
+
+
+def _literal(node: ast.Assign, name: str, path: Path) -> Any:
+    try:
+        return ast.literal_eval(node.value)
+    except (ValueError, SyntaxError):  # a call, a name
+        raise PrecisionToolError(f"config line {node.lineno}: {name} must be a literal value", path) from None
+    except TypeError as exc:  # {[1]: 2}
+        raise PrecisionToolError(f"config line {node.lineno}: {name} is not a valid literal ({exc})",
+                                 path) from None
+    except (MemoryError, RecursionError):
+        raise PrecisionToolError(f"config line {node.lineno}: {name} is nested too deeply", path) from None
 
 
 def find_config_file(flag: str | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -117,22 +240,17 @@ def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None 
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     path = find_config_file(config_path, environ, cwd)
-    merged: dict[str, Any] = {}
+    given: list[tuple[str, Any, str]] = []  # (name, value, origin), later ones win
     if path is not None:
-        merged.update({k: (k, v, str(path)) for k, v in read_config_file(path).items()})
-        data = merged.get("DATA_ROOT_DIR")
-        if data and not Path(str(data[1])).is_absolute():  # relative to the config file's dir
-            merged["DATA_ROOT_DIR"] = ("DATA_ROOT_DIR", path.parent / str(data[1]), str(path))
-    for name in _FIELDS:
-        if ENV_PREFIX + name in environ:
-            merged[name] = (name, environ[ENV_PREFIX + name], ENV_PREFIX + name)
-    for name, value in (flags or {}).items():
-        if value is not None:
-            merged[name] = (name, value, "command line")
-    settings = {_FIELDS[n].name: _coerce(n, v, origin) for n, v, origin in merged.values()}
-    config = replace(Config(), **settings, source=path)
-    if config.cosine_threshold != config.cosine_threshold or config.vcs_limit < 0:
-        raise PrecisionToolError("COSINE_THRESHOLD must be a number and VCS_LIMIT >= 0")
-    if config.red_threshold is not None and not config.red_threshold >= 0:
-        raise PrecisionToolError("RED_THRESHOLD must be a number >= 0, or None")
-    return config
+        given += [(name, value, str(path)) for name, value in read_config_file(path).items()]
+    given += [(name, environ[ENV_PREFIX + name], ENV_PREFIX + name) for name in _FIELDS
+              if ENV_PREFIX + name in environ]
+    given += [(name, value, "command line") for name, value in (flags or {}).items()
+              if value is not None]
+    settings = {}
+    for name, value, origin in given:  # every value is checked, even one a later source overrides
+        value = _coerce(name, value, origin)
+        if name in _RELATIVE_TO_FILE and path is not None and origin == str(path) and value is not None:
+            value = path.parent / value  # relative paths in config.py: from the file's directory
+        settings[_FIELDS[name].name] = value
+    return replace(Config(), **settings, source=path)

@@ -30,7 +30,6 @@ class Context(Workspace):
         self.error_console = error_console
 
     def temp_dir(self, *parts: str) -> Path:
-        """A directory under the output root (created): the only place the tool writes."""
-        path = self.config.temp_dir.joinpath(*parts)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """A directory under the output root, created (never through a link): write in it
+        through ``self.output`` (:class:`~precision_tool.formats.atomic.OutputRoot`)."""
+        return self.output.directory(*parts)

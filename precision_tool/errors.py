@@ -17,3 +17,13 @@ class PrecisionToolError(Exception):
         self.path = None if path is None else os.fspath(path)
         self.problem = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class OutputClosed(Exception):
+    """The tool's own output went away: the reader of a pipe left (``| head``), or the disk
+    standard output goes to is full. Not the user's data, not a bug: the run stops, quietly for
+    a closed pipe, with one line on standard error otherwise."""
+
+    def __init__(self, message: str, broken_pipe: bool):
+        self.broken_pipe = broken_pipe
+        super().__init__(message)

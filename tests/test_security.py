@@ -4,11 +4,16 @@ be used to reach outside the places the tool reads and writes."""
 from __future__ import annotations
 
 import ast
+import csv
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from precision_tool.compare.result import CompareRow
+from precision_tool.compare.result_csv import neutralise, read_result_csv, restore, write_result_csv
 from precision_tool.config import load_config
 from precision_tool.formats.dump_names import list_dump_files, read_mapping
 from precision_tool.formats.dump_write import TensorSpec, build_dump
@@ -195,3 +200,153 @@ def test_files_written_for_hostile_op_names_stay_under_temp_with_safe_names(tmp_
         assert path.is_relative_to(root / "temp") or path.parent == tmp_path / "out_dir", path
         assert len(path.name.encode()) <= 255 and ".." not in path.name, path
         assert not path.name.startswith("."), path  # no temporary file left behind
+
+
+# --- every write goes through the one door ------------------------------------------------------
+
+# modules that write on purpose outside the output root: the writers of test inputs and of the
+# sample data (they make data roots), and the shell history in the user's home
+WRITES_ELSEWHERE = {"formats/dump_write.py", "formats/graph_write.py", "formats/onnx_write.py",
+                    "formats/golden.py", "shell/history.py", "formats/atomic.py",
+                    # SQLite opens its own files; the row cache makes its directory through the
+                    # output root and refuses a link at the database's names first
+                    "compare/row_cache.py"}
+WRITING_FUNCTIONS = {"os.replace", "os.rename", "os.renames", "os.unlink", "os.remove", "os.rmdir",
+                     "os.mkdir", "os.makedirs", "os.open", "os.symlink", "os.link", "os.truncate",
+                     "np.save", "np.savez", "np.savez_compressed", "np.savetxt", "numpy.save",
+                     "graphviz.render", "sqlite3.connect"}
+WRITING_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "symlink_to",
+                   "hardlink_to", "rename", "tofile"}
+WRITING_MODULES = {"shutil", "tempfile"}
+
+
+def _writes(path: Path, root: Path = PACKAGE) -> list[str]:
+    """Calls in one module that write files by themselves instead of through formats/atomic.py:
+    ``open`` in a writing mode, os/numpy/shutil/tempfile writers, and the Path methods that
+    write (``str.replace`` and ``Path.replace`` look alike: os.replace is caught, Path's not)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    handles = _output_handles(tree)
+    found = []
+    for call in _calls(tree):
+        name = _name(call.func)
+        module, _, last = name.rpartition(".")
+        if _first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call):
+            continue  # into a file the output root opened; the OutputRoot (`root`, `self.root`)
+        mode = (call.args[1] if len(call.args) > 1 else _keyword(call, "mode")) if name in ("open", "io.open") else None
+        if ((mode is not None and not (isinstance(mode, ast.Constant) and mode.value in ("r", "rb")))
+                or name in WRITING_FUNCTIONS or (module in WRITING_MODULES and last != "which")
+                or (isinstance(call.func, ast.Attribute) and last in WRITING_METHODS)):
+            found.append(f"{path.relative_to(root)}:{call.lineno}: {name}")
+    return found
+
+
+def _output_handles(tree: ast.AST) -> set[str]:
+    """Names bound by ``with <root>.create(...) as name``: files opened by the output root."""
+    return {item.optional_vars.id for node in ast.walk(tree) if isinstance(node, ast.With)
+            for item in node.items if isinstance(item.context_expr, ast.Call)
+            and _name(item.context_expr.func).endswith(".create")
+            and isinstance(item.optional_vars, ast.Name)}
+
+
+def _opens_devnull(call: ast.Call) -> bool:
+    return bool(call.args) and _name(call.args[0]) == "os.devnull"
+
+
+def _first_arg(call: ast.Call) -> str | None:
+    first = call.args[0] if call.args else None
+    return first.id if isinstance(first, ast.Name) else None
+
+
+def test_every_write_of_the_package_goes_through_the_output_root():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        if rel not in WRITES_ELSEWHERE and not rel.startswith("sample/"):
+            wrong += _writes(path)
+    assert wrong == []
+
+
+def test_the_write_checker_catches_what_it_is_for(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import numpy as np, os, shutil\nfrom pathlib import Path\n"
+                   "Path('x').write_text('y')\nopen('f', 'w')\nnp.save('a', 1)\nos.replace('a', 'b')\n"
+                   "shutil.copy('a', 'b')\nPath('d').mkdir()\nopen('f', mode='ab')\n"
+                   "open('f')\n'a'.replace('b', 'c')\nshutil.which('dot')\n"
+                   "with root.create('x') as out:\n    np.save(out, 1)\nnp.save(other, 1)\n"
+                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n")
+    assert len(_writes(bad, tmp_path)) == 9, _writes(bad, tmp_path)
+
+
+# --- no formula from a name in the result CSV --------------------------------------------------
+
+FORMULA_STARTS = "=+-@\t\r"
+FORMULA_OPS = ['=HYPERLINK("http://evil.example/x","click")', "+1+cmd|' /C calc'!A0", "-2+3",
+               "@SUM(1+1)*cmd|' /C calc'!A0", "'=already quoted", "=1"]
+_NAME_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                     min_size=1, max_size=30)
+_NAMES = _NAME_TEXT.filter(lambda s: s.rstrip() == s and (s.lstrip() == s or s[0] in "\t\r"))
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_neutralise_is_undone_exactly_and_never_leaves_a_formula(text):
+    cell = neutralise(text)
+    assert restore(cell) == text
+    assert cell[:1] not in FORMULA_STARTS or cell == ""
+
+
+@given(name=_NAMES, op_type=_NAMES, golden=_NAMES.filter(lambda s: s != "*"), reason=_NAMES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_csv_round_trip_keeps_every_name_and_no_cell_is_a_formula(tmp_path, name, op_type, golden, reason):
+    row = CompareRow(index=1, op_type=op_type, npu_name=name, npu_dtype="float16", npu_address=None,
+                     ground_truth=golden, golden_dtype="float32", tensor_index=f"{name}:output:0",
+                     shape=(2,), metrics={"CosineSimilarity": -0.5}, fail_reason=reason)
+    path = write_result_csv(tmp_path / "r.csv", [row])
+    (back,) = read_result_csv(path)
+    assert (back.npu_name, back.op_type, back.ground_truth, back.fail_reason, back.tensor_index) == (
+        name, op_type, golden, reason, f"{name}:output:0")
+    with open(path, newline="", encoding="utf-8") as handle:  # the cells, as a spreadsheet gets them
+        cells = [cell for line in csv.reader(handle) for cell in line]
+    for cell in cells:
+        assert cell[:1] not in FORMULA_STARTS.replace("-", "") and (cell[:1] != "-" or float(cell) < 0), cell
+
+
+def _formula_root(tmp_path: Path) -> Path:
+    """input (Data) -> each FORMULA_OPS op (Relu) reading it, dumped and with golden tensors."""
+    root = tmp_path / "precision_data"
+    model = "ge_default_20260101000000_1"
+    step = root / f"npu/debug_0/dump/20260101000000/0/{model}/1/0"
+    step.mkdir(parents=True)
+    desc = tensor_desc("DT_FLOAT", "ND", (3,), origin_format="ND", origin_shape=(3,))
+    ops = [OpSpec("input", "Data", [], [desc], [desc])]
+    ops += [OpSpec(name, "Relu", ["input:0"], [desc], [tensor_desc(
+        "DT_FLOAT", "ND", (3,), origin_format="ND", origin_shape=(3,), origin_name=f"tf_relu_{k}",
+        origin_output_index=0)]) for k, name in enumerate(FORMULA_OPS)]
+    (root / "npu/debug_0/graph").mkdir(parents=True)
+    write_graph_text(build_model(ops, name=model), root / "npu/debug_0/graph/ge_proto_00000001_Build.txt")
+    value = np.array([1.0, -2.0, 3.0], np.float32)
+    spec = TensorSpec(value, "FLOAT")
+    write_golden(root / "tf/dump", "input", 0, TS, value)
+    for k, name in enumerate(FORMULA_OPS):
+        key = name.replace("/", "_").replace(".", "_").replace(" ", "_")
+        (step / f"Relu.{key}.{k + 2}.0.{TS + k + 1}").write_bytes(
+            build_dump(name, [spec], [TensorSpec(np.maximum(value, 0), "FLOAT")], dump_time=TS + k + 1))
+        write_golden(root / "tf/dump", f"tf_relu_{k}", 0, TS + k + 1, np.maximum(value, 0))
+    return root
+
+
+def test_vc_writes_no_formula_and_vcs_reads_the_real_names(tmp_path):
+    root = _formula_root(tmp_path)
+    context, out = make_context(root, width=400, WORKERS=1)
+    assert run_command(context, "vc") == 0, out.getvalue()
+    (path,) = (root / "temp" / "vector_compare").glob("*/*.csv")
+    with open(path, newline="", encoding="utf-8") as handle:
+        lines = list(csv.reader(handle))
+    names = [line[2] for line in lines[1:]]  # NPUDump, as a spreadsheet gets it
+    assert not [n for n in names if n[:1] in FORMULA_STARTS]
+    assert {f"'{n}" for n in FORMULA_OPS if n[0] in "=+-@" or n.startswith("'=")} <= set(names)
+    assert {row.npu_name for row in read_result_csv(path)} == {"input", *FORMULA_OPS}
+    assert run_command(context, "vcs -c 1 -l 0") == 1  # cosine 1 <= 1: every op listed by name
+    shown = out.getvalue()
+    assert all(name in shown for name in ("=1", "-2+3", "'=already quoted"))
+    assert "''=already quoted" not in shown and "'=1" not in shown

@@ -10,8 +10,9 @@ numpy cannot save bfloat16 and the fp8/fp4 types portably (they become opaque vo
 those are written as float32, which holds every one of their values exactly. Everything else
 keeps its dtype. Arrays are saved with ``allow_pickle=False``.
 
-Default OUT: ``temp/decode/dump_convert/`` under the data root. The dump and golden directories
-are never written to, not even with ``-o``.
+Default OUT: ``decode/dump_convert/`` under the output root (``temp/`` of the data root). The
+dump and golden directories are never written to, not even with ``-o``; OUT is written like the
+output root (:class:`~precision_tool.formats.atomic.OutputRoot`: no link followed in it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from rich.text import Text
 
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.atomic import atomic_write
+from ..formats.atomic import OutputError, OutputRoot
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
@@ -54,7 +55,8 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-f", "--format", dest="fmt", metavar="FORMAT",
                         help=f"transpose the host tensor to FORMAT ({', '.join(TARGET_FORMATS)})")
     parser.add_argument("-o", "--output", metavar="OUT",
-                        help="output directory (default: temp/decode/dump_convert/ under the data root)")
+                        help="output directory (default: decode/dump_convert/ under the output root, "
+                             "temp/ of the data root unless --out)")
     parser.add_argument("--device", action="store_true", help="keep the device layout and shape")
 
 
@@ -73,25 +75,12 @@ def _target_format(fmt: str | None) -> str | None:
     return name
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        return False
-
-
-def _output_dir(context: Context, out: str | None) -> Path:
-    if out is None:
-        return context.temp_dir("decode", "dump_convert")
-    path = Path(out).expanduser()
-    for protected in (context.data.npu, context.data.golden_dir):
-        if protected.exists() and _inside(path, protected):
-            raise PrecisionToolError(f"refusing to write into the input data under {protected}", path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrecisionToolError(f"cannot create the output directory ({exc.strerror or exc})", path) from None
-    return path
+def _output_dir(context: Context, out: str | None) -> tuple[OutputRoot, Path]:
+    """The root the arrays are written under and their directory (created): OUT itself, or
+    ``decode/dump_convert`` of the output root."""
+    root = context.output if out is None else context.output_at(out)
+    parts = ("decode", "dump_convert") if out is None else ()
+    return root, root.directory(*parts)
 
 
 def decode_tensor(tensor: DumpTensor, device: bool, fmt: str | None) -> tuple[np.ndarray, str]:
@@ -112,12 +101,13 @@ def decode_tensor(tensor: DumpTensor, device: bool, fmt: str | None) -> tuple[np
     return convert_host_format(host, layout, fmt), f"{fmt} from {layout}"
 
 
-def save_npy(path: Path, array: np.ndarray) -> None:
+def save_npy(root: OutputRoot, path: Path, array: np.ndarray) -> None:
     """``np.save`` without pickling; dtypes numpy cannot save portably become float32. The file
-    appears under ``path`` only once complete (Ctrl-C leaves nothing half-written)."""
+    appears under ``path`` (in ``root``) only once complete (Ctrl-C or a full disk leaves
+    nothing half-written)."""
     if array.dtype.kind == "V" and array.dtype.names is None:  # ml_dtypes' bfloat16, fp8, fp4
         array = array.astype(np.float32)
-    with atomic_write(path, binary=True) as handle:  # a handle: np.save adds no second suffix
+    with root.create(path, binary=True) as handle:  # a handle: np.save adds no second suffix
         np.save(handle, array, allow_pickle=False)
 
 
@@ -131,19 +121,19 @@ def _selected(dump: DumpFile, selection: DumpSelection) -> list[DumpTensor]:
     return [side[selection.index]]
 
 
-def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection, out: Path, args,
-                 fmt: str | None, problems: list[str]) -> list[Decoded]:
+def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection,
+                 out: tuple[OutputRoot, Path], args, fmt: str | None,
+                 problems: list[str]) -> list[Decoded]:
+    root, directory = out
     written = []
     for tensor in _selected(dump, selection):
         try:
             array, layout = decode_tensor(tensor, args.device, fmt)
-            path = out / output_name(file_name, tensor, array.shape)
-            save_npy(path, array)
         except PrecisionToolError as exc:
             problems.append(f"{file_name} {tensor.name}: {exc.problem}")
             continue
-        except OSError as exc:
-            raise PrecisionToolError(f"cannot write ({exc.strerror or exc})", out) from None
+        path = directory / output_name(file_name, tensor, array.shape)
+        save_npy(root, path, array)  # a write that fails (a full disk) ends the command
         written.append(Decoded(file_name, tensor, layout, tuple(array.shape), path))
     return written
 
@@ -183,11 +173,13 @@ def run(args, context: Context) -> CommandResult:
         try:
             dump = read_dump(target.path, name=target.file_name)
             decoded += _decode_file(dump, target.file_name, selection, out, args, fmt, problems)
+        except OutputError:
+            raise  # the output is gone (a full disk): the next file would fail the same way
         except PrecisionToolError as exc:
             if len(selection.targets) == 1:
                 raise
             problems.append(str(exc))
-    return _report(decoded, problems, selection, out)
+    return _report(decoded, problems, selection, out[1])
 
 
 COMMAND = Command(

@@ -3,7 +3,10 @@
 Every command, typed at the prompt, piped in, or given on the command line, runs through
 :func:`execute_line`: PrecisionToolError prints one line, a bad flag prints the command's usage,
 Ctrl-C cancels the command, and any other exception prints a short message (the traceback with
-``--debug``). Nothing escapes but :class:`ExitShell`, so the prompt always comes back. Nothing
+``--debug``). Nothing escapes but :class:`ExitShell`, so the prompt always comes back. Standard
+output going away ends the run through ExitShell too: quietly, with the command's own status,
+when the reader of a pipe left (``| head -1``); with one line on standard error and status 2 when
+the disk is full. Nothing
 here needs a terminal: the prompt_toolkit loop in :mod:`precision_tool.shell.session` calls in.
 """
 
@@ -13,7 +16,7 @@ import logging
 import traceback
 from typing import TYPE_CHECKING, Iterable
 
-from ..errors import PrecisionToolError
+from ..errors import OutputClosed, PrecisionToolError
 from ..status import ExitStatus
 from .registry import CommandResult, Registry, UsageError, run_words, split_commands
 
@@ -24,23 +27,44 @@ log = logging.getLogger("precision_tool")
 
 
 class ExitShell(Exception):
-    """Raised by an exit word (``exit``, ``quit``) to leave the loop."""
+    """Raised by an exit word (``exit``, ``quit``) to leave the loop; ``status``, when set, is
+    the status to leave with (the output went away: the last command's own status)."""
+
+    def __init__(self, status: ExitStatus | None = None):
+        super().__init__()
+        self.status = status
 
 
 def render_result(result: CommandResult, context: Context) -> None:
-    """Print a command's renderables on the context's console."""
+    """Print a command's renderables on the context's console.
+
+    Raises:
+        OutputClosed: standard output went away (a closed pipe, a full disk).
+    """
     # crop=False: a OneLine wider than the console is printed whole (nothing else is that wide)
-    for renderable in result.renderables:
-        if isinstance(renderable, str):
-            context.console.print(renderable, markup=False, crop=False)
-        else:
-            context.console.print(renderable, crop=False)
+    try:
+        for renderable in result.renderables:
+            if isinstance(renderable, str):
+                context.console.print(renderable, markup=False, crop=False)
+            else:
+                context.console.print(renderable, crop=False)
+    except OSError as exc:  # a full disk or an I/O error; a closed pipe comes as OutputClosed
+        getattr(context.console, "output_lost", lambda: None)()
+        raise OutputClosed(exc.strerror or str(exc), broken_pipe=False) from None
 
 
 def _report(context: Context, message: str, style: str = "error") -> None:
     from ..render.lines import OneLine
 
     (context.error_console or context.console).print(OneLine(message, style), crop=False)
+
+
+def _report_to_stderr(context: Context, message: str) -> None:
+    """One error line on standard error even when errors otherwise go to the (lost) output."""
+    from ..render.lines import OneLine
+    from ..render.theme import make_console
+
+    (context.error_console or make_console(stderr=True)).print(OneLine(message, "error"), crop=False)
 
 
 def _usage(context: Context, usage: str) -> None:
@@ -52,9 +76,15 @@ def _usage(context: Context, usage: str) -> None:
 def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStatus:
     if words[0] in registry.exit_words:
         raise ExitShell()
+    result = None
     try:
         result = run_words(registry, words, context)
         render_result(result, context)  # inside the boundary: Ctrl-C or a bug while printing too
+    except OutputClosed as exc:  # nobody reads any more: stop here, with the command's status
+        if exc.broken_pipe:
+            raise ExitShell(result.status if result is not None else ExitStatus.OK) from None
+        _report_to_stderr(context, f"error: cannot write the output: {exc}")
+        raise ExitShell(ExitStatus.ERROR) from None
     except UsageError as exc:
         _report(context, f"error: {exc}")
         if exc.usage:
@@ -78,7 +108,7 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
 
 def execute_line(line: str, registry: Registry, context: Context) -> ExitStatus:
     """Run every ``;``-separated command of ``line``; the worst status wins. Never raises
-    except :class:`ExitShell`."""
+    except :class:`ExitShell` (whose status, when set, is the worst so far)."""
     try:
         commands = split_commands(line)
     except UsageError as exc:
@@ -86,7 +116,12 @@ def execute_line(line: str, registry: Registry, context: Context) -> ExitStatus:
         return ExitStatus.ERROR
     worst = ExitStatus.OK
     for words in commands:
-        status = _run_one(words, registry, context)
+        try:
+            status = _run_one(words, registry, context)
+        except ExitShell as leave:
+            if leave.status is not None:
+                leave.status = ExitStatus(max(worst, leave.status))
+            raise
         worst = max(worst, status)
     return ExitStatus(worst)
 
@@ -99,6 +134,6 @@ def run_lines(lines: Iterable[str], registry: Registry, context: Context) -> Exi
         for line in lines:
             if line.strip() and not line.lstrip().startswith("#"):
                 worst = max(worst, execute_line(line, registry, context))
-    except ExitShell:
-        pass
+    except ExitShell as leave:
+        worst = max(worst, leave.status or ExitStatus.OK)
     return ExitStatus(worst)

@@ -23,6 +23,7 @@ from ..formats.digraph_files import write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
 from ..render import node_info, op_graph
+from ..render.limits import FULL_FLAG, LIST_LIMIT, head
 from .lookup import find_ops, graph_label
 from .registry import Command, CommandParser, CommandResult, UsageError
 
@@ -44,6 +45,9 @@ def _add_arguments(parser: CommandParser) -> None:
                              "edges downstream, and those consumers' other inputs (e.g. the next "
                              "MatMul's weight and bias); 0 is the op alone")
     parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument(FULL_FLAG, action="store_true",
+                        help=f"every entry of long lists (default: the first {LIST_LIMIT} inputs, "
+                             "outputs and tensors of each, then '... N more')")
 
 
 def _op_name(args) -> str:
@@ -95,7 +99,8 @@ def dump_row(tensor: DumpTensor, desc: TensorDesc | None, source: str = "") -> n
     return node_info.TensorRow(source=source, stats=stats, note=node_info.stats_note(stats), **row)
 
 
-def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef) -> list:
+def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef,
+                      limit: int | None) -> list:
     where = f"step {step.step}, device {step.device}" if step.step is not None else f"device {step.device}"
     title = f"NPU dump ({where}): {file.name.file_name}"
     try:
@@ -103,13 +108,15 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     except PrecisionToolError as exc:
         return [Text(f"{title}: cannot read it: {exc.problem}", style="warn")]
     refs = op.data_inputs
+    inputs, hidden_in = head(dump.inputs, limit)  # statistics only of the tensors shown
+    outputs, hidden_out = head(dump.outputs, limit)
     rows = [dump_row(t, op.input_desc(t.index),
-                     str(refs[t.index]) if t.index < len(refs) else "") for t in dump.inputs]
+                     str(refs[t.index]) if t.index < len(refs) else "") for t in inputs]
     rows += [dump_row(t, op.output_desc(t.index),
-                      _output_origin(graph, op, t)) for t in dump.outputs]
+                      _output_origin(graph, op, t)) for t in outputs]
     if not rows:
         return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
-    return [node_info.tensor_table(title, rows, "from / as")]
+    return [node_info.tensor_table(title, rows, "from / as", hidden_in + hidden_out)]
 
 
 def _output_origin(graph: GraphDesc, op: Op, tensor: DumpTensor) -> str:
@@ -117,8 +124,9 @@ def _output_origin(graph: GraphDesc, op: Op, tensor: DumpTensor) -> str:
     return f"{source[0]}:{source[1]}" if source else ""
 
 
-def dump_section(context: Context, ref: OpRef) -> list:
-    """The op's NPU dump tensors (latest launch per selected step dir), or a line saying why not."""
+def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list:
+    """The op's NPU dump tensors (latest launch per selected step dir; the first ``limit``
+    inputs and outputs of each), or a line saying why not."""
     try:
         files = _step_files(context, ref)
     except PrecisionToolError as exc:
@@ -127,22 +135,27 @@ def dump_section(context: Context, ref: OpRef) -> list:
         steps = context.config.tf_dump_step or "all"
         return [Text(f"NPU dump: no dump file of {ref.op.name} in the newest run "
                      f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
-    return [item for step, file in files for item in _dump_renderables(ref.graph, ref.op, step, file)]
+    return [item for step, file in files
+            for item in _dump_renderables(ref.graph, ref.op, step, file, limit)]
 
 
 # --- TF golden ----------------------------------------------------------------------------------
 
 
-def golden_targets(graph: GraphDesc, op: Op) -> list[tuple[str, int, str, int]]:
+def golden_targets(graph: GraphDesc, op: Op,
+                   limit: int | None = None) -> tuple[list[tuple[str, int, str, int]], int]:
     """``(kind, slot, TF tensor name, TF output index)`` for every data input and output of
-    ``op``: the golden tensor ``vc`` compares it with (:func:`~precision_tool.compare.pairing.golden_for`)."""
-    targets = []
+    ``op`` (the first ``limit`` of each): the golden tensor ``vc`` compares it with
+    (:func:`~precision_tool.compare.pairing.golden_for`); and how many slots were left out."""
+    targets, left_out = [], 0
     for kind, count in (("input", len(op.data_inputs)), ("output", max(len(op.output_descs), 1))):
-        for slot in range(count):
+        slots, hidden = head(range(count), limit)
+        left_out += hidden
+        for slot in slots:
             source = golden_for(graph, op, kind, slot)
             if source is not None:
                 targets.append((kind, slot, *source))
-    return targets
+    return targets, left_out
 
 
 def golden_row(golden, kind: str, slot: int, name: str, index: int) -> node_info.TensorRow:
@@ -159,15 +172,16 @@ def golden_row(golden, kind: str, slot: int, name: str, index: int) -> node_info
                                node_info.stats_note(stats))
 
 
-def golden_section(context: Context, graph: GraphDesc, op: Op) -> list:
-    """The TF golden tensors the op's inputs and outputs are compared with, or a line saying
-    there are none."""
+def golden_section(context: Context, graph: GraphDesc, op: Op, limit: int | None = None) -> list:
+    """The TF golden tensors the op's inputs and outputs (the first ``limit`` of each) are
+    compared with, or a line saying there are none."""
     try:
         golden = context.golden()
     except PrecisionToolError as exc:
         return [Text(f"TF golden: none ({exc})", style="warn")]
-    rows = [golden_row(golden, *target) for target in golden_targets(graph, op)]
-    return [node_info.tensor_table(f"TF golden ({golden.directory})", rows, "file")]
+    targets, hidden = golden_targets(graph, op, limit)
+    rows = [golden_row(golden, *target) for target in targets]
+    return [node_info.tensor_table(f"TF golden ({golden.directory})", rows, "file", hidden)]
 
 
 # --- subgraph -----------------------------------------------------------------------------------
@@ -188,10 +202,10 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
     hood = neighbourhood(ref.graph, ref.op, depth)
     title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
-    directory = context.temp_dir("op_graph")
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
-    written = write_digraph(op_graph.build_digraph(hood, title).source, directory / f"{stem}.gv",
-                                     len(hood.nodes))
+    root = context.output
+    written = write_digraph(root, op_graph.build_digraph(hood, title).source,
+                            root.path / "op_graph" / f"{stem}.gv", len(hood.nodes))
     edges = sum(not e.control for e in hood.edges)
     lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
                            (", ".join(str(p) for p in written.files), "path"))]
@@ -208,16 +222,17 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
     """Everything ``ni`` shows of one op; (renderables, files written)."""
     op = ref.op
+    limit = None if args.full else LIST_LIMIT
     out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id),
-                 node_info.inputs_table(op)]
-    control = node_info.control_line(op)
+                 node_info.inputs_table(op, limit)]
+    control = node_info.control_line(op, limit)
     if control is not None:
         out.append(control)
-    out.append(node_info.outputs_table(op))
-    out += dump_section(context, ref)
-    out += golden_section(context, ref.graph, op)
+    out.append(node_info.outputs_table(op, limit))
+    out += dump_section(context, ref, limit)
+    out += golden_section(context, ref.graph, op, limit)
     if args.all_attrs:
-        out.append(node_info.attributes_table(op))
+        out.append(node_info.attributes_table(op, limit))
     files = []
     if args.depth is not None:
         lines, files = subgraph_section(context, ref, args.depth)
@@ -262,4 +277,5 @@ COMMAND = Command(
                  "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
                  "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
                  "installed, else it prints the neighbourhood as a tree): producers D edges up, "
-                 "consumers D edges down, and the consumers' other producers."))
+                 "consumers D edges down, and the consumers' other producers. Long lists show "
+                 f"their first {LIST_LIMIT} entries and how many more there are ({FULL_FLAG}: all)."))

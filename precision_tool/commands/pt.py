@@ -1,8 +1,8 @@
 """``pt NAME``: print a tensor (an NPU dump tensor or a golden ``.npy``) and export it as text.
 
-The export is ``temp/pt/{tensor}.txt`` under the data root (never next to the input): a ``#``
-header line with the source, shape and dtype, then every value of the flattened tensor, one a
-line, so ``numpy.loadtxt`` reads it back. float16, float32, bfloat16 and fp8 values are written
+The export is ``pt/{tensor}.txt`` under the output root (``temp/`` of the data root unless
+``--out``; never next to the input): a ``#`` header line with the source, shape and dtype, then
+every value of the flattened tensor, one a line, so ``numpy.loadtxt`` reads it back. float16, float32, bfloat16 and fp8 values are written
 with 9 significant digits (exact for float32, so exact for all of them), float64 with 17,
 integers and booleans as integers, complex values as "real imag" pairs.
 """
@@ -17,7 +17,8 @@ from rich.text import Text
 from ..compare.stats import tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.atomic import atomic_write
+from ..formats.atomic import OutputRoot
+from ..render.limits import FULL_FLAG, LIST_LIMIT, head, more_note
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
@@ -35,6 +36,8 @@ def _add_arguments(parser: CommandParser) -> None:
                         help=f"how many of the first values to show (default {DEFAULT_COUNT}; 0: none)")
     parser.add_argument("--device", action="store_true",
                         help="an NPU tensor in its device layout and shape (default: host layout)")
+    parser.add_argument(FULL_FLAG, action="store_true",
+                        help=f"name every other tensor of the dump (default: the first {LIST_LIMIT})")
 
 
 def _text_format(dtype: np.dtype) -> tuple[str, np.dtype | None]:
@@ -47,12 +50,12 @@ def _text_format(dtype: np.dtype) -> tuple[str, np.dtype | None]:
     return "%.9g", np.dtype(np.float32)  # float16/32 and ml_dtypes' bfloat16 / fp8 / fp4
 
 
-def export_text(array: np.ndarray, path: Path, header: str) -> Path:
-    """Write every value of ``array`` (flattened, C order) to ``path``, one a line, after a
-    ``# header`` line; in chunks, so a huge tensor never becomes one huge string. The file
-    appears under ``path`` only once complete."""
+def export_text(root: OutputRoot, array: np.ndarray, path: Path, header: str) -> Path:
+    """Write every value of ``array`` (flattened, C order) to ``path`` under ``root``, one a
+    line, after a ``# header`` line; in chunks, so a huge tensor never becomes one huge string.
+    The file appears under ``path`` only once complete."""
     flat = np.asarray(array).reshape(-1)
-    with atomic_write(path) as handle:  # complete or absent, even after Ctrl-C
+    with root.create(path) as handle:  # complete or absent, even after Ctrl-C or a full disk
         handle.write(f"# {header}\n")
         if flat.dtype.kind == "c":
             for start in range(0, flat.size, _CHUNK):
@@ -128,10 +131,13 @@ def run(args, context: Context) -> CommandResult:
         out.append(values_table(np.asarray(array).reshape(-1)[:args.count], array.shape, array.size))
     stem = tensor.label.removesuffix(".npy").replace(":", ".") + (".device" if args.device else "")
     header = f"{tensor.label} shape={list(array.shape)} dtype={dtype_name}"
-    path = export_text(array, context.temp_dir("pt") / safe_file_name(stem, ".txt"), header)
+    root = context.output
+    path = export_text(root, array, root.path / "pt" / safe_file_name(stem, ".txt"), header)
     out.append(Text.assemble("all values written to ", (str(path), "path")))
     if tensor.others:
-        out.append(Text(f"this dump also holds {', '.join(tensor.others)} (select with NAME:input:0 ...)",
+        others, hidden = head(tensor.others, None if args.full else LIST_LIMIT)
+        more = f", {more_note(hidden)}" if hidden else ""
+        out.append(Text(f"this dump also holds {', '.join(others)}{more} (select with NAME:input:0 ...)",
                         style="muted"))
     return CommandResult(out, files=[path])
 

@@ -105,7 +105,8 @@ class CompareProgress:
 
 # --- running ---------------------------------------------------------------------------------
 
-def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display, cache) -> tuple[list[Summary], dict]:
+def _write_all(plans, root, paths: list[Path], metrics, workers: int, rule, display,
+               cache) -> tuple[list[Summary], dict]:
     """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
     sub-graphs and steps); every CSV appears only once all are complete. Returns the summaries
     and how many rows were reused from ``cache`` and computed."""
@@ -119,7 +120,7 @@ def _write_all(plans, paths: list[Path], metrics, workers: int, rule, display, c
     progress = display.track(label, sum(len(p.tasks) for p in plans)) if display else None
     counts: dict = {}
     with ExitStack() as stack:
-        writers = [stack.enter_context(ResultWriter(path, golden_address=plan.npu_vs_npu))
+        writers = [stack.enter_context(ResultWriter(path, root=root, golden_address=plan.npu_vs_npu))
                    for plan, path in zip(plans, paths)]
         for owner, row in run_comparisons(plans, metrics, workers, progress, cache, counts):
             writers[owner].write(row)
@@ -131,7 +132,7 @@ def _resumed(context: Context):
     """The newest interrupted run's result directory and options."""
     from ..compare.result_dir import interrupted_run
 
-    found = interrupted_run(context.config.data_root_dir)
+    found = interrupted_run(context.output)
     if found is None:
         raise PrecisionToolError("vc --resume: no interrupted comparison under "
                                  f"{context.config.temp_dir / 'vector_compare'}")
@@ -163,7 +164,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import COMPLETE, RUNNING, CompareOptions, csv_tags, new_result_dir
-    from ..compare.row_cache import CACHE_NAME, RowCache
+    from ..compare.row_cache import RowCache
 
     options = CompareOptions(left, right, graph, steps, devices, algorithms)
     if resume:  # the interrupted run's directory and options
@@ -172,20 +173,24 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
                              steps=options.steps, devices=options.devices)
     if not resume:  # after planning: bad input leaves no directory behind
-        directory = new_result_dir(context.config.data_root_dir, output)
+        directory = new_result_dir(context.output, context.output_at(output) if output else None)
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
     config = context.config
     paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
-    directory.mark(RUNNING, options)
-    cache = RowCache(config.temp_dir / "vector_compare" / CACHE_NAME) if reuse else None
+    cache = RowCache(context.output) if reuse else None
     try:
+        directory.mark(RUNNING, options)
         with CompareProgress(context.console, enabled=show_progress) as display, \
                 (cache if cache is not None else nullcontext()):
-            summaries, counts = _write_all(plans, paths, metrics, config.worker_count,
+            summaries, counts = _write_all(plans, directory.root, paths, metrics, config.worker_count,
                                            FlagRule.from_config(config), display, cache)
-        write_manifest(directory.path, [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
+        write_manifest(directory.root, directory.path,
+                       [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
         directory.mark(COMPLETE, options)
-    except BaseException:  # Ctrl-C or an error: no CSV of this one is left half-written
+    except PrecisionToolError:  # a full disk, a refused link: no CSV and no directory is left
+        _abandon(directory, resume)
+        raise
+    except BaseException:  # Ctrl-C, a signal: no CSV is left half-written, the run can resume
         _mark_interrupted(directory, options)
         raise
     reuse_line = _reuse_line(counts)
@@ -194,13 +199,24 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
 
 
+def _abandon(directory, resume: bool) -> None:
+    """Remove what a failed run made: its run.json and, when empty, its directory (a resumed
+    run's directory stays, still marked interrupted)."""
+    from ..compare.result_dir import RUN_FILE
+
+    if resume:
+        return
+    directory.root.remove(directory.path / RUN_FILE)
+    directory.root.remove_empty_dir(directory.path)
+
+
 def _mark_interrupted(directory, options) -> None:
     """Say the run stopped, so ``vc --resume`` continues it; never masks why it stopped."""
     from ..compare.result_dir import INTERRUPTED
 
     try:
         directory.mark(INTERRUPTED, options)
-    except OSError:
+    except (OSError, PrecisionToolError):
         pass
 
 
@@ -234,7 +250,8 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="compute every row again (default: reuse rows earlier runs computed from "
                              "the same files and metrics)")
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="write the CSV(s) into DIR instead of temp/vector_compare/{timestamp}/")
+                        help="write the CSV(s) into DIR instead of vector_compare/{timestamp}/ of "
+                             "the output root (temp/ unless --out)")
 
 
 COMMAND = Command(

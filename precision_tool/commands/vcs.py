@@ -1,7 +1,8 @@
 """``vcs``: the summary of a comparison result, with the first operator that introduces the error.
 
 Reads result CSVs (ours or msaccucmp's, any header variant) from a file, a directory, or by
-default the newest ``temp/vector_compare/{stamp}`` directory; each CSV is summarised on its own.
+default the newest ``vector_compare/{stamp}`` directory of the output root (``temp/``); each CSV
+is summarised on its own.
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def _csvs_in(directory: Path) -> list[Path]:
 def _given_path(text: str, context: Context) -> Path:
     path = Path(text).expanduser()
     if not path.exists() and not path.is_absolute():
-        under_root = context.config.data_root_dir / path
-        if under_root.exists():
-            return under_root
+        for base in (context.config.data_root_dir, context.config.temp_dir):
+            if (base / path).exists():
+                return base / path
     if not path.exists():
         raise PrecisionToolError("no such result file or directory", path)
     return path
@@ -104,7 +105,7 @@ def _given_path(text: str, context: Context) -> Path:
 
 def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     """The CSVs to summarise: ``file_arg`` (a CSV or a directory of them), or every CSV of the
-    newest result directory under the data root.
+    newest result directory under the output root.
 
     Raises:
         PrecisionToolError: nothing to summarise there (the message suggests running ``vc``).
@@ -112,7 +113,7 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     if file_arg:
         path = _given_path(file_arg, context)
         return _csvs_in(path) if path.is_dir() else [path]
-    return newest_result_csvs(context.config.data_root_dir)
+    return newest_result_csvs(context.config.temp_dir)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..config import Config
+from ..formats.atomic import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .engine import compare_tasks
 from .metrics import Metric, select_metrics
@@ -85,9 +86,10 @@ class ComparisonResult:
         :class:`~.divergence.FlagRule`, or a cosine threshold)."""
         return analyse(self.rows, rule)
 
-    def write_csv(self, path: str | os.PathLike) -> Path:
-        """Write the rows as a msaccucmp-format CSV at ``path``; returns the path."""
-        return write_result_csv(path, self.rows, golden_address=self.comparison.npu_vs_npu)
+    def write_csv(self, path: str | os.PathLike, root: OutputRoot | None = None) -> Path:
+        """Write the rows as a msaccucmp-format CSV at ``path`` (in ``root``, default its
+        directory: never through a link below it); returns the path."""
+        return write_result_csv(path, self.rows, root=root, golden_address=self.comparison.npu_vs_npu)
 
 
 @dataclass
@@ -139,7 +141,7 @@ class CompareResult:
         numeric = {i for i, name in enumerate(header) if name in NUMERIC_METRICS}
         records = []
         for row in self.rows:
-            cells = format_row(row, golden_address=golden_address)
+            cells = format_row(row, golden_address=golden_address, spreadsheet_safe=False)
             records.append([float(c) if i in numeric else (None if c == NOT_COMPARED else c)
                             for i, c in enumerate(cells)])
         frame = pd.DataFrame.from_records(records, columns=header)
@@ -155,8 +157,8 @@ class CompareResult:
         path = Path(path)
         if len(self.parts) == 1:
             return [self.parts[0].write_csv(path)]
-        path.mkdir(parents=True, exist_ok=True)
-        return [part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv")
+        root = OutputRoot(path)  # created, and nothing in it written through a link
+        return [part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv", root)
                 for i, part in enumerate(self.parts)]
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..formats.atomic import atomic_write
+from ..formats.atomic import OutputRoot
 from .plan import Comparison
 
 MANIFEST_NAME = "comparisons.json"
@@ -42,13 +42,10 @@ def csv_info(csv_name: str, comparison: Comparison) -> CsvInfo:
                    run=step.run if step else None, npu_vs_npu=comparison.npu_vs_npu)
 
 
-def write_manifest(directory: Path, entries: Iterable[CsvInfo]) -> Path:
-    """Write ``comparisons.json`` into ``directory`` (complete or absent); returns its path."""
-    path = directory / MANIFEST_NAME
+def write_manifest(root: OutputRoot, directory: Path, entries: Iterable[CsvInfo]) -> Path:
+    """Write ``comparisons.json`` into ``directory`` under ``root`` (complete or absent)."""
     document = {"schema": SCHEMA, "comparisons": [asdict(e) for e in entries]}
-    with atomic_write(path) as handle:
-        json.dump(document, handle, indent=1)
-    return path
+    return root.write_text(directory / MANIFEST_NAME, json.dumps(document, indent=1))
 
 
 def read_manifest(directory: Path) -> dict[str, CsvInfo]:

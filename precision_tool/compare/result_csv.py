@@ -1,10 +1,12 @@
 """The result CSV (FORMATS.md section 6): msaccucmp's columns and formatting, written and read.
 
 Writing: :class:`ResultWriter` streams rows into a temporary file beside the target and renames
-it to the final name only when closed without error, so an interrupted run never leaves a
-half-written CSV under the final name. Numbers print ``%.6f`` (computed ``nan``/``inf`` in lower
+it to the final name only when closed without error (through the output root, never through a
+link), so an interrupted run or a full disk never leaves a half-written CSV under any name. Numbers print ``%.6f`` (computed ``nan``/``inf`` in lower
 case); a metric not compared prints ``NaN``; the csv module quotes exactly as msaccucmp's file
-does (``"[2,8,8,3]"`` but ``[8]``; ``""`` inside reasons) and ends lines with CRLF.
+does (``"[2,8,8,3]"`` but ``[8]``; ``""`` inside reasons) and ends lines with CRLF. A text
+cell that a spreadsheet would run as a formula (an op named ``=HYPERLINK(...)``) gets a leading
+apostrophe (:func:`neutralise`), which the reader takes off again (:func:`restore`).
 
 Reading: :func:`read_result_csv` maps columns by header name, never by position, and accepts
 every variant of FORMATS.md: ``OpSequence`` after ``Index``, ``OverFlow`` before the metrics, a
@@ -18,13 +20,14 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from precision_tool.errors import PrecisionToolError
 
-from ..formats.atomic import create_exclusive, temp_name
+from ..formats.atomic import STAMP, OutputRoot, PendingFile
 from .metrics import METRICS
 from .result import CompareRow
 
@@ -32,7 +35,6 @@ NOT_COMPARED = "NaN"
 STD_COLUMN = "StandardDeviation"
 NUMERIC_METRICS = tuple(m.name for m in METRICS if not m.text)
 _NAN_TEXTS = {"nan", "NaN", "Nan", "NAN", "*", ""}
-_STAMP = "%Y%m%d%H%M%S"
 
 
 def columns(*, op_sequence: bool = False, overflow: bool = False,
@@ -55,47 +57,72 @@ def format_shape(shape: tuple[int, ...] | None) -> str:
     return NOT_COMPARED if shape is None else "[" + ",".join(str(d) for d in shape) + "]"
 
 
+# A cell a spreadsheet would run as a formula: = + - @ tab or CR first, after any apostrophes.
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+
+
+def neutralise(text: str) -> str:
+    """``text`` as a cell no spreadsheet runs as a formula: text starting with ``= + - @``, a tab
+    or a CR (after any apostrophes) gets one leading apostrophe more, as OWASP's "CSV Injection"
+    advice has it; :func:`restore` undoes it exactly (the apostrophes before the character keep
+    the mapping one-to-one, so a name that really starts with ``'=`` survives too)."""
+    return "'" + text if _FORMULA.match(text) else text
+
+
+def restore(cell: str) -> str:
+    """The text :func:`neutralise` made ``cell`` from."""
+    return cell[1:] if cell[:1] == "'" and _FORMULA.match(cell) else cell
+
+
 def _text(value: object) -> str:
-    return NOT_COMPARED if value is None else str(value)
+    return NOT_COMPARED if value is None else neutralise(str(value))
 
 
 def format_row(row: CompareRow, *, op_sequence: bool = False, overflow: bool = False,
-               golden_address: bool = False) -> list[str]:
-    """The CSV cells of ``row`` for the header :func:`columns` gives with the same flags."""
-    cells = [str(row.index)] + ([_text(row.op_sequence)] if op_sequence else [])
-    cells += [row.op_type, row.npu_name, _text(row.npu_dtype), _text(row.npu_address),
-              row.ground_truth, _text(row.golden_dtype)]
-    cells += ([_text(row.golden_address)] if golden_address else [])
-    cells += [_text(row.tensor_index), format_shape(row.shape)]
-    cells += [_text(row.overflow)] if overflow else []
+               golden_address: bool = False, spreadsheet_safe: bool = True) -> list[str]:
+    """The CSV cells of ``row`` for the header :func:`columns` gives with the same flags.
+
+    Text from the data (names, types, reasons) goes through :func:`neutralise` unless
+    ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
+    text = _text if spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
+    cells = [str(row.index)] + ([text(row.op_sequence)] if op_sequence else [])
+    cells += [text(row.op_type), text(row.npu_name), text(row.npu_dtype), text(row.npu_address),
+              text(row.ground_truth), text(row.golden_dtype)]
+    cells += ([text(row.golden_address)] if golden_address else [])
+    cells += [text(row.tensor_index), format_shape(row.shape)]
+    cells += [text(row.overflow)] if overflow else []
     for metric in METRICS:
         cells.append(row.std_text if metric.text else format_value(row.metrics.get(metric.name)))
-    return cells + [row.fail_reason]
+    return cells + [text(row.fail_reason)]
 
 
-def result_path(data_root: str | os.PathLike, when: datetime, tag: str | None = None) -> Path:
-    """``{data_root}/temp/vector_compare/{YYYYmmddHHMMSS}/result_{YYYYmmddHHMMSS}[_{tag}].csv``."""
-    stamp = when.strftime(_STAMP)
+RESULTS_DIR = "vector_compare"
+
+
+def result_path(output_root: str | os.PathLike, when: datetime, tag: str | None = None) -> Path:
+    """``{output_root}/vector_compare/{YYYYmmddHHMMSS}/result_{YYYYmmddHHMMSS}[_{tag}].csv``
+    (the output root is ``temp/`` of the data root by default)."""
+    stamp = when.strftime(STAMP)
     name = f"result_{stamp}" + (f"_{tag}" if tag else "") + ".csv"
-    return Path(data_root) / "temp" / "vector_compare" / stamp / name
+    return Path(output_root) / RESULTS_DIR / stamp / name
 
 
-def latest_result_dir(data_root: str | os.PathLike) -> Path | None:
-    """The newest ``temp/vector_compare/{stamp}`` directory holding a CSV, or None."""
-    base = Path(data_root) / "temp" / "vector_compare"
+def latest_result_dir(output_root: str | os.PathLike) -> Path | None:
+    """The newest ``vector_compare/{stamp}`` directory of the output root holding a CSV, or None."""
+    base = Path(output_root) / RESULTS_DIR
     dirs = [d for d in base.iterdir() if d.is_dir() and any(d.glob("*.csv"))] if base.is_dir() else []
     return max(dirs, key=lambda d: d.name, default=None)
 
 
-def newest_result_csvs(data_root: str | os.PathLike) -> list[Path]:
-    """The CSVs of the newest result directory under ``data_root``.
+def newest_result_csvs(output_root: str | os.PathLike) -> list[Path]:
+    """The CSVs of the newest result directory of the output root.
 
     Raises:
         PrecisionToolError: there is none (the message suggests running ``vc``).
     """
-    newest = latest_result_dir(data_root)
+    newest = latest_result_dir(output_root)
     if newest is None:
-        where = Path(data_root) / "temp" / "vector_compare"
+        where = Path(output_root) / RESULTS_DIR
         raise PrecisionToolError(f"no comparison result under {where}; run 'vc' (or 'ac -c') first")
     return sorted(p for p in newest.glob("*.csv") if p.is_file())
 
@@ -104,37 +131,42 @@ class ResultWriter:
     """Streams CompareRows to a CSV that appears under its final name only on success.
 
     Use as a context manager: an exception inside the block removes the temporary file and
-    leaves nothing under ``path``. Flags add the optional msaccucmp columns.
+    leaves nothing under ``path``. ``root`` is the output root ``path`` lies in (default: its
+    directory), written as :class:`~precision_tool.formats.atomic.OutputRoot` writes; a full
+    disk, met at any row or only when the file is closed, is a PrecisionToolError and leaves no
+    file under any name. Flags add the optional msaccucmp columns.
     """
 
-    def __init__(self, path: str | os.PathLike, *, op_sequence: bool = False,
-                 overflow: bool = False, golden_address: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, root: OutputRoot | None = None,
+                 op_sequence: bool = False, overflow: bool = False,
+                 golden_address: bool = False) -> None:
         self.path = Path(path)
+        self.root = OutputRoot(self.path.parent) if root is None else root
         self.flags = {"op_sequence": op_sequence, "overflow": overflow,
                       "golden_address": golden_address}
         self.rows_written = 0
-        self._handle = None
-        self._temp: Path | None = None
+        self._pending: PendingFile | None = None
 
     def open(self) -> ResultWriter:
         """Create the directory and the temporary file, and write the header."""
-        temp = temp_name(self.path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # not mkstemp: the result gets the user's usual permissions
-            self._handle = create_exclusive(temp, binary=False, newline="")
-        except OSError as exc:
-            raise PrecisionToolError(f"cannot write the result: {exc.strerror}", self.path) from None
-        self._temp = temp
-        self._writer = csv.writer(self._handle)
-        self._writer.writerow(columns(**self.flags))
+        # newline="": the csv module ends rows with CRLF itself, as msaccucmp's files do
+        self._pending = self.root.begin(self.path, newline="")
+        self._writer = csv.writer(self._pending.handle)
+        self._writerow(columns(**self.flags))
         return self
+
+    def _writerow(self, cells: list[str]) -> None:
+        try:
+            self._writer.writerow(cells)
+        except OSError as exc:  # a full disk: drop the file, say so in one line
+            pending, self._pending = self._pending, None
+            raise pending.failed(exc) from None
 
     def write(self, row: CompareRow) -> None:
         """Append one row."""
-        if self._handle is None:
+        if self._pending is None:
             raise ValueError("ResultWriter.write before open()")
-        self._writer.writerow(format_row(row, **self.flags))
+        self._writerow(format_row(row, **self.flags))
         self.rows_written += 1
 
     def write_rows(self, rows: Iterable[CompareRow]) -> None:
@@ -144,18 +176,16 @@ class ResultWriter:
 
     def close(self) -> Path:
         """Finish the file and move it to its final name; returns that path."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-            os.replace(self._temp, self.path)
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.commit()
         return self.path
 
     def abort(self) -> None:
         """Drop the temporary file; nothing appears under the final name."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-            self._temp.unlink(missing_ok=True)
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.discard()
 
     def __enter__(self) -> ResultWriter:
         return self.open()
@@ -167,9 +197,10 @@ class ResultWriter:
             self.abort()
 
 
-def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], **flags: bool) -> Path:
+def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], *,
+                     root: OutputRoot | None = None, **flags: bool) -> Path:
     """Write ``rows`` to ``path`` (atomically, see :class:`ResultWriter`); returns the path."""
-    with ResultWriter(path, **flags) as writer:
+    with ResultWriter(path, root=root, **flags) as writer:
         writer.write_rows(rows)
     return writer.path
 
@@ -240,7 +271,7 @@ def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
     n = len(cells)
     (index, op_type, npu_name, npu_dtype, npu_address, ground_truth, golden_dtype, tensor_index,
      shape, std, reason, golden_address, overflow, op_sequence, *numbers) = [
-        cells[p].strip() if p is not None and p < n else None for p in h.plan]
+        restore(cells[p].strip()) if p is not None and p < n else None for p in h.plan]
     index = _integer(index, "Index", where, h.path)
     if index is None:
         raise PrecisionToolError(f"{where}: the Index is missing", h.path)

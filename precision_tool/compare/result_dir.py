@@ -13,16 +13,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
-from ..errors import PrecisionToolError
-from ..formats.atomic import atomic_write
-from .result_csv import result_path
+from ..formats.atomic import STAMP, OutputRoot, stamps
+from .result_csv import RESULTS_DIR, result_path
 
 RUN_FILE = "run.json"
 RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
-_STAMP = "%Y%m%d%H%M%S"
 
 
 @dataclass(frozen=True)
@@ -39,11 +37,11 @@ class CompareOptions:
 
 @dataclass(frozen=True)
 class ResultDir:
-    """A run's directory, its time stamp, and whether the run created it (else ``-o DIR``)."""
+    """A run's directory, the output root it is written under, and its time stamp."""
 
+    root: OutputRoot
     path: Path
     when: datetime
-    created: bool
 
     def csv_path(self, tag: str | None) -> Path:
         """``result_{stamp}[_{tag}].csv`` in this directory."""
@@ -52,35 +50,19 @@ class ResultDir:
     def mark(self, state: str, options: CompareOptions) -> None:
         """Record ``state`` and ``options`` in ``run.json``."""
         document = {"state": state, "options": asdict(options), "pid": os.getpid(),
-                    "stamp": self.when.strftime(_STAMP)}
-        with atomic_write(self.path / RUN_FILE) as handle:
-            json.dump(document, handle, indent=1)
+                    "stamp": self.when.strftime(STAMP)}
+        self.root.write_text(self.path / RUN_FILE, json.dumps(document, indent=1))
 
 
-def _vector_compare_dir(output_root: Path) -> Path:
-    return output_root / "vector_compare"
-
-
-def new_result_dir(data_root: Path, output: str | None) -> ResultDir:
-    """A new directory for a run: ``output`` when given, else a fresh time-stamped one (the
-    next second when this second's exists)."""
+def new_result_dir(root: OutputRoot, output: OutputRoot | None = None) -> ResultDir:
+    """A new directory for a run: ``output`` (``vc -o DIR``) when given, else a fresh
+    ``vector_compare/{stamp}`` of ``root``, created exclusively (a run started in the same
+    second takes the next stamp, and never shares or replaces another run's result)."""
     when = datetime.now().replace(microsecond=0)
-    if output:
-        path = Path(output)
-        created = not path.exists()
-        path.mkdir(parents=True, exist_ok=True)
-        return ResultDir(path, when, created)
-    while True:
-        path = result_path(data_root, when).parent
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.mkdir()  # exclusive: a run started in the same second takes the next stamp
-            return ResultDir(path, when, True)
-        except FileExistsError:
-            when += timedelta(seconds=1)
-        except OSError as exc:
-            raise PrecisionToolError(f"cannot create the result directory: {exc.strerror or exc}",
-                                     path) from None
+    if output is not None:
+        return ResultDir(output, output.directory(), when)
+    path = root.new_directory([RESULTS_DIR], stamps(when))
+    return ResultDir(root, path, datetime.strptime(path.name, STAMP))
 
 
 def _state(directory: Path) -> dict | None:
@@ -91,21 +73,22 @@ def _state(directory: Path) -> dict | None:
     return document if isinstance(document, dict) else None
 
 
-def interrupted_run(data_root: Path) -> tuple[ResultDir, CompareOptions] | None:
-    """The newest run that did not complete, with its options; None when there is none."""
-    base = _vector_compare_dir(Path(data_root) / "temp")
+def interrupted_run(root: OutputRoot) -> tuple[ResultDir, CompareOptions] | None:
+    """The newest run under ``root`` that did not complete, with its options; None when there
+    is none."""
+    base = root.path / RESULTS_DIR
     dirs = sorted((d for d in base.iterdir() if d.is_dir()), reverse=True) if base.is_dir() else []
     for directory in dirs:
         state = _state(directory)
         if state is None or state.get("state") == COMPLETE:
             continue
         try:
-            when = datetime.strptime(state["stamp"], _STAMP)
+            when = datetime.strptime(state["stamp"], STAMP)
             options = CompareOptions(**{k: v for k, v in state["options"].items()
                                         if k in CompareOptions.__dataclass_fields__})
         except (KeyError, TypeError, ValueError):
             continue
-        return ResultDir(directory, when, False), options
+        return ResultDir(root, directory, when), options
     return None
 
 

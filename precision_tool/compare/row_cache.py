@@ -7,15 +7,18 @@ comparison's outcome is stored (metrics, StandardDeviation text, reason, dtypes 
 row's position and names come from the pairing, which is redone on every run, so a changed
 graph re-pairs even when the tensors are cached.
 
-The store is one SQLite file under the output root (``temp/vector_compare/row_cache.sqlite``;
+The store is one SQLite file under the output root (``temp/row_cache/rows.sqlite``;
 stdlib ``sqlite3``, nothing to install): rows are committed in batches as they come, so a run
 killed at any moment keeps what it committed, and SQLite's journal keeps the file whole.
+SQLite opens its files itself, so its directory is made through the output root (no link at
+or below it) and a link planted at the database's or its journal's name is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -24,10 +27,12 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import __version__
+from ..formats.atomic import OutputError, OutputRoot
 from .pairing import DumpSide, NpySide, PairTask
 from .result import CompareRow
 
-CACHE_NAME = "row_cache.sqlite"
+log = logging.getLogger("precision_tool")
+CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"
 SCHEMA = 1
 _BATCH_ROWS = 256
 _BATCH_SECONDS = 2.0
@@ -72,36 +77,66 @@ def _with_outcome(task: PairTask, stored: str) -> CompareRow:
 
 
 class RowCache:
-    """The rows of earlier runs, in one SQLite file. Use as a context manager."""
+    """The rows of earlier runs, in one SQLite file under ``root``. Use as a context manager.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    The cache only ever saves work: when its file cannot be opened, read or written (a full
+    disk, a damaged file), it turns itself off and the run computes every row as without it.
+    A planted link at its names is the one refusal (an OutputError).
+    """
+
+    def __init__(self, root: OutputRoot, *parts: str) -> None:
+        self.root, self.parts = root, parts or (CACHE_DIR,)
+        self.path = root.path.joinpath(*parts, CACHE_NAME)
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[str, str]] = []
         self._last_flush = time.monotonic()
 
     def __enter__(self) -> RowCache:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)")
+        directory = self.root.directory(*self.parts)
+        for name in (CACHE_NAME, *(CACHE_NAME + s for s in ("-wal", "-shm", "-journal"))):
+            if (directory / name).is_symlink():
+                raise OutputError("is a symbolic link: the row cache is never opened through one",
+                                  directory / name)
+        self.path = directory / CACHE_NAME
+        try:
+            self._db = sqlite3.connect(self.path, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)")
+        except sqlite3.Error as exc:
+            self._off(exc)
         return self
 
+    def _off(self, exc: Exception) -> None:
+        log.debug("row cache %s turned off: %s", self.path, exc)
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+        self._db, self._pending = None, []
+
     def __exit__(self, *exc) -> None:
-        try:
-            self.flush()  # also after Ctrl-C: what was computed is kept for the resumed run
-        finally:
+        self.flush()  # also after Ctrl-C: what was computed is kept for the resumed run
+        if self._db is not None:
             self._db.close()
             self._db = None
 
     def get(self, key: str) -> str | None:
         """The stored outcome of ``key``, or None."""
-        found = self._db.execute("SELECT outcome FROM rows WHERE key = ?", (key,)).fetchone()
+        if self._db is None:
+            return None
+        try:
+            found = self._db.execute("SELECT outcome FROM rows WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            self._off(exc)
+            return None
         return found[0] if found else None
 
     def put(self, key: str, row: CompareRow) -> None:
         """Store ``row``'s outcome under ``key`` (committed in batches)."""
+        if self._db is None:
+            return
         self._pending.append((key, _outcome(row)))
         if len(self._pending) >= _BATCH_ROWS or time.monotonic() - self._last_flush > _BATCH_SECONDS:
             self.flush()
@@ -109,8 +144,11 @@ class RowCache:
     def flush(self) -> None:
         """Commit what is pending."""
         if self._pending and self._db is not None:
-            with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?)", self._pending)
+            try:
+                with self._db:
+                    self._db.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?)", self._pending)
+            except sqlite3.Error as exc:  # a full disk: the run goes on without the cache
+                self._off(exc)
             self._pending.clear()
         self._last_flush = time.monotonic()
 

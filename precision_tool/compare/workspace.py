@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..config import Config
 from ..errors import PrecisionToolError
+from ..formats.atomic import OutputRoot
 from ..formats.datadir import DataRoot
 from ..formats.dump_names import DumpListing
 from ..formats.golden import GoldenIndex, read_golden
@@ -51,6 +52,21 @@ class Workspace:
         """Where each kind of data lives under the data root."""
         return DataRoot(self.config.data_root_dir)
 
+    @property
+    def output(self) -> OutputRoot:
+        """Where this session writes: OUTPUT_ROOT (``--out``), else ``temp/`` of the data root."""
+        return self.output_at(self.config.temp_dir)
+
+    def output_at(self, directory: str | Path) -> OutputRoot:
+        """``directory`` (a command's ``-o``, or the output root) as the root of what a command
+        writes; PrecisionToolError when it lies inside the NPU dumps or the golden directory,
+        which the tool never writes to."""
+        path = Path(directory).expanduser()
+        for protected in (self.data.npu, self.data.golden_dir):
+            if protected.exists() and _inside(path, protected):
+                raise PrecisionToolError(f"refusing to write into the input data under {protected}", path)
+        return OutputRoot(path)
+
     def reload(self) -> None:
         """Forget everything loaded so far."""
         with self._lock:
@@ -76,8 +92,13 @@ class Workspace:
         def load() -> list[Model]:
             if not graph_dir.is_dir():
                 return []
-            cache = self.config.temp_dir / CACHE_DIR
-            return prefer_ge_proto([read_graph_cached(p, cache, workers=self.config.worker_count)
+            try:
+                root = self.output
+            except PrecisionToolError:  # an output root inside the inputs: said when writing
+                root = None
+            cache = root.path / CACHE_DIR if root is not None else None
+            return prefer_ge_proto([read_graph_cached(p, cache, workers=self.config.worker_count,
+                                                      root=root)
                                     for p in find_graph_files(graph_dir, stage)])
         return self._cached(("models", Path(graph_dir), stage), load)
 
@@ -111,3 +132,10 @@ class Workspace:
         if not directory.is_dir():
             raise PrecisionToolError("no TF golden dumps here", directory)
         return self._cached("golden", lambda: read_golden(directory))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False

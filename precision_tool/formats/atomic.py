@@ -1,21 +1,62 @@
-"""Files that appear under their final name only when complete.
+"""Every file and directory the tool writes, through one door: :class:`OutputRoot`.
 
-Everything the tool writes (result CSVs, ``pt`` exports, ``dc`` arrays, graph caches) is written
-under a hidden temporary name beside the target and renamed over it once the last byte is
-written, so Ctrl-C, a full disk or a crash never leaves a half-written file under the name a
-user or a later command would read.
+Result CSVs, ``pt`` exports, ``dc`` arrays, ``ni -s`` graphs, the HTML report, Model Explorer
+node data and the graph cache are all written here, under one output root (``temp/`` of the data
+root unless OUTPUT_ROOT or ``--out`` says otherwise), by these rules:
+
+- **No symbolic link is followed** at the output root itself or below it. Each directory is
+  opened relative to its parent's descriptor with ``O_NOFOLLOW | O_DIRECTORY`` (``openat``), so a
+  link planted at ``temp/``, ``temp/vector_compare`` or anywhere below is refused, and swapping a
+  directory for a link after it was checked changes nothing: the descriptor already held is
+  what is written through. The directories above the root (the data root, the user's home) are
+  the user's own choice and are followed as given.
+- **Files appear complete or not at all.** A file is created under a fresh hidden name
+  (``O_CREAT | O_EXCL | O_NOFOLLOW``, so neither an existing file nor a link is ever opened), and
+  renamed to its name only once the last byte is written and the file closed, replacing what was
+  there (a link planted at the name is replaced, never followed). Ctrl-C, a full disk (seen at
+  ``write`` or only at ``close``) or any error removes the temporary file.
+- **Failures are one line.** A read-only file system, a full disk, a missing permission or a
+  refused link raise :class:`~precision_tool.errors.PrecisionToolError` naming the directory or
+  file, with the way to write elsewhere.
+
+Where the operating system has no ``openat`` (Windows), each component is checked with ``lstat``
+before use instead: the same refusals, without the guarantee against a concurrent swap.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
+
+from ..errors import PrecisionToolError
 
 NAME_MAX = 255  # bytes in one file name on the usual file systems
 _SUFFIX_ROOM = 40  # ".{pid}.{8 hex}.part" and the leading dot
+ELSEWHERE = "--out DIR or OUTPUT_ROOT writes elsewhere"
+STAMP = "%Y%m%d%H%M%S"
+MAX_STAMP_TRIES = 1000  # seconds ahead a free directory name is looked for
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# os.replace takes src_dir_fd/dst_dir_fd wherever os.rename does (supports_dir_fd lists rename)
+_AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir,
+                                            os.stat)) and bool(_NOFOLLOW and _DIRECTORY)
+_NOT_THERE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def stamps(when: datetime, count: int = MAX_STAMP_TRIES) -> Iterator[str]:
+    """``YYYYmmddHHMMSS`` of ``when``, then of each following second: the names of new result
+    and report directories (:meth:`OutputRoot.new_directory` takes the first one free)."""
+    when = when.replace(microsecond=0)
+    return ((when + timedelta(seconds=k)).strftime(STAMP) for k in range(count))
 
 
 def temp_name(path: str | os.PathLike) -> Path:
@@ -26,31 +67,300 @@ def temp_name(path: str | os.PathLike) -> Path:
     return path.with_name(f".{stem_text}.{os.getpid()}.{secrets.token_hex(4)}.part")
 
 
-def create_exclusive(path: Path, binary: bool, encoding: str | None = "utf-8",
-                     newline: str | None = None) -> IO:
-    """Open a new file for writing; it must not exist. Mode 0o666 less the umask, like open()."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    if binary:
-        return os.fdopen(fd, "wb")
-    return os.fdopen(fd, "w", encoding=encoding, newline=newline)
+def _reason(exc: OSError) -> str:
+    why = exc.strerror or str(exc)
+    return f"{why}; {ELSEWHERE}" if exc.errno in _NOT_THERE else why
 
 
-@contextmanager
-def atomic_write(path: str | os.PathLike, binary: bool = False, encoding: str | None = "utf-8",
-                 newline: str | None = None) -> Iterator[IO]:
-    """Write ``path`` through a temporary file renamed over it when the block ends normally.
+class OutputError(PrecisionToolError):
+    """The output cannot be written (a full disk, a read-only file system, a refused link): the
+    command cannot go on, unlike a problem with one input."""
 
-    On any exception (KeyboardInterrupt included) the temporary file is removed and nothing
-    appears under ``path``; an existing ``path`` is left as it was. Raises OSError when the
-    temporary file cannot be created.
+
+def write_error(exc: OSError, path: Path, what: str = "cannot write") -> OutputError:
+    """The one-line error for an OSError met while writing ``path``."""
+    return OutputError(f"{what} ({_reason(exc)})", path)
+
+
+class _Dir:
+    """One checked directory under the output root: an open descriptor where the OS has
+    ``openat``, else its path (checked with ``lstat`` on the way down)."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path, self.fd = path, fd
+
+    def at(self, name: str):
+        """``name`` as the ``os`` functions take it here."""
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def kw(self, *keys: str) -> dict:
+        return {key: self.fd for key in keys} if self.fd is not None else {}
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _refuse(self, name: str, exc: OSError) -> OutputError:
+        where = self.path / name
+        try:
+            mode = os.stat(self.at(name), follow_symlinks=False, **self.kw("dir_fd")).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and stat.S_ISLNK(mode):
+            return OutputError("is a symbolic link, and nothing is written through links under "
+                               f"the output root (remove it; {ELSEWHERE})", where)
+        if mode is not None and not stat.S_ISDIR(mode):
+            return OutputError("is not a directory, so nothing can be written into it", where)
+        return write_error(exc, where, "cannot create the output directory")
+
+    def child(self, name: str, create: bool) -> _Dir:
+        """The directory ``name`` in this one (made when ``create``), never through a link."""
+        if name in ("", ".", "..") or os.sep in name or "/" in name:
+            raise OutputError(f"not a plain directory name: {name!r}", self.path)
+        try:
+            return self._open(name, create)
+        except OSError as exc:
+            raise self._refuse(name, exc) from None
+
+    def _open(self, name: str, create: bool) -> _Dir:
+        path = self.path / name
+        if self.fd is None:
+            return self._open_by_path(path, create)
+        try:
+            return _Dir(path, os.open(name, _DIR_FLAGS, dir_fd=self.fd))
+        except FileNotFoundError:
+            if not create:
+                raise
+        try:
+            os.mkdir(name, 0o777, dir_fd=self.fd)
+        except FileExistsError:
+            pass  # made meanwhile by someone else: opened and checked like any other
+        return _Dir(path, os.open(name, _DIR_FLAGS, dir_fd=self.fd))
+
+    @staticmethod
+    def _open_by_path(path: Path, create: bool) -> _Dir:
+        if create and not os.path.lexists(path):
+            try:
+                os.mkdir(path, 0o777)
+            except FileExistsError:
+                pass
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):  # a link, or a file
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
+        return _Dir(path, None)
+
+
+class PendingFile:
+    """A file being written under a hidden temporary name in a checked directory.
+
+    :meth:`commit` closes it and renames it to its name; :meth:`discard` removes it. Both
+    release the directory. ``handle`` is the open file (text or binary).
     """
-    path = Path(path)
-    temp = temp_name(path)
-    handle = create_exclusive(temp, binary, encoding, newline)
-    try:
-        with handle:
-            yield handle
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+
+    def __init__(self, directory: _Dir, name: str, binary: bool, encoding: str | None,
+                 newline: str | None) -> None:
+        self._dir, self.name = directory, name
+        self.path = directory.path / name
+        self._temp = temp_name(self.path).name
+        try:
+            fd = os.open(directory.at(self._temp), _FILE_FLAGS, 0o666, **directory.kw("dir_fd"))
+        except OSError as exc:
+            directory.close()
+            raise write_error(exc, self.path) from None
+        self.handle: IO = (os.fdopen(fd, "wb") if binary
+                           else os.fdopen(fd, "w", encoding=encoding, newline=newline))
+
+    def commit(self) -> Path:
+        """Finish the file and give it its name; PrecisionToolError (and nothing left behind)
+        when the disk fills up or the rename fails."""
+        try:
+            self.handle.close()  # the last buffered bytes: a full disk may only show here
+            os.replace(self._dir.at(self._temp), self._dir.at(self.name),  # over what was there
+                       **self._dir.kw("src_dir_fd", "dst_dir_fd"))
+        except OSError as exc:
+            self.discard()
+            raise write_error(exc, self.path) from None
+        self._dir.close()
+        return self.path
+
+    def discard(self) -> None:
+        """Remove the temporary file; nothing appears under the name. Never raises OSError."""
+        try:
+            self.handle.close()
+        except OSError:
+            pass  # the bytes that did not fit are dropped with the file
+        try:
+            os.unlink(self._dir.at(self._temp), **self._dir.kw("dir_fd"))
+        except OSError:
+            pass
+        self._dir.close()
+
+    def failed(self, exc: OSError) -> OutputError:
+        """Discard the file after ``exc`` and return the one-line error to raise."""
+        self.discard()
+        return write_error(exc, self.path)
+
+
+class OutputRoot:
+    """The one directory the tool writes under, and every way of writing there.
+
+    ``path`` may name a directory that does not exist yet (it is created, with its parents, on
+    the first write). Paths given to the methods are inside it: ``root.path / "pt" / "x.txt"``,
+    or relative to it.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"OutputRoot({str(self.path)!r})"
+
+    def parts(self, path: str | os.PathLike) -> tuple[str, ...]:
+        """The components of ``path`` below the root; PrecisionToolError when it is outside."""
+        path = Path(path)
+        if not path.is_absolute() and not path.parts[:len(self.path.parts)] == self.path.parts:
+            path = self.path / path  # relative to the root
+        try:
+            rel = path.relative_to(self.path)
+        except ValueError:
+            try:
+                rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.path))
+            except ValueError:
+                raise OutputError(f"outside the output root {self.path}", path) from None
+        if any(p in ("..", ".") for p in rel.parts):
+            raise OutputError(f"'..' would leave the output root {self.path}", path)
+        return rel.parts
+
+    def _split(self, path: str | os.PathLike) -> tuple[list[str], str]:
+        *parent, name = self.parts(path) or ("",)
+        if not name:
+            raise OutputError("is the output root, not a file in it", path)
+        return parent, name
+
+    def _open_root(self, create: bool) -> _Dir:
+        absolute = Path(os.path.abspath(self.path))
+        if not absolute.name:  # the file system's root
+            return _Dir(self.path, os.open(absolute, _DIR_FLAGS) if _AT else None)
+        try:
+            if create:
+                os.makedirs(absolute.parent, exist_ok=True)
+            shown = self.path.parent if self.path.name == absolute.name else absolute.parent
+            parent = _Dir(shown, os.open(absolute.parent, _DIR_FLAGS & ~_NOFOLLOW) if _AT else None)
+        except OSError as exc:
+            raise write_error(exc, absolute.parent, "cannot create the output directory") from None
+        try:
+            found = parent.child(absolute.name, create)
+        finally:
+            parent.close()
+        found.path = self.path
+        return found
+
+    @contextmanager
+    def _directory(self, parts: Iterable[str], create: bool = True) -> Iterator[_Dir]:
+        here = self._open_root(create)
+        try:
+            for name in parts:
+                below = here.child(name, create)
+                here.close()
+                here = below
+            yield here
+        finally:
+            here.close()
+
+    def directory(self, *parts: str) -> Path:
+        """The directory ``parts`` below the root, created if need be; returns its path."""
+        with self._directory(parts) as found:
+            return found.path
+
+    def new_directory(self, parent: Iterable[str], names: Iterable[str]) -> Path:
+        """Create the first of ``names`` that does not exist yet in the directory ``parent``
+        (exclusively: a directory another run made a moment ago is never shared)."""
+        with self._directory(tuple(parent)) as here:
+            for name in names:
+                try:
+                    os.mkdir(here.at(name), 0o777, **here.kw("dir_fd"))
+                    return here.path / name
+                except FileExistsError:
+                    continue
+                except OSError as exc:
+                    raise write_error(exc, here.path / name, "cannot create the output directory") from None
+        raise OutputError("every candidate name is taken", here.path)
+
+    def begin(self, path: str | os.PathLike, *, binary: bool = False,
+              encoding: str | None = "utf-8", newline: str | None = None) -> PendingFile:
+        """Start writing ``path`` (its directory is created); see :class:`PendingFile`."""
+        parent, name = self._split(path)
+        with self._directory(parent) as here:
+            directory = _Dir(here.path, here.fd)
+            here.fd = None  # the pending file owns the descriptor now
+        return PendingFile(directory, name, binary, encoding, newline)
+
+    @contextmanager
+    def create(self, path: str | os.PathLike, *, binary: bool = False,
+               encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO]:
+        """Write ``path`` inside the block; it appears, complete, when the block ends normally.
+
+        An exception in the block (Ctrl-C included) leaves nothing under any name; an OSError
+        there (a full disk) becomes PrecisionToolError naming ``path``.
+        """
+        pending = self.begin(path, binary=binary, encoding=encoding, newline=newline)
+        try:
+            yield pending.handle
+        except OSError as exc:
+            raise pending.failed(exc) from None
+        except BaseException:
+            pending.discard()
+            raise
+        pending.commit()
+
+    def write_text(self, path: str | os.PathLike, text: str) -> Path:
+        """Write ``text`` (UTF-8) to ``path``; returns the path written."""
+        with self.create(path) as handle:
+            handle.write(text)
+        return self.path.joinpath(*self.parts(path))
+
+    def write_bytes(self, path: str | os.PathLike, data: bytes) -> Path:
+        """Write ``data`` to ``path``; returns the path written."""
+        with self.create(path, binary=True) as handle:
+            handle.write(data)
+        return self.path.joinpath(*self.parts(path))
+
+    def read_bytes(self, path: str | os.PathLike) -> bytes:
+        """The bytes of a file under the root, read without following any link; OSError or
+        PrecisionToolError when it cannot be."""
+        parent, name = self._split(path)
+        with self._directory(parent, create=False) as here:
+            flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+            with os.fdopen(os.open(here.at(name), flags, **here.kw("dir_fd")), "rb") as handle:
+                return handle.read()
+
+    def names(self, *parts: str) -> list[str]:
+        """The entry names of the directory ``parts`` (empty when it does not exist)."""
+        try:
+            with self._directory(parts, create=False) as here:
+                return os.listdir(here.fd if here.fd is not None else here.path)
+        except (OSError, PrecisionToolError):
+            return []
+
+    def remove(self, path: str | os.PathLike) -> None:
+        """Remove one file (a link itself, never its target); nothing when it is absent."""
+        try:
+            parent, name = self._split(path)
+            with self._directory(parent, create=False) as here:
+                os.unlink(here.at(name), **here.kw("dir_fd"))
+        except (OSError, PrecisionToolError):
+            pass
+
+    def remove_empty_dir(self, path: str | os.PathLike) -> None:
+        """Remove a directory if it is empty (complete files in it stay); the root itself too."""
+        try:
+            if not self.parts(path):
+                os.rmdir(self.path)  # rmdir never follows a link: it fails on one
+                return
+            parent, name = self._split(path)
+            with self._directory(parent, create=False) as here:
+                os.rmdir(here.at(name), **here.kw("dir_fd"))
+        except (OSError, PrecisionToolError):
+            pass
+

@@ -1,7 +1,11 @@
 """Writing a graphviz digraph: the ``.gv`` source, and its ``.svg`` when ``dot`` is installed.
 
-``dot`` is run as a program with an argument list (never through a shell, never opening a
-viewer); a graph of more than :data:`MAX_RENDER_NODES` nodes is saved but not rendered.
+Both files go through the output root (:class:`~.atomic.OutputRoot`): written under a temporary
+name and renamed, never through a link. ``dot`` itself writes no file at all: it is run as a
+program with an argument list (never through a shell, never opening a viewer), reads the source
+on its standard input and hands the SVG back on its standard output, so a link planted at the
+``.svg`` name cannot redirect it. A graph of more than :data:`MAX_RENDER_NODES` nodes is saved
+but not rendered.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from .atomic import OutputRoot
 
 MAX_RENDER_NODES = 1500  # dot takes minutes beyond this; the .gv is still written
 
@@ -28,22 +34,33 @@ class WrittenGraph:
         return [p for p in (self.gv, self.svg) if p is not None]
 
 
-def write_digraph(source: str, gv_path: Path, node_count: int) -> WrittenGraph:
-    """Save the DOT ``source`` as ``gv_path``, and render it to ``.svg`` beside it when the
-    ``dot`` program is installed."""
+def render_svg(source: str) -> bytes:
+    """The SVG ``dot`` draws of the DOT ``source`` (through pipes: dot writes no file).
+
+    Raises:
+        graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError: dot failed.
+    """
     import graphviz
 
-    gv_path.write_text(source, encoding="utf-8")
-    written = WrittenGraph(gv_path)
+    return graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
+
+
+def write_digraph(root: OutputRoot, source: str, gv_path: Path, node_count: int) -> WrittenGraph:
+    """Save the DOT ``source`` as ``gv_path`` under ``root``, and its ``.svg`` beside it when
+    the ``dot`` program is installed. PrecisionToolError when a file cannot be written."""
+    import graphviz
+
+    written = WrittenGraph(root.write_text(gv_path, source))
     if shutil.which("dot") is None:
         written.note = "graphviz 'dot' is not installed: no SVG (the .gv is written)"
-    elif node_count > MAX_RENDER_NODES:
+        return written
+    if node_count > MAX_RENDER_NODES:
         written.note = f"{node_count} nodes: too many to render to SVG (the .gv is written)"
-    else:
-        svg_path = gv_path.with_suffix(".svg")
-        try:
-            graphviz.render("dot", "svg", gv_path, outfile=svg_path, quiet=True)
-            written.svg = svg_path
-        except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError) as exc:
-            written.note = f"dot could not render the SVG: {exc}"
+        return written
+    try:
+        svg = render_svg(source)
+    except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError) as exc:
+        written.note = f"dot could not render the SVG: {exc}"
+        return written
+    written.svg = root.write_bytes(gv_path.with_suffix(".svg"), svg)
     return written

@@ -1,4 +1,4 @@
-"""A cache of parsed graph dumps, as binary protobuf under the data root's ``temp/``.
+"""A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
 
 Parsing a 100k-op TextFormat graph takes protobuf's pure-Python text parser several seconds;
 reading the same ``ModelDef`` back from its binary form takes milliseconds (protobuf's C
@@ -6,7 +6,8 @@ parser). So the first session to load a big graph (1 MiB of text or more) keeps 
 form under ``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
 later sessions read that instead. A stale, corrupt or unwritable cache is never an error: the
 graph is parsed from its own file as if there were no cache. The cache is data only (a
-serialized message of the same schema); nothing in it is executed.
+serialized message of the same schema); nothing in it is executed. It is read and written
+through :class:`~.atomic.OutputRoot`, so a link planted in the cache directory is never followed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from .atomic import atomic_write
+from ..errors import PrecisionToolError
+from .atomic import OutputRoot
 from .graph import model_from_proto, read_graph_proto
 from .graph_model import Model
 from .proto import ge_ir
@@ -44,37 +46,41 @@ def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path 
     return cache_dir / f"{_digest(str(real))}.{_digest(f'{info.st_size}:{info.st_mtime_ns}:{_FORMAT}')}.pb"
 
 
-def _load(cached: Path):
+def _load(root: OutputRoot, cached: Path):
     proto = ge_ir.ModelDef()
     try:
-        proto.ParseFromString(cached.read_bytes())
-    except (OSError, DecodeError):
+        proto.ParseFromString(root.read_bytes(cached))
+    except (OSError, PrecisionToolError, DecodeError):
         return None
     return proto
 
 
-def _store(proto, cached: Path) -> None:
+def _store(root: OutputRoot, proto, cached: Path) -> None:
     """Write atomically (temporary name, then rename), dropping older caches of the same file."""
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(cached, binary=True) as handle:
-            handle.write(proto.SerializeToString())
-        for old in cached.parent.glob(cached.name.split(".")[0] + ".*.pb"):
-            if old != cached:
-                old.unlink(missing_ok=True)
-    except OSError:  # a read-only data root: no cache, no error
-        pass
+        root.write_bytes(cached, proto.SerializeToString())
+    except PrecisionToolError:  # a read-only data root, a full disk: no cache, no error
+        return
+    prefix = cached.name.split(".")[0] + "."
+    for name in root.names(*root.parts(cached.parent)):
+        if name.startswith(prefix) and name.endswith(".pb") and name != cached.name:
+            root.remove(cached.parent / name)
 
 
-def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike, *,
-                      workers: int | None = None, min_bytes: int = MIN_BYTES) -> Model:
+def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | None, *,
+                      workers: int | None = None, min_bytes: int = MIN_BYTES,
+                      root: OutputRoot | None = None) -> Model:
     """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
-    least ``min_bytes`` (see the module doc)."""
+    least ``min_bytes`` (see the module doc). ``cache_dir`` lies in ``root`` (defaults to
+    ``cache_dir`` itself); None: no cache."""
     path = Path(path)
+    if cache_dir is None:
+        return model_from_proto(read_graph_proto(path, workers=workers), path)
+    root = OutputRoot(cache_dir) if root is None else root
     cached = cache_path(path, Path(cache_dir), min_bytes)
-    proto = _load(cached) if cached is not None and cached.is_file() else None
+    proto = _load(root, cached) if cached is not None else None
     if proto is None:
         proto = read_graph_proto(path, workers=workers)
         if cached is not None:
-            _store(proto, cached)
+            _store(root, proto, cached)
     return model_from_proto(proto, path)

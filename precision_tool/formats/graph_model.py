@@ -74,14 +74,22 @@ class Op:
     session_graph_id: str | None
     stream_id: int
     subgraph_names: list[str] = field(default_factory=list)
+    # data_inputs, built on first use: input_desc(port) is asked once per port, and building
+    # the list each time made showing or pairing an op of n inputs O(n**2)
+    _data_inputs: list[InputRef] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:  # by identity in the graph, so ops can key dicts and sets
         return hash((self.name, self.id))
 
     @property
     def data_inputs(self) -> list[InputRef]:
-        """The inputs that carry data, in order (control edges left out)."""
-        return [ref for ref in self.inputs if not ref.is_control]
+        """The inputs that carry data, in order (control edges left out). The list is built once
+        and shared: do not change it."""
+        found = self._data_inputs
+        if found is None:
+            found = [ref for ref in self.inputs if not ref.is_control]
+            object.__setattr__(self, "_data_inputs", found)
+        return found
 
     @property
     def control_inputs(self) -> list[InputRef]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import COSINE, OpRecord, ResultView
-from ..formats.atomic import atomic_write
+from ..formats.atomic import OutputRoot
 from ..formats.graph_model import Model
 from ..render.summary import cosine_style
 from .ids import graph_ids, node_id
@@ -85,14 +85,13 @@ def best_model(view: ResultView, models: list[Model]) -> Model | None:
     return max(scored, key=lambda s: s[:2])[2] if scored else None
 
 
-def write_node_data(view: ResultView, model: Model, directory: Path) -> NodeDataFiles:
-    """One ``{metric}.json`` per numeric metric in ``directory`` (created), written atomically."""
-    directory.mkdir(parents=True, exist_ok=True)
+def write_node_data(root: OutputRoot, view: ResultView, model: Model,
+                    directory: Path) -> NodeDataFiles:
+    """One ``{metric}.json`` per numeric metric in ``directory`` under ``root`` (created), each
+    written atomically and never through a link."""
     files = []
     for metric in NUMERIC_METRICS:
         path = directory / f"{_SAFE.sub('_', metric)}.json"
         text = json.dumps(metric_node_data(view, model, metric), ensure_ascii=True, allow_nan=False)
-        with atomic_write(path) as handle:
-            handle.write(text)
-        files.append(path)
+        files.append(root.write_text(path, text))
     return NodeDataFiles(model.source_path, tuple(files))

@@ -14,6 +14,7 @@ from rich.text import Text
 from ..compare.stats import TensorStats
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.text import shape_text
+from .limits import head, more_note
 from .op_graph import short_dtype
 
 MAX_VALUE_CHARS = 100
@@ -90,48 +91,60 @@ def _io_table(title: str, first: str) -> Table:
     return table
 
 
-def inputs_table(op: Op) -> Table | Text:
-    """Every data input: producer ``src:idx``, dtype, format, shape, origin format and shape."""
+def inputs_table(op: Op, limit: int | None = None) -> Table | Text:
+    """Every data input (the first ``limit``, then a note): producer ``src:idx``, dtype,
+    format, shape, origin format and shape."""
     refs = op.data_inputs
     if not refs:
         return Text("inputs: none", style="muted")
     table = _io_table("inputs", "producer")
-    for port, ref in enumerate(refs):
+    shown, hidden = head(refs, limit)
+    for port, ref in enumerate(shown):
         table.add_row(str(port), Text(f"{ref.src}:{ref.index}", style="op.name"),
                       *_desc_cells(op.input_desc(port)))
+    table.caption = more_note(hidden, "inputs") or None
     return table
 
 
-def control_line(op: Op) -> Text | None:
-    """The control-edge inputs of ``op`` on one line, or None when it has none."""
+def control_line(op: Op, limit: int | None = None) -> Text | None:
+    """The control-edge inputs of ``op`` (the first ``limit``) on one line, or None when it has
+    none."""
     if not op.control_inputs:
         return None
-    return Text("control inputs: " + ", ".join(ref.src for ref in op.control_inputs), style="muted")
+    shown, hidden = head(op.control_inputs, limit)
+    more = f", {more_note(hidden)}" if hidden else ""
+    return Text("control inputs: " + ", ".join(ref.src for ref in shown) + more, style="muted")
 
 
-def outputs_table(op: Op) -> Table | Text:
-    """Every output: dtype, format, shapes, the TF tensor it stands for, its consumers."""
+def outputs_table(op: Op, limit: int | None = None) -> Table | Text:
+    """Every output (the first ``limit``, then a note): dtype, format, shapes, the TF tensor it
+    stands for, its consumers."""
     count = max(len(op.output_descs), len(op.consumers))
     if not count:
         return Text("outputs: none", style="muted")
     table = _io_table("outputs", "origin name:index")
     table.add_column("consumers")
-    for index in range(count):
+    indexes, hidden = head(range(count), limit)
+    table.caption = more_note(hidden, "outputs") or None
+    for index in indexes:
         desc = op.output_desc(index)
         origin = ""
         if desc is not None and desc.origin_name:
             origin_index = desc.origin_output_index
             origin = f"{desc.origin_name}:{index if origin_index is None else origin_index}"
-        users = op.consumers[index] if index < len(op.consumers) else []
+        users, more = head(op.consumers[index] if index < len(op.consumers) else [], limit)
         consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
+        consumers += f", {more_note(more)}" if more else ""
         table.add_row(str(index), Text(origin), *_desc_cells(desc), Text(consumers, style="op.name"))
     return table
 
 
-def tensor_table(title: str, rows: list[TensorRow], source_header: str) -> Table:
-    """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note."""
+def tensor_table(title: str, rows: list[TensorRow], source_header: str, hidden: int = 0) -> Table:
+    """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note;
+    ``hidden`` tensors left out are counted below the table."""
     with_layout = any(row.layout for row in rows)
-    table = Table(title=Text(title), title_justify="left", title_style="title")
+    table = Table(title=Text(title), title_justify="left", title_style="title",
+                  caption=more_note(hidden, "tensors") or None)
     for column in ("tensor", source_header, "dtype", "format", "shape"):
         if column != "format" or with_layout:
             table.add_column(column)
@@ -175,22 +188,28 @@ def short_value(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
 
 
-def attribute_rows(op: Op) -> list[tuple[str, str]]:
+def attribute_rows(op: Op, limit: int | None = None) -> tuple[list[tuple[str, str]], int]:
     """``(key, shortened value)`` for every op attribute (sorted), then every input and output
-    desc attribute (``input[0].origin_format``...), each group sorted."""
+    desc attribute (``input[0].origin_format``...), each group sorted; of the first ``limit``
+    input and output descs only. Also how many descs were left out."""
     rows = [(key, short_value(op.attrs[key])) for key in sorted(op.attrs)]
-    for kind, descs in (("input", op.input_descs), ("output", op.output_descs)):
+    left_out = 0
+    for kind, all_descs in (("input", op.input_descs), ("output", op.output_descs)):
+        descs, hidden = head(all_descs, limit)
+        left_out += hidden
         for index, desc in enumerate(descs):
             rows += [(f"{kind}[{index}].{key}", short_value(desc.attrs[key])) for key in sorted(desc.attrs)]
-    return rows
+    return rows, left_out
 
 
-def attributes_table(op: Op) -> Table | Text:
-    """All attributes of ``op`` and of its tensor descs, sorted, values shortened."""
-    rows = attribute_rows(op)
+def attributes_table(op: Op, limit: int | None = None) -> Table | Text:
+    """All attributes of ``op`` and of its tensor descs (of the first ``limit`` inputs and
+    outputs), sorted, values shortened."""
+    rows, hidden = attribute_rows(op, limit)
     if not rows:
         return Text("attributes: none", style="muted")
-    table = Table(title="attributes", title_justify="left", title_style="title")
+    table = Table(title="attributes", title_justify="left", title_style="title",
+                  caption=more_note(hidden, "tensor descs") or None)
     table.add_column("attribute", no_wrap=True)
     table.add_column("value")
     for key, value in rows:

@@ -2,14 +2,16 @@
 ``model_explorer`` the node-data JSON beside it.
 
 Everything is written under the one output directory, each file under a temporary name and
-renamed when complete (:func:`~precision_tool.formats.atomic.atomic_write`).
+renamed when complete, never through a link (:class:`~precision_tool.formats.atomic.OutputRoot`);
+a new ``{stamp}`` directory is created exclusively, so two reports of the same second never
+share one.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -19,7 +21,7 @@ from ..compare.divergence import FlagRule
 from ..compare.result_view import ResultView, read_view
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.atomic import atomic_write
+from ..formats.atomic import OutputRoot, stamps
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_query import neighbourhood
 from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
@@ -58,15 +60,14 @@ def explorer_command(files: NodeDataFiles) -> str:
                        f"--node_data_paths={paths}"])
 
 
-def report_dir(context: Context, output: str | Path | None) -> Path:
-    """``output``, else a new ``temp/report/{YYYYmmddHHMMSS}`` (a second later while taken)."""
+def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot, Path]:
+    """The root written under and the report's directory (created): ``output``, else a new
+    ``report/{YYYYmmddHHMMSS}`` of the output root (a second later while taken)."""
     if output:
-        return Path(output)
-    base = context.config.temp_dir / "report"
-    when = datetime.now().replace(microsecond=0)
-    while (base / when.strftime("%Y%m%d%H%M%S")).exists():
-        when += timedelta(seconds=1)
-    return base / when.strftime("%Y%m%d%H%M%S")
+        root = context.output_at(output)
+        return root, root.directory()
+    root = context.output
+    return root, root.new_directory(["report"], stamps(datetime.now()))
 
 
 def find_in_graphs(context: Context, name: str) -> tuple[GraphDesc, Op] | None:
@@ -119,12 +120,13 @@ def _all_models(context: Context) -> list[Model]:
         return []
 
 
-def _node_data(context: Context, parts: list[ResultPart], directory: Path) -> list[NodeDataFiles]:
+def _node_data(context: Context, parts: list[ResultPart], root: OutputRoot,
+               directory: Path) -> list[NodeDataFiles]:
     models, written = _all_models(context), []
     for part in parts:
         model = best_model(part.view, models) if part.view is not None else None
         if model is not None:
-            written.append(write_node_data(part.view, model, directory / part.path.stem))
+            written.append(write_node_data(root, part.view, model, directory / part.path.stem))
     return written
 
 
@@ -150,20 +152,19 @@ def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Pa
     rule = FlagRule.from_config(context.config, threshold)
     parts = [_part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1)
              for k, p in enumerate(csv_paths)]
-    directory = report_dir(context, output)
+    root, directory = report_dir(context, output)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        node_data = _node_data(context, parts, directory / "model_explorer") if model_explorer else []
+        node_data = (_node_data(context, parts, root, directory / "model_explorer")
+                     if model_explorer else [])
         page = PageInput(context.config.data_root_dir, parts,
                          checks_html(run_checks(context) if checks is None else checks),
                          _explorer_html(node_data) if model_explorer else "")
-        index = directory / "index.html"
-        text = render_page(page)
-        with atomic_write(index) as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise PrecisionToolError(f"cannot write the report: {exc.strerror or exc}", directory) from None
-    return WrittenReport(index, index.stat().st_size, parts, node_data)
+        data = render_page(page).encode("utf-8")
+        index = root.write_bytes(directory / "index.html", data)
+    except BaseException:  # Ctrl-C, a full disk: no empty report directory is left
+        root.remove_empty_dir(directory)
+        raise
+    return WrittenReport(index, len(data), parts, node_data)
 
 
 def write_report(context: Context, csv_paths: Sequence[Path], **options) -> Path:

@@ -17,11 +17,28 @@ from ..status import ExitStatus
 
 def run_shell(context: Context, stdin: IO[str] | None = None) -> ExitStatus:
     """The shell on ``stdin`` (default: standard input): the prompt on a terminal, else each
-    line as a command."""
+    line as a command. A closed standard input (``<&-``) is an empty one."""
     registry = build_registry()
     stdin = stdin or sys.stdin
-    if not stdin.isatty():
-        return run_lines(stdin, registry, context)
+    if stdin is None or not _isatty(stdin):
+        return run_lines(_lines(stdin), registry, context)
     from .session import interactive_loop
 
     return interactive_loop(registry, context)
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):  # closed, or a descriptor that is not there
+        return False
+
+
+def _lines(stream: IO[str] | None):
+    """The lines of ``stream``; none when it is absent or cannot be read (EOF, as it were)."""
+    if stream is None:
+        return
+    try:
+        yield from stream
+    except (OSError, ValueError):  # EBADF, a closed file
+        return

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import multiprocessing
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
-from precision_tool.commands import dc, ls, pt, vc
+from precision_tool.commands import ls, vc
 from precision_tool.compare import api as compare_api
-from precision_tool.formats.atomic import atomic_write
+from precision_tool.formats.atomic import OutputRoot
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -39,7 +40,7 @@ def test_ctrl_c_during_vc_stops_the_workers_and_leaves_no_csv(sample_data, monke
     assert "cancelled" in out.getvalue()
     assert multiprocessing.active_children() == []
     results = sample_data / "temp" / "vector_compare"
-    left = [f for f in _files(results) if not f.startswith("row_cache.sqlite")]
+    left = _files(results)
     assert left == ["run.json"]  # no CSV, no .part: only the note that the run was interrupted
     assert '"interrupted"' in next(results.rglob("run.json")).read_text()
     monkeypatch.undo()
@@ -48,15 +49,18 @@ def test_ctrl_c_during_vc_stops_the_workers_and_leaves_no_csv(sample_data, monke
     assert len(csvs) == 1
 
 
+REAL_CREATE = OutputRoot.create
+
+
 @contextmanager
-def _interrupted_before_rename(path, *args, **kwargs):
-    with atomic_write(path, *args, **kwargs) as handle:
+def _interrupted_before_rename(root, path, *args, **kwargs):
+    with REAL_CREATE(root, path, *args, **kwargs) as handle:
         yield handle
         raise KeyboardInterrupt  # everything written, not yet renamed
 
 
 def test_ctrl_c_during_a_pt_export_leaves_no_txt(sample_data, monkeypatch):
-    monkeypatch.setattr(pt, "atomic_write", _interrupted_before_rename)
+    monkeypatch.setattr(OutputRoot, "create", _interrupted_before_rename)
     context, out = make_context(sample_data)
     assert run_command(context, f"pt {CONV1}") == ExitStatus.INTERRUPTED
     assert _files(sample_data / "temp" / "pt") == []
@@ -68,10 +72,11 @@ def test_ctrl_c_during_a_pt_export_leaves_no_txt(sample_data, monkeypatch):
 def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch):
     calls = []
 
-    def second_interrupted(path, *args, **kwargs):
-        calls.append(path)
-        return (_interrupted_before_rename if len(calls) == 2 else atomic_write)(path, *args, **kwargs)
-    monkeypatch.setattr(dc, "atomic_write", second_interrupted)
+    def second_interrupted(root, path, *args, **kwargs):
+        calls.append(Path(path))
+        create = _interrupted_before_rename if len(calls) == 2 else REAL_CREATE
+        return create(root, path, *args, **kwargs)
+    monkeypatch.setattr(OutputRoot, "create", second_interrupted)
     context, _ = make_context(sample_data)
     assert run_command(context, f"dc {CONV1}") == ExitStatus.INTERRUPTED
     written = _files(sample_data / "temp" / "decode")

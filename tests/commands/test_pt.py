@@ -124,15 +124,16 @@ def test_integer_and_float64_exports_round_trip(tmp_path, sample_data):
 
 def test_export_in_several_chunks_reads_back_whole(tmp_path, sample_data, monkeypatch):
     from precision_tool.commands import pt
+    from precision_tool.formats.atomic import OutputRoot
 
     monkeypatch.setattr(pt, "_CHUNK", 7)
     array = np.random.default_rng(1).standard_normal((5, 9)).astype(np.float16)
-    path = pt.export_text(array, tmp_path / "x.txt", "x")
+    path = pt.export_text(OutputRoot(tmp_path), array, tmp_path / "x.txt", "x")
     lines = path.read_text().splitlines()
     assert lines[0] == "# x" and len(lines) == 46
     np.testing.assert_array_equal(np.loadtxt(path, dtype=np.float16), array.reshape(-1))
     cplx = np.array([1 + 2j, -0.5j, 3], np.complex128)
-    np.testing.assert_array_equal(np.loadtxt(pt.export_text(cplx, tmp_path / "c.txt", "c")),
+    np.testing.assert_array_equal(np.loadtxt(pt.export_text(OutputRoot(tmp_path), cplx, tmp_path / "c.txt", "c")),
                                   np.column_stack([cplx.real, cplx.imag]))
 
 

@@ -147,14 +147,15 @@ def test_the_writer_streams_and_renames_on_close(tmp_path):
 
 def test_result_path_and_latest_result_dir(tmp_path):
     when = datetime(2024, 6, 12, 10, 30, 5)
-    path = result_path(tmp_path, when)
-    assert path == tmp_path / "temp/vector_compare/20240612103005/result_20240612103005.csv"
-    assert result_path(tmp_path, when, tag="ge_default_1").name == "result_20240612103005_ge_default_1.csv"
-    assert latest_result_dir(tmp_path) is None
+    out = tmp_path / "temp"  # the output root
+    path = result_path(out, when)
+    assert path == out / "vector_compare/20240612103005/result_20240612103005.csv"
+    assert result_path(out, when, tag="ge_default_1").name == "result_20240612103005_ge_default_1.csv"
+    assert latest_result_dir(out) is None
     write_result_csv(path, [_row()])
-    write_result_csv(result_path(tmp_path, datetime(2023, 1, 1)), [_row()])
-    (tmp_path / "temp/vector_compare/20250101000000").mkdir()  # empty: not a result
-    assert latest_result_dir(tmp_path) == path.parent
+    write_result_csv(result_path(out, datetime(2023, 1, 1)), [_row()])
+    (out / "vector_compare/20250101000000").mkdir()  # empty: not a result
+    assert latest_result_dir(out) == path.parent
 
 
 # --- reader variants --------------------------------------------------------------------

@@ -9,8 +9,10 @@ import shutil
 
 import pytest
 
+
 from precision_tool.compare.result_csv import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows, task_key
+from precision_tool.formats.atomic import OutputRoot, OutputError
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -114,12 +116,26 @@ def test_cached_rows_keeps_task_order_and_computes_only_what_is_missing(sample_d
         asked.append(len(todo))
         return compare_tasks(todo, metrics)
 
-    with RowCache(tmp_path / "c.sqlite") as cache:
+    root = OutputRoot(tmp_path / "out")
+    with RowCache(root, "cache") as cache:
         first = list(cached_rows(tasks[:10], names, cache, compute))
-    with RowCache(tmp_path / "c.sqlite") as cache:
+    with RowCache(root, "cache") as cache:
         counts = {}
         both = list(cached_rows(tasks, names, cache, compute, counts))
     assert [r.tensor_index for r in both] == [t.tensor_index for t in tasks]
     assert counts["reused"] == sum(1 for r in first if r.compared) and asked[1] == len(tasks) - counts["reused"]
     assert [r.metrics for r in both[:10]] == [r.metrics for r in first]
     assert task_key(tasks[0], names) is None or isinstance(task_key(tasks[0], names), str)
+
+
+def test_a_link_planted_at_the_cache_is_refused(sample_data, tmp_path):
+    target = tmp_path / "victim.db"
+    target.write_text("mine")
+    cache = sample_data / "temp" / "row_cache"
+    cache.mkdir(parents=True)
+    (cache / "rows.sqlite").symlink_to(target)
+    context, out = make_context(sample_data)
+    assert run_command(context, "vc") == ExitStatus.ERROR
+    assert "symbolic link" in out.getvalue() and target.read_text() == "mine"
+    with pytest.raises(OutputError):
+        RowCache(OutputRoot(sample_data / "temp")).__enter__()

@@ -56,7 +56,7 @@ def run_check(context, buffer: io.StringIO, check: Check) -> tuple[ExitStatus, s
 
 def csv_rows(root: Path) -> list:
     """The rows of every CSV of the newest ``vc`` result under ``root``."""
-    newest = latest_result_dir(root)
+    newest = latest_result_dir(root / "temp")
     assert newest is not None, "vc wrote no CSV"
     return [row for path in sorted(newest.glob("*.csv")) for row in read_result_csv(path)]
 

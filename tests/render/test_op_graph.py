@@ -13,6 +13,7 @@ from rich.console import Console
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
 from precision_tool.render import op_graph
 from precision_tool.formats import digraph_files
+from precision_tool.formats.atomic import OutputRoot
 from precision_tool.formats.graph_query import Edge, neighbourhood
 
 ODD = 'odd{a}|<b>"c\\d'  # every record-label special character
@@ -109,7 +110,7 @@ def test_digraph_has_ports_root_and_escaped_names():
 def test_dot_accepts_the_source_with_odd_names(tmp_path):
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 2)
-    written = digraph_files.write_digraph(op_graph.build_digraph(hood, ODD).source, tmp_path / "g.gv", 8)
+    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, ODD).source, tmp_path / "g.gv", 8)
     assert written.svg == tmp_path / "g.svg" and written.note is None
     svg = written.svg.read_text()
     assert svg.count('class="node"') == 8
@@ -123,7 +124,7 @@ def test_without_dot_only_the_gv_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(digraph_files.shutil, "which", lambda *args, **kwargs: None)
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 1)
-    written = digraph_files.write_digraph(op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
+    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
     assert written.files == [tmp_path / "g.gv"] and "not installed" in written.note
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.gv"]
 
@@ -133,7 +134,7 @@ def test_too_many_nodes_are_not_rendered(tmp_path, monkeypatch):
     monkeypatch.setattr(digraph_files, "MAX_RENDER_NODES", 3)
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 1)
-    written = digraph_files.write_digraph(op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
+    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
     assert written.svg is None and "too many" in written.note
 
 
