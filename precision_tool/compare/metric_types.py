@@ -1,34 +1,12 @@
-"""The plain data of the metrics: accumulated statistics, ranges, and results."""
+"""The plain data of the metrics: statistic groups, accumulated statistics, ranges, results."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 NAN = float("nan")
-
-
-@dataclass
-class Stats:
-    """Sums accumulated over a tensor pair; fields of groups not selected stay 0."""
-
-    count: int = 0
-    sum_xy: float = 0.0
-    sum_xx: float = 0.0
-    sum_yy: float = 0.0
-    sum_x: float = 0.0
-    sum_y: float = 0.0
-    m2_x: float = 0.0  # sum of squared deviations from the mean
-    m2_y: float = 0.0
-    max_abs: float = -math.inf
-    sum_abs: float = 0.0
-    sum_sq: float = 0.0  # sum (x - y)^2
-    rel_sum: float = 0.0
-    rel_max: float = -math.inf
-    kl_sp: float = 0.0
-    kl_sq: float = 0.0
-    kl_cross: float = 0.0  # sum P (ln P - ln Q)
 
 
 @dataclass(frozen=True)
@@ -37,6 +15,71 @@ class Range:
 
     lo: float
     hi: float
+
+
+@dataclass
+class Stats:
+    """Partial statistics of a tensor pair (or of a range of it); mergeable with ``combine``.
+
+    Fields of groups not folded keep their start values. ``sum_x``/``m2_x`` are the sum and the
+    sum of squared deviations from the mean (merged with Chan et al.'s formula, so a large mean
+    does not cancel the variance away). The ranges are numpy's min/max (NaN when a NaN was seen);
+    ``nan_*``/``inf_*`` count the NaN and infinite elements. ``extra`` holds the state of
+    statistic groups registered outside this package, by group name.
+    """
+
+    count: int = 0
+    sum_xy: float = 0.0
+    sum_xx: float = 0.0
+    sum_yy: float = 0.0
+    sum_x: float = 0.0
+    sum_y: float = 0.0
+    m2_x: float = 0.0
+    m2_y: float = 0.0
+    max_abs: float = -math.inf
+    sum_abs: float = 0.0
+    sum_sq: float = 0.0  # sum (x - y)^2
+    rel_sum: float = 0.0
+    rel_max: float = -math.inf
+    x_lo: float = math.inf
+    x_hi: float = -math.inf
+    y_lo: float = math.inf
+    y_hi: float = -math.inf
+    nan_x: int = 0
+    nan_y: int = 0
+    inf_x: int = 0
+    inf_y: int = 0
+    kl_sp: float = 0.0
+    kl_sq: float = 0.0
+    kl_cross: float = 0.0  # sum P (ln P - ln Q)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ranges(self) -> tuple[Range, Range]:
+        """(x range, y range) of what the first pass saw."""
+        return Range(self.x_lo, self.x_hi), Range(self.y_lo, self.y_hi)
+
+
+Fold = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class StatGroup:
+    """A named set of statistics, folded block by block over a tensor pair.
+
+    ``fold(stats, x, y)`` folds one pair of equal-length float64 blocks into ``stats``;
+    ``merge(into, other)`` adds ``other``'s partial statistics of this group into ``into``
+    (so a tensor split into ranges gives the same result). A group with ``needs_ranges`` runs in
+    a second pass, once the first pass has seen every element: ``fold(stats, x, y, ranges)``.
+    Groups defined outside this package keep their state in ``stats.extra[name]``. Both
+    functions must be module-level, so a :class:`Metric` using the group can be sent to a
+    worker process.
+    """
+
+    name: str
+    fold: Fold
+    merge: Callable[[Stats, Stats], None]
+    needs_ranges: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,13 +92,27 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Metric:
-    """One comparison metric: its CSV column name, the stat groups it reads, and its formula."""
+    """One comparison metric: its CSV column name, the statistic groups it reads, its formula.
+
+    ``needs`` names groups registered with :func:`~.kernels.register_group` (the built-in ones:
+    ``xy``, ``xx``, ``yy``, ``diff``, ``rel``, ``moments``, ``range``, ``kl``); an unknown name
+    raises ValueError here, at construction. ``compute`` must be a module-level function (not a
+    lambda) so the metric can be sent to worker processes.
+    """
 
     name: str
     needs: frozenset[str]
     compute: Callable[[Stats], float | str | Outcome]
     bool_ok: bool = False
     text: bool = False  # the value is text (StandardDeviation), not a number
+    groups: tuple[StatGroup, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from .kernels import stat_group  # the registry; imported here to keep this module plain
+
+        object.__setattr__(self, "needs", frozenset(self.needs))
+        groups = tuple(stat_group(name, metric=self.name) for name in sorted(self.needs))
+        object.__setattr__(self, "groups", groups)
 
 
 @dataclass(frozen=True)
