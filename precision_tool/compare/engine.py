@@ -44,7 +44,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import PrecisionToolError
-from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
+from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side, prefetch
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
 from .result import CompareRow
@@ -184,6 +184,12 @@ def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
 
 # --- jobs ------------------------------------------------------------------------------------
 
+def _job_files(tasks: Sequence[PairTask]) -> list:
+    """Every file a job's comparable tasks read, once each, in order."""
+    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if side is not None)
+    return list(dict.fromkeys(files))
+
+
 def _dump_files(task: PairTask) -> tuple:
     return tuple(side.path for side in (task.left, task.right) if isinstance(side, DumpSide))
 
@@ -209,6 +215,7 @@ def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = D
     module-level functions), so a metric defined outside this package computes there too.
     """
     headers = HeaderCache()
+    prefetch(_job_files(tasks))  # a cold disk reads the job's files while its first pair computes
     rows, total = [], 0
     for task in tasks:
         row, nbytes = compare_task(task, metrics, chunk, headers)
