@@ -264,7 +264,7 @@ def _write(plan: Comparison, path: Path, metrics, workers: int, threshold: float
     summary = Summary(plan.label, path, threshold)
     pooled = workers if _estimated_bytes(plan.tasks) >= POOL_MIN_BYTES else 1
     progress = display.track(plan.label, len(plan.tasks)) if display else None
-    with ResultWriter(path, golden_address=plan.npu_vs_npu) as writer:
+    with ResultWriter(path, golden_address=plan.npu_vs_npu, metrics=metrics) as writer:
         for row in compare_tasks(plan.tasks, metrics, workers=pooled, progress=progress):
             writer.write(row)
             summary.add(row)

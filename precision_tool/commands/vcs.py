@@ -108,7 +108,7 @@ def summarise(paths: list[Path], threshold: float, limit: int) -> CommandResult:
         renderables.append(Text(f"result: {paths[0].parent}", style="muted"))
     for path in paths:
         try:
-            rows = read_result_csv(path)
+            rows = read_result_csv(path, require=("CosineSimilarity",))  # summarised by cosine
         except PrecisionToolError as exc:
             if len(paths) == 1:
                 raise

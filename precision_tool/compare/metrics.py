@@ -131,31 +131,36 @@ METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
 
 def select_metrics(spec: str | Iterable[str | int | Metric] | None = None) -> tuple[Metric, ...]:
-    """The metrics named by ``spec``: msaccucmp's ten in CSV order, then any Metric objects given.
+    """The metrics named by ``spec``, in the order given (msaccucmp's ``-alg`` keeps it too).
 
-    ``spec`` is None or ``"all"`` (the ten), or names and/or msaccucmp ``-alg`` indexes
-    (0 = CosineSimilarity ... 9 = MeanRelativeError) as a comma-separated string or an iterable,
-    which may also hold :class:`Metric` objects (custom metrics, kept in the order given); names
-    are case-insensitive. Raises PrecisionToolError for an unknown name or index.
+    ``spec`` is None or ``"all"`` (the ten, in CSV order), or names and/or msaccucmp ``-alg``
+    indexes (0 = CosineSimilarity ... 9 = MeanRelativeError) as a comma-separated string or an
+    iterable, which may also hold :class:`Metric` objects (custom metrics); names are
+    case-insensitive and a metric given twice counts once. Raises PrecisionToolError for an
+    unknown name or index.
     """
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "all"):
         return METRICS
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    custom = tuple(item for item in items if isinstance(item, Metric))
     by_name = {m.name.lower(): m for m in METRICS}
-    chosen = set()
-    for item in (str(i).strip() for i in items if not isinstance(i, Metric)):
-        if item.isdigit() and int(item) < len(METRICS):
-            chosen.add(METRICS[int(item)].name)
-        elif item.lower() in by_name:
-            chosen.add(by_name[item.lower()].name)
-        elif item:
-            raise PrecisionToolError(f"unknown metric {item!r}: choose from 0-{len(METRICS) - 1} "
+    chosen: dict[str, Metric] = {}
+    for item in items:
+        text = "" if isinstance(item, Metric) else str(item).strip()
+        if isinstance(item, Metric):
+            metric = item
+        elif text.isdigit() and int(text) < len(METRICS):
+            metric = METRICS[int(text)]
+        elif text.lower() in by_name:
+            metric = by_name[text.lower()]
+        elif text:
+            raise PrecisionToolError(f"unknown metric {text!r}: choose from 0-{len(METRICS) - 1} "
                                      f"or {', '.join(METRIC_NAMES)}")
-    if not chosen and not custom:
+        else:
+            continue
+        chosen.setdefault(metric.name, metric)
+    if not chosen:
         raise PrecisionToolError("no metric selected")
-    names = {m.name for m in custom}
-    return tuple(m for m in METRICS if m.name in chosen and m.name not in names) + custom
+    return tuple(chosen.values())
 
 
 # --- accumulation ---------------------------------------------------------------------------

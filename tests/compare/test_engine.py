@@ -14,6 +14,8 @@ from precision_tool import read_dump, read_golden, read_graph
 from precision_tool.compare import engine
 from precision_tool.compare.engine import compare_tasks, group_jobs
 from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
+from precision_tool.compare.kernels import register_group
+from precision_tool.compare.metric_types import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
@@ -322,3 +324,46 @@ def test_an_unsupported_format_is_compared_as_stored_with_a_note(tmp_path):
     row, = compare_tasks([_task(0, "u", DumpSide(path, "output", 0), NpySide(gold))])
     assert row.cosine == pytest.approx(1.0)
     assert "unsupported format UNKNOWN(77), compared in its stored order" in row.fail_reason
+
+
+# --- custom metrics reach the workers -----------------------------------------------------------
+
+def _fold_sign_flips(stats, x, y):
+    stats.extra["flips"] = stats.extra.get("flips", 0) + int(np.count_nonzero(np.signbit(x) != np.signbit(y)))
+
+
+def _merge_sign_flips(into, other):
+    into.extra["flips"] = into.extra.get("flips", 0) + other.extra.get("flips", 0)
+
+
+def _sign_flip_share(stats):
+    return stats.extra.get("flips", 0) / stats.count
+
+
+def _rms_of_golden(stats):
+    return math.sqrt(stats.sum_yy / stats.count)
+
+
+register_group(StatGroup("sign_flips", _fold_sign_flips, _merge_sign_flips))
+SIGN_FLIPS = Metric("SignFlipShare", frozenset({"sign_flips"}), _sign_flip_share)
+GOLDEN_RMS = Metric("GoldenRMS", frozenset({"yy"}), _rms_of_golden)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_custom_metrics_compute_in_worker_processes(sample_data, tmp_path, monkeypatch, context):
+    """A metric defined here, one with its own statistic group, through two worker processes."""
+    monkeypatch.setattr(engine, "_mp_context", lambda: multiprocessing.get_context(context))
+    tasks = _tasks(sample_data)
+    metrics = select_metrics(["0", SIGN_FLIPS, GOLDEN_RMS])
+    rows = [r for r in compare_tasks(tasks, metrics, workers=2) if r.compared]
+    assert rows
+    for row, task in zip(rows, [t for t in tasks if t.comparable]):
+        x = read_dump(task.left.path)
+        tensor = (x.inputs if task.left.kind == "input" else x.outputs)[task.left.index]
+        npu = tensor.host().astype(np.float64).ravel()
+        golden = np.load(task.right.path).astype(np.float64).ravel()
+        assert set(row.metrics) == {"CosineSimilarity", "SignFlipShare", "GoldenRMS"}
+        assert row.metrics["SignFlipShare"] == np.count_nonzero(np.signbit(npu) != np.signbit(golden)) / npu.size
+        assert row.metrics["GoldenRMS"] == pytest.approx(np.sqrt(np.mean(golden ** 2)), rel=1e-12)
+    out = write_result_csv(tmp_path / "r.csv", rows, metrics=metrics)
+    assert out.read_text(encoding="utf-8").splitlines()[0].endswith("CompareFailReason,SignFlipShare,GoldenRMS")
