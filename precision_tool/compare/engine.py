@@ -44,6 +44,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import PrecisionToolError
+from . import kernels
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side, prefetch
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
@@ -327,8 +328,13 @@ def _pooled(jobs: list[list[PairTask]], metrics: tuple[Metric, ...], chunk: int,
     queue: deque[Future | JobResult] = deque()
     in_flight = 0
     remaining = iter(jobs)
+    context = _mp_context()
+    if context.get_start_method() == "fork":
+        # load numba and the compiled kernels once, here: forked workers inherit them instead of
+        # each importing numba (a quarter to half a second, and its memory, per worker)
+        kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_init_worker)
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker)
         try:
             while True:
                 while in_flight < window and len(queue) < 8 * window:

@@ -17,7 +17,7 @@ Two implementations fold the built-in groups; both read each side in its stored 
 
 * **numba** (:mod:`.kernels_numba`): one fused pass over the two flat blocks computes every
   first-pass statistic at once (cosine alone has its own three-sum kernel), float16 and bfloat16
-  read through a 65,536-entry float64 table; the KL pass is a second kernel. Used for tensors of
+  read in their stored bits and widened by the CPU; the KL pass is a second kernel. Used for tensors of
   at least :data:`NUMBA_MIN_SIZE` elements when numba imports and compiles; compiled kernels are
   cached on disk (:func:`numba_cache_dir`), never inside the user's data.
 * **numpy**: each group's own fold over float64 blocks of :data:`BLOCK` elements. Used when
@@ -38,7 +38,8 @@ accurate to that relative error; sum x*y is accurate to that fraction of sqrt(su
 so the cosine is within 3e-12 absolutely. The squared deviations are taken per block from a
 shift that is an element of the block, which bounds the cancellation ((c - mean)^2 <= m var) and
 blocks merge by Chan's formula, so a large mean does not cancel the spread. KL's logarithm is a
-float64 series within 2e-15 relative (numba) or numpy's float64 log. The ranges, maxima and
+float64 series within 5e-13 absolutely (numba; KL is a p-weighted mean of such logs, so within
+5e-13 too) or numpy's float64 log. The ranges, maxima and
 NaN/Inf counts are exact. msaccucmp computes in float32 (FORMATS.md), so where the printed
 values differ at all it is msaccucmp's last digit (the tests allow for that).
 """
@@ -298,10 +299,23 @@ def numba_kernels():
 
 
 def _check(module) -> None:
-    """Compile and run the kernels on a tiny pair, so a broken numba fails here, not mid-run."""
+    """Run the kernels once on known data, so a broken numba fails here and not mid-run.
+
+    Every float16 and bfloat16 bit pattern must widen exactly as numpy and ml_dtypes widen it.
+    """
+    import ml_dtypes
+
+    patterns = np.arange(1 << 16, dtype=np.uint16)
+    for dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)):
+        out = np.empty(patterns.size)
+        module.widen(kernel_operand(patterns.view(dtype)), out)
+        with np.errstate(invalid="ignore"):
+            expected = patterns.view(dtype).astype(np.float64)
+        if not np.array_equal(out, expected, equal_nan=True):
+            raise RuntimeError(f"the kernels widen {dtype} differently from numpy")
     x = np.array([1.0, -2.0, 3.0], np.float32)
     out = np.zeros(len(FUSED_FIELDS))
-    module.fused(x, None, x, None, out)
+    module.fused(x, x, out)
     if out[0] != 3 or out[1] != 14.0:
         raise RuntimeError("the fused kernel gave wrong sums on a check")
 
@@ -313,27 +327,18 @@ def numba_for(size: int | None):
     return numba_kernels()
 
 
-@lru_cache(maxsize=8)
-def code_table(dtype: np.dtype) -> np.ndarray:
-    """float64 values of every 16-bit pattern of a 2-byte dtype (float16, bfloat16, int16...)."""
-    with np.errstate(invalid="ignore"):  # the NaN patterns
-        return np.arange(1 << 16, dtype=np.uint16).view(dtype).astype(np.float64)
+def kernel_operand(block: np.ndarray) -> np.ndarray | None:
+    """``block`` as the kernels read it, or None for dtypes they do not read (see kernels_numba).
 
-
-def _direct(dtype: np.dtype) -> bool:
-    return dtype == np.float32 or dtype == np.float64
-
-
-def _table_coded(dtype: np.dtype) -> bool:
-    return dtype.itemsize == 2 and dtype.kind != "c"
-
-
-def kernel_operand(block: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """(values, table) as the kernels read ``block``; None for dtypes they do not read."""
-    if _direct(block.dtype):
-        return block, None
-    if _table_coded(block.dtype):
-        return block.view(np.uint16), code_table(block.dtype)
+    float32/float64 as they are; float16 as uint16 bits, bfloat16 as int16 bits (widened by the
+    CPU). Everything else (integers, bool, fp8...) is converted to float64 a piece at a time.
+    """
+    if block.dtype == np.float32 or block.dtype == np.float64:
+        return block
+    if block.dtype == np.float16:
+        return block.view(np.uint16)
+    if block.dtype.name == "bfloat16":
+        return block.view(np.int16)
     return None
 
 
@@ -360,18 +365,30 @@ def _readable_pairs(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray, 
 def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> Stats:
     total = Stats()
     for xb, yb in _readable_pairs(x, y):
-        (xv, xt), (yv, yt) = kernel_operand(xb), kernel_operand(yb)
+        xv, yv = kernel_operand(xb), kernel_operand(yb)
         out = np.zeros(len(FUSED_FIELDS))
         if cosine_only:
-            kernels.cosine(xv, xt, yv, yt, out)
+            kernels.cosine(xv, yv, out)
             part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
         else:
-            kernels.fused(xv, xt, yv, yt, out)
+            kernels.fused(xv, yv, out)
             part = Stats(**{name: int(v) if name in _COUNTS else float(v)
                             for name, v in zip(FUSED_FIELDS, out)})
+            _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
         total = combine(total, part)
     return total
+
+
+def _count_nonfinite(kernels, s: Stats, xv: np.ndarray, yv: np.ndarray) -> None:
+    """The NaN and Inf counts of a side whose sum of squares is not finite (else there are none)."""
+    counts = np.zeros(2, np.int64)
+    if not math.isfinite(s.sum_xx):
+        kernels.count_nonfinite(xv, counts)
+        s.nan_x, s.inf_x = int(counts[0]), int(counts[1])
+    if not math.isfinite(s.sum_yy):
+        kernels.count_nonfinite(yv, counts)
+        s.nan_y, s.inf_y = int(counts[0]), int(counts[1])
 
 
 def _nan_maxima(s: Stats) -> None:
@@ -415,41 +432,30 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     return stats
 
 
-class KLTables:
-    """Per-tensor tables of P and ln P for table-coded sides (built once the ranges are known)."""
+def kl_scaling(rng: Range) -> tuple[float, float, float]:
+    """(lo, pre, inv) with ``(v - lo) * pre * inv`` = KL's ``(v - lo)/(hi - lo)``, to 1 ulp.
 
-    def __init__(self, ranges: tuple[Range, Range]) -> None:
-        self.ranges = ranges
-        self._tables: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-
-    def side(self, which: int, block: np.ndarray) -> tuple:
-        """The KL kernel's arguments for one side: (values, P table, ln P table, lo, span, 1/span)."""
-        rng = self.ranges[which]
-        span = rng.hi - rng.lo
-        values, table = kernel_operand(block)
-        if table is None:
-            with np.errstate(all="ignore"):
-                inv = 1.0 / span if span != 0 else 0.0
-            inv = inv if math.isfinite(inv) else 0.0  # a subnormal span: divide instead
-            return values, None, None, rng.lo, span, inv
-        key = (which, block.dtype.str)
-        if key not in self._tables:
-            p = normalised(table, rng)
-            with np.errstate(all="ignore"):
-                self._tables[key] = (p, np.log(p))
-        p, logs = self._tables[key]
-        return values, p, logs, rng.lo, span, 0.0
+    A 0 span gives (0, 1, 1): P is v itself. A span so small that 1/span overflows (subnormal)
+    is scaled by a power of two first, which is exact; NaN and infinite spans keep numpy's
+    NaN and 0 results.
+    """
+    span = rng.hi - rng.lo
+    if span == 0:
+        return 0.0, 1.0, 1.0
+    if span != span or span == math.inf:
+        return rng.lo, 1.0, 0.0 if span == math.inf else math.nan
+    pre = 1.0 if span >= 2.0 ** -1000 else 2.0 ** 600
+    return rng.lo, pre, 1.0 / (span * pre)
 
 
 def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup],
-                tables: KLTables, kernels=None) -> None:
-    """Fold a pair of chunks into ``stats`` for the groups that need the ranges (KL...)."""
-    ranges = tables.ranges
+                ranges: tuple[Range, Range], kernels=None) -> None:
+    """Fold a pair of chunks into ``stats`` for the groups that need the ``ranges`` (KL...)."""
     for group in groups:
         if group.name == "kl" and kernels is not None:
             for xb, yb in _readable_pairs(x, y):
                 out = np.zeros(3)
-                kernels.kl(*tables.side(0, xb), *tables.side(1, yb), out)
+                kernels.kl(kernel_operand(xb), *kl_scaling(ranges[0]), kernel_operand(yb), *kl_scaling(ranges[1]), out)
                 _merge_kl(stats, Stats(kl_sp=out[0], kl_sq=out[1], kl_cross=out[2]))
             continue
         with np.errstate(all="ignore"):
@@ -457,6 +463,5 @@ def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Sta
                 group.fold(stats, xb, yb, ranges)
 
 
-__all__ = ["BLOCK", "BUILTIN_GROUPS", "FUSED_FIELDS", "KLTables", "NUMBA_MIN_SIZE", "as_float64",
-           "code_table", "combine", "fold_first", "fold_second", "kernel_operand", "normalised",
+__all__ = ["BLOCK", "BUILTIN_GROUPS", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "combine", "fold_first", "fold_second", "kernel_operand", "normalised",
            "numba_cache_dir", "numba_for", "numba_kernels", "register_group", "stat_group"]

@@ -203,7 +203,6 @@ class Accumulator:
         self.second = tuple(g for g in groups if g.needs_ranges)
         self.kernels = kernels.numba_for(size)
         self.stats = Stats()
-        self._tables: kernels.KLTables | None = None
 
     @property
     def needs_second_pass(self) -> bool:
@@ -231,9 +230,7 @@ class Accumulator:
     def update_second(self, x: np.ndarray, y: np.ndarray) -> None:
         """Fold one pair of flat chunks again (second pass), after every :meth:`update`."""
         x, y = self._flat(x, y)
-        if self._tables is None:
-            self._tables = kernels.KLTables(self.stats.ranges)
-        kernels.fold_second(self.stats, x, y, self.second, self._tables, self.kernels)
+        kernels.fold_second(self.stats, x, y, self.second, self.stats.ranges, self.kernels)
 
     @staticmethod
     def _flat(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
