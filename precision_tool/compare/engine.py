@@ -70,11 +70,12 @@ def _pieces(x: Source, y: Source, chunk: int) -> Iterator[tuple]:
 
 
 def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
-                    chunk: int = DEFAULT_CHUNK) -> tuple[MetricResult, str]:
+                    chunk: int = DEFAULT_CHUNK, numba: bool | None = None) -> tuple[MetricResult, str]:
     """The metrics of two opened sides, and a note when the shapes differ but sizes match.
 
     A pair that fits in one block is read and converted once for both passes (KL's second pass
-    reuses it); bigger pairs stream again for the second pass.
+    reuses it); bigger pairs stream again for the second pass. ``numba`` is the run's kernel
+    choice (:func:`~.kernels.numba_pays_off`; None: by the tensor's size).
     """
     if x.size != y.size:
         return shape_mismatch(x.shape, y.shape), ""
@@ -84,7 +85,7 @@ def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
                 "match: compared flattened.")
     boolean = x.dtype.kind == "b" and y.dtype.kind == "b"
     acc = Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean,
-                      size=x.size)
+                      size=x.size, numba=numba)
     kept, count = None, 0
     for pair in _pieces(x, y, chunk):
         acc.update(*pair)
@@ -157,7 +158,7 @@ def _not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
 
 
 def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
-                 headers: HeaderCache) -> tuple[CompareRow, int]:
+                 headers: HeaderCache, numba: bool | None = None) -> tuple[CompareRow, int]:
     """One row for one task, and the bytes compared (0 when nothing was)."""
     if not task.comparable:
         return _not_compared_row(task, headers), 0
@@ -167,7 +168,7 @@ def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
         for side in (task.left, task.right):
             sides.append(open_side(side, headers))
         x, y = sides
-        result, note = compare_sources(x, y, metrics, chunk)
+        result, note = compare_sources(x, y, metrics, chunk, numba)
     except PrecisionToolError as exc:
         if sides:
             row = _with_side(row, sides[0], is_left=True)
@@ -209,7 +210,8 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     return jobs
 
 
-def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK) -> JobResult:
+def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK,
+            numba: bool | None = None) -> JobResult:
     """Compare one job's tasks (in a worker or inline).
 
     The Metric objects themselves travel to the worker (pickled by reference to their
@@ -219,10 +221,25 @@ def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = D
     prefetch(_job_files(tasks))  # a cold disk reads the job's files while its first pair computes
     rows, total = [], 0
     for task in tasks:
-        row, nbytes = compare_task(task, metrics, chunk, headers)
+        row, nbytes = compare_task(task, metrics, chunk, headers, numba)
         rows.append(row)
         total += nbytes
     return JobResult(rows, total)
+
+
+def _data_bytes(tasks: Sequence[PairTask]) -> int:
+    """Bytes of every file the comparable tasks read (each once): what the run will stream."""
+    total = 0
+    for path in _job_files(tasks):
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue  # reported by the comparison
+    return total
+
+
+def _cosine_only(metrics: Sequence[Metric]) -> bool:
+    return all(group.name in ("xy", "xx", "yy") for metric in metrics for group in metric.groups)
 
 
 def _needs_worker(job: Sequence[PairTask]) -> bool:
@@ -309,27 +326,28 @@ def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS
     """
     tasks = list(tasks)
     metrics = tuple(metrics)
+    numba = kernels.numba_pays_off(_data_bytes(tasks), _cosine_only(metrics))
     jobs = group_jobs(tasks)
     tracker = _Tracker(len(tasks), progress)
     pooled = min(workers, sum(1 for job in jobs if _needs_worker(job)))
     try:
         if pooled <= 1:
             for job in jobs:
-                yield from tracker.emit(run_job(job, metrics, chunk))
+                yield from tracker.emit(run_job(job, metrics, chunk, numba))
         else:
-            yield from _pooled(jobs, metrics, chunk, pooled, tracker)
+            yield from _pooled(jobs, (metrics, chunk, numba), pooled, tracker)
     finally:
         _BUFFERS.clear()
 
 
-def _pooled(jobs: list[list[PairTask]], metrics: tuple[Metric, ...], chunk: int, workers: int,
+def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
             tracker: _Tracker) -> Iterator[CompareRow]:
     window = 2 * workers
     queue: deque[Future | JobResult] = deque()
     in_flight = 0
     remaining = iter(jobs)
     context = _mp_context()
-    if context.get_start_method() == "fork":
+    if context.get_start_method() == "fork" and job_args[2]:
         # load numba and the compiled kernels once, here: forked workers inherit them instead of
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
@@ -342,10 +360,10 @@ def _pooled(jobs: list[list[PairTask]], metrics: tuple[Metric, ...], chunk: int,
                     if job is None:
                         break
                     if _needs_worker(job):
-                        queue.append(executor.submit(run_job, job, metrics, chunk))
+                        queue.append(executor.submit(run_job, job, *job_args))
                         in_flight += 1
                     else:  # no tensor data to read: not worth a round trip
-                        queue.append(run_job(job, metrics, chunk))
+                        queue.append(run_job(job, *job_args))
                 if not queue:
                     break
                 head = queue.popleft()

@@ -186,10 +186,12 @@ class Accumulator:
         boolean: both sides are bool (fed as 0/1): only cosine and RelativeEuclideanDistance.
         size: elements of the whole tensor, when known: small tensors skip the numba kernels
             (:func:`~.kernels.numba_for`).
+        numba: a decision for the whole run (True: the numba kernels when they load; False:
+            numpy); None decides by ``size``.
     """
 
     def __init__(self, metrics: Sequence[Metric] = METRICS, *, scalar: bool = False,
-                 boolean: bool = False, size: int | None = None) -> None:
+                 boolean: bool = False, size: int | None = None, numba: bool | None = None) -> None:
         self.metrics = tuple(metrics)
         self.scalar, self.boolean = scalar, boolean
         # a scalar's cosine is not computed; a bool pair computes only the bool-capable metrics
@@ -201,8 +203,13 @@ class Accumulator:
         if any(g.needs_ranges for g in groups) and not any(g.name == "range" for g in self.first):
             self.first += (kernels.stat_group("range"),)
         self.second = tuple(g for g in groups if g.needs_ranges)
-        self.kernels = kernels.numba_for(size)
+        self.kernels = kernels.numba_for(size, numba)
         self.stats = Stats()
+
+    @property
+    def cosine_only(self) -> bool:
+        """Whether only the three sums of the cosine are folded."""
+        return self.groups <= {"xy", "xx", "yy"}
 
     @property
     def needs_second_pass(self) -> bool:

@@ -20,5 +20,5 @@ def kernel_backend(request, monkeypatch):
         assert compiled is not None, "numba is installed but its kernels did not load"
     else:
         compiled = None
-    monkeypatch.setattr(kernels, "numba_for", lambda size: compiled)
+    monkeypatch.setattr(kernels, "numba_for", lambda size, wanted=None: compiled)
     return request.param

@@ -144,7 +144,7 @@ def test_both_backends_print_the_same_metrics():
     results = []
     for compiled in (None, kernels.numba_kernels()):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(kernels, "numba_for", lambda size: compiled)
+            patch.setattr(kernels, "numba_for", lambda size, wanted=None: compiled)
             results.append(compare_arrays(x, y))
     printed = [{k: v if isinstance(v, str) else "%.6f" % v for k, v in r.values.items()} for r in results]
     assert printed[0] == printed[1]
@@ -252,3 +252,44 @@ def test_a_10e8_element_pair_keeps_its_digits():
         assert ours == pytest.approx(exact[key], rel=1e-11), key
     cosine = exact["xy"] / math.sqrt(exact["xx"]) / math.sqrt(exact["yy"])
     assert abs(acc.result().values["CosineSimilarity"] - cosine) < 1e-11
+
+
+# --- choosing the backend ----------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_choice(monkeypatch):
+    """numba_kernels() decides again (its answer is cached per process)."""
+    kernels.numba_kernels.cache_clear()
+    yield monkeypatch
+    kernels.numba_kernels.cache_clear()
+
+
+def test_without_numba_the_numpy_path_computes_the_same(fresh_choice):
+    import sys
+
+    fresh_choice.setitem(sys.modules, "precision_tool.compare.kernels_numba", None)  # import fails
+    with pytest.warns(RuntimeWarning, match="numba kernels unavailable"):
+        assert kernels.numba_kernels() is None
+    x, y = _f16_extremes(np.random.default_rng(3), 300_000)
+    assert kernels.numba_for(x.size) is None
+    _check_against_reference(_fold_both_passes(x, y, "numpy"), x, y)
+
+
+def test_numba_can_be_switched_off_and_small_tensors_skip_it(fresh_choice):
+    fresh_choice.setenv("PRECISION_TOOL_KERNELS", "numpy")
+    assert kernels.numba_kernels() is None
+    assert kernels.numba_for(kernels.NUMBA_MIN_SIZE - 1) is None
+
+
+def test_the_kernel_cache_is_a_writable_directory_outside_the_data(fresh_choice, tmp_path):
+    fresh_choice.delenv("NUMBA_CACHE_DIR", raising=False)
+    fresh_choice.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert kernels.numba_cache_dir() == tmp_path / "cache" / "precision_tool" / "numba"
+    assert (tmp_path / "cache" / "precision_tool" / "numba").is_dir()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    fresh_choice.setenv("XDG_CACHE_HOME", str(blocked))  # cannot hold a directory: the temp dir
+    fallback = kernels.numba_cache_dir()
+    assert fallback is not None and fallback.is_dir() and blocked not in fallback.parents
+    fresh_choice.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert kernels.numba_cache_dir() == tmp_path / "mine"

@@ -157,7 +157,7 @@ def test_streaming_over_any_chunking_equals_the_one_shot_formulas(backend):
     @settings(max_examples=300, deadline=None)
     @given(_arrays, st.integers(1, 17), st.integers(1, 9))
     def check(pair, chunk, block):
-        with mock.patch.object(kernels, "numba_for", lambda size: kernel):
+        with mock.patch.object(kernels, "numba_for", lambda size, wanted=None: kernel):
             _streaming_equals_one_shot(pair, chunk, block)
     check()
 
