@@ -5,7 +5,7 @@
 
 Generates (deterministically, with the project's writers) a synthetic ``precision_data`` of about
 ``--gb`` GB: a chain of ops, each dumping a float16 input and output of 8x64x64x128 (8 MiB each;
-outputs in NC1HWC0, every third in FRACTAL_NZ) against float32 NHWC golden ``.npy`` (16 MiB); every
+outputs in NC1HWC0, every third in FRACTAL_NZ as 512x64x128) against float32 NHWC golden ``.npy`` (16 MiB); every
 sixth op is a Conv2D with a FRACTAL_Z weight (HWCN golden). The Build graph is written as text
 and as atc JSON (msaccucmp reads the JSON). Then it measures, each run a subprocess of the real
 command line (``python -m precision_tool --data ROOT vc [-alg 0]``, process start included):
@@ -51,7 +51,8 @@ RUN, MODEL = "20260101000000", "ge_default_20260101000000_1"
 HOST_SHAPE = (8, 64, 64, 128)  # NHWC; C = 8 x C0, so NC1HWC0 has no padding
 WEIGHT_SHAPE = (3, 3, 128, 128)  # HWCN
 TYPES = ("Conv2D", "Relu", "MatMul", "Mul", "BiasAdd", "Sigmoid")
-LAYOUT_VERSION = "mix-2"  # changes when generate() writes something else
+NZ_SHAPE = (8 * 64, 64, 128)  # FRACTAL_NZ tensors are 3-D (msaccucmp flattens the batch dims)
+LAYOUT_VERSION = "mix-3"  # changes when generate() writes something else
 STEP_DIR = Path("npu/debug_0/dump") / RUN / "0" / MODEL / "1" / "0"
 GRAPH = Path("npu/debug_0/graph/ge_proto_00000001_Build.txt")
 
@@ -67,9 +68,16 @@ def _output_format(i: int) -> str:
     return "FRACTAL_NZ" if i % 3 == 2 else "NC1HWC0"
 
 
-def _desc(name: str, fmt: str, device_shape, host_shape=HOST_SHAPE, origin="NHWC"):
+def _host(fmt: str) -> tuple[tuple[int, ...], str]:
+    """The host shape and layout a tensor of ``fmt`` has in the data set."""
+    return (NZ_SHAPE, "ND") if fmt == "FRACTAL_NZ" else (HOST_SHAPE, "NHWC")
+
+
+def _desc(name: str, fmt: str, device_shape, host_shape=None, origin=None):
     from precision_tool.formats.graph_write import tensor_desc
 
+    if host_shape is None:
+        host_shape, origin = _host(fmt)
     return tensor_desc("DT_FLOAT16", fmt, device_shape, origin_format=origin,
                        origin_shape=host_shape, origin_name=name, origin_output_index=0)
 
@@ -94,9 +102,10 @@ def generate(root: Path, gb: float) -> int:
         golden = np.tanh(golden * 1.5 + rng.standard_normal(HOST_SHAPE, dtype=np.float32) * 0.3)
         noise = 0.02 if i % 7 else 0.5  # every 7th op drifts more: some rows get flagged
         npu = (golden + noise * rng.standard_normal(HOST_SHAPE, dtype=np.float32)).astype(np.float16)
-        device = to_device(npu, fmt, "NHWC")
-        write_golden(golden_dir, name, 0, 1767200000000000 + 100 * (i + 1), golden)
-        inputs = [TensorSpec(npu_prev, "FLOAT16", prev_fmt, HOST_SHAPE)]
+        shape, layout = _host(fmt)
+        device = to_device(npu.reshape(shape), fmt, layout)
+        write_golden(golden_dir, name, 0, 1767200000000000 + 100 * (i + 1), golden.reshape(shape))
+        inputs = [TensorSpec(npu_prev, "FLOAT16", prev_fmt, _host(prev_fmt)[0])]
         input_names, input_descs = [f"{prev}:0"], [_desc(prev, prev_fmt, npu_prev.shape)]
         if op_type == "Conv2D":
             kernel = f"net/block{i}/kernel"
@@ -110,7 +119,7 @@ def generate(root: Path, gb: float) -> int:
             input_descs.append(wdesc)
         stamp = 1767300000000000 + 37 * i
         write_dump(root / STEP_DIR / f"{op_type}.{name.replace('/', '_')}.{10 + i}.0.{stamp}", name, inputs,
-                   [TensorSpec(device, "FLOAT16", fmt, HOST_SHAPE, (name, 0, "NHWC"))], dump_time=stamp)
+                   [TensorSpec(device, "FLOAT16", fmt, shape, (name, 0, layout))], dump_time=stamp)
         specs.append(OpSpec(name, op_type, input_names, input_descs, [_desc(name, fmt, device.shape)],
                             original_op_names=[name]))
         npu_prev, prev, prev_fmt = device, name, fmt
@@ -241,15 +250,16 @@ def _vc_env(code: Path, workers: int) -> dict:
 class Msaccucmp:
     """Huawei's msaccucmp through the runner of ../shared/tools/msaccucmp, when configured."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
         self.source = os.environ.get("MSACCUCMP_DIR", "")
         self.python = os.environ.get("MSACCUCMP_PYTHON", "")
         runner = os.environ.get("MSACCUCMP_RUNNER") or REPO.parent / "shared/tools/msaccucmp/run_msaccucmp.py"
         self.runner = Path(runner)
-        missing = [what for what, ok in (("MSACCUCMP_DIR", self.source and Path(self.source).is_dir()),
-                                         ("MSACCUCMP_PYTHON", self.python and Path(self.python).exists()),
-                                         (f"the runner {self.runner}", self.runner.is_file())) if not ok]
-        self.why_not = ", ".join(missing)
+        checks = (("MSACCUCMP_DIR", self.source and Path(self.source).is_dir()),
+                  ("MSACCUCMP_PYTHON", self.python and Path(self.python).exists()),
+                  (f"the runner {self.runner}", self.runner.is_file()))
+        missing = [what + " not set or not found" for what, ok in checks if not ok]
+        self.why_not = ", ".join(missing) if enabled else "--no-msaccucmp given"
 
     @property
     def available(self) -> bool:
@@ -276,12 +286,14 @@ def _stats(runs: list[dict]) -> dict:
             "rss": max(r["rss"] for r in runs), "n": len(runs)}
 
 
-def _repeat(fn, times: int, before=None) -> dict:
+def _repeat(fn, times: int, before=None, label: str = "") -> dict:
     runs = []
     for _ in range(times):
         if before is not None:
             before()
         runs.append(fn())
+    if label:  # progress on stderr: the table comes at the end
+        print(f"  {label}: {', '.join('%.2f s' % r['seconds'] for r in runs)}", file=sys.stderr, flush=True)
     return _stats(runs)
 
 
@@ -292,9 +304,18 @@ def _agreement(ours_dir: Path, theirs_dir: Path) -> str:
 
     ours = {r.tensor_index: r for r in read_result_csv(next(ours_dir.rglob("*.csv"))) if r.compared}
     theirs = {r.tensor_index: r for r in read_result_csv(next(theirs_dir.glob("*.csv"))) if r.compared}
-    common = set(ours) & set(theirs)
+    common = sorted(set(ours) & set(theirs))
     worst = max((abs(ours[k].cosine - theirs[k].cosine) for k in common), default=math.nan)
-    return f"{len(common)} tensors in both, {len(ours)} ours, {len(theirs)} msaccucmp's; max |cosine diff| {worst:.2e}"
+    text = f"{len(common)} tensors in both, {len(ours)} ours, {len(theirs)} msaccucmp's; max |cosine diff| {worst:.2e}"
+    rel = {}
+    for key in common:
+        for name, theirs_value in theirs[key].metrics.items():
+            mine = ours[key].metrics.get(name, math.nan)
+            if math.isfinite(theirs_value) and math.isfinite(mine):
+                rel[name] = max(rel.get(name, 0.0), abs(mine - theirs_value) / max(abs(theirs_value), 1e-6))
+    std = sum(ours[k].std_text != theirs[k].std_text for k in common)
+    worst_rel = ", ".join(f"{name} {value:.1e}" for name, value in rel.items())
+    return f"{text}\n  largest relative differences: {worst_rel}; StandardDeviation texts differing: {std}"
 
 
 def bench(args) -> int:
@@ -306,10 +327,10 @@ def bench(args) -> int:
         _prepare(root, args.gb)
         files = data_files(root)
         data_bytes = sum(p.stat().st_size for p in files)
-        ms = Msaccucmp()
+        ms = Msaccucmp(enabled=args.msaccucmp)
         print(f"data set: {len(files)} files, {data_bytes / 1e9:.3f} GB under {root}; {args.workers} worker(s), "
               f"{os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}")
-        print(f"msaccucmp: {'available' if ms.available else 'NOT AVAILABLE (' + ms.why_not + ' not set/found)'}")
+        print(f"msaccucmp: {'available' if ms.available else 'NOT AVAILABLE: ' + ms.why_not}")
         rows = _measure_all(args, root, files, ms, scratch)
         _print_table(rows, data_bytes)
         if ms.available:
@@ -348,16 +369,18 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
             run = lambda: measure(_vc_command(root, alg, out), root.parent, env, ok=(0, 1))  # noqa: E731
             run()  # warms the page cache, and numba's kernel cache on a first run
             name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
-            rows.append((name, "warm", _repeat(run, args.repeat)))
+            rows.append((name, "warm", _repeat(run, args.repeat, label=f"{name} warm")))
             if args.cold:
-                rows.append((name, "cold", _repeat(run, args.repeat, lambda: (evict(files)))))
+                rows.append((name, "cold", _repeat(run, args.repeat, lambda: evict(files), f"{name} cold")))
     if ms.available:
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"
             warm()
-            rows.append((name, "warm", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat)))
+            rows.append((name, "warm", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat,
+                                               label=f"{name} warm")))
             if args.cold and args.ms_cold:
-                rows.append((name, "cold", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before)))
+                rows.append((name, "cold", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before,
+                                                   f"{name} cold")))
     if args.naive:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         script = [sys.executable, str(Path(__file__).resolve()), "--run-naive", str(root)]
@@ -399,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CODE_DIR", help="also measure vc of this checkout (e.g. ../main)")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold-cache runs")
     parser.add_argument("--ms-cold", action="store_true", help="also run msaccucmp cold (slow)")
+    parser.add_argument("--no-msaccucmp", dest="msaccucmp", action="store_false",
+                        help="skip msaccucmp even when it is available")
     parser.add_argument("--naive", action="store_true", help="also run the naive numpy baseline")
     parser.add_argument("--run-naive", metavar="ROOT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

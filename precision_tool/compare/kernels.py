@@ -1,17 +1,4 @@
-"""The statistic groups the metrics read, their registry, and the fused passes that fold them.
-
-A metric names the statistic groups it reads (:attr:`.metric_types.Metric.needs`); each group is
-a :class:`~.metric_types.StatGroup` registered here by name with its fold and merge functions.
-The built-in groups:
-
-=========  ========================================================================
-xy xx yy   sum x*y, sum x*x, sum y*y (cosine, RelativeEuclideanDistance)
-diff       max |x-y|, sum |x-y|, sum (x-y)^2
-rel        sum and max of |x/y - 1| where |y| > float64 eps (msaccucmp's mask), else 0
-moments    sums and squared deviations of each side (StandardDeviation)
-range      min and max of each side, NaN and Inf counts
-kl         sum P, sum Q, sum P (ln P - ln Q): a second pass, once the ranges are known
-=========  ========================================================================
+"""The passes that fold the statistic groups (:mod:`.stat_groups`) over a tensor pair.
 
 Two implementations fold the built-in groups; both read each side in its stored dtype:
 
@@ -21,11 +8,11 @@ Two implementations fold the built-in groups; both read each side in its stored 
   at least :data:`NUMBA_MIN_SIZE` elements when numba imports and compiles; compiled kernels are
   cached on disk (:func:`numba_cache_dir`), never inside the user's data.
 * **numpy**: each group's own fold over float64 blocks of :data:`BLOCK` elements. Used when
-  numba is missing, fails, is switched off (``PRECISION_TOOL_KERNELS=numpy``) or the tensor is
-  small (importing numba would cost more than it saves), and for groups registered from outside.
+  numba is missing, fails, is switched off (``PRECISION_TOOL_KERNELS=numpy``) or would not pay
+  for its loading (:func:`numba_pays_off`, :data:`NUMBA_MIN_SIZE`), and for groups registered
+  from outside.
 
-Partial statistics merge (:func:`combine`), so a tensor may be folded in ranges, in any number of
-calls or processes, and combined afterwards.
+Both return partial statistics that merge (:func:`~.stat_groups.combine`).
 
 Accuracy: why the printed six decimals come out right. Every statistic is accumulated in float64
 whatever the inputs (float16/bfloat16/float32 values are exact in float64, and so are their
@@ -51,7 +38,6 @@ import math
 import os
 import tempfile
 import warnings
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -59,204 +45,16 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .metric_types import Range, StatGroup, Stats
+from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl
 
-EPS = float(np.finfo(np.float64).eps)
-F32_EPS = float(np.finfo(np.float32).eps)
-BLOCK = 1 << 15  # numpy path: elements per step, so the float64 temporaries stay in the cache
+BLOCK = 1 << 15  # numpy path: elements per step, so the float64 buffers stay in the cache
 NUMBA_MIN_SIZE = 1 << 18  # smaller tensors take the numpy path: no numba import for them
 _PIECE = 1 << 16  # elements converted at a time for dtypes the numba kernels do not read
 _CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
 FUSED_FIELDS = ("count", "sum_xy", "sum_xx", "sum_yy", "sum_x", "sum_y", "m2_x", "m2_y", "max_abs",
                 "sum_abs", "sum_sq", "rel_sum", "rel_max", "x_lo", "x_hi", "y_lo", "y_hi",
                 "nan_x", "nan_y", "inf_x", "inf_y")
-_COUNTS = frozenset({"count", "nan_x", "nan_y", "inf_x", "inf_y"})
-
-
-# --- helpers shared by the folds and the merges -----------------------------------------------
-
-def _max(a: float, b: float) -> float:
-    """max propagating NaN, as numpy's maximum does."""
-    return a if a != a or a >= b else b
-
-
-def _min(a: float, b: float) -> float:
-    return a if a != a or a <= b else b
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    # einsum, not np.dot: a multi-threaded BLAS dot stalls on short vectors when the cores are
-    # busy (e.g. with the engine's worker processes), at 20-50x the single-thread cost.
-    return float(np.einsum("i,i->", a, b))
-
-
-def _chan(n_a: int, sum_a: float, m2_a: float, n_b: int, sum_b: float, m2_b: float) -> float:
-    """Squared deviations from the mean of two merged parts (Chan, Golub and LeVeque)."""
-    if not n_b:
-        return m2_a
-    if not n_a:
-        return m2_b
-    delta = sum_b / n_b - sum_a / n_a
-    return m2_a + m2_b + delta * delta * (n_a * n_b / (n_a + n_b))
-
-
-# --- the built-in groups: numpy folds (float64 blocks) and merges -----------------------------
-# A first-pass fold runs before stats.count is advanced past the block (moments use it).
-
-def _fold_xy(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    s.sum_xy += _dot(x, y)
-
-
-def _fold_xx(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    s.sum_xx += _dot(x, x)
-
-
-def _fold_yy(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    s.sum_yy += _dot(y, y)
-
-
-def _merge_sums(s: Stats, o: Stats) -> None:
-    s.sum_xy, s.sum_xx, s.sum_yy = s.sum_xy + o.sum_xy, s.sum_xx + o.sum_xx, s.sum_yy + o.sum_yy
-
-
-def _fold_diff(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    d = np.subtract(x, y)
-    s.sum_sq += _dot(d, d)
-    np.abs(d, out=d)
-    s.sum_abs += float(d.sum())
-    s.max_abs = _max(s.max_abs, float(d.max()))
-
-
-def _merge_diff(s: Stats, o: Stats) -> None:
-    s.sum_abs, s.sum_sq, s.max_abs = s.sum_abs + o.sum_abs, s.sum_sq + o.sum_sq, _max(s.max_abs, o.max_abs)
-
-
-def _fold_rel(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    """Fold ``|x/y - 1|`` (as written: ``(x - y)/y`` differs when y is infinite)."""
-    r = np.divide(x, y)
-    np.subtract(r, 1.0, out=r)
-    np.abs(r, out=r)
-    r[~(np.abs(y) > EPS)] = 0.0  # |y| <= eps, or NaN: msaccucmp's mask makes the term 0
-    s.rel_sum += float(r.sum())
-    s.rel_max = _max(s.rel_max, float(r.max()))
-
-
-def _merge_rel(s: Stats, o: Stats) -> None:
-    s.rel_sum, s.rel_max = s.rel_sum + o.rel_sum, _max(s.rel_max, o.rel_max)
-
-
-def _moments(block: np.ndarray) -> tuple[float, float]:
-    """(sum, squared deviations from the block's mean), the deviations taken exactly."""
-    total = float(block.sum())
-    dev = block - total / block.size
-    return total, _dot(dev, dev)
-
-
-def _fold_moments(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    (sx, qx), (sy, qy) = _moments(x), _moments(y)
-    s.m2_x = _chan(s.count, s.sum_x, s.m2_x, x.size, sx, qx)
-    s.m2_y = _chan(s.count, s.sum_y, s.m2_y, y.size, sy, qy)
-    s.sum_x, s.sum_y = s.sum_x + sx, s.sum_y + sy
-
-
-def _merge_moments(s: Stats, o: Stats) -> None:
-    s.m2_x = _chan(s.count, s.sum_x, s.m2_x, o.count, o.sum_x, o.m2_x)
-    s.m2_y = _chan(s.count, s.sum_y, s.m2_y, o.count, o.sum_y, o.m2_y)
-    s.sum_x, s.sum_y = s.sum_x + o.sum_x, s.sum_y + o.sum_y
-
-
-def _fold_range(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    s.x_lo, s.x_hi = _min(s.x_lo, float(x.min())), _max(s.x_hi, float(x.max()))
-    s.y_lo, s.y_hi = _min(s.y_lo, float(y.min())), _max(s.y_hi, float(y.max()))
-    s.nan_x += int(np.count_nonzero(np.isnan(x)))
-    s.nan_y += int(np.count_nonzero(np.isnan(y)))
-    s.inf_x += int(np.count_nonzero(np.isinf(x)))
-    s.inf_y += int(np.count_nonzero(np.isinf(y)))
-
-
-def _merge_range(s: Stats, o: Stats) -> None:
-    s.x_lo, s.x_hi = _min(s.x_lo, o.x_lo), _max(s.x_hi, o.x_hi)
-    s.y_lo, s.y_hi = _min(s.y_lo, o.y_lo), _max(s.y_hi, o.y_hi)
-    s.nan_x, s.nan_y = s.nan_x + o.nan_x, s.nan_y + o.nan_y
-    s.inf_x, s.inf_y = s.inf_x + o.inf_x, s.inf_y + o.inf_y
-
-
-def normalised(block: np.ndarray, rng: Range) -> np.ndarray:
-    """KL's ``max((v - lo)/(hi - lo), float32 eps)``; ``max(v, eps)`` for a 0 range."""
-    span = rng.hi - rng.lo
-    with np.errstate(all="ignore"):
-        # NaN spans divide too, as in numpy: everything becomes NaN
-        scaled = np.divide(np.subtract(block, rng.lo), span) if span != 0 else np.array(block, np.float64)
-        return np.maximum(scaled, F32_EPS, out=scaled)
-
-
-def _fold_kl(s: Stats, x: np.ndarray, y: np.ndarray, ranges: tuple[Range, Range]) -> None:
-    p, q = normalised(x, ranges[0]), normalised(y, ranges[1])
-    s.kl_sp += float(p.sum())
-    s.kl_sq += float(q.sum())
-    ratio = np.log(np.divide(p, q, out=q), out=q)  # one log of P/Q: the log is most of the cost
-    s.kl_cross += _dot(p, ratio)
-
-
-def _merge_kl(s: Stats, o: Stats) -> None:
-    s.kl_sp, s.kl_sq, s.kl_cross = s.kl_sp + o.kl_sp, s.kl_sq + o.kl_sq, s.kl_cross + o.kl_cross
-
-
-def _merge_nothing(s: Stats, o: Stats) -> None:
-    """xx and yy merge with xy (one function for the three sums)."""
-
-
-BUILTIN_GROUPS: tuple[StatGroup, ...] = (
-    StatGroup("xy", _fold_xy, _merge_sums),
-    StatGroup("xx", _fold_xx, _merge_nothing),
-    StatGroup("yy", _fold_yy, _merge_nothing),
-    StatGroup("diff", _fold_diff, _merge_diff),
-    StatGroup("rel", _fold_rel, _merge_rel),
-    StatGroup("moments", _fold_moments, _merge_moments),
-    StatGroup("range", _fold_range, _merge_range),
-    StatGroup("kl", _fold_kl, _merge_kl, needs_ranges=True),
-)
-_BUILTIN = {g.name: g for g in BUILTIN_GROUPS}
-_COSINE_GROUPS = frozenset({"xy", "xx", "yy"})
-_REGISTERED: dict[str, StatGroup] = dict(_BUILTIN)
-
-
-def register_group(group: StatGroup) -> StatGroup:
-    """Make ``group`` available to metrics by its name; returns it (usable as a decorator result).
-
-    Registering the same group again is harmless; another group under a taken name is an error.
-    A worker process registers it again when it imports the module that defines it (which
-    unpickling a metric using it does).
-    """
-    known = _REGISTERED.get(group.name)
-    if known is not None and known != group:
-        raise ValueError(f"a statistic group named {group.name!r} is already registered")
-    _REGISTERED[group.name] = group
-    return group
-
-
-def stat_group(name: str, metric: str | None = None) -> StatGroup:
-    """The registered group ``name``; ValueError naming the known groups when there is none."""
-    try:
-        return _REGISTERED[name]
-    except KeyError:
-        owner = f"metric {metric!r} needs " if metric else ""
-        raise ValueError(f"{owner}unknown statistic group {name!r}: choose from "
-                         f"{', '.join(sorted(_REGISTERED))}") from None
-
-
-def combine(a: Stats, b: Stats, groups: Iterable[StatGroup] = ()) -> Stats:
-    """The statistics of two parts together (``a`` and ``b`` are not changed).
-
-    The built-in fields always merge (a field neither part folded stays at its start value);
-    ``groups`` adds the merges of groups registered from outside, which keep their state in
-    ``extra``. KL partials merge by addition: fold them with the same, combined, ranges.
-    """
-    out = replace(a, extra=dict(a.extra))
-    merges = [g.merge for g in BUILTIN_GROUPS] + [g.merge for g in groups if g.name not in _BUILTIN]
-    for merge in merges:
-        merge(out, b)
-    out.count += b.count
-    return out
+COUNTS = frozenset({"count", "nan_x", "nan_y", "inf_x", "inf_y"})
 
 
 # --- the numba backend ------------------------------------------------------------------------
@@ -285,7 +83,8 @@ def numba_cache_dir() -> Path | None:
 @lru_cache(maxsize=1)
 def numba_kernels():
     """The compiled-kernel module, or None when numba is off, missing or broken (once per process)."""
-    if os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy" or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":
+    switched_off = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
+    if switched_off or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":  # interpreted "kernels": too slow
         return None
     cache = numba_cache_dir()
     if cache is not None:
@@ -360,8 +159,23 @@ def kernel_operand(block: np.ndarray) -> np.ndarray | None:
 
 
 def _float64_pieces(x: np.ndarray, y: np.ndarray, step: int) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """float64 pieces of ``step`` elements, converted into two buffers reused piece after piece.
+
+    (A fresh float64 array per piece costs page faults: with float16 data the system time of a
+    run was as large as its compute.) A consumer must be done with a piece before the next.
+    """
+    if x.dtype == np.float64 and y.dtype == np.float64:
+        for start in range(0, x.size, step):
+            yield x[start:start + step], y[start:start + step]
+        return
+    size = min(step, x.size)
+    buffers = np.empty(size), np.empty(size)
     for start in range(0, x.size, step):
-        yield as_float64(x[start:start + step]), as_float64(y[start:start + step])
+        xs, ys = x[start:start + step], y[start:start + step]
+        n = xs.size
+        for block, out in ((xs, buffers[0][:n]), (ys, buffers[1][:n])):
+            np.copyto(out, block.view(np.uint8) if block.dtype == np.bool_ else block, casting="unsafe")
+        yield buffers[0][:n], buffers[1][:n]
 
 
 def as_float64(block: np.ndarray) -> np.ndarray:
@@ -389,7 +203,7 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> St
             part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
         else:
             kernels.fused(xv, yv, out)
-            part = Stats(**{name: int(v) if name in _COUNTS else float(v)
+            part = Stats(**{name: int(v) if name in COUNTS else float(v)
                             for name, v in zip(FUSED_FIELDS, out)})
             _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
@@ -430,11 +244,11 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     registered from outside, and everything when it is None, fold float64 blocks with numpy.
     Returns the updated statistics (``stats`` itself, or a combined copy).
     """
-    builtin = [g for g in groups if g.name in _BUILTIN]
-    custom = [g for g in groups if g.name not in _BUILTIN]
+    builtin = [g for g in groups if g.name in BUILTIN]
+    custom = [g for g in groups if g.name not in BUILTIN]
     fused = kernels is not None and bool(builtin)
     if fused:
-        cosine_only = {g.name for g in builtin} <= _COSINE_GROUPS
+        cosine_only = {g.name for g in builtin} <= COSINE_GROUPS
         stats = combine(stats, _fused_stats(kernels, x, y, cosine_only), custom)
     folds = custom if fused else builtin + custom
     if not folds:
@@ -449,36 +263,36 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     return stats
 
 
-def kl_scaling(rng: Range) -> tuple[float, float, float]:
-    """(lo, pre, inv) with ``(v - lo) * pre * inv`` = KL's ``(v - lo)/(hi - lo)``, to 1 ulp.
+def kl_scaling(rng: Range) -> tuple[float, float] | None:
+    """(lo, inv) with ``(v - lo) * inv`` = KL's ``(v - lo)/(hi - lo)`` to 1 ulp; None if none does.
 
-    A 0 span gives (0, 1, 1): P is v itself. A span so small that 1/span overflows (subnormal)
-    is scaled by a power of two first, which is exact; NaN and infinite spans keep numpy's
-    NaN and 0 results.
+    A 0 span gives (0, 1): P is v itself; NaN and infinite spans keep numpy's NaN and 0
+    results. A span so small that 1/span overflows (subnormal) gives None: the caller divides.
     """
     span = rng.hi - rng.lo
     if span == 0:
-        return 0.0, 1.0, 1.0
+        return 0.0, 1.0
     if span != span or span == math.inf:
-        return rng.lo, 1.0, 0.0 if span == math.inf else math.nan
-    pre = 1.0 if span >= 2.0 ** -1000 else 2.0 ** 600
-    return rng.lo, pre, 1.0 / (span * pre)
+        return rng.lo, 0.0 if span == math.inf else math.nan
+    inv = 1.0 / span
+    return (rng.lo, inv) if math.isfinite(inv) else None
 
 
 def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup],
                 ranges: tuple[Range, Range], kernels=None) -> None:
     """Fold a pair of chunks into ``stats`` for the groups that need the ``ranges`` (KL...)."""
+    scaling = [kl_scaling(rng) for rng in ranges]
     for group in groups:
-        if group.name == "kl" and kernels is not None:
+        if group.name == "kl" and kernels is not None and None not in scaling:
             for xb, yb in _readable_pairs(x, y):
                 out = np.zeros(3)
-                kernels.kl(kernel_operand(xb), *kl_scaling(ranges[0]), kernel_operand(yb), *kl_scaling(ranges[1]), out)
-                _merge_kl(stats, Stats(kl_sp=out[0], kl_sq=out[1], kl_cross=out[2]))
+                kernels.kl(kernel_operand(xb), *scaling[0], kernel_operand(yb), *scaling[1], out)
+                merge_kl(stats, Stats(kl_sp=out[0], kl_sq=out[1], kl_cross=out[2]))
             continue
         with np.errstate(all="ignore"):
             for xb, yb in _float64_pieces(x, y, BLOCK):
                 group.fold(stats, xb, yb, ranges)
 
 
-__all__ = ["BLOCK", "BUILTIN_GROUPS", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "combine", "fold_first", "fold_second", "kernel_operand", "normalised",
-           "numba_cache_dir", "numba_for", "numba_kernels", "register_group", "stat_group"]
+__all__ = ["BLOCK", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "fold_first", "fold_second",
+           "kernel_operand", "kl_scaling", "numba_cache_dir", "numba_for", "numba_kernels", "numba_pays_off"]

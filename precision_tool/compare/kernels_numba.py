@@ -309,27 +309,26 @@ def count_nonfinite(values, out):
 
 
 @njit(inline="always")
-def _normalised(values, lo, pre, inv, i):
-    """KL's max((v - lo)/span, float32 eps) as ((v - lo) pre) inv, without a branch or a division.
+def _normalised(values, lo, inv, i):
+    """KL's max((v - lo)/span, float32 eps) as (v - lo) inv: no branch, no division.
 
-    :func:`.kernels.kl_scaling` chooses ``lo``, ``pre`` and ``inv`` (a 0 span: 0, 1, 1, so P = v;
-    a subnormal span: a power of two ``pre`` that keeps ``inv`` finite). NaN stays NaN, as in
-    numpy's maximum.
+    :func:`.kernels.kl_scaling` chooses ``lo`` and ``inv`` (a 0 span: 0 and 1, so P = v); NaN
+    stays NaN, as in numpy's maximum.
     """
-    p = (_load(values, i) - lo) * pre * inv
+    p = (_load(values, i) - lo) * inv
     return F32_EPS if p < F32_EPS else p
 
 
 @njit(**FLAGS)
-def kl(xv, x_lo, x_pre, x_inv, yv, y_lo, y_pre, y_inv, out):
+def kl(xv, x_lo, x_inv, yv, y_lo, y_inv, out):
     """out[0:3] = sum P, sum Q, sum P ln(P/Q) (the KL pass, after the ranges are known)."""
     n = xv.size
     sp = sq = cross = 0.0
     for start in range(0, n, BLOCK):
         bp = bq = bc = 0.0
         for i in range(start, min(start + BLOCK, n)):
-            p = _normalised(xv, x_lo, x_pre, x_inv, i)
-            q = _normalised(yv, y_lo, y_pre, y_inv, i)
+            p = _normalised(xv, x_lo, x_inv, i)
+            q = _normalised(yv, y_lo, y_inv, i)
             bp += p
             bq += q
             bc += p * _log(p / q)  # one log and one division: ln P - ln Q would take two of each

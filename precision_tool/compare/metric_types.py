@@ -94,7 +94,7 @@ class Outcome:
 class Metric:
     """One comparison metric: its CSV column name, the statistic groups it reads, its formula.
 
-    ``needs`` names groups registered with :func:`~.kernels.register_group` (the built-in ones:
+    ``needs`` names groups registered with :func:`~.stat_groups.register_group` (the built-in ones:
     ``xy``, ``xx``, ``yy``, ``diff``, ``rel``, ``moments``, ``range``, ``kl``); an unknown name
     raises ValueError here, at construction. ``compute`` must be a module-level function (not a
     lambda) so the metric can be sent to worker processes.
@@ -108,7 +108,7 @@ class Metric:
     groups: tuple[StatGroup, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from .kernels import stat_group  # the registry; imported here to keep this module plain
+        from .stat_groups import stat_group  # the registry; imported here to keep this module plain
 
         object.__setattr__(self, "needs", frozenset(self.needs))
         groups = tuple(stat_group(name, metric=self.name) for name in sorted(self.needs))

@@ -6,7 +6,7 @@ statistic groups its metrics need (:mod:`.kernels`: one fused pass with numba, o
 per-group folds) into partial :class:`~.metric_types.Stats`. A :class:`Metric` is a name, the
 groups it reads and a function of the accumulated statistics; an eleventh metric is one more
 ``Metric`` (and, when it needs a statistic no group folds, a group registered with
-:func:`~.kernels.register_group`). Selecting fewer metrics (msaccucmp's ``-alg``,
+:func:`~.stat_groups.register_group`). Selecting fewer metrics (msaccucmp's ``-alg``,
 :func:`select_metrics`) skips what no selected metric reads: cosine alone is three sums.
 
 KullbackLeiblerDivergence min-max normalises each side, so it needs both sides' min and max
@@ -47,7 +47,7 @@ import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
-from . import kernels
+from . import kernels, stat_groups
 from .metric_types import Metric, MetricResult, Outcome, Range, StatGroup, Stats
 
 EPS = float(np.finfo(np.float64).eps)
@@ -201,7 +201,7 @@ class Accumulator:
         self.groups = frozenset(g.name for g in groups)
         self.first = tuple(g for g in groups if not g.needs_ranges)
         if any(g.needs_ranges for g in groups) and not any(g.name == "range" for g in self.first):
-            self.first += (kernels.stat_group("range"),)
+            self.first += (stat_groups.stat_group("range"),)
         self.second = tuple(g for g in groups if g.needs_ranges)
         self.kernels = kernels.numba_for(size, numba)
         self.stats = Stats()

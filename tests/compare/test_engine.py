@@ -14,7 +14,7 @@ from precision_tool import read_dump, read_golden, read_graph
 from precision_tool.compare import engine
 from precision_tool.compare.engine import compare_tasks, group_jobs
 from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
-from precision_tool.compare.kernels import register_group
+from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.metric_types import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.pairing import DumpSide, NpySide, PairTask, pair_with_graph
