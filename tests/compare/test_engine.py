@@ -56,7 +56,7 @@ def assert_agrees_with_reference(ours_csv: Path, reference_csv: Path) -> None:
         assert row.std_text == ref.std_text, key
 
 
-def test_fixture_rows_agree_with_msaccucmp(fixture_data, tmp_path):
+def test_fixture_rows_agree_with_msaccucmp(fixture_data, tmp_path, kernel_backend):
     rows = list(compare_tasks(_tasks(fixture_data)))
     out = write_result_csv(tmp_path / "ours.csv", rows)
     assert_agrees_with_reference(out, FIXTURES / "small" / "reference_result.csv")
