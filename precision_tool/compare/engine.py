@@ -45,7 +45,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from . import kernels
-from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side, prefetch
+from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
 from .result import CompareRow
@@ -186,8 +186,8 @@ def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
 
 # --- jobs ------------------------------------------------------------------------------------
 
-def _job_files(tasks: Sequence[PairTask]) -> list:
-    """Every file a job's comparable tasks read, once each, in order."""
+def _task_files(tasks: Sequence[PairTask]) -> list:
+    """Every file the comparable tasks read, once each, in order."""
     files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if side is not None)
     return list(dict.fromkeys(files))
 
@@ -218,7 +218,6 @@ def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = D
     module-level functions), so a metric defined outside this package computes there too.
     """
     headers = HeaderCache()
-    prefetch(_job_files(tasks))  # a cold disk reads the job's files while its first pair computes
     rows, total = [], 0
     for task in tasks:
         row, nbytes = compare_task(task, metrics, chunk, headers, numba)
@@ -230,7 +229,7 @@ def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = D
 def _data_bytes(tasks: Sequence[PairTask]) -> int:
     """Bytes of every file the comparable tasks read (each once): what the run will stream."""
     total = 0
-    for path in _job_files(tasks):
+    for path in _task_files(tasks):
         try:
             total += os.stat(path).st_size
         except OSError:
