@@ -25,8 +25,10 @@ files from the page cache (fsync + ``POSIX_FADV_DONTNEED`` per file: no root nee
 else on the machine is touched); Python, numpy and the compiled kernels stay cached, as they
 would for a user. Rates are GB/s of the data set (every dump and golden file counted once);
 ``% raw`` is the raw read time over the run's time. Peak RSS is the sum over the run's process
-tree (workers included), sampled every 20 ms from /proc. Times are min / median / max over the
-repeats. No numbers are asserted.
+tree (workers included), sampled every 20 ms from /proc, and so is PSS (shared pages divided
+among the processes: the tree's real footprint). Ours and the baseline alternate run by run,
+since the load of a shared machine drifts; times are min / median / max over the repeats; ratios
+use medians. No numbers are asserted.
 """
 
 from __future__ import annotations
@@ -195,21 +197,28 @@ def run_naive(root: Path) -> None:
 
 # --- measuring subprocesses ------------------------------------------------------------------
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants now."""
-    total, todo = 0, [pid]
+def _tree_memory(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) bytes of ``pid`` and all its descendants now.
+
+    RSS counts a page shared by several processes (numba's LLVM, numpy, forked workers' common
+    pages) once in each; PSS divides it among them, so its sum is the tree's real footprint.
+    """
+    rss = pss = 0
+    todo = [pid]
     while todo:
         current = todo.pop()
         try:
             with open(f"/proc/{current}/status") as handle:
                 fields = dict(line.split(":", 1) for line in handle if ":" in line)
-            total += int(fields["VmRSS"].split()[0]) * 1024
+            rss += int(fields["VmRSS"].split()[0]) * 1024
+            with open(f"/proc/{current}/smaps_rollup") as handle:
+                pss += sum(int(line.split()[1]) * 1024 for line in handle if line.startswith("Pss:"))
             for task in os.listdir(f"/proc/{current}/task"):
                 with open(f"/proc/{current}/task/{task}/children") as handle:
                     todo += [int(c) for c in handle.read().split()]
         except (OSError, KeyError, ValueError):
             continue
-    return total
+    return rss, pss
 
 
 def measure(command: list[str], cwd: Path, env: dict, ok=(0,)) -> dict:
@@ -218,13 +227,14 @@ def measure(command: list[str], cwd: Path, env: dict, ok=(0,)) -> dict:
     ``ru_maxrss`` of RUSAGE_CHILDREN is no use here: Linux carries the forking parent's RSS into
     it, and it is the largest single process, not the tree. So /proc is sampled instead.
     """
-    peak, done = [0], threading.Event()
+    peak, done = [0, 0], threading.Event()
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sample() -> None:
         while not done.wait(0.02):
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            rss, pss = _tree_memory(proc.pid)
+            peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
     out, err = proc.communicate()
@@ -233,7 +243,7 @@ def measure(command: list[str], cwd: Path, env: dict, ok=(0,)) -> dict:
     watcher.join()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(command)} failed with status {proc.returncode}:\n{err[-2000:]}")
-    return {"seconds": seconds, "rss": peak[0], "stdout": out}
+    return {"seconds": seconds, "rss": peak[0], "pss": peak[1], "stdout": out}
 
 
 def _vc_command(root: Path, alg: str, out: Path) -> list[str]:
@@ -283,7 +293,7 @@ class Msaccucmp:
 def _stats(runs: list[dict]) -> dict:
     seconds = sorted(r["seconds"] for r in runs)
     return {"min": seconds[0], "median": statistics.median(seconds), "max": seconds[-1],
-            "rss": max(r["rss"] for r in runs), "n": len(runs)}
+            "rss": max(r["rss"] for r in runs), "pss": max(r.get("pss", 0) for r in runs), "n": len(runs)}
 
 
 def _repeat(fn, times: int, before=None, label: str = "") -> dict:
@@ -365,16 +375,24 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
     if args.cold:
         rows.append(("raw read", "cold", _repeat(lambda: {"seconds": raw_read(files), "rss": 0}, 2, cold_before)))
     codes = [("vc", REPO)] + ([("baseline vc", Path(args.baseline).resolve())] if args.baseline else [])
-    for label, code in codes:
-        env = _vc_env(code, args.workers)
-        for alg in ("all", "0"):
-            out = scratch / ("vc_" + alg if label == "vc" else "base_" + alg)
-            run = lambda: measure(_vc_command(root, alg, out), root.parent, env, ok=(0, 1))  # noqa: E731
-            run()  # warms the page cache, and numba's kernel cache on a first run
-            name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
-            rows.append((name, "warm", _repeat(run, args.repeat, label=f"{name} warm")))
-            if args.cold:
-                rows.append((name, "cold", _repeat(run, args.repeat, lambda: evict(files), f"{name} cold")))
+    for alg in ("all", "0"):
+        for cache in ("warm", "cold") if args.cold else ("warm",):
+            runs = {label: [] for label, _ in codes}
+            for _ in range(args.repeat):  # ours and the baseline alternate: the load drifts
+                for label, code in codes:
+                    out = scratch / f"{'vc' if label == 'vc' else 'base'}_{alg}"
+                    command = _vc_command(root, alg, out)
+                    env = _vc_env(code, args.workers)
+                    if not runs[label] and cache == "warm":
+                        measure(command, root.parent, env, ok=(0, 1))  # page cache, numba's cache
+                    if cache == "cold":
+                        evict(files)
+                    runs[label].append(measure(command, root.parent, env, ok=(0, 1)))
+            for label, _ in codes:
+                name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
+                print(f"  {name} {cache}: {', '.join('%.2f s' % r['seconds'] for r in runs[label])}",
+                      file=sys.stderr, flush=True)
+                rows.append((name, cache, _stats(runs[label])))
     if ms.available:
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"
@@ -395,15 +413,17 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
 def _print_table(rows: list[tuple], data_bytes: int) -> None:
     lookup = {(name, cache): stats for name, cache, stats in rows}
     print(f"\n{'run':<22}{'cache':<6}{'s (min/med/max)':>24}{'GB/s':>8}{'% raw':>8}{'x msaccucmp':>13}"
-          f"{'peak RSS':>11}")
+          f"{'peak RSS':>11}{'peak PSS':>11}")
     for name, cache, s in rows:
         raw = lookup.get(("raw read", cache))
         theirs = _msaccucmp_for(name, cache, lookup)
         ratio = f"{theirs['median'] / s['median']:.1f}x" if theirs and not name.startswith("msaccucmp") else ""
         share = f"{raw['median'] / s['median']:.0%}" if raw and name != "raw read" else ""
         rss = f"{s['rss'] / 2**20:.0f} MiB" if s["rss"] else ""
+        pss = f"{s['pss'] / 2**20:.0f} MiB" if s.get("pss") else ""
         times = f"{s['min']:.2f}/{s['median']:.2f}/{s['max']:.2f}" if s["n"] > 1 else f"{s['min']:.2f}"
-        print(f"{name:<22}{cache:<6}{times:>24}{data_bytes / s['median'] / 1e9:>8.2f}{share:>8}{ratio:>13}{rss:>11}")
+        print(f"{name:<22}{cache:<6}{times:>24}{data_bytes / s['median'] / 1e9:>8.2f}{share:>8}{ratio:>13}"
+              f"{rss:>11}{pss:>11}")
 
 
 def _msaccucmp_for(name: str, cache: str, lookup: dict) -> dict | None:
