@@ -92,11 +92,19 @@ def numba_kernels():
     try:
         kernels_numba = importlib.import_module(".kernels_numba", __package__)
         _check(kernels_numba)
-    except Exception as exc:  # ImportError, or numba/LLVM failing to compile here
-        warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy",
-                      RuntimeWarning, stacklevel=2)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("numba", "llvmlite"):  # not installed: the numpy path, silently
+            _warn(exc)
+        return None
+    except Exception as exc:  # numba or LLVM failing to compile or run here
+        _warn(exc)
         return None
     return kernels_numba
+
+
+def _warn(exc: BaseException) -> None:
+    warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy",
+                  RuntimeWarning, stacklevel=3)
 
 
 def _check(module) -> None:

@@ -276,6 +276,17 @@ def test_without_numba_the_numpy_path_computes_the_same(fresh_choice):
     _check_against_reference(_fold_both_passes(x, y, "numpy"), x, y)
 
 
+def test_numba_not_installed_is_the_numpy_path_without_a_warning(fresh_choice):
+    import sys
+    import warnings
+
+    fresh_choice.setitem(sys.modules, "numba", None)  # as if not installed
+    fresh_choice.delitem(sys.modules, "precision_tool.compare.kernels_numba", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kernels.numba_kernels() is None
+
+
 def test_numba_can_be_switched_off_and_small_tensors_skip_it(fresh_choice):
     fresh_choice.setenv("PRECISION_TOOL_KERNELS", "numpy")
     assert kernels.numba_kernels() is None
