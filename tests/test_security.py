@@ -210,7 +210,10 @@ WRITES_ELSEWHERE = {"formats/dump_write.py", "formats/graph_write.py", "formats/
                     "formats/golden.py", "shell/history.py", "formats/atomic.py",
                     # SQLite opens its own files; the row cache makes its directory through the
                     # output root and refuses a link at the database's names first
-                    "compare/row_cache.py"}
+                    "compare/row_cache.py",
+                    # numba's compiled kernels: the tool's own state in the user's cache dir (as
+                    # the shell history), used only when private to the user
+                    "compare/kernels.py"}
 WRITING_FUNCTIONS = {"os.replace", "os.rename", "os.renames", "os.unlink", "os.remove", "os.rmdir",
                      "os.mkdir", "os.makedirs", "os.open", "os.symlink", "os.link", "os.truncate",
                      "np.save", "np.savez", "np.savez_compressed", "np.savetxt", "numpy.save",

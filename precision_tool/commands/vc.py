@@ -120,7 +120,8 @@ def _write_all(plans, root, paths: list[Path], metrics, workers: int, rule, disp
     progress = display.track(label, sum(len(p.tasks) for p in plans)) if display else None
     counts: dict = {}
     with ExitStack() as stack:
-        writers = [stack.enter_context(ResultWriter(path, root=root, golden_address=plan.npu_vs_npu))
+        writers = [stack.enter_context(ResultWriter(path, root=root, golden_address=plan.npu_vs_npu,
+                                                    metrics=metrics))
                    for plan, path in zip(plans, paths)]
         for owner, row in run_comparisons(plans, metrics, workers, progress, cache, counts):
             writers[owner].write(row)

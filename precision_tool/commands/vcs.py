@@ -143,7 +143,7 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
     found = Summaries()
     for path in paths:
         try:
-            rows = read_result_csv(path)
+            rows = read_result_csv(path, require=("CosineSimilarity",))  # summarised by cosine
         except PrecisionToolError as exc:
             if len(paths) == 1:
                 raise

@@ -27,7 +27,7 @@ from .pairing import DumpSide, NpySide, PairTask
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, NUMERIC_METRICS, columns, format_row, write_result_csv
-from .row_cache import RowCache, cached_rows
+from .row_cache import RowCache, cached_rows, metric_identities
 from .workspace import Workspace
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
@@ -65,7 +65,7 @@ def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric]
         pooled = workers if estimated_bytes(todo) >= POOL_MIN_BYTES else 1
         return compare_tasks(todo, metrics, workers=pooled, progress=progress)
 
-    rows = cached_rows(tasks, [m.name for m in metrics], cache, compute, stats)
+    rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats)
     return zip(owners, rows)  # one row per task, in task order
 
 

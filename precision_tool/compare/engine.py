@@ -7,9 +7,10 @@ CSV can be written while the comparison runs. At most ``2 * workers`` jobs are i
 memory stays bounded by a few tensors' blocks per worker whatever the dump size.
 
 A worker opens both sides as :class:`~.load.Source` streams (host layout, C order), checks the
-shapes, runs the KL range pass only when a selected metric needs it, and folds aligned blocks
-into an :class:`~.metrics.Accumulator`. A tensor that fits in one block is read once for both
-passes.
+shapes and folds aligned blocks into an :class:`~.metrics.Accumulator` (the fused kernels of
+:mod:`.kernels`); when KL is selected the blocks are folded a second time, with the ranges the
+first pass found. A tensor that fits in one block is read once for both passes. The Metric
+objects are sent to the workers with each job, so custom metrics compute there too.
 
 Decisions:
 
@@ -37,33 +38,21 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from multiprocessing import get_context
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import PrecisionToolError
+from . import kernels
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
-from .metrics import (
-    BLOCK,
-    METRICS,
-    Accumulator,
-    Metric,
-    MetricResult,
-    RangeScan,
-    is_scalar_shape,
-    needs_range_pass,
-    select_metrics,
-    shape_mismatch,
-)
+from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
 from .result import CompareRow
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
-_RANGE_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @dataclass(frozen=True)
@@ -80,35 +69,13 @@ def _pieces(x: Source, y: Source, chunk: int) -> Iterator[tuple]:
     return aligned(x.blocks(chunk, _BUFFERS, "x"), y.blocks(chunk, _BUFFERS, "y"))
 
 
-def _range_pieces(x: Source, y: Source, chunk: int) -> Iterator[tuple]:
-    return aligned(x.range_blocks(chunk, _BUFFERS, "x"), y.range_blocks(chunk, _BUFFERS, "y"))
-
-
-def _scan(scan: RangeScan, x: np.ndarray, y: np.ndarray) -> None:
-    """Fold a pair of pieces into the range scan, a cache-sized block at a time.
-
-    RangeScan reads float32/float64 as they are but converts anything else with ``astype``, a
-    fresh array per block; a float64 copy into one reused cache-sized buffer is cheaper.
-    """
-    for start in range(0, x.size, BLOCK):
-        a, b = x[start:start + BLOCK], y[start:start + BLOCK]
-        scan.update(_native(a, "x64"), _native(b, "y64"))
-
-
-def _native(block: np.ndarray, role: str) -> np.ndarray:
-    if block.dtype in _RANGE_NATIVE:
-        return block
-    out = _BUFFERS.get(role, block.size, np.float64)
-    np.copyto(out, block, casting="unsafe")
-    return out
-
-
 def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
-                    chunk: int = DEFAULT_CHUNK) -> tuple[MetricResult, str]:
+                    chunk: int = DEFAULT_CHUNK, numba: bool | None = None) -> tuple[MetricResult, str]:
     """The metrics of two opened sides, and a note when the shapes differ but sizes match.
 
-    A pair that fits in one block is read and converted once for both the range pass and the
-    main pass; bigger pairs stream twice, the range pass in whatever order is cheapest.
+    A pair that fits in one block is read and converted once for both passes (KL's second pass
+    reuses it); bigger pairs stream again for the second pass. ``numba`` is the run's kernel
+    choice (:func:`~.kernels.numba_pays_off`; None: by the tensor's size).
     """
     if x.size != y.size:
         return shape_mismatch(x.shape, y.shape), ""
@@ -117,34 +84,43 @@ def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
         note = (f"Shapes differ (NPU {_shape(x.shape)} vs golden {_shape(y.shape)}) but the sizes "
                 "match: compared flattened.")
     boolean = x.dtype.kind == "b" and y.dtype.kind == "b"
-    single = x.size <= chunk
-    ranges, kept, count = None, None, 0
-    if needs_range_pass(metrics, boolean=boolean):
-        scan = RangeScan()
-        for pair in _pieces(x, y, chunk) if single else _range_pieces(x, y, chunk):
-            _scan(scan, *pair)
-            kept, count = pair, count + 1
-        ranges = scan.ranges
-    acc = Accumulator(metrics, ranges, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean)
-    for pair in [kept] if single and count == 1 else _pieces(x, y, chunk):
+    acc = Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean,
+                      size=x.size, numba=numba)
+    kept, count = None, 0
+    for pair in _pieces(x, y, chunk):
         acc.update(*pair)
+        kept, count = pair, count + 1
+    if acc.needs_second_pass:
+        for pair in [kept] if count == 1 else _pieces(x, y, chunk):
+            acc.update_second(*pair)
     result = acc.result()
     if not all(math.isfinite(v) for v in result.numbers.values()):
-        note = " ".join(part for part in (note, nonfinite_note(x, y, chunk)) if part)
+        note = " ".join(part for part in (note, _nonfinite(acc, x, y, chunk)) if part)
     return result, note
+
+
+def _nonfinite(acc: Accumulator, x: Source, y: Source, chunk: int) -> str:
+    """The NaN/Inf note: from the first pass's counts, or (cosine only) a pass of its own."""
+    counts = acc.nonfinite_counts
+    return nonfinite_text(counts) if counts is not None else nonfinite_note(x, y, chunk)
 
 
 def nonfinite_note(x: Source, y: Source, chunk: int = DEFAULT_CHUNK) -> str:
     """Which side holds how many NaN and Inf values ('' when neither does).
 
-    A second pass over both sides, run only when a metric came out nan or inf, so the row says
-    why instead of leaving a bare ``nan``.
+    A pass over both sides, run only when a metric came out nan or inf and the first pass did
+    not count them (cosine alone), so the row says why instead of leaving a bare ``nan``.
     """
     counts = np.zeros((2, 2), np.int64)  # [side][nan, inf]
     for pair in _pieces(x, y, chunk):
         for side, block in enumerate(pair):
             if block.dtype.kind not in "biu":  # float, complex, ml_dtypes' bfloat16 / fp8
                 counts[side] += (np.count_nonzero(np.isnan(block)), np.count_nonzero(np.isinf(block)))
+    return nonfinite_text(counts.tolist())
+
+
+def nonfinite_text(counts) -> str:
+    """The note for ``[[NPU NaN, NPU Inf], [golden NaN, golden Inf]]`` ('' when all are 0)."""
     parts = []
     for side, (nan, inf) in zip(("NPU", "golden"), counts):
         found = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "Inf")) if n]
@@ -182,7 +158,7 @@ def _not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
 
 
 def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
-                 headers: HeaderCache) -> tuple[CompareRow, int]:
+                 headers: HeaderCache, numba: bool | None = None) -> tuple[CompareRow, int]:
     """One row for one task, and the bytes compared (0 when nothing was)."""
     if not task.comparable:
         return _not_compared_row(task, headers), 0
@@ -192,7 +168,7 @@ def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
         for side in (task.left, task.right):
             sides.append(open_side(side, headers))
         x, y = sides
-        result, note = compare_sources(x, y, metrics, chunk)
+        result, note = compare_sources(x, y, metrics, chunk, numba)
     except PrecisionToolError as exc:
         if sides:
             row = _with_side(row, sides[0], is_left=True)
@@ -209,6 +185,12 @@ def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
 
 
 # --- jobs ------------------------------------------------------------------------------------
+
+def _task_files(tasks: Sequence[PairTask]) -> list:
+    """Every file the comparable tasks read, once each, in order."""
+    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if side is not None)
+    return list(dict.fromkeys(files))
+
 
 def _dump_files(task: PairTask) -> tuple:
     return tuple(side.path for side in (task.left, task.right) if isinstance(side, DumpSide))
@@ -228,22 +210,35 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     return jobs
 
 
-@lru_cache(maxsize=16)
-def _metrics_named(names: tuple[str, ...]) -> list[Metric]:
-    # once per process, not once per job: a graph of 100k ops without dumps is 100k jobs
-    return select_metrics(names)
+def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK,
+            numba: bool | None = None) -> JobResult:
+    """Compare one job's tasks (in a worker or inline).
 
-
-def run_job(tasks: Sequence[PairTask], metric_names: Sequence[str], chunk: int = DEFAULT_CHUNK) -> JobResult:
-    """Compare one job's tasks (in a worker or inline); metrics are passed by name."""
-    metrics = _metrics_named(tuple(metric_names))
+    The Metric objects themselves travel to the worker (pickled by reference to their
+    module-level functions), so a metric defined outside this package computes there too.
+    """
     headers = HeaderCache()
     rows, total = [], 0
     for task in tasks:
-        row, nbytes = compare_task(task, metrics, chunk, headers)
+        row, nbytes = compare_task(task, metrics, chunk, headers, numba)
         rows.append(row)
         total += nbytes
     return JobResult(rows, total)
+
+
+def _data_bytes(tasks: Sequence[PairTask]) -> int:
+    """Bytes of every file the comparable tasks read (each once): what the run will stream."""
+    total = 0
+    for path in _task_files(tasks):
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue  # reported by the comparison
+    return total
+
+
+def _cosine_only(metrics: Sequence[Metric]) -> bool:
+    return all(group.name in ("xy", "xx", "yy") for metric in metrics for group in metric.groups)
 
 
 def _needs_worker(job: Sequence[PairTask]) -> bool:
@@ -329,28 +324,34 @@ def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS
     worker processes before the exception propagates.
     """
     tasks = list(tasks)
-    names = tuple(m.name for m in metrics)
+    metrics = tuple(metrics)
+    numba = kernels.numba_pays_off(_data_bytes(tasks), _cosine_only(metrics))
     jobs = group_jobs(tasks)
     tracker = _Tracker(len(tasks), progress)
     pooled = min(workers, sum(1 for job in jobs if _needs_worker(job)))
     try:
         if pooled <= 1:
             for job in jobs:
-                yield from tracker.emit(run_job(job, names, chunk))
+                yield from tracker.emit(run_job(job, metrics, chunk, numba))
         else:
-            yield from _pooled(jobs, names, chunk, pooled, tracker)
+            yield from _pooled(jobs, (metrics, chunk, numba), pooled, tracker)
     finally:
         _BUFFERS.clear()
 
 
-def _pooled(jobs: list[list[PairTask]], names: tuple[str, ...], chunk: int, workers: int,
+def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
             tracker: _Tracker) -> Iterator[CompareRow]:
     window = 2 * workers
     queue: deque[Future | JobResult] = deque()
     in_flight = 0
     remaining = iter(jobs)
+    context = _mp_context()
+    if context.get_start_method() == "fork" and job_args[2]:
+        # load numba and the compiled kernels once, here: forked workers inherit them instead of
+        # each importing numba (a quarter to half a second, and its memory, per worker)
+        kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_init_worker)
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker)
         try:
             while True:
                 while in_flight < window and len(queue) < 8 * window:
@@ -358,10 +359,10 @@ def _pooled(jobs: list[list[PairTask]], names: tuple[str, ...], chunk: int, work
                     if job is None:
                         break
                     if _needs_worker(job):
-                        queue.append(executor.submit(run_job, job, names, chunk))
+                        queue.append(executor.submit(run_job, job, *job_args))
                         in_flight += 1
                     else:  # no tensor data to read: not worth a round trip
-                        queue.append(run_job(job, names, chunk))
+                        queue.append(run_job(job, *job_args))
                 if not queue:
                     break
                 head = queue.popleft()

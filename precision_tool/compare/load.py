@@ -26,7 +26,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -39,8 +39,6 @@ from .pairing import DumpSide, NpySide
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
-_MAX_PROBE = 1 << 23  # device rows larger than this are not worth checking the fast path on
-_FAST_CHECKED: dict[tuple, bool] = {}  # geometry -> the fast converter agreed with the layout code
 
 
 class Buffers:
@@ -82,10 +80,6 @@ class Source:
         """Flat contiguous blocks covering the tensor in C order."""
         raise NotImplementedError
 
-    def range_blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
-        """Blocks holding every element once, in any order: enough for min and max."""
-        return self.blocks(chunk, buffers, role)
-
 
 def _read_exact(handle, out: np.ndarray, path: Path) -> None:
     view = memoryview(out.view(np.uint8))
@@ -97,14 +91,42 @@ def _read_exact(handle, out: np.ndarray, path: Path) -> None:
         done += got
 
 
+def advise(handle, offset: int, length: int, *advice: int) -> None:
+    """``posix_fadvise`` hints for a region of an open file; nothing where the OS has none.
+
+    SEQUENTIAL doubles the kernel's read-ahead window; WILLNEED starts reading a region in the
+    background now, so a cold file's next block is read while this one is being compared.
+    (WILLNEED on whole files at a job's start was measured: no gain cold on this machine's
+    virtual disk, and 0.1 s of system time warm for 1.5 GB, as it walks every cached page.)
+    """
+    fadvise = getattr(os, "posix_fadvise", None)
+    if fadvise is None:
+        return
+    for hint in advice:
+        try:
+            fadvise(handle.fileno(), offset, length, hint)
+        except OSError:  # e.g. a pipe or a file system without the hint: only a hint
+            return
+
+
 def _read_flat(path: Path, offset: int, dtype: np.dtype, count: int, chunk: int, buffers: Buffers,
                role: str) -> Iterator[np.ndarray]:
-    """``count`` elements stored contiguously at ``offset``, read block by block into a buffer."""
+    """``count`` elements stored contiguously at ``offset``, read block by block into a buffer.
+
+    Large sequential reads (``readinto`` of a whole block, no Python-level buffering), with the
+    next block of a tensor of several requested ahead (:func:`advise`) while this one is compared.
+    """
+    sequential, willneed = (getattr(os, name, None) for name in ("POSIX_FADV_SEQUENTIAL", "POSIX_FADV_WILLNEED"))
+    step = chunk * dtype.itemsize
     try:
         with open(path, "rb", buffering=0) as handle:
+            if sequential is not None:
+                advise(handle, offset, count * dtype.itemsize, sequential)
             for start in range(0, count, chunk):
                 out = buffers.get(role, min(chunk, count - start), dtype)
                 handle.seek(offset + start * dtype.itemsize)
+                if willneed is not None and start + chunk < count:
+                    advise(handle, offset + (start + chunk) * dtype.itemsize, step, willneed)
                 _read_exact(handle, out, path)
                 yield out
     except OSError as exc:
@@ -122,78 +144,16 @@ class FileRegion(Source):
         return _read_flat(self.path, self.offset, self.dtype, self.size, chunk, buffers, role)
 
 
-def _copy_nc1hwc0(device: np.ndarray, layout: str, out: np.ndarray) -> None:
-    """Device rows ``[r, C1, H, W, C0]`` into host ``out`` (NHWC or NCHW) in one strided copy."""
-    c1s, c0 = device.shape[1], device.shape[4]
-    channels = out.shape[3] if layout == "NHWC" else out.shape[1]
-    if c1s * c0 == channels:  # no padding: a single transpose-copy
-        if layout == "NHWC":
-            np.copyto(out.reshape(*out.shape[:3], c1s, c0), device.transpose(0, 2, 3, 1, 4))
-        else:
-            np.copyto(out.reshape(out.shape[0], c1s, c0, *out.shape[2:]), device.transpose(0, 1, 4, 2, 3))
-        return
-    for c1 in range(c1s):
-        low = c1 * c0
-        width = min(c0, channels - low)
-        if width <= 0:
-            break
-        block = device[:, c1, :, :, :width]
-        if layout == "NHWC":
-            np.copyto(out[..., low:low + width], block)
-        else:
-            np.copyto(out[:, low:low + width], block.transpose(0, 3, 1, 2))
-
-
-def _copy_nz(device: np.ndarray, out: np.ndarray) -> None:
-    """FRACTAL_NZ rows ``[r, ..., W1, H1, 16, C0]`` into host ``out`` ``[r, ..., H, W]``."""
-    w1, h1, h0, w0 = device.shape[-4:]
-    batch = math.prod(device.shape[:-4])
-    h, w = out.shape[-2:]
-    blocked = device.reshape(batch, w1, h1 * h0, w0)
-    host = out.reshape(batch, h, w)
-    if h == h1 * h0 and w == w1 * w0:
-        np.copyto(host.reshape(batch, h, w1, w0), blocked.transpose(0, 2, 1, 3))
-        return
-    for j in range(w1):
-        low = j * w0
-        width = min(w0, w - low)
-        if width <= 0:
-            break
-        np.copyto(host[:, :, low:low + width], blocked[:, j, :h, :width])
-
-
 @dataclass
 class DeviceRows(Source):
     """A row-separable device tensor, converted to host layout a few device rows at a time.
 
-    ``fast`` is a one-copy converter for NC1HWC0 and FRACTAL_NZ (the layout code's general
-    path copies twice), used only once it has reproduced the general conversion exactly on a
-    probe of the same geometry. The KL range pass reads the device bytes as they are when the
-    layout has no padding: min and max do not care about element order.
+    Each block of device rows is read into one buffer and converted by the layout code straight
+    into another (:func:`~precision_tool.formats.layouts.to_host` with ``out``): one copy.
     """
 
     tensor: DumpTensor | None = None
     origin: str | None = None
-    fast: Callable[[np.ndarray, np.ndarray], None] | None = None
-
-    def convert(self, device_rows: np.ndarray) -> np.ndarray:
-        """Host layout of device rows ``[r, ...]`` by the general layout code."""
-        t = self.tensor
-        try:
-            return _rows_to_host(t, device_rows, self.origin)
-        except PrecisionToolError as exc:
-            raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
-
-    @property
-    def unpadded(self) -> bool:
-        """The device tensor holds exactly the host elements (no padding)."""
-        return math.prod(self.tensor.shape) == self.size
-
-    def range_blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
-        if not self.unpadded:
-            return self.blocks(chunk, buffers, role)
-        t = self.tensor
-        return _read_flat(t.path, t.offset, t.dtype, self.size, chunk, buffers, role)
 
     def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
         t = self.tensor
@@ -204,10 +164,10 @@ class DeviceRows(Source):
             device = raw.reshape(-1, *row_shape)
             host_shape = (device.shape[0], *self.shape[1:])
             out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
-            if self.fast is not None:
-                self.fast(device, out)
-            else:
-                np.copyto(out, self.convert(device))
+            try:
+                layouts.to_host(device, t.format, host_shape, self.origin, max(t.sub_format, 1), out=out)
+            except PrecisionToolError as exc:
+                raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
             yield out.reshape(-1)
 
 
@@ -308,55 +268,6 @@ def _row_separable(t: DumpTensor, device_shape: tuple[int, ...]) -> bool:
     return t.format == "FRACTAL_NZ" and len(original) >= 3 and len(device_shape) == len(original) + 2
 
 
-def _rows_to_host(t: DumpTensor, device_rows: np.ndarray, origin: str | None) -> np.ndarray:
-    original = (device_rows.shape[0], *t.original_shape[1:])
-    return layouts.to_host(device_rows, t.format, original, origin, groups=max(t.sub_format, 1))
-
-
-def _fast_path(t: DumpTensor, origin: str | None, device_shape: tuple[int, ...]):
-    """The one-copy converter for this tensor's layout, or None."""
-    if t.format == "FRACTAL_NZ":
-        return _copy_nz
-    if t.format != "NC1HWC0":
-        return None
-    candidates = ([origin] if origin in ("NHWC", "NCHW") else []) + ["NHWC", "NCHW"]
-    for layout in candidates:  # the layout code's rule: the origin if it fits, else NHWC, NCHW
-        try:
-            computed = layouts.device_shape(t.original_shape, t.format, layout, c0=device_shape[-1])
-        except PrecisionToolError:
-            continue
-        if computed == device_shape:
-            return lambda device, out: _copy_nc1hwc0(device, layout, out)
-    return None
-
-
-def _fast_matches(t: DumpTensor, origin: str | None, fast) -> bool:
-    """Whether ``fast`` converts one row of this geometry exactly as the layout code does.
-
-    The probe holds distinct values (an arange), so no element can land in the wrong place
-    unnoticed, whatever the real data looks like.
-    """
-    probe = np.arange(math.prod(t.shape[1:]), dtype=np.int32).reshape(1, *t.shape[1:])
-    try:
-        expected = _rows_to_host(t, probe, origin)
-    except PrecisionToolError:
-        return False
-    mine = np.empty(expected.shape, np.int32)
-    fast(probe, mine)
-    return bool(np.array_equal(mine, expected))
-
-
-def _checked_fast_path(t: DumpTensor, origin: str | None):
-    """The one-copy converter for this tensor, once checked for its geometry; else None."""
-    fast = _fast_path(t, origin, tuple(t.shape))
-    if fast is None or math.prod(t.shape[1:]) > _MAX_PROBE:
-        return None
-    key = (t.format, origin, t.sub_format, tuple(t.shape[1:]), tuple(t.original_shape[1:]))
-    if key not in _FAST_CHECKED:
-        _FAST_CHECKED[key] = _fast_matches(t, origin, fast)
-    return fast if _FAST_CHECKED[key] else None
-
-
 def _same_start(a: np.ndarray, b: np.ndarray) -> bool:
     return a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
@@ -381,8 +292,7 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     device = t.device()
     if not packed and _row_separable(t, device.shape):
         # the layout code always returns exactly the original shape (or raises, per block)
-        return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin,
-                          fast=_checked_fast_path(t, origin), **common)
+        return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin, **common)
     try:
         host = layouts.to_host(device, t.format, t.original_shape, origin, groups=max(t.sub_format, 1))
     except PrecisionToolError as exc:

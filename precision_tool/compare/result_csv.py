@@ -8,8 +8,14 @@ does (``"[2,8,8,3]"`` but ``[8]``; ``""`` inside reasons) and ends lines with CR
 cell that a spreadsheet would run as a formula (an op named ``=HYPERLINK(...)``) gets a leading
 apostrophe (:func:`neutralise`), which the reader takes off again (:func:`restore`).
 
-Reading: :func:`read_result_csv` maps columns by header name, never by position, and accepts
-every variant of FORMATS.md: ``OpSequence`` after ``Index``, ``OverFlow`` before the metrics, a
+The metric columns are those of the metrics written, as msaccucmp does: all ten by default
+(exactly msaccucmp's header); with ``-alg`` only the selected ones, in the order given. Metrics
+that are not msaccucmp's (custom ones) become trailing columns after ``CompareFailReason``, so
+msaccucmp's part of the file keeps its format.
+
+Reading: :func:`read_result_csv` maps columns by header name, never by position; it reads
+whichever metric columns a file has (a ``-alg`` file has only some), trailing columns as extra
+metrics, and accepts every variant of FORMATS.md: ``OpSequence`` after ``Index``, ``OverFlow`` before the metrics, a
 golden-side ``Address`` after the second ``DataType``, the older ``Index, LeftOp, RightOp,
 TensorIndex, ...`` header, a UTF-8 BOM, and ``nan``/``NaN``/``Nan``/``*`` for not-a-number
 (lower-case ``nan`` is a computed value; the others, and an empty cell, mean not compared).
@@ -23,28 +29,40 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from precision_tool.errors import PrecisionToolError
 
 from ..formats.atomic import STAMP, OutputRoot, PendingFile
-from .metrics import METRICS
+from .metric_types import Metric
+from .metrics import METRIC_NAMES, METRICS
 from .result import CompareRow
 
 NOT_COMPARED = "NaN"
 STD_COLUMN = "StandardDeviation"
+REASON_COLUMN = "CompareFailReason"
 NUMERIC_METRICS = tuple(m.name for m in METRICS if not m.text)
 _NAN_TEXTS = {"nan", "NaN", "Nan", "NAN", "*", ""}
 
 
-def columns(*, op_sequence: bool = False, overflow: bool = False,
-            golden_address: bool = False) -> list[str]:
-    """The header in msaccucmp's order, with the optional columns asked for."""
+def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
+    """(msaccucmp's metrics, in the order given; the others), each name once."""
+    seen: dict[str, Metric] = {}
+    for metric in metrics:
+        seen.setdefault(metric.name, metric)
+    ours = [m for m in seen.values() if m.name in METRIC_NAMES]
+    return ours, [m for m in seen.values() if m.name not in METRIC_NAMES]
+
+
+def columns(*, op_sequence: bool = False, overflow: bool = False, golden_address: bool = False,
+            metrics: Sequence[Metric] = METRICS) -> list[str]:
+    """The header in msaccucmp's order, with the optional columns and the metrics asked for."""
     head = ["Index"] + (["OpSequence"] if op_sequence else [])
     head += ["OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType"]
     head += (["Address"] if golden_address else []) + ["TensorIndex", "Shape"]
-    head += (["OverFlow"] if overflow else []) + [m.name for m in METRICS]
-    return head + ["CompareFailReason"]
+    known, extra = _split(metrics)
+    head += (["OverFlow"] if overflow else []) + [m.name for m in known]
+    return head + [REASON_COLUMN] + [m.name for m in extra]
 
 
 def format_value(value: float | None) -> str:
@@ -79,8 +97,9 @@ def _text(value: object) -> str:
 
 
 def format_row(row: CompareRow, *, op_sequence: bool = False, overflow: bool = False,
-               golden_address: bool = False, spreadsheet_safe: bool = True) -> list[str]:
-    """The CSV cells of ``row`` for the header :func:`columns` gives with the same flags.
+               golden_address: bool = False, metrics: Sequence[Metric] = METRICS,
+               spreadsheet_safe: bool = True) -> list[str]:
+    """The CSV cells of ``row`` for the header :func:`columns` gives with the same arguments.
 
     Text from the data (names, types, reasons) goes through :func:`neutralise` unless
     ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
@@ -91,9 +110,18 @@ def format_row(row: CompareRow, *, op_sequence: bool = False, overflow: bool = F
     cells += ([text(row.golden_address)] if golden_address else [])
     cells += [text(row.tensor_index), format_shape(row.shape)]
     cells += [text(row.overflow)] if overflow else []
-    for metric in METRICS:
-        cells.append(row.std_text if metric.text else format_value(row.metrics.get(metric.name)))
-    return cells + [text(row.fail_reason)]
+    known, extra = _split(metrics)
+    cells += [_metric_cell(row, m) for m in known] + [text(row.fail_reason)]
+    return cells + [_metric_cell(row, m) for m in extra]
+
+
+def _metric_cell(row: CompareRow, metric: Metric) -> str:
+    if metric.name == STD_COLUMN:
+        return row.std_text
+    value = row.metrics.get(metric.name)
+    if metric.text:
+        return NOT_COMPARED if value is None else str(value)
+    return format_value(value)
 
 
 RESULTS_DIR = "vector_compare"
@@ -134,16 +162,17 @@ class ResultWriter:
     leaves nothing under ``path``. ``root`` is the output root ``path`` lies in (default: its
     directory), written as :class:`~precision_tool.formats.atomic.OutputRoot` writes; a full
     disk, met at any row or only when the file is closed, is a PrecisionToolError and leaves no
-    file under any name. Flags add the optional msaccucmp columns.
+    file under any name. Flags add the optional msaccucmp columns; ``metrics`` are the metrics
+    computed (their columns only, see the module docstring). Defaults to the ten.
     """
 
     def __init__(self, path: str | os.PathLike, *, root: OutputRoot | None = None,
                  op_sequence: bool = False, overflow: bool = False,
-                 golden_address: bool = False) -> None:
+                 golden_address: bool = False, metrics: Sequence[Metric] = METRICS) -> None:
         self.path = Path(path)
         self.root = OutputRoot(self.path.parent) if root is None else root
         self.flags = {"op_sequence": op_sequence, "overflow": overflow,
-                      "golden_address": golden_address}
+                      "golden_address": golden_address, "metrics": tuple(metrics)}
         self.rows_written = 0
         self._pending: PendingFile | None = None
 
@@ -198,7 +227,7 @@ class ResultWriter:
 
 
 def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], *,
-                     root: OutputRoot | None = None, **flags: bool) -> Path:
+                     root: OutputRoot | None = None, **flags) -> Path:
     """Write ``rows`` to ``path`` (atomically, see :class:`ResultWriter`); returns the path."""
     with ResultWriter(path, root=root, **flags) as writer:
         writer.write_rows(rows)
@@ -210,16 +239,25 @@ def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], *,
 class _Header:
     """Where each field of a CompareRow lives in one CSV's header."""
 
-    def __init__(self, names: list[str], path: Path) -> None:
+    def __init__(self, names: list[str], path: Path, require: Sequence[str] = ()) -> None:
         positions: dict[str, list[int]] = {}
         for i, name in enumerate(n.strip() for n in names):
             positions.setdefault(name, []).append(i)
         self.positions, self.path = positions, path
         self.old = "LeftOp" in positions and "NPUDump" not in positions
-        for required in ("Index", "TensorIndex", "CosineSimilarity",
-                         "LeftOp" if self.old else "NPUDump"):
+        for required in ("Index", "TensorIndex", "LeftOp" if self.old else "NPUDump"):
             if required not in positions:
                 raise PrecisionToolError(f"not a comparison result: no {required} column", path)
+        for name in require:
+            if name not in positions:
+                raise PrecisionToolError(f"no {name} column (a vc -alg result without it?)", path)
+        if not any(name in positions for name in METRIC_NAMES):
+            raise PrecisionToolError("not a comparison result: no CosineSimilarity column, "
+                                     "nor any other metric's", path)
+        reason = self.at(REASON_COLUMN)
+        stripped = [n.strip() for n in names]
+        # custom metrics: the columns after CompareFailReason
+        self.extra = [] if reason is None else [(n, i) for i, n in enumerate(stripped) if i > reason and n]
         names = ("LeftOp", "RightOp") if self.old else ("NPUDump", "GroundTruth")
         fields = [("Index", 0), ("OpType", 0), (names[0], 0), ("DataType", 0), ("Address", 0),
                   (names[1], 0), ("DataType", 1), ("TensorIndex", 0), ("Shape", 0),
@@ -245,6 +283,15 @@ def _number(text: str | None, column: str, where: str, path: Path) -> float | No
         return float(text)
     except ValueError:
         raise PrecisionToolError(f"{where}: {column} is {text!r}, not a number", path) from None
+
+
+def _optional_number(text: str | None) -> float | None:
+    if text is None or (text in _NAN_TEXTS and text != "nan"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def parse_shape(text: str | None) -> tuple[int, ...] | None:
@@ -280,6 +327,10 @@ def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
         value = _number(text, name, where, h.path)
         if value is not None:
             metrics[name] = value
+    for name, at in h.extra:  # another tool's trailing columns need not be numbers: skip those
+        value = _optional_number(cells[at].strip() if at < n else None)
+        if value is not None:
+            metrics.setdefault(name, value)
     return CompareRow(
         index=index, op_type=op_type or "", npu_name=npu_name or "",
         npu_dtype=_optional(npu_dtype), npu_address=_optional(npu_address),
@@ -290,18 +341,20 @@ def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
         op_sequence=_integer(op_sequence, "OpSequence", where, h.path))
 
 
-def iter_result_csv(path: str | os.PathLike) -> Iterator[CompareRow]:
+def iter_result_csv(path: str | os.PathLike, require: Sequence[str] = ()) -> Iterator[CompareRow]:
     """The rows of a result CSV (ours or msaccucmp's), one at a time.
+
+    ``require`` names columns the caller cannot do without (e.g. ``CosineSimilarity``).
 
     Raises:
         PrecisionToolError: the file cannot be read, a required column (Index, TensorIndex,
-            CosineSimilarity, NPUDump or LeftOp) is missing, or a cell is malformed.
+            NPUDump or LeftOp, at least one metric, ``require``) is missing, or a cell is malformed.
     """
     path = Path(path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle)
-            header = _Header(next(reader, []), path)
+            header = _Header(next(reader, []), path, require)
             for cells in reader:
                 if any(cell.strip() for cell in cells):
                     yield _row(cells, header, f"line {reader.line_num}")
@@ -309,6 +362,6 @@ def iter_result_csv(path: str | os.PathLike) -> Iterator[CompareRow]:
         raise PrecisionToolError(f"cannot read the result CSV: {exc}", path) from None
 
 
-def read_result_csv(path: str | os.PathLike) -> list[CompareRow]:
+def read_result_csv(path: str | os.PathLike, require: Sequence[str] = ()) -> list[CompareRow]:
     """All rows of a result CSV; see :func:`iter_result_csv`."""
-    return list(iter_result_csv(path))
+    return list(iter_result_csv(path, require))

@@ -49,6 +49,13 @@ def _side_key(side: DumpSide | NpySide) -> list:
     return ["npy", *_file_stamp(side.path)]
 
 
+def metric_identities(metrics) -> list[str]:
+    """What identifies each metric in a key: its name and its formula's module and name (a
+    custom metric reusing a built-in's name must not reuse its rows)."""
+    return [f"{m.name}={getattr(m.compute, '__module__', '?')}.{getattr(m.compute, '__qualname__', '?')}"
+            for m in metrics]
+
+
 def task_key(task: PairTask, metric_names: Sequence[str]) -> str | None:
     """The cache key of a comparable task; None when it is not comparable or a file is gone."""
     if not task.comparable:

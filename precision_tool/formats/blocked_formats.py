@@ -65,11 +65,14 @@ class _Tiled:
         ends = np.cumsum(self.merge)
         return tuple(math.prod(moved[end - k:end]) for k, end in zip(self.merge, ends))
 
-    def to_canon(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
+    def tiles(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
+        """The device as a view ``[N1, n0, C1, C0, *S]``: the padded canonical host, N and C split."""
         split = self._split(dims, device.shape[-1])  # C0 is the last device axis
-        moved = device.reshape([split[axis] for axis in self.perm])
-        host = moved.transpose(np.argsort(self.perm))
-        host = host.reshape(split[0] * split[1], split[2] * split[3], *split[4:])
+        return device.reshape([split[axis] for axis in self.perm]).transpose(np.argsort(self.perm))
+
+    def to_canon(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
+        split = self._split(dims, device.shape[-1])
+        host = self.tiles(device, dims).reshape(split[0] * split[1], split[2] * split[3], *split[4:])
         return host[:dims[0], :dims[1]]
 
     def from_canon(self, host: np.ndarray, c0: int, groups: int = 1) -> np.ndarray:
@@ -119,6 +122,11 @@ class _GroupedFractalZ:
         blocks, c1, h, w, cout_opt, c0 = cls._plan(dims, c0, groups)[2]
         return (blocks * c1 * h * w, cout_opt // FRACTAL_BLOCK, FRACTAL_BLOCK, c0)
 
+    @staticmethod
+    def tiles(device: np.ndarray, dims: Shape, groups: int) -> np.ndarray | None:
+        """The ``[N1, n0, C1, C0, H, W]`` view when ungrouped; None for groups (a gather)."""
+        return _FRACTAL_Z.tiles(device, dims) if groups == 1 else None
+
     @classmethod
     def to_canon(cls, device: np.ndarray, dims: Shape, groups: int) -> np.ndarray:
         if groups == 1:
@@ -146,11 +154,16 @@ class _C1HWNCoC0:
         return (_ceil_div(c, c0), h, w, n, c0, c0)
 
     @staticmethod
+    def tiles(device: np.ndarray, dims: Shape, groups: int) -> np.ndarray:
+        """The diagonal as a view ``[N, 1, C1, C0, H, W]``."""
+        diagonal = np.diagonal(device, axis1=4, axis2=5)  # [C1, H, W, N, C0], a view
+        return diagonal.transpose(3, 0, 4, 1, 2)[:, None]
+
+    @staticmethod
     def to_canon(device: np.ndarray, dims: Shape, groups: int) -> np.ndarray:
         n, c, h, w = dims
         c1, c0 = device.shape[0], device.shape[5]
-        diagonal = np.diagonal(device, axis1=4, axis2=5)  # [C1, H, W, N, C0], a view
-        return diagonal.transpose(3, 0, 4, 1, 2).reshape(n, c1 * c0, h, w)[:, :c]
+        return _C1HWNCoC0.tiles(device, dims, groups).reshape(n, c1 * c0, h, w)[:, :c]
 
     @staticmethod
     def from_canon(host: np.ndarray, c0: int, groups: int) -> np.ndarray:
@@ -212,7 +225,8 @@ class BlockedFormat:
 
     canon: str  # canonical host layout, NCHW or NCDHW
     candidates: tuple[str, ...]  # origin formats tried, in order, when inferring
-    codec: object  # has shape(dims, c0, groups), to_canon(device, dims, groups), from_canon
+    codec: object  # has shape(dims, c0, groups), to_canon(device, dims, groups), from_canon,
+    # and optionally tiles(device, dims, groups): the canonical host as a view [N1, n0, C1, C0, *S]
     fixed_c0: int | None = None
 
 
@@ -243,6 +257,17 @@ def nz_shape(shape: Shape, c0: int) -> Shape:
     """The FRACTAL_NZ device shape of a host shape, fractals ``16 x c0``."""
     lead, h, w = _nz_dims(shape)
     return lead + (_ceil_div(w, c0), _ceil_div(h, FRACTAL_BLOCK), FRACTAL_BLOCK, c0)
+
+
+def nz_tiles(device: np.ndarray, original: Shape) -> np.ndarray:
+    """A fitting FRACTAL_NZ ``device`` as a view ``[B, H1, 16, W1, C0]`` (B: the leading dims)."""
+    w1, h1, h0, w0 = device.shape[-4:]
+    return device.reshape(-1, w1, h1, h0, w0).transpose(0, 2, 3, 1, 4)
+
+
+def nz_fits(device: np.ndarray, original: Shape) -> bool:
+    """Whether ``device`` is the FRACTAL_NZ layout of a host tensor of shape ``original``."""
+    return device.ndim >= 4 and device.shape[-1] > 0 and device.shape == nz_shape(original, device.shape[-1])
 
 
 def nz_to_host(device: np.ndarray, original: Shape) -> np.ndarray:

@@ -36,9 +36,10 @@ from .blocked_formats import (
     BLOCKED_FORMATS,
     BlockedFormat,
     Shape,
+    nz_fits,
     nz_from_host,
     nz_shape,
-    nz_to_host,
+    nz_tiles,
     shape_mismatch,
 )
 
@@ -129,8 +130,48 @@ def _blocked_layout(spec: BlockedFormat, actual: Shape, original: Shape, origin:
     return _layout_for(spec, original, origin) or _infer_layout(spec, actual, original, c0, groups)
 
 
+def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int]) -> None:
+    """Copy a tiled view into ``out`` in one pass: the single copy of every conversion.
+
+    ``tiles`` has ``out``'s axes, except that each axis ``i`` in ``tiled`` is two axes
+    ``(outer, inner)`` in ``tiles``, holding ``outer * inner >= out.shape[i]`` elements (the
+    excess is device padding, dropped). The padded tail of an axis is copied apart, so every
+    copy is a plain strided ``copyto`` and nothing is merged (which would copy first).
+    """
+    tiled = tuple(sorted(tiled))
+    for i in tiled:
+        at = i + sum(1 for t in tiled if t < i)  # the outer axis of out's axis i in tiles
+        outer, inner = tiles.shape[at], tiles.shape[at + 1]
+        length = out.shape[i]
+        if length == outer * inner:
+            continue
+        full, rest = divmod(length, inner)
+        if full:
+            copy_tiles(tiles[(slice(None),) * at + (slice(0, full),)],
+                       out[(slice(None),) * i + (slice(0, full * inner),)], tiled)
+        if rest:
+            copy_tiles(tiles[(slice(None),) * at + (full, slice(0, rest))],
+                       out[(slice(None),) * i + (slice(full * inner, length),)],
+                       [t for t in tiled if t != i])
+        return
+    np.copyto(_split_axes(out, tiles.shape, tiled), tiles)
+
+
+def _split_axes(out: np.ndarray, shape: Sequence[int], tiled: Sequence[int]) -> np.ndarray:
+    """A writable view of ``out`` with each axis in ``tiled`` split in two (never a copy)."""
+    strides, at = [], 0
+    for i, stride in enumerate(out.strides):
+        if i in tiled:
+            strides += [stride * shape[at + 1], stride]
+            at += 2
+        else:
+            strides.append(stride)
+            at += 1
+    return np.lib.stride_tricks.as_strided(out, tuple(shape), tuple(strides), writeable=True)
+
+
 def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str | None,
-                     groups: int) -> np.ndarray:
+                     groups: int, out: np.ndarray | None) -> np.ndarray:
     spec = BLOCKED_FORMATS[fmt]
     if device.ndim == 0 or device.shape[-1] == 0:  # no C0 to read the blocks by
         raise shape_mismatch(device, fmt, original)
@@ -141,10 +182,56 @@ def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str 
     dims = _canon_dims(spec, original, layout)
     if spec.codec.shape(dims, c0, groups) != device.shape:
         raise shape_mismatch(device, fmt, original)
-    host = spec.codec.to_canon(device, dims, groups)
-    if len(original) < len(spec.canon):
-        return host.reshape(original)
-    return convert_host_format(host, spec.canon, layout)
+    tiles = getattr(spec.codec, "tiles", None)
+    view = tiles(device, dims, groups) if tiles is not None else None
+    short = len(original) < len(spec.canon)
+    merged = _merged(view) if out is None and view is not None else None
+    if merged is not None:  # e.g. C1 == 1: the host is a view of the device
+        host = merged[:dims[0], :dims[1]]
+        return host.reshape(original) if short else convert_host_format(host, spec.canon, layout)
+    out = _output(out, original, device.dtype)
+    canon = out.reshape(dims) if short else convert_host_format(out, layout, spec.canon)
+    if view is None:  # a gather (grouped FRACTAL_Z): the codec copies, then one more copy
+        np.copyto(canon, spec.codec.to_canon(device, dims, groups))
+    else:  # [N1, n0, C1, C0, *S] into [N, C, *S]
+        copy_tiles(view, canon, (0, 1))
+    return out
+
+
+def _merged(tiles: np.ndarray) -> np.ndarray | None:
+    """``[N1, n0, C1, C0, *S]`` as ``[N1 n0, C1 C0, *S]`` when that needs no copy, else None."""
+    merged = tiles.view()
+    try:
+        merged.shape = (tiles.shape[0] * tiles.shape[1], tiles.shape[2] * tiles.shape[3], *tiles.shape[4:])
+    except AttributeError:  # numpy: the axes cannot merge in place
+        return None
+    return merged
+
+
+def _output(out: np.ndarray | None, shape: Shape, dtype: np.dtype) -> np.ndarray:
+    """``out`` checked to have ``shape``, or a new C-contiguous array of it."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {list(out.shape)}, the host tensor {list(shape)}")
+    return out
+
+
+def _nz_to_host(device: np.ndarray, original: Shape, out: np.ndarray | None) -> np.ndarray:
+    if device.shape == original:  # short vectors (k == 1 or k % 16 == 0) may be stored unblocked
+        return device if out is None else _copied(device, out)
+    if not nz_fits(device, original):
+        raise shape_mismatch(device, "FRACTAL_NZ", original)
+    out = _output(out, original, device.dtype)
+    lead = math.prod(original[:-2]) if len(original) >= 2 else 1
+    h, w = (original[-2], original[-1]) if len(original) >= 2 else (1, original[0] if original else 1)
+    copy_tiles(nz_tiles(device, original), out.reshape(lead, h, w), (1, 2))
+    return out
+
+
+def _copied(host: np.ndarray, out: np.ndarray) -> np.ndarray:
+    np.copyto(_output(out, host.shape, host.dtype), host)
+    return out
 
 
 def _plain_to_host(device: np.ndarray, fmt: str, original: Shape,
@@ -169,8 +256,14 @@ def _plain_to_host(device: np.ndarray, fmt: str, original: Shape,
 
 
 def to_host(device: np.ndarray, device_format: str, original_shape: Sequence[int],
-            origin_format: str | None = None, groups: int = 1) -> np.ndarray:
+            origin_format: str | None = None, groups: int = 1,
+            out: np.ndarray | None = None) -> np.ndarray:
     """Convert a device-shaped tensor into its host layout with exactly ``original_shape``.
+
+    Blocked formats and FRACTAL_NZ are copied once, tile by tile, straight into the host array
+    (:func:`copy_tiles`); plain layouts are views. Rows of a row-separable device tensor
+    (NC1HWC0 and friends, FRACTAL_NZ of rank 3 or more) convert on their own: pass the rows and
+    ``(rows, *original_shape[1:])``.
 
     Args:
         device: the tensor, already shaped in its device shape.
@@ -179,29 +272,35 @@ def to_host(device: np.ndarray, device_format: str, original_shape: Sequence[int
         origin_format: the host layout of ``original_shape``. Defaults to None: inferred (see
             the module docstring); an origin format that cannot describe the shape is inferred too.
         groups: ``sub_format`` of a grouped FRACTAL_Z weight; ignored elsewhere. Defaults to 1.
+        out: an array of ``original_shape`` (e.g. a reused C-contiguous buffer) to write the host
+            tensor into; then it is returned, whatever the format. Defaults to None.
 
     Returns:
-        The host array: a view of ``device`` (possibly read-only) where no copy is needed.
+        The host array: ``out``; else a new C-contiguous array for blocked formats, and a view
+        of ``device`` (possibly read-only) where no copy is needed.
 
     Raises:
         PrecisionToolError: the shapes do not fit, or the format is unsupported and the element
             counts differ (an unsupported format with equal counts is only reshaped).
+        ValueError: ``out`` does not have ``original_shape``.
     """
     original = tuple(int(d) for d in original_shape)
     if not original:
-        return device
+        return device if out is None else _copied(device, out)
     fmt = _name(device_format)
     origin = None if origin_format is None else _name(origin_format)
     groups = max(int(groups or 1), 1)
     if fmt in BLOCKED_FORMATS:
-        return _blocked_to_host(device, fmt, original, origin, groups)
+        return _blocked_to_host(device, fmt, original, origin, groups, out)
     if fmt == "FRACTAL_NZ":
-        return nz_to_host(device, original)
+        return _nz_to_host(device, original, out)
     if fmt in PLAIN_LAYOUTS or fmt == "ND":
-        return _plain_to_host(device, fmt, original, origin)
-    if device.size == math.prod(original):
-        return device.reshape(original)
-    raise PrecisionToolError(f"unsupported format {device_format}")
+        host = _plain_to_host(device, fmt, original, origin)
+    elif device.size == math.prod(original):
+        host = device.reshape(original)
+    else:
+        raise PrecisionToolError(f"unsupported format {device_format}")
+    return host if out is None else _copied(host, out)
 
 
 def host_layout(device_shape: Sequence[int], device_format: str, original_shape: Sequence[int],

@@ -61,8 +61,30 @@ def test_threshold_below_every_cosine_is_ok(sample_data):
 def test_alg_0_writes_cosine_only(fixture_data):
     context, _ = make_context(fixture_data)
     assert run_command(context, "vc -alg 0") == ExitStatus.FLAGGED
-    rows = [r for r in read_result_csv(_csvs(fixture_data)[0]) if r.compared]
+    csv, = _csvs(fixture_data)
+    # msaccucmp -alg 0 writes this header: the selected metric's column only
+    assert csv.read_text(encoding="utf-8").splitlines()[0] == (
+        "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+        "CosineSimilarity,CompareFailReason")
+    rows = [r for r in read_result_csv(csv) if r.compared]
     assert rows and all(set(r.metrics) == {"CosineSimilarity"} for r in rows)
+
+
+def test_an_alg_0_csv_is_read_back_by_vcs_through_the_cli(sample_data):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(sample_data.parent)}
+    env.pop("PRECISION_TOOL_CONFIG", None)
+    command = [sys.executable, "-m", "precision_tool", "--data", str(sample_data)]
+    made = subprocess.run([*command, "vc", "-alg", "0"], env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 1, made.stderr  # flagged
+    csv, = _csvs(sample_data)
+    assert "MaxAbsoluteError" not in csv.read_text(encoding="utf-8").splitlines()[0]
+    summary = subprocess.run([*command, "vcs", "-f", str(csv)], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert summary.returncode == 1, summary.stderr
+    assert "first operator that introduces the error" in summary.stdout
 
 
 def test_bad_alg_and_unknown_graph_are_one_line_errors(fixture_data):

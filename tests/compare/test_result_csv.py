@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from precision_tool import PrecisionToolError
-from precision_tool.compare.metrics import compare_arrays, select_metrics
+from precision_tool.compare.metric_types import Metric
+from precision_tool.compare.metrics import METRICS, compare_arrays, select_metrics
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import (
     ResultWriter, columns, format_row, format_shape, format_value, latest_result_dir, parse_shape,
@@ -237,3 +238,45 @@ def test_parse_shape_and_row_helpers():
     assert row.kind is None and row.slot is None and row.op_name == "w" and not row.is_output
     scalar = _row().with_result(compare_arrays(np.array([2.0]), np.array([1.0]), select_metrics("0")))
     assert scalar.metrics == {"CosineSimilarity": 1.0} and scalar.fail_reason == "This tensor is scalar."
+
+
+# --- the metric columns: the selected ones; custom ones trailing --------------------------------
+
+MSACCUCMP_ALG_0 = ("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+                   "CosineSimilarity,CompareFailReason")  # what msaccucmp -alg 0 writes
+MSACCUCMP_ALG_5_1 = ("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+                     "StandardDeviation,MaxAbsoluteError,CompareFailReason")  # -alg 5,1
+
+
+def _negated_cosine(stats):
+    return -stats.sum_xy
+
+
+NEGATED = Metric("NegatedDot", frozenset({"xy"}), _negated_cosine)
+
+
+def test_selected_metrics_write_only_their_columns_as_msaccucmp_does(tmp_path):
+    assert ",".join(columns(metrics=select_metrics("0"))) == MSACCUCMP_ALG_0
+    assert ",".join(columns(metrics=select_metrics("5,1"))) == MSACCUCMP_ALG_5_1
+    path = write_result_csv(tmp_path / "r.csv", [_row()], metrics=select_metrics("0"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == MSACCUCMP_ALG_0 and lines[1].endswith(',0.999000,"say ""why"", twice"')
+    row, = read_result_csv(path)
+    assert row.metrics == {"CosineSimilarity": 0.999} and row.std_text == "NaN"
+
+
+def test_custom_metrics_are_trailing_columns_and_read_back(tmp_path):
+    metrics = METRICS + (NEGATED,)
+    assert columns(metrics=metrics) == REFERENCE_HEADER.split(",") + ["NegatedDot"]
+    row = _row(metrics={"CosineSimilarity": 0.5, "NegatedDot": -2.25})
+    path = write_result_csv(tmp_path / "r.csv", [row], metrics=metrics)
+    assert path.read_text(encoding="utf-8").splitlines()[1].endswith('"say ""why"", twice",-2.250000')
+    back, = read_result_csv(path)
+    assert back.metrics == {"CosineSimilarity": 0.5, "NegatedDot": -2.25}
+
+
+def test_a_file_without_cosine_reads_unless_cosine_is_required(tmp_path):
+    path = write_result_csv(tmp_path / "r.csv", [_row()], metrics=select_metrics("1"))
+    assert read_result_csv(path)[0].metrics == {"MaxAbsoluteError": math.inf}
+    with pytest.raises(PrecisionToolError, match="no CosineSimilarity column"):
+        read_result_csv(path, require=("CosineSimilarity",))

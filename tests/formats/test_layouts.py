@@ -553,3 +553,68 @@ def test_host_layout_names_what_to_host_returns():
     assert host_layout((1, 1, 16, 16), "FRACTAL_NZ", (2, 8)) == "ND"
     assert host_layout((1, 8, 1, 1, 16), "NC1HWC0", (8,)) == "ND"  # padded and reshaped back
     assert host_layout((2, 3, 4, 5), "NCHW", (2, 4, 5, 3), "NHWC") == "NHWC"
+
+
+# --- to_host(..., out=): one copy into a caller's buffer ----------------------------------------
+
+
+def _into(device, fmt, shape, host_format, groups=1):
+    out = np.full(shape, -7, device.dtype)  # -7: nothing the host holds (numbered starts at 1)
+    back = to_host(device, fmt, shape, host_format, groups=groups, out=out)
+    assert back is out
+    return out
+
+
+@pytest.mark.parametrize("fmt", FORMATS_4D + FORMATS_5D)
+@SETTINGS
+@given(data=st.data())
+def test_out_receives_the_host_of_every_blocked_format(fmt, data):
+    host, host_format, c0 = data.draw(blocked_case(fmt))
+    device = oracle(host, fmt, host_format, c0)  # the independent loops, not to_device
+    np.testing.assert_array_equal(_into(device, fmt, host.shape, host_format), host)
+
+
+@SETTINGS
+@given(groups=st.integers(2, 4), cout=st.integers(1, 4), cin=st.integers(1, 20), c0=st.sampled_from([16, 32]))
+def test_out_receives_grouped_fractal_z(groups, cout, cin, c0):
+    host = numbered((groups * cout, cin, 2, 3))
+    device = oracle(host, "FRACTAL_Z", "NCHW", c0, groups)
+    np.testing.assert_array_equal(_into(device, "FRACTAL_Z", host.shape, "NCHW", groups), host)
+
+
+@SETTINGS
+@given(lead=st.lists(st.integers(1, 3), max_size=2), tail=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+       c0=st.sampled_from([16, 32]))
+def test_out_receives_fractal_nz_and_each_row_converts_alone(lead, tail, c0):
+    host = numbered(tuple(lead) + tail)
+    device = oracle(host, "FRACTAL_NZ", "ND", c0)
+    np.testing.assert_array_equal(_into(device, "FRACTAL_NZ", host.shape, "ND"), host)
+    if host.ndim >= 3:  # rows of the leading dim are independent (the engine streams them)
+        rows = host.shape[0] // 2 or 1
+        part = _into(device[:rows], "FRACTAL_NZ", (rows, *host.shape[1:]), "ND")
+        np.testing.assert_array_equal(part, host[:rows])
+
+
+@pytest.mark.parametrize("shape, host_format", [((3, 5, 4, 40), "NHWC"), ((2, 20, 5, 4), "NCHW"),
+                                                ((1, 3, 3, 32), "NHWC")])
+def test_out_receives_nc1hwc0_rows(shape, host_format):
+    host = numbered(shape)
+    device = oracle(host, "NC1HWC0", host_format, 16)
+    for start, stop in ((0, 1), (1, shape[0]), (0, shape[0])):
+        part = _into(device[start:stop], "NC1HWC0", (stop - start, *shape[1:]), host_format)
+        np.testing.assert_array_equal(part, host[start:stop])
+
+
+def test_out_receives_plain_layouts_and_rejects_a_wrong_shape():
+    dev = numbered((2, 3, 4, 5))
+    np.testing.assert_array_equal(_into(dev, "NCHW", (2, 4, 5, 3), "NHWC"), dev.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(_into(dev, "ND", dev.shape, None), dev)
+    with pytest.raises(ValueError, match="out has shape"):
+        to_host(dev, "NCHW", (2, 4, 5, 3), "NHWC", out=np.empty((2, 3, 4, 5), dev.dtype))
+
+
+def test_without_out_a_padded_blocked_format_comes_back_contiguous():
+    host = numbered((2, 3, 3, 20))
+    back = to_host(oracle(host, "NC1HWC0", "NHWC", 16), "NC1HWC0", host.shape, "NHWC")
+    assert back.flags.c_contiguous
+    np.testing.assert_array_equal(back, host)
