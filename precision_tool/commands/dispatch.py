@@ -28,13 +28,19 @@ class ExitShell(Exception):
 
 
 def render_result(result: CommandResult, context: Context) -> None:
-    """Print a command's renderables on the context's console."""
-    # crop=False: a OneLine wider than the console is printed whole (nothing else is that wide)
+    """Print a command's renderables on the context's console: lines of text wrap between
+    words only, so a name is never broken (:class:`~precision_tool.render.fit.Words`)."""
+    from rich.text import Text
+
+    from ..render.fit import Words
+
+    # crop=False: a name or OneLine wider than the console is printed whole
     for renderable in result.renderables:
         if isinstance(renderable, str):
-            context.console.print(renderable, markup=False, crop=False)
-        else:
-            context.console.print(renderable, crop=False)
+            renderable = Text(renderable)
+        if isinstance(renderable, Text):
+            renderable = Words(renderable)
+        context.console.print(renderable, crop=False)
 
 
 def _report(context: Context, message: str, style: str = "error") -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.table import Table
 from rich.text import Text
 
 from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS
+from ..render.fit import FitTable
+from ..render.lines import data_text, visible
 from .lookup import graph_label, graph_refs
 from .registry import Command, CommandParser, CommandResult
 
@@ -35,22 +36,22 @@ def _keep(ref: OpRef, args) -> bool:
     return all(want is None or want.lower() in have.lower() for want, have in checks)
 
 
-def _type_counts(refs: list[OpRef]) -> Table:
+def _type_counts(refs: list[OpRef]) -> FitTable:
     debugs = sorted({r.debug for r in refs})
     counts = {d: Counter(r.op.type for r in refs if r.debug == d) for d in debugs}
-    table = Table()
+    table = FitTable()
     table.add_column("type", style="op.type")
     for debug in debugs:
         table.add_column(debug, justify="right")
     for op_type in sorted({r.op.type for r in refs}):
-        table.add_row(op_type, *(str(counts[d].get(op_type, 0)) for d in debugs))
+        table.add_row(data_text(op_type, "op.type"), *(str(counts[d].get(op_type, 0)) for d in debugs))
     table.add_row(Text("total", style="title"), *(str(sum(counts[d].values())) for d in debugs))
     return table
 
 
-def _graph_files(refs: list[OpRef]) -> Table:
+def _graph_files(refs: list[OpRef]) -> FitTable:
     """One row per graph file read: debug dir, file, GE graph id, its graphs and op count."""
-    table = Table(title="graph files", title_justify="left", title_style="title")
+    table = FitTable(title="graph files")
     for column in ("debug", "file", "graph id", "graphs", "ops"):
         table.add_column(column, justify="right" if column in ("graph id", "ops") else "left")
     models: dict[tuple[str, int], list[OpRef]] = {}
@@ -60,18 +61,18 @@ def _graph_files(refs: list[OpRef]) -> Table:
         model = group[0].model
         names = list(dict.fromkeys(r.graph.name for r in group))
         more = f" (+{len(names) - 1} sub-graphs)" if len(names) > 1 else ""
-        table.add_row(debug, Text(model.source_path.name if model.source_path else "?", style="path"),
+        table.add_row(debug, data_text(model.source_path.name if model.source_path else "?", "path"),
                       "-" if model.graph_id is None else str(model.graph_id),
-                      Text(names[0] + more, style="op.name"), str(len(group)))
+                      data_text(names[0] + more, "op.name"), str(len(group)))
     return table
 
 
 def _op_line(ref: OpRef, with_graph: bool) -> Text:
     passes = ",".join(ref.op.pass_name)
     where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
-    return Text.assemble(("[", "muted"), (ref.op.type, "op.type"), ("]", "muted"),
-                         (f"[{passes}]" if passes else "", "muted"), " ", (ref.op.name, "op.name"),
-                         (f"  ({where})", "muted"))
+    return Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
+                         (f"[{visible(passes)}]" if passes else "", "muted"), " ",
+                         (visible(ref.op.name), "op.name"), (f"  ({visible(where)})", "muted"))
 
 
 def run(args, context: Context) -> CommandResult:

@@ -8,12 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from ..compare.stats import TensorStats
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.text import shape_text
+from .fit import FitTable
+from .lines import data_text
 from .op_graph import short_dtype
 
 MAX_VALUE_CHARS = 100
@@ -39,19 +40,19 @@ def number(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _kv(grid: Table, key: str, value: Any, style: str = "") -> None:
+def _kv(grid: FitTable, key: str, value: Any, style: str = "") -> None:
     if value in (None, "", []):
         return
-    text = value if isinstance(value, Text) else Text(str(value), style=style)
+    text = value if isinstance(value, Text) else data_text(value, style)
     grid.add_row(Text(key, style="muted"), text)
 
 
 def header(debug: str, graph_name: str, model_name: str, op: Op,
-           graph_id: int | None = None) -> Table:
+           graph_id: int | None = None) -> FitTable:
     """Name, type, id, graph (and its GE graph id), kernel and fusion facts of ``op`` as a
     key/value grid."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
+    grid = FitTable(grid=True, show_header=False)
+    grid.add_column()
     grid.add_column()
     _kv(grid, "op", op.name, "op.name")
     _kv(grid, "type", op.type, "op.type")
@@ -77,12 +78,12 @@ def _desc_cells(desc: TensorDesc | None) -> list[Text]:
     if desc is None:
         return [Text("?", style="muted")] * 5
     origin_shape = shape_text(desc.origin_shape) if desc.origin_shape is not None else ""
-    return [Text(short_dtype(desc.dtype)), Text(desc.layout or "?"), Text(shape_text(desc.shape)),
-            Text(desc.origin_format or ""), Text(origin_shape)]
+    return [data_text(short_dtype(desc.dtype)), data_text(desc.layout or "?"),
+            Text(shape_text(desc.shape)), data_text(desc.origin_format or ""), Text(origin_shape)]
 
 
-def _io_table(title: str, first: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="title")
+def _io_table(title: str, first: str) -> FitTable:
+    table = FitTable(title=title)
     table.add_column("#", justify="right")
     table.add_column(first)
     for column in ("dtype", "format", "shape", "origin format", "origin shape"):
@@ -90,14 +91,14 @@ def _io_table(title: str, first: str) -> Table:
     return table
 
 
-def inputs_table(op: Op) -> Table | Text:
+def inputs_table(op: Op) -> FitTable | Text:
     """Every data input: producer ``src:idx``, dtype, format, shape, origin format and shape."""
     refs = op.data_inputs
     if not refs:
         return Text("inputs: none", style="muted")
     table = _io_table("inputs", "producer")
     for port, ref in enumerate(refs):
-        table.add_row(str(port), Text(f"{ref.src}:{ref.index}", style="op.name"),
+        table.add_row(str(port), data_text(f"{ref.src}:{ref.index}", "op.name"),
                       *_desc_cells(op.input_desc(port)))
     return table
 
@@ -106,10 +107,10 @@ def control_line(op: Op) -> Text | None:
     """The control-edge inputs of ``op`` on one line, or None when it has none."""
     if not op.control_inputs:
         return None
-    return Text("control inputs: " + ", ".join(ref.src for ref in op.control_inputs), style="muted")
+    return data_text("control inputs: " + ", ".join(ref.src for ref in op.control_inputs), "muted")
 
 
-def outputs_table(op: Op) -> Table | Text:
+def outputs_table(op: Op) -> FitTable | Text:
     """Every output: dtype, format, shapes, the TF tensor it stands for, its consumers."""
     count = max(len(op.output_descs), len(op.consumers))
     if not count:
@@ -124,17 +125,16 @@ def outputs_table(op: Op) -> Table | Text:
             origin = f"{desc.origin_name}:{index if origin_index is None else origin_index}"
         users = op.consumers[index] if index < len(op.consumers) else []
         consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
-        table.add_row(str(index), Text(origin), *_desc_cells(desc), Text(consumers, style="op.name"))
+        table.add_row(str(index), data_text(origin), *_desc_cells(desc), data_text(consumers, "op.name"))
     return table
 
 
-def tensor_table(title: str, rows: list[TensorRow], source_header: str) -> Table:
-    """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note."""
-    with_layout = any(row.layout for row in rows)
-    table = Table(title=Text(title), title_justify="left", title_style="title")
+def tensor_table(title: str, rows: list[TensorRow], source_header: str) -> FitTable:
+    """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note;
+    columns with nothing in them (no layout, no note) are left out."""
+    table = FitTable(title=title)
     for column in ("tensor", source_header, "dtype", "format", "shape"):
-        if column != "format" or with_layout:
-            table.add_column(column)
+        table.add_column(column)
     for column in ("max", "min", "mean"):
         table.add_column(column, justify="right")
     table.add_column("note", style="warn")
@@ -142,9 +142,7 @@ def tensor_table(title: str, rows: list[TensorRow], source_header: str) -> Table
         stats = row.stats
         cells = [number(stats.max), number(stats.min), number(stats.mean)] if stats else ["", "", ""]
         shape = shape_text(stats.shape) if stats else ""
-        layout = [Text(row.layout)] if with_layout else []
-        table.add_row(Text(row.label), Text(row.source), Text(row.dtype), *layout,
-                      Text(shape), *(Text(c) for c in cells), Text(row.note))
+        table.add_row(row.label, row.source, row.dtype, row.layout, shape, *cells, row.note)
     return table
 
 
@@ -185,14 +183,14 @@ def attribute_rows(op: Op) -> list[tuple[str, str]]:
     return rows
 
 
-def attributes_table(op: Op) -> Table | Text:
+def attributes_table(op: Op) -> FitTable | Text:
     """All attributes of ``op`` and of its tensor descs, sorted, values shortened."""
     rows = attribute_rows(op)
     if not rows:
         return Text("attributes: none", style="muted")
-    table = Table(title="attributes", title_justify="left", title_style="title")
-    table.add_column("attribute", no_wrap=True)
-    table.add_column("value")
+    table = FitTable(title="attributes")
+    table.add_column("attribute")
+    table.add_column("value", keep=True)
     for key, value in rows:
-        table.add_row(Text(key, style="muted"), Text(value))
+        table.add_row(data_text(key, "muted"), value)
     return table
