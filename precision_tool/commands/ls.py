@@ -10,29 +10,32 @@ from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS
 from ..render.fit import FitTable
 from ..render.lines import data_text, visible
-from .lookup import graph_label, graph_refs
+from .lookup import fused_note, fused_tf_names, graph_label, graph_refs
 from .registry import Command, CommandParser, CommandResult
 
 
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-t", "--type", help="ops whose type contains TYPE (case-insensitive)")
-    parser.add_argument("-n", "--name", help="ops whose name contains NAME")
+    parser.add_argument("-n", "--name", help="ops whose name, or the name of a TF op fused into "
+                                                 "them (OriginalOp), contains NAME")
     parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
-    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR", help="only this NPU debug dir (debug_0, debug_1)")
     parser.add_argument("-g", "--graph",
                         help="only this graph: a graph or model name, a graph file name, a graph "
                              "id, or a stage other than Build (PreRunBegin...)")
 
 
 def _keep(ref: OpRef, args) -> bool:
+    """Whether the op passes every filter; ``-n`` also matches the TF ops fused into it."""
     op = ref.op
     checks = (
         (args.type, op.type),
-        (args.name, op.name),
         (args.kernel, op.kernel_name or ""),
         (args.pass_name, " ".join(op.pass_name)),
     )
+    if args.name is not None and args.name.lower() not in op.name.lower() and not fused_tf_names(ref, args.name):
+        return False
     return all(want is None or want.lower() in have.lower() for want, have in checks)
 
 
@@ -67,12 +70,16 @@ def _graph_files(refs: list[OpRef]) -> FitTable:
     return table
 
 
-def _op_line(ref: OpRef, with_graph: bool) -> Text:
+def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
     passes = ",".join(ref.op.pass_name)
     where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
-    return Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
+    line = Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
                          (f"[{visible(passes)}]" if passes else "", "muted"), " ",
                          (visible(ref.op.name), "op.name"), (f"  ({visible(where)})", "muted"))
+    if name is not None and name.lower() not in ref.op.name.lower():
+        fused = "; ".join(fused_note(tf, ref.op.name) for tf in fused_tf_names(ref, name))
+        line.append(f"  {visible(fused)}", style="warn")
+    return line
 
 
 def run(args, context: Context) -> CommandResult:
@@ -86,7 +93,7 @@ def run(args, context: Context) -> CommandResult:
                               _graph_files(refs)])
     kept = [r for r in refs if _keep(r, args)]
     with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
-    lines = [_op_line(r, with_graph) for r in kept]
+    lines = [_op_line(r, with_graph, args.name) for r in kept]
     lines.append(Text(f"{len(kept)} op(s)", style="muted"))
     return CommandResult(lines)
 

@@ -23,7 +23,7 @@ from ..formats.digraph_files import write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
 from ..render import node_info, op_graph
-from .lookup import find_ops, graph_label
+from .lookup import graph_label, lookup_ops
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 MAX_PART_CHARS = 60
@@ -43,7 +43,13 @@ def _add_arguments(parser: CommandParser) -> None:
                              "its producers up to DEPTH edges upstream, its consumers up to DEPTH "
                              "edges downstream, and those consumers' other inputs (e.g. the next "
                              "MatMul's weight and bias); 0 is the op alone")
-    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
+                        help="only this NPU debug dir (debug_0, debug_1); not the global --debug")
+
+
+ORIGINAL_D = ("here -d names an NPU debug dir (ni NAME -d debug_1); the original precision_tool's "
+              "'ni -d' (show the dump data) needs no flag: ni always shows the op's NPU dump and "
+              "golden tensors")
 
 
 def _op_name(args) -> str:
@@ -234,8 +240,11 @@ def _matches_line(name: str, refs: list[OpRef]) -> Text:
 def run(args, context: Context) -> CommandResult:
     """Show node info of the op NAME (of every graph holding it); ``-a`` all attributes;
     ``-s D`` its neighbourhood."""
-    refs, other_debugs = find_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
-    out: list = [_matches_line(refs[0].op.name, refs)] if len(refs) > 1 else []
+    found = lookup_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
+    refs, other_debugs = found.refs, found.other_debugs
+    out: list = [Text(found.note, style="warn")] if found.note else []
+    if len(refs) > 1:
+        out.append(_matches_line(refs[0].op.name, refs))
     files: list = []
     for number, ref in enumerate(refs, 1):
         if len(refs) > 1:
@@ -255,6 +264,7 @@ COMMAND = Command(
     name="ni", summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
     add_arguments=_add_arguments, run=run,
     completions={"": "op", "-n": "op", "--name": "op"},
+    flag_hints={"-d": ORIGINAL_D, "--debug": ORIGINAL_D},
     description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
                  "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
                  "matching TF golden tensors with max/min/mean; when several graphs hold the op, "

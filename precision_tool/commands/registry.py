@@ -64,6 +64,15 @@ class Command:
     aliases: tuple[str, ...] = ()
     completions: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    flag_hints: dict[str, str] = field(default_factory=dict)  # option string -> said on its errors
+
+    def hint_for(self, argument_name: str | None) -> str:
+        """What ``flag_hints`` says about the option an argparse error names (``-d/--debug``),
+        as ``"; hint"``, or ``""``."""
+        for option in (argument_name or "").split("/"):
+            if option in self.flag_hints:
+                return f"; {self.flag_hints[option]}"
+        return ""
 
     def parser(self) -> CommandParser:
         parser = CommandParser(prog=self.name, description=self.description or self.summary)
@@ -147,7 +156,8 @@ def run_words(registry: Registry, words: list[str], context: Context) -> Command
     try:
         args = parser.parse_args(words[1:])
     except argparse.ArgumentError as exc:
-        raise UsageError(f"{command.name}: {exc}", parser.format_usage().strip()) from None
+        raise UsageError(f"{command.name}: {exc}{command.hint_for(exc.argument_name)}",
+                         parser.format_usage().strip()) from None
     if args.help:
         return CommandResult([parser.format_help().rstrip()])
     result = command.run(args, context)
