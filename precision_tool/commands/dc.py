@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from rich.table import Table
 from rich.text import Text
 
 from ..context import Context
@@ -29,9 +28,10 @@ from ..formats.atomic import atomic_write
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
+from ..render.fit import FitTable
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
-from .tensors import DumpSelection, host_layout, resolve_dump_files
+from .tensors import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 
 TARGET_FORMATS = ("ND", *sorted(PLAIN_LAYOUTS))
 
@@ -82,7 +82,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _output_dir(context: Context, out: str | None) -> Path:
     if out is None:
-        return context.temp_dir("decode", "dump_convert")
+        return context.temp_dir(DECODE_DIR, "dump_convert")
     path = Path(out).expanduser()
     for protected in (context.data.npu, context.data.golden_dir):
         if protected.exists() and _inside(path, protected):
@@ -148,9 +148,9 @@ def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection, out: 
     return written
 
 
-def _table(decoded: list[Decoded]) -> Table:
-    table = Table(title="decoded tensors", title_justify="left")
-    table.add_column("file written", style="path", overflow="fold")
+def _table(decoded: list[Decoded]) -> FitTable:
+    table = FitTable(title="decoded tensors (pt takes these file names)", title_style="")
+    table.add_column("file written", style="path")
     for column in ("tensor", "dtype", "device", "saved as"):
         table.add_column(column)
     for d in decoded:

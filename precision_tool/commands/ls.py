@@ -101,4 +101,4 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="ls", summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
     add_arguments=_add_arguments, run=run,
-    completions={"-n": "op", "--name": "op"})
+    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype"})

@@ -17,7 +17,8 @@ from .fit import FitTable
 from .lines import data_text
 from .op_graph import short_dtype
 
-MAX_VALUE_CHARS = 100
+MAX_VALUE_CHARS = 100  # a list shows the items that fit in this, each whole
+MAX_STRING_CHARS = 1000  # longer strings are data blobs, not names: cut
 MAX_LIST_ITEMS = 12
 
 
@@ -154,23 +155,37 @@ def stats_note(stats: TensorStats) -> str:
     return ", ".join(parts) + (" (stats over finite values)" if parts and stats.nan + stats.inf else "")
 
 
+def _short_list(value: list | tuple) -> str:
+    """The first items that fit in :data:`MAX_VALUE_CHARS` (at most :data:`MAX_LIST_ITEMS`,
+    at least one), each whole (a name in a list is never cut), then how many there are."""
+    items: list[str] = []
+    for item in value[:MAX_LIST_ITEMS]:
+        text = short_value(item)
+        if items and sum(len(i) + 2 for i in items) + len(text) > MAX_VALUE_CHARS:
+            break
+        items.append(text)
+    more = f", ... ({len(value)} items)" if len(items) < len(value) else ""
+    return "[" + ", ".join(items) + more + "]"
+
+
 def short_value(value: Any) -> str:
-    """An attribute value on one line: long lists show their first items and their length,
-    bytes their size, long strings are cut."""
+    """An attribute value on one line: long lists show their first items whole and their
+    length, bytes their size; a string longer than :data:`MAX_STRING_CHARS` (a blob, not a
+    name) is cut and says how long it is."""
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     if isinstance(value, (list, tuple)):
-        items = [short_value(v) for v in value[:MAX_LIST_ITEMS]]
-        more = f", ... ({len(value)} items)" if len(value) > MAX_LIST_ITEMS else ""
-        text = "[" + ", ".join(items) + more + "]"
-    elif isinstance(value, TensorDesc):
+        return _short_list(value)
+    if isinstance(value, TensorDesc):
         text = f"TensorDesc({short_dtype(value.dtype)} {value.layout} {shape_text(value.shape)})"
     elif isinstance(value, str):
         text = repr(value) if not value or value != value.strip() else value
     else:
         text = str(value)
     text = " ".join(text.split())  # newlines and tabs from the data
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+    if len(text) <= MAX_STRING_CHARS:
+        return text
+    return f"{text[:MAX_STRING_CHARS]}... ({len(text)} characters)"
 
 
 def attribute_rows(op: Op) -> list[tuple[str, str]]:

@@ -247,14 +247,25 @@ def test_long_attribute_values_are_shortened(fixture_data):
     for path in graph_dir.glob("ge_proto_*"):
         path.unlink()
     spec = OpSpec("big", "Const", output_descs=[tensor_desc("DT_FLOAT", "ND", (3,))],
-                  attrs={"many": list(range(1000)), "text": "x" * 500, "raw": b"\x00" * 64})
+                  attrs={"many": list(range(1000)), "raw": b"\x00" * 64})
     write_graph_text(build_model([spec], name="g"), graph_dir / "ge_proto_00000001_Build.txt")
     status, text = _ni(fixture_data, "ni big -a")
     assert status == ExitStatus.OK
     rows = dict(_table_pairs(text))
     assert rows["many"].startswith("[0, 1, 2,") and rows["many"].endswith("... (1000 items)]")
     assert rows["raw"] == "<64 bytes>"
-    assert len(rows["text"]) == 100 and rows["text"].endswith("...")
+
+
+def test_a_long_string_is_cut_but_a_name_in_a_list_never_is():
+    from precision_tool.render.node_info import MAX_STRING_CHARS, short_value
+
+    assert short_value("x" * 1500) == "x" * MAX_STRING_CHARS + "... (1500 characters)"
+    assert short_value("model/" + "y" * 400) == "model/" + "y" * 400  # a name, whole
+    names = [f"model/block_{k}/" + "z" * 30 for k in range(20)]
+    shown = short_value(names)
+    assert shown.endswith(", ... (20 items)]")
+    items = shown[1:].split(", ... ")[0].split(", ")
+    assert items and all(item in names for item in items)  # each shown item whole
 
 
 def _add_second_graph(data: Path) -> None:
