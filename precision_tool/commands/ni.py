@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from ..compare.divergence import NEAR_MARGIN, FlagRule
+from ..compare.newest import NewestResult, newest_result
 from ..compare.pairing import golden_for
 from ..compare.stats import tensor_stats
 from ..context import Context, OpRef
@@ -19,14 +21,16 @@ from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
 from ..formats.graph_model import GraphDesc, Op, TensorDesc
 from ..formats.tree import StepDir
-from ..formats.digraph_files import write_digraph
+from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
-from ..render import node_info, op_graph
+from ..render import node_info, op_graph, op_tree
+from ..render.lines import OneLine, OneLineText, visible
 from .lookup import graph_label, lookup_ops
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 MAX_PART_CHARS = 60
+MAX_DRAWN_NODES = MAX_RENDER_NODES  # ni -s draws at most the nearest this many ops
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -39,10 +43,11 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
                         help="also show every attribute of the op and its tensor descs")
     parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
-                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot): "
-                             "its producers up to DEPTH edges upstream, its consumers up to DEPTH "
-                             "edges downstream, and those consumers' other inputs (e.g. the next "
-                             "MatMul's weight and bias); 0 is the op alone")
+                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot) and "
+                             "print it as a tree: its producers up to DEPTH edges upstream, its "
+                             "consumers up to DEPTH edges downstream, and those consumers' other "
+                             "inputs (e.g. the next MatMul's weight and bias), each op coloured by "
+                             "the newest result's output cosine; 0 is the op alone")
     parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
                         help="only this NPU debug dir (debug_0, debug_1); not the global --debug")
 
@@ -190,21 +195,40 @@ def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int)
     return ".".join([safe_part(debug), safe_part(graph), safe_part(op_type), safe_part(name), str(depth)])
 
 
+def _cosines_line(newest: NewestResult, rule: FlagRule) -> Text:
+    if newest.directory is None:
+        return Text("colours: no comparison result yet, so every op is grey (run 'vc', then "
+                    "'ni -s' again)", style="warn")
+    return Text.assemble(
+        "colours (newest result ", (visible(str(newest.directory)), "path"), "): ",
+        ("red", "cos.bad"), f" flagged ({rule.describe()}), ",
+        ("amber", "warn"), f" within {NEAR_MARGIN:g} above {rule.cosine:g}, ",
+        ("green", "cos.good"), " above, ", ("grey", "muted"), " not compared")
+
+
 def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
-    """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
-    hood = neighbourhood(ref.graph, ref.op, depth)
-    title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
+    """Write the depth-``depth`` neighbourhood (at most :data:`MAX_DRAWN_NODES` ops), coloured
+    by the newest result; (renderables: the files, notes and the tree, written files)."""
+    hood = neighbourhood(ref.graph, ref.op, depth, max_nodes=MAX_DRAWN_NODES)
+    rule = FlagRule.from_config(context.config)
+    newest = newest_result(context.config.data_root_dir, rule)
+    cosines = op_graph.node_cosines(hood, newest.ops)
+    title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     directory = context.temp_dir("op_graph")
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
-    written = write_digraph(op_graph.build_digraph(hood, title).source, directory / f"{stem}.gv",
-                                     len(hood.nodes))
+    written = write_digraph(op_graph.build_digraph(hood, title, cosines).source, directory / f"{stem}.gv",
+                            len(hood.nodes))
     edges = sum(not e.control for e in hood.edges)
-    lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
-                           (", ".join(str(p) for p in written.files), "path"))]
+    files = ", ".join(visible(str(p)) for p in written.files)
+    lines: list = [OneLineText(Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
+                                             (files, "path")))]
+    if hood.capped:
+        lines.append(Text(f"depth {depth} reaches more than {MAX_DRAWN_NODES} ops: drawn to depth "
+                          f"{hood.depth} ({len(hood.nodes)} ops)", style="warn"))
     if written.note:
         lines.append(Text(written.note, style="warn"))
-    if written.svg is None:
-        lines.append(op_graph.neighbourhood_tree(hood))
+    lines += [OneLine(f"warning: {error}", "warn") for error in newest.errors]
+    lines += [_cosines_line(newest, rule), op_tree.neighbourhood_tree(hood, cosines)]
     return lines, written.files
 
 
@@ -271,5 +295,8 @@ COMMAND = Command(
                  "each is shown (-g GRAPH picks one: a graph name, file name, graph id or a stage "
                  "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
                  "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
-                 "installed, else it prints the neighbourhood as a tree): producers D edges up, "
-                 "consumers D edges down, and the consumers' other producers."))
+                 "installed) and prints it as a tree: producers D edges up, consumers D edges "
+                 "down, and the consumers' other producers, each port with its device and host "
+                 "format and shape, each op coloured by the newest result (red flagged, amber "
+                 "within 0.02 above the threshold, green above, grey not compared). At most the "
+                 "nearest 1500 ops are drawn and 200 printed."))

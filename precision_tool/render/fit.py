@@ -283,3 +283,51 @@ class FitPanel:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         inner = Measurement.get(console, options, Group(*self.renderables))
         return Measurement(inner.minimum, inner.maximum + self.BORDER)
+
+
+class FitTree:
+    """A tree of text lines like rich's ``Tree``, but a label is wrapped between words only and
+    never cropped (a long name runs past the width whole), and it is drawn without recursion:
+    a tree thousands of levels deep renders.
+
+    ``label`` may be extended (``tree.label.append(...)``) until the tree is printed.
+    """
+
+    GUIDES = ("├── ", "└── ", "│   ", "    ")
+
+    def __init__(self, label: Text) -> None:
+        self.label = label
+        self.children: list[FitTree] = []
+
+    def add(self, label: Text) -> "FitTree":
+        """A new child below the others; returns it."""
+        child = FitTree(label)
+        self.children.append(child)
+        return child
+
+    def _lines(self, width: int) -> Iterable[tuple[str, str, Text]]:
+        """(guide of the first line, guide of the continuation lines, label) depth first."""
+        stack: list[tuple[FitTree, str, str, str]] = [(self, "", "", "")]
+        while stack:
+            node, guide, first, rest = stack.pop()
+            yield guide + first, guide + rest, node.label
+            inner = guide + rest
+            last = len(node.children) - 1
+            for k, child in reversed(list(enumerate(node.children))):
+                branch, below = (self.GUIDES[1], self.GUIDES[3]) if k == last else (self.GUIDES[0], self.GUIDES[2])
+                stack.append((child, inner, branch, below))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for first, rest, label in self._lines(options.max_width):
+            text = visible_text(label)
+            room = max(options.max_width - cell_len(first), 1)
+            for n, piece in enumerate(text.divide(word_breaks(text.plain, room))):
+                piece.rstrip()
+                yield from _line(console, Text(first if n == 0 else rest, style="muted") + piece)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        least = most = 1
+        for first, _, label in self._lines(options.max_width):
+            least = max(least, cell_len(first) + _longest_word(label))
+            most = max(most, cell_len(first) + _longest_line(label))
+        return Measurement(least, most)
