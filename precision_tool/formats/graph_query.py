@@ -58,12 +58,12 @@ def _next_names(op: Op, step: int) -> list[str]:
     return [name for users in op.consumers for name, _ in users]
 
 
-def _ring(graph: GraphDesc, frontier: list[Op], step: int, seen: dict[str, Op | None]) -> dict[str, Op | None]:
-    """The ops one data edge further from ``frontier`` (upstream: step -1), not yet in ``seen``."""
+def _ring(graph: GraphDesc, frontier: list[Op], step: int, *seen: dict) -> dict[str, Op | None]:
+    """The ops one data edge further from ``frontier`` (upstream: step -1), in none of ``seen``."""
     ring: dict[str, Op | None] = {}
     for op in frontier:
         for name in _next_names(op, step):
-            if name not in seen and name not in ring:
+            if name not in ring and not any(name in known for known in seen):
                 ring[name] = graph.get(name)
     return ring
 
@@ -95,7 +95,7 @@ def _walk(graph: GraphDesc, hood: Neighbourhood, depth: int, max_nodes: int | No
     side: dict[str, tuple[Op | None, int]] = {}
     for distance in range(1, depth + 1):
         above = _ring(graph, up, -1, hood.nodes)
-        below = _ring(graph, down, +1, {**hood.nodes, **above})
+        below = _ring(graph, down, +1, hood.nodes, above)
         reached = lambda name: name in hood.nodes or name in above or name in below  # noqa: E731
         candidates = _side_candidates(graph, below, distance, reached, side)
         grown = len(hood.nodes) + len(above) + len(below) + len(candidates)

@@ -21,7 +21,7 @@ from .lines import visible
 from .op_graph import NodeCosine, device_text, host_text
 
 MAX_TREE_NODES = 200
-MAX_TREE_LEVELS = 24
+MAX_TREE_LEVELS = 16
 _STYLES = {"flagged": "cos.bad", "near": "warn", "good": "cos.good", "none": "muted"}
 
 
