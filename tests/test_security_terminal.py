@@ -101,3 +101,15 @@ def test_an_error_naming_a_hostile_name_is_escaped(hostile_root):
     assert done.returncode == 2
     _assert_clean(done.stdout + done.stderr, True)
     assert SHOWN[1] in done.stderr
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "rich"])
+@pytest.mark.parametrize("command", ["pt", "cp", "dc"])
+def test_tensor_commands_on_a_hostile_dump_file_print_it_escaped(hostile_root, command, colour):
+    dump = next(p for p in (hostile_root / "npu").rglob("*") if p.is_file() and "pwned" in p.name)
+    args = {"pt": ("pt", str(dump)), "cp": ("cp", str(dump), "tf:net_op0.0"), "dc": ("dc", str(dump))}[command]
+    done = _tool(hostile_root, *args, colour=colour)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    _assert_clean(done.stdout + done.stderr, colour)
+    # pt and cp name the dump file as it is (escaped); dc names the files it wrote (sanitised)
+    assert ("\\x1b]0;pwned\\x07" if command != "dc" else "net___0_pwned__retitle") in done.stdout

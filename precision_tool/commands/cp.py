@@ -23,6 +23,7 @@ from ..compare.elementwise import DEFAULT_LIMIT, ElementwiseResult, compare_elem
 from ..compare.tolerance import Tolerance, pair_tolerance, tolerance_table
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.lines import visible
 from ..render.summary import cosine_style
 from ..render.tensor_view import format_index, format_value, key_value_table, pairs_table
 from ..status import ExitStatus
@@ -81,7 +82,7 @@ def _dtype_name(tensor: ResolvedTensor, array: np.ndarray) -> str:
 def _sides_table(pairs) -> object:
     rows = []
     for side, (tensor, array) in zip(("left", "right"), pairs):
-        rows.append((side, Text.assemble((tensor.label, "op.name"),
+        rows.append((side, Text.assemble((visible(tensor.label), "op.name"),
                                          f"  {list(array.shape)} {_dtype_name(tensor, array)}")))
     return key_value_table("", rows)
 

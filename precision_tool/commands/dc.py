@@ -29,6 +29,7 @@ from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
 from ..render.fit import FitTable
+from ..render.lines import visible
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
 from .tensors import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
@@ -161,8 +162,8 @@ def _table(decoded: list[Decoded]) -> FitTable:
 
 def _report(decoded: list[Decoded], problems: list[str], selection: DumpSelection, out: Path) -> CommandResult:
     lines: list = [_table(decoded)] if decoded else []
-    lines += [Text(f"skipped {path.name}: {why}", style="muted") for path, why in selection.skipped]
-    lines += [Text(f"not decoded: {problem}", style="warn") for problem in problems]
+    lines += [Text(f"skipped {visible(path.name)}: {visible(why)}", style="muted") for path, why in selection.skipped]
+    lines += [Text(f"not decoded: {visible(problem)}", style="warn") for problem in problems]
     files = len({d.file_name for d in decoded})
     lines.append(Text.assemble(f"{len(decoded)} tensor(s) of {files} dump file(s) written to ",
                                (str(out), "path")))

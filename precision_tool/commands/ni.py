@@ -112,14 +112,14 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     try:
         dump = read_dump(file.path, file.name.file_name)
     except PrecisionToolError as exc:
-        return [Text(f"{title}: cannot read it: {exc.problem}", style="warn")]
+        return [Text(f"{visible(title)}: cannot read it: {visible(exc.problem)}", style="warn")]
     refs = op.data_inputs
     rows = [dump_row(t, op.input_desc(t.index),
                      str(refs[t.index]) if t.index < len(refs) else "") for t in dump.inputs]
     rows += [dump_row(t, op.output_desc(t.index),
                       _output_origin(graph, op, t)) for t in dump.outputs]
     if not rows:
-        return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
+        return [Text(f"{visible(title)}: no inputs or outputs in the dump", style="muted")]
     return [node_info.tensor_table(title, rows, "from / as")]
 
 
@@ -136,7 +136,7 @@ def dump_section(context: Context, ref: OpRef) -> list:
         return [Text(f"NPU dump: none ({exc})", style="warn")]
     if not files:
         steps = context.config.tf_dump_step or "all"
-        return [Text(f"NPU dump: no dump file of {ref.op.name} in the newest run "
+        return [Text(f"NPU dump: no dump file of {visible(ref.op.name)} in the newest run "
                      f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
     return [item for step, file in files for item in _dump_renderables(ref.graph, ref.op, step, file)]
 
@@ -257,7 +257,7 @@ def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
 
 def _matches_line(name: str, refs: list[OpRef]) -> Text:
     graphs = ", ".join(graph_label(r) for r in refs)
-    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {name}: {graphs}; each is shown "
+    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {visible(name)}: {visible(graphs)}; each is shown "
                 "below (-g GRAPH shows one)", style="warn")
 
 
@@ -266,20 +266,20 @@ def run(args, context: Context) -> CommandResult:
     ``-s D`` its neighbourhood."""
     found = lookup_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
     refs, other_debugs = found.refs, found.other_debugs
-    out: list = [Text(found.note, style="warn")] if found.note else []
+    out: list = [Text(visible(found.note), style="warn")] if found.note else []
     if len(refs) > 1:
         out.append(_matches_line(refs[0].op.name, refs))
     files: list = []
     for number, ref in enumerate(refs, 1):
         if len(refs) > 1:
-            out.append(Text(f"-- {number}/{len(refs)}: {ref.op.name} in {graph_label(ref)} "
+            out.append(Text(f"-- {number}/{len(refs)}: {visible(ref.op.name)} in {visible(graph_label(ref))} "
                             f"[{ref.debug}] --", style="title"))
         shown, written = _node_info(args, context, ref)
         out += shown
         files += written
     if other_debugs:
         flags = ", ".join(f"-d {d}" for d in other_debugs)
-        out.append(Text(f"{refs[0].op.name} is also in {', '.join(other_debugs)} ({flags} shows it)",
+        out.append(Text(f"{visible(refs[0].op.name)} is also in {', '.join(other_debugs)} ({flags} shows it)",
                         style="muted"))
     return CommandResult(out, files=files)
 
