@@ -108,7 +108,7 @@ class FitTable:
             out.append(max((measure(cell) for cell in cells), default=0))
         return out
 
-    def _table(self, shown: list[int], widths: list[int]) -> Table:
+    def _table(self, shown: list[int], widths: list[int], rows: bool = True) -> Table:
         if self.grid:
             table = Table.grid(padding=(0, 2))
         else:
@@ -117,13 +117,14 @@ class FitTable:
             column = self.columns[i]
             table.add_column(column.header, justify=column.justify, style=column.style,
                              width=max(width, 1), overflow="fold")
-        for cells, style in self.rows:
+        for cells, style in self.rows if rows else ():
             table.add_row(*(cells[i] for i in shown), style=style)
         return table
 
     def _overhead(self, console: Console, options: ConsoleOptions, shown: list[int]) -> int:
         widths = [1] * len(shown)
-        measured = Measurement.get(console, options.update_width(HUGE), self._table(shown, widths))
+        table = self._table(shown, widths, rows=False)  # borders and padding: the columns' only
+        measured = Measurement.get(console, options.update_width(HUGE), table)
         return measured.maximum - sum(widths)
 
     def _layout(self, console: Console, options: ConsoleOptions) -> tuple[list[int], list[int] | None]:
