@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from precision_tool.compare.result_csv import latest_result_dir
 from precision_tool.formats.graph_model import GraphDesc, InputRef, Op
 from precision_tool.formats.graph_query import neighbourhood
 from precision_tool.render.lines import visible
@@ -77,7 +78,7 @@ def test_without_a_result_every_op_is_grey_and_it_says_so(sample_data):
 
 def test_the_newest_result_colours_every_node_and_the_tree_is_printed(sample_data):
     assert _tool(sample_data, "vc").returncode == 1
-    (result_dir,) = (sample_data / "temp" / "vector_compare").iterdir()
+    result_dir = latest_result_dir(sample_data)
     want = _csv_verdicts(result_dir)
     seen = set()
     for root_op in ("resnet/conv2/Conv2D", "resnet/pool/Mean"):
