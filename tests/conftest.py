@@ -10,14 +10,19 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures"
 REAL = SHARED / "real"
+FIXTURES_SKIP_REASON = "../shared/fixtures not present beside this clone"
 REAL_SKIP_REASON = "../shared/real not present beside this clone"
+
+
+def skip_reason(path: Path) -> str:
+    """The one reason a test that needs ``path`` (inside ../shared) skips with."""
+    return REAL_SKIP_REASON if path.is_relative_to(REAL) else FIXTURES_SKIP_REASON
 
 
 def require_shared(path: Path) -> Path:
     """``path`` inside ../shared, or skip the test with the reason when it is absent."""
     if not path.exists():
-        pytest.skip(f"{path} is absent: ../shared (fixtures from the project's steering repo) "
-                    "is not beside this clone")
+        pytest.skip(skip_reason(path))
     return path
 
 

@@ -3,8 +3,10 @@
 LEFT and RIGHT are anything ``pt`` accepts (``.npy`` or dump files, NPU op names with an optional
 ``:input:N``/``:output:N``, golden names); NPU tensors are compared in host layout. RIGHT is the
 reference: a pair is a mismatch unless ``|left - right| <= atol + rtol * |right|`` (numpy's
-``isclose``; two NaNs are equal). Defaults: rtol 1e-3, atol 1e-5 (the original tool's guide gives
-none). Tensors of different shapes but equal sizes are compared flattened, in C order.
+``isclose``; two NaNs are equal). The default tolerance follows the lower-precision side's dtype
+(:mod:`precision_tool.compare.tolerance`: 4 x its epsilon, at least 1e-5; float16 0.0039), so a
+healthy float16 tensor is "within float16 rounding" of its float32 golden; ``-al``/``-rl``
+override it. Tensors of different shapes but equal sizes are compared flattened, in C order.
 
 Exit status: 0 when the tensors are allclose, 1 when some elements mismatch, 2 on errors.
 """
@@ -12,20 +14,16 @@ Exit status: 0 when the tensors are allclose, 1 when some elements mismatch, 2 o
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from rich.text import Text
 
-from ..compare.elementwise import (
-    DEFAULT_ATOL,
-    DEFAULT_LIMIT,
-    DEFAULT_RTOL,
-    ElementwiseResult,
-    compare_elementwise,
-    first_elements,
-)
+from ..compare.elementwise import DEFAULT_LIMIT, ElementwiseResult, compare_elementwise, first_elements
+from ..compare.tolerance import Tolerance, pair_tolerance, tolerance_table
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..render.lines import visible
 from ..render.summary import cosine_style
 from ..render.tensor_view import format_index, format_value, key_value_table, pairs_table
 from ..status import ExitStatus
@@ -39,18 +37,42 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-p", "--print", dest="count", type=int, default=DEFAULT_LIMIT, metavar="N",
                         help=f"show the first N mismatching elements (default {DEFAULT_LIMIT})")
     parser.add_argument("-s", "--show", action="store_true", help="also show the first N elements")
-    parser.add_argument("-al", "--atol", type=float, default=DEFAULT_ATOL,
-                        help=f"absolute tolerance (default {DEFAULT_ATOL:g})")
-    parser.add_argument("-rl", "--rtol", type=float, default=DEFAULT_RTOL,
-                        help=f"relative tolerance, times |right| (default {DEFAULT_RTOL:g})")
+    parser.add_argument("-al", "--atol", type=float,
+                        help="absolute tolerance (default: from the lower-precision dtype, as described above)")
+    parser.add_argument("-rl", "--rtol", type=float,
+                        help="relative tolerance, times |right| (default: from the lower-precision dtype)")
 
 
 def _check(args) -> None:
     if args.count < 0:
         raise UsageError("cp: -p/--print must be 0 or more")
     for flag, value in (("-al/--atol", args.atol), ("-rl/--rtol", args.rtol)):
-        if not math.isfinite(value) or value < 0:
+        if value is not None and (not math.isfinite(value) or value < 0):
             raise UsageError(f"cp: {flag} must be a finite number >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """The tolerance ``cp`` compares with: the dtype's default, or what the flags override."""
+
+    atol: float
+    rtol: float
+    default: Tolerance  # that of the lower-precision side
+    given: bool  # -al or -rl was given
+
+    @property
+    def what(self) -> str:
+        """What a difference within the tolerance is: ``float16 rounding``, or ``the given
+        tolerance``."""
+        return "the given tolerance" if self.given else self.default.what
+
+
+def tolerances(args, left: np.ndarray, right: np.ndarray) -> Tolerances:
+    """The lower-precision side's :class:`Tolerance`, with ``-al``/``-rl`` overriding it."""
+    default = pair_tolerance(left.dtype, right.dtype)
+    atol = default.atol if args.atol is None else args.atol
+    rtol = default.rtol if args.rtol is None else args.rtol
+    return Tolerances(atol, rtol, default, args.atol is not None or args.rtol is not None)
 
 
 def _dtype_name(tensor: ResolvedTensor, array: np.ndarray) -> str:
@@ -60,7 +82,7 @@ def _dtype_name(tensor: ResolvedTensor, array: np.ndarray) -> str:
 def _sides_table(pairs) -> object:
     rows = []
     for side, (tensor, array) in zip(("left", "right"), pairs):
-        rows.append((side, Text.assemble((tensor.label, "op.name"),
+        rows.append((side, Text.assemble((visible(tensor.label), "op.name"),
                                          f"  {list(array.shape)} {_dtype_name(tensor, array)}")))
     return key_value_table("", rows)
 
@@ -71,16 +93,31 @@ def _cosine_text(cosine: float, threshold: float) -> Text:
     return Text(f"{cosine:.8f}", style=cosine_style(cosine, threshold))
 
 
-def _summary(result: ElementwiseResult, shape, threshold: float):
+def _verdict(result: ElementwiseResult, tolerance: Tolerances) -> Text:
+    if result.allclose:
+        return Text(f"within {tolerance.what}", style="cos.good")
+    return Text(f"differs beyond {tolerance.what}", style="cos.bad")
+
+
+def _tolerance_text(tolerance: Tolerances) -> str:
+    if not tolerance.given:
+        return f"{tolerance.default.describe()}, the lower-precision side"
+    default = tolerance.default
+    return (f"atol {tolerance.atol:g}, rtol {tolerance.rtol:g} (given; {default.dtype}'s default: "
+            f"atol {default.atol:g}, rtol {default.rtol:g})")
+
+
+def _summary(result: ElementwiseResult, shape, threshold: float, tolerance: Tolerances):
     allclose = Text("yes" if result.allclose else "no", style="cos.good" if result.allclose else "cos.bad")
     max_error = format_value(result.max_abs_error)
     if result.max_abs_index is not None and result.max_abs_error > 0:
         max_error += f" at {format_index(result.max_abs_index, shape)}"
-    rows = [("allclose", allclose), ("cosine", _cosine_text(result.cosine, threshold)),
+    rows = [("verdict", _verdict(result, tolerance)), ("allclose", allclose),
+            ("cosine", _cosine_text(result.cosine, threshold)),
             ("max abs error", max_error),
             ("error ratio", f"{result.error_ratio:.6g} ({result.mismatches} of {result.total})"),
             ("mismatches", str(result.mismatches)),
-            ("tolerance", f"atol {result.atol:g}, rtol {result.rtol:g}")]
+            ("tolerance", _tolerance_text(tolerance))]
     if result.nan_left or result.nan_right:
         rows.append(("NaN", Text(f"left {result.nan_left}, right {result.nan_right}", style="warn")))
     return key_value_table("summary", rows)
@@ -105,7 +142,8 @@ def run(args, context: Context) -> CommandResult:
         shape = (a.size,)
         out.append(Text(f"shapes differ ({list(a.shape)} vs {list(b.shape)}) but sizes match: "
                         "compared flattened; indexes are flat", style="warn"))
-    result = compare_elementwise(a, b, atol=args.atol, rtol=args.rtol, limit=args.count)
+    tolerance = tolerances(args, a, b)
+    result = compare_elementwise(a, b, atol=tolerance.atol, rtol=tolerance.rtol, limit=args.count)
     if result.mismatches and args.count:
         title = f"first {len(result.first_mismatches)} of {result.mismatches} mismatching elements"
         out.append(pairs_table(title, result.first_mismatches, shape))
@@ -114,12 +152,17 @@ def run(args, context: Context) -> CommandResult:
     if args.show and args.count:
         out.append(pairs_table(f"first {min(args.count, a.size)} elements", first_elements(a, b, args.count),
                                shape, mark=lambda p: None if _close(p, result) else "cos.bad"))
-    out.append(_summary(result, shape, context.config.cosine_threshold))
+    out.append(_summary(result, shape, context.config.cosine_threshold, tolerance))
     return CommandResult(out, ExitStatus.OK if result.allclose else ExitStatus.FLAGGED)
 
 
 def _close(pair, result: ElementwiseResult) -> bool:
     return bool(np.isclose(pair.left, pair.right, rtol=result.rtol, atol=result.atol, equal_nan=True))
+
+
+def _defaults_text() -> str:
+    return "; ".join(f"{t.dtype} {t.rtol:.3g}" if not t.exact else f"{t.dtype} exact"
+                     for t in tolerance_table())
 
 
 COMMAND = Command(
@@ -129,5 +172,8 @@ COMMAND = Command(
         "Compare LEFT with the reference RIGHT (each named as pt takes it; NPU tensors in host "
         "layout). An element mismatches when |left - right| > atol + rtol * |right| (numpy's "
         "isclose; NaN equals NaN). Shows the first N mismatches, with -s the first N elements, "
-        "then allclose, cosine, max abs error and error ratio. Equal sizes with different shapes "
-        "are compared flattened. Exit status 1 when any element mismatches."))
+        "then the verdict ('within float16 rounding' or 'differs beyond float16 rounding'), "
+        "allclose, cosine, max abs error and error ratio. The default atol and rtol follow the "
+        "lower-precision side's dtype: 4 x its machine epsilon, at least 1e-5 ("
+        + _defaults_text() + "); -al/-rl override them. Equal sizes with different shapes are "
+        "compared flattened. Exit status 1 when any element mismatches."))

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from rich.table import Table
 from rich.text import Text
 
 from ..context import Context
@@ -30,9 +29,11 @@ from ..formats.atomic import OutputError, OutputRoot
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import PLAIN_LAYOUTS, convert_host_format
 from ..status import ExitStatus
+from ..render.fit import FitTable
+from ..render.lines import visible
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
-from .tensors import DumpSelection, host_layout, resolve_dump_files
+from .tensors import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 
 TARGET_FORMATS = ("ND", *sorted(PLAIN_LAYOUTS))
 
@@ -79,7 +80,7 @@ def _output_dir(context: Context, out: str | None) -> tuple[OutputRoot, Path]:
     """The root the arrays are written under and their directory (created): OUT itself, or
     ``decode/dump_convert`` of the output root."""
     root = context.output if out is None else context.output_at(out)
-    parts = ("decode", "dump_convert") if out is None else ()
+    parts = (DECODE_DIR, "dump_convert") if out is None else ()
     return root, root.directory(*parts)
 
 
@@ -138,9 +139,9 @@ def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection,
     return written
 
 
-def _table(decoded: list[Decoded]) -> Table:
-    table = Table(title="decoded tensors", title_justify="left")
-    table.add_column("file written", style="path", overflow="fold")
+def _table(decoded: list[Decoded]) -> FitTable:
+    table = FitTable(title="decoded tensors (pt takes these file names)", title_style="")
+    table.add_column("file written", style="path")
     for column in ("tensor", "dtype", "device", "saved as"):
         table.add_column(column)
     for d in decoded:
@@ -151,8 +152,8 @@ def _table(decoded: list[Decoded]) -> Table:
 
 def _report(decoded: list[Decoded], problems: list[str], selection: DumpSelection, out: Path) -> CommandResult:
     lines: list = [_table(decoded)] if decoded else []
-    lines += [Text(f"skipped {path.name}: {why}", style="muted") for path, why in selection.skipped]
-    lines += [Text(f"not decoded: {problem}", style="warn") for problem in problems]
+    lines += [Text(f"skipped {visible(path.name)}: {visible(why)}", style="muted") for path, why in selection.skipped]
+    lines += [Text(f"not decoded: {visible(problem)}", style="warn") for problem in problems]
     files = len({d.file_name for d in decoded})
     lines.append(Text.assemble(f"{len(decoded)} tensor(s) of {files} dump file(s) written to ",
                                (str(out), "path")))

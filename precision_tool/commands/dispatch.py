@@ -36,18 +36,24 @@ class ExitShell(Exception):
 
 
 def render_result(result: CommandResult, context: Context) -> None:
-    """Print a command's renderables on the context's console.
+    """Print a command's renderables on the context's console: lines of text wrap between
+    words only, so a name is never broken (:class:`~precision_tool.render.fit.Words`).
 
     Raises:
         OutputClosed: standard output went away (a closed pipe, a full disk).
     """
-    # crop=False: a OneLine wider than the console is printed whole (nothing else is that wide)
+    from rich.text import Text
+
+    from ..render.fit import Words
+
+    # crop=False: a name or OneLine wider than the console is printed whole
     try:
         for renderable in result.renderables:
             if isinstance(renderable, str):
-                context.console.print(renderable, markup=False, crop=False)
-            else:
-                context.console.print(renderable, crop=False)
+                renderable = Text(renderable)
+            if isinstance(renderable, Text):
+                renderable = Words(renderable)
+            context.console.print(renderable, crop=False)
     except OSError as exc:  # a full disk or an I/O error; a closed pipe comes as OutputClosed
         getattr(context.console, "output_lost", lambda: None)()
         raise OutputClosed(exc.strerror or str(exc), broken_pipe=False) from None

@@ -1,5 +1,8 @@
-"""Finding ops by the name a user types (exact, then ``/``-``_`` equivalent, then substring),
-in the graphs ``-g`` names.
+"""Finding ops by the name a user types, in the graphs ``-g`` names: the NPU op name (exact,
+then ``/``-``_`` equivalent), then the name of a TensorFlow op fused into it (users search by
+the TF name: ``model/mlp/gelu/mul_3`` finds ``model/mlp/gelu/Gelu`` through its
+``_datadump_original_op_names``), then a substring of either; a name that matches nothing gets
+close names suggested.
 
 ``-g GRAPH`` names a graph or model (its name), a graph dump file (its file name), a GE graph id
 (the ``31`` of ``ge_proto_00000001_graph_31_Build.txt``), or a compilation stage other than
@@ -9,12 +12,16 @@ only the Build graphs.
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
+
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.graph_names import BUILD_FILE_FORMS, BUILD_STAGE, graph_stages, parse_graph_file_name
 from ..formats.tree import normalise_op_name
 
 MAX_CANDIDATES = 10
+MAX_FULL_NAME_SCAN = 20000  # beyond this, close names are sought by the last part of names only
 
 
 def graph_label(ref: OpRef) -> str:
@@ -62,46 +69,128 @@ def graph_refs(context: Context, graph: str | None = None, debug: str | None = N
     return kept
 
 
-def _matches(refs: list[OpRef], name: str) -> list[OpRef]:
+def _tf_names(ref: OpRef) -> list[str]:
+    """The TF ops fused into the op (``_datadump_original_op_names``), other than itself."""
+    return [n for n in ref.op.original_op_names or () if n != ref.op.name]
+
+
+def _by_tf_name(refs: list[OpRef], test) -> list[tuple[OpRef, str]]:
+    return [(r, tf) for r in refs for tf in _tf_names(r) if test(tf)]
+
+
+def _matches(refs: list[OpRef], name: str) -> tuple[list[OpRef], str | None]:
+    """The ops ``name`` designates, best tier first: the NPU name exactly, then ``/``-``_``
+    equivalent, then a TF op fused into the op (its name exactly or equivalent), then a
+    substring of NPU names, then of fused TF names. The second item is the TF name matched,
+    when the op was found by one."""
     exact = [r for r in refs if r.op.name == name]
     if exact:
-        return exact
+        return exact, None
     key = normalise_op_name(name)
     same = [r for r in refs if normalise_op_name(r.op.name) == key]
     if same:
-        return same
+        return same, None
+    fused = _by_tf_name(refs, lambda tf: tf == name) or _by_tf_name(
+        refs, lambda tf: normalise_op_name(tf) == key)
+    if fused:
+        return [r for r, _ in fused], fused[0][1]
     lowered = key.lower()
-    return [r for r in refs if lowered in normalise_op_name(r.op.name).lower()]
+    inside = [r for r in refs if lowered in normalise_op_name(r.op.name).lower()]
+    if inside:
+        return inside, None
+    fused = _by_tf_name(refs, lambda tf: lowered in normalise_op_name(tf).lower())
+    tf_names = {tf for _, tf in fused}
+    return [r for r, _ in fused], (fused[0][1] if len(tf_names) == 1 else None)
 
 
-def find_ops(context: Context, name: str, graph: str | None = None,
-             debug: str | None = None) -> tuple[list[OpRef], list[str]]:
+def fused_note(tf_name: str, op_name: str) -> str:
+    """``model/mlp/gelu/mul_3 is fused into model/mlp/gelu/Gelu``."""
+    return f"{tf_name} is fused into {op_name}"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a name designates: one op per graph holding it (in one debug dir), the other debug
+    dirs holding it too, and the TF op name it was found by when it is fused into the op."""
+
+    refs: list[OpRef]
+    other_debugs: list[str]
+    tf_name: str | None = None
+
+    @property
+    def note(self) -> str | None:
+        """``... is fused into ...`` when the op was found by a TF name fused into it."""
+        return None if self.tf_name is None else fused_note(self.tf_name, self.refs[0].op.name)
+
+
+def close_names(refs: list[OpRef], name: str, count: int = 5) -> list[str]:
+    """NPU and fused TF op names that look like ``name`` (a typo, a wrong scope), each TF name
+    with the op it is fused into: ``model/mlp/gelu/mul_3 (fused into model/mlp/gelu/Gelu)``."""
+    shown: dict[str, str] = {}
+    for ref in refs:
+        shown.setdefault(ref.op.name, ref.op.name)
+        for tf in _tf_names(ref):
+            shown.setdefault(tf, f"{tf} (fused into {ref.op.name})")
+    by_base: dict[str, list[str]] = {}
+    for full in shown:
+        by_base.setdefault(full.rsplit("/", 1)[-1], []).append(full)
+    near = difflib.get_close_matches(name.rsplit("/", 1)[-1], list(by_base), n=count, cutoff=0.6)
+    candidates = [full for base in near for full in by_base[base]]
+    if len(shown) <= MAX_FULL_NAME_SCAN:
+        candidates = difflib.get_close_matches(name, list(shown), n=count, cutoff=0.6) + candidates
+    ranked = sorted(dict.fromkeys(candidates),
+                    key=lambda full: -difflib.SequenceMatcher(None, name, full).ratio())
+    return [shown[full] for full in ranked[:count]]
+
+
+def _no_match(refs: list[OpRef], name: str) -> PrecisionToolError:
+    near = close_names(refs, name)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    return PrecisionToolError(f"no operator matches '{name}'{hint}")
+
+
+def lookup_ops(context: Context, name: str, graph: str | None = None,
+               debug: str | None = None) -> Lookup:
     """Every op ``name`` designates in one debug dir, one per graph holding it, and the other
-    debug dirs that hold it too (shown with ``-d``).
+    debug dirs that hold it too (shown with ``-d``). ``name`` may be the NPU op name or the name
+    of a TF op fused into it (``_datadump_original_op_names``).
 
     Raises:
-        PrecisionToolError: nothing matches, or several ops of different names do (the error
-            lists them: the possible operators).
+        PrecisionToolError: nothing matches (the error suggests close names), or several ops of
+            different names do (the error lists them: the possible operators).
     """
     refs = graph_refs(context, graph, debug)
     if not refs:
         raise PrecisionToolError(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu} "
                                  f"to look '{name}' up in")
-    found = _matches(refs, name)
-    distinct = {(r.debug, r.graph.name, r.op.name): r for r in found}
-    if not distinct:
-        raise PrecisionToolError(f"no operator matches '{name}'")
+    found, tf_name = _matches(refs, name)
+    if not found:
+        raise _no_match(refs, name)
     shown = sorted({r.op.name for r in found})
     if len(shown) > 1:
         more = f" (and {len(shown) - MAX_CANDIDATES} more)" if len(shown) > MAX_CANDIDATES else ""
-        raise PrecisionToolError(
-            f"'{name}' is ambiguous; possible operators: {', '.join(shown[:MAX_CANDIDATES])}{more}")
+        what = f"'{name}' is fused into several operators" if tf_name else f"'{name}' is ambiguous"
+        raise PrecisionToolError(f"{what}; possible operators: {', '.join(shown[:MAX_CANDIDATES])}{more}")
     first_debug = found[0].debug
     here = list({(r.graph.name, id(r.model)): r for r in found if r.debug == first_debug}.values())
     others = sorted({r.debug for r in found} - {first_debug})
-    return here, others
+    return Lookup(here, others, tf_name)
+
+
+def find_ops(context: Context, name: str, graph: str | None = None,
+             debug: str | None = None) -> tuple[list[OpRef], list[str]]:
+    """:func:`lookup_ops` as ``(refs, other debug dirs)``."""
+    found = lookup_ops(context, name, graph, debug)
+    return found.refs, found.other_debugs
 
 
 def find_op(context: Context, name: str, graph: str | None = None, debug: str | None = None) -> OpRef:
-    """The first op ``name`` designates (see :func:`find_ops`)."""
-    return find_ops(context, name, graph, debug)[0][0]
+    """The first op ``name`` designates (see :func:`lookup_ops`)."""
+    return lookup_ops(context, name, graph, debug).refs[0]
+
+
+def fused_tf_names(ref: OpRef, text: str) -> list[str]:
+    """The TF ops fused into ``ref``'s op whose names contain ``text`` (case-insensitive), for
+    ``ls -n``: a user searching by TensorFlow name finds the fused NPU op."""
+    lowered = text.lower()
+    return [tf for tf in _tf_names(ref) if lowered in tf.lower()]

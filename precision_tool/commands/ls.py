@@ -4,53 +4,57 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.table import Table
 from rich.text import Text
 
 from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS
-from .lookup import graph_label, graph_refs
+from ..render.fit import FitTable
+from ..render.lines import data_text, visible
+from .lookup import fused_note, fused_tf_names, graph_label, graph_refs
 from .registry import Command, CommandParser, CommandResult
 
 
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-t", "--type", help="ops whose type contains TYPE (case-insensitive)")
-    parser.add_argument("-n", "--name", help="ops whose name contains NAME")
+    parser.add_argument("-n", "--name", help="ops whose name, or the name of a TF op fused into "
+                                                 "them (OriginalOp), contains NAME")
     parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
-    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR", help="only this NPU debug dir (debug_0, debug_1)")
     parser.add_argument("-g", "--graph",
                         help="only this graph: a graph or model name, a graph file name, a graph "
                              "id, or a stage other than Build (PreRunBegin...)")
 
 
 def _keep(ref: OpRef, args) -> bool:
+    """Whether the op passes every filter; ``-n`` also matches the TF ops fused into it."""
     op = ref.op
     checks = (
         (args.type, op.type),
-        (args.name, op.name),
         (args.kernel, op.kernel_name or ""),
         (args.pass_name, " ".join(op.pass_name)),
     )
+    if args.name is not None and args.name.lower() not in op.name.lower() and not fused_tf_names(ref, args.name):
+        return False
     return all(want is None or want.lower() in have.lower() for want, have in checks)
 
 
-def _type_counts(refs: list[OpRef]) -> Table:
+def _type_counts(refs: list[OpRef]) -> FitTable:
     debugs = sorted({r.debug for r in refs})
     counts = {d: Counter(r.op.type for r in refs if r.debug == d) for d in debugs}
-    table = Table()
+    table = FitTable()
     table.add_column("type", style="op.type")
     for debug in debugs:
         table.add_column(debug, justify="right")
     for op_type in sorted({r.op.type for r in refs}):
-        table.add_row(op_type, *(str(counts[d].get(op_type, 0)) for d in debugs))
+        table.add_row(data_text(op_type, "op.type"), *(str(counts[d].get(op_type, 0)) for d in debugs))
     table.add_row(Text("total", style="title"), *(str(sum(counts[d].values())) for d in debugs))
     return table
 
 
-def _graph_files(refs: list[OpRef]) -> Table:
+def _graph_files(refs: list[OpRef]) -> FitTable:
     """One row per graph file read: debug dir, file, GE graph id, its graphs and op count."""
-    table = Table(title="graph files", title_justify="left", title_style="title")
+    table = FitTable(title="graph files")
     for column in ("debug", "file", "graph id", "graphs", "ops"):
         table.add_column(column, justify="right" if column in ("graph id", "ops") else "left")
     models: dict[tuple[str, int], list[OpRef]] = {}
@@ -60,18 +64,22 @@ def _graph_files(refs: list[OpRef]) -> Table:
         model = group[0].model
         names = list(dict.fromkeys(r.graph.name for r in group))
         more = f" (+{len(names) - 1} sub-graphs)" if len(names) > 1 else ""
-        table.add_row(debug, Text(model.source_path.name if model.source_path else "?", style="path"),
+        table.add_row(debug, data_text(model.source_path.name if model.source_path else "?", "path"),
                       "-" if model.graph_id is None else str(model.graph_id),
-                      Text(names[0] + more, style="op.name"), str(len(group)))
+                      data_text(names[0] + more, "op.name"), str(len(group)))
     return table
 
 
-def _op_line(ref: OpRef, with_graph: bool) -> Text:
+def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
     passes = ",".join(ref.op.pass_name)
     where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
-    return Text.assemble(("[", "muted"), (ref.op.type, "op.type"), ("]", "muted"),
-                         (f"[{passes}]" if passes else "", "muted"), " ", (ref.op.name, "op.name"),
-                         (f"  ({where})", "muted"))
+    line = Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
+                         (f"[{visible(passes)}]" if passes else "", "muted"), " ",
+                         (visible(ref.op.name), "op.name"), (f"  ({visible(where)})", "muted"))
+    if name is not None and name.lower() not in ref.op.name.lower():
+        fused = "; ".join(fused_note(tf, ref.op.name) for tf in fused_tf_names(ref, name))
+        line.append(f"  {visible(fused)}", style="warn")
+    return line
 
 
 def run(args, context: Context) -> CommandResult:
@@ -85,7 +93,7 @@ def run(args, context: Context) -> CommandResult:
                               _graph_files(refs)])
     kept = [r for r in refs if _keep(r, args)]
     with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
-    lines = [_op_line(r, with_graph) for r in kept]
+    lines = [_op_line(r, with_graph, args.name) for r in kept]
     lines.append(Text(f"{len(kept)} op(s)", style="muted"))
     return CommandResult(lines)
 
@@ -93,4 +101,4 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="ls", summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
     add_arguments=_add_arguments, run=run,
-    completions={"-n": "op", "--name": "op"})
+    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype"})

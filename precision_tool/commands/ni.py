@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from ..compare.divergence import NEAR_MARGIN, FlagRule
+from ..compare.newest import NewestResult, newest_result
 from ..compare.pairing import golden_for
 from ..compare.stats import tensor_stats
 from ..context import Context, OpRef
@@ -19,15 +21,17 @@ from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
 from ..formats.graph_model import GraphDesc, Op, TensorDesc
 from ..formats.tree import StepDir
-from ..formats.digraph_files import write_digraph
+from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
-from ..render import node_info, op_graph
+from ..render import node_info, op_graph, op_tree
 from ..render.limits import FULL_FLAG, LIST_LIMIT, head
-from .lookup import find_ops, graph_label
+from ..render.lines import OneLine, OneLineText, visible
+from .lookup import graph_label, lookup_ops
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 MAX_PART_CHARS = 60
+MAX_DRAWN_NODES = MAX_RENDER_NODES  # ni -s draws at most the nearest this many ops
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -40,14 +44,21 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
                         help="also show every attribute of the op and its tensor descs")
     parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
-                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot): "
-                             "its producers up to DEPTH edges upstream, its consumers up to DEPTH "
-                             "edges downstream, and those consumers' other inputs (e.g. the next "
-                             "MatMul's weight and bias); 0 is the op alone")
-    parser.add_argument("-d", "--debug", help="only this NPU debug dir (debug_0, debug_1)")
+                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot) and "
+                             "print it as a tree: its producers up to DEPTH edges upstream, its "
+                             "consumers up to DEPTH edges downstream, and those consumers' other "
+                             "inputs (e.g. the next MatMul's weight and bias), each op coloured by "
+                             "the newest result's output cosine; 0 is the op alone")
+    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
+                        help="only this NPU debug dir (debug_0, debug_1); not the global --debug")
     parser.add_argument(FULL_FLAG, action="store_true",
                         help=f"every entry of long lists (default: the first {LIST_LIMIT} inputs, "
                              "outputs and tensors of each, then '... N more')")
+
+
+ORIGINAL_D = ("here -d names an NPU debug dir (ni NAME -d debug_1); the original precision_tool's "
+              "'ni -d' (show the dump data) needs no flag: ni always shows the op's NPU dump and "
+              "golden tensors")
 
 
 def _op_name(args) -> str:
@@ -106,7 +117,7 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     try:
         dump = read_dump(file.path, file.name.file_name)
     except PrecisionToolError as exc:
-        return [Text(f"{title}: cannot read it: {exc.problem}", style="warn")]
+        return [Text(f"{visible(title)}: cannot read it: {visible(exc.problem)}", style="warn")]
     refs = op.data_inputs
     inputs, hidden_in = head(dump.inputs, limit)  # statistics only of the tensors shown
     outputs, hidden_out = head(dump.outputs, limit)
@@ -115,7 +126,7 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     rows += [dump_row(t, op.output_desc(t.index),
                       _output_origin(graph, op, t)) for t in outputs]
     if not rows:
-        return [Text(f"{title}: no inputs or outputs in the dump", style="muted")]
+        return [Text(f"{visible(title)}: no inputs or outputs in the dump", style="muted")]
     return [node_info.tensor_table(title, rows, "from / as", hidden_in + hidden_out)]
 
 
@@ -133,7 +144,7 @@ def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list
         return [Text(f"NPU dump: none ({exc})", style="warn")]
     if not files:
         steps = context.config.tf_dump_step or "all"
-        return [Text(f"NPU dump: no dump file of {ref.op.name} in the newest run "
+        return [Text(f"NPU dump: no dump file of {visible(ref.op.name)} in the newest run "
                      f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
     return [item for step, file in files
             for item in _dump_renderables(ref.graph, ref.op, step, file, limit)]
@@ -198,21 +209,40 @@ def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int)
     return ".".join([safe_part(debug), safe_part(graph), safe_part(op_type), safe_part(name), str(depth)])
 
 
+def _cosines_line(newest: NewestResult, rule: FlagRule) -> Text:
+    if newest.directory is None:
+        return Text("colours: no comparison result yet, so every op is grey (run 'vc', then "
+                    "'ni -s' again)", style="warn")
+    return Text.assemble(
+        "colours (newest result ", (visible(str(newest.directory)), "path"), "): ",
+        ("red", "cos.bad"), f" flagged ({rule.describe()}), ",
+        ("amber", "warn"), f" within {NEAR_MARGIN:g} above {rule.cosine:g}, ",
+        ("green", "cos.good"), " above, ", ("grey", "muted"), " not compared")
+
+
 def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
-    """Write the depth-``depth`` neighbourhood; (renderables, written files)."""
-    hood = neighbourhood(ref.graph, ref.op, depth)
-    title = f"{ref.op.name} [{ref.op.type}]  depth {depth}  ({ref.graph.name}, {ref.debug})"
+    """Write the depth-``depth`` neighbourhood (at most :data:`MAX_DRAWN_NODES` ops), coloured
+    by the newest result; (renderables: the files, notes and the tree, written files)."""
+    hood = neighbourhood(ref.graph, ref.op, depth, max_nodes=MAX_DRAWN_NODES)
+    rule = FlagRule.from_config(context.config)
+    newest = newest_result(context.config.temp_dir, rule)
+    cosines = op_graph.node_cosines(hood, newest.ops)
+    title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
     root = context.output
-    written = write_digraph(root, op_graph.build_digraph(hood, title).source,
+    written = write_digraph(root, op_graph.build_digraph(hood, title, cosines).source,
                             root.path / "op_graph" / f"{stem}.gv", len(hood.nodes))
     edges = sum(not e.control for e in hood.edges)
-    lines = [Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
-                           (", ".join(str(p) for p in written.files), "path"))]
+    files = ", ".join(visible(str(p)) for p in written.files)
+    lines: list = [OneLineText(Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
+                                             (files, "path")))]
+    if hood.capped:
+        lines.append(Text(f"depth {depth} reaches more than {MAX_DRAWN_NODES} ops: drawn to depth "
+                          f"{hood.depth} ({len(hood.nodes)} ops)", style="warn"))
     if written.note:
         lines.append(Text(written.note, style="warn"))
-    if written.svg is None:
-        lines.append(op_graph.neighbourhood_tree(hood))
+    lines += [OneLine(f"warning: {error}", "warn") for error in newest.errors]
+    lines += [_cosines_line(newest, rule), op_tree.neighbourhood_tree(hood, cosines)]
     return lines, written.files
 
 
@@ -242,26 +272,29 @@ def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
 
 def _matches_line(name: str, refs: list[OpRef]) -> Text:
     graphs = ", ".join(graph_label(r) for r in refs)
-    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {name}: {graphs}; each is shown "
+    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {visible(name)}: {visible(graphs)}; each is shown "
                 "below (-g GRAPH shows one)", style="warn")
 
 
 def run(args, context: Context) -> CommandResult:
     """Show node info of the op NAME (of every graph holding it); ``-a`` all attributes;
     ``-s D`` its neighbourhood."""
-    refs, other_debugs = find_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
-    out: list = [_matches_line(refs[0].op.name, refs)] if len(refs) > 1 else []
+    found = lookup_ops(context, _op_name(args), graph=args.graph, debug=args.debug)
+    refs, other_debugs = found.refs, found.other_debugs
+    out: list = [Text(visible(found.note), style="warn")] if found.note else []
+    if len(refs) > 1:
+        out.append(_matches_line(refs[0].op.name, refs))
     files: list = []
     for number, ref in enumerate(refs, 1):
         if len(refs) > 1:
-            out.append(Text(f"-- {number}/{len(refs)}: {ref.op.name} in {graph_label(ref)} "
+            out.append(Text(f"-- {number}/{len(refs)}: {visible(ref.op.name)} in {visible(graph_label(ref))} "
                             f"[{ref.debug}] --", style="title"))
         shown, written = _node_info(args, context, ref)
         out += shown
         files += written
     if other_debugs:
         flags = ", ".join(f"-d {d}" for d in other_debugs)
-        out.append(Text(f"{refs[0].op.name} is also in {', '.join(other_debugs)} ({flags} shows it)",
+        out.append(Text(f"{visible(refs[0].op.name)} is also in {', '.join(other_debugs)} ({flags} shows it)",
                         style="muted"))
     return CommandResult(out, files=files)
 
@@ -270,12 +303,16 @@ COMMAND = Command(
     name="ni", summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
     add_arguments=_add_arguments, run=run,
     completions={"": "op", "-n": "op", "--name": "op"},
+    flag_hints={"-d": ORIGINAL_D, "--debug": ORIGINAL_D},
     description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
                  "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
                  "matching TF golden tensors with max/min/mean; when several graphs hold the op, "
                  "each is shown (-g GRAPH picks one: a graph name, file name, graph id or a stage "
                  "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
                  "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
-                 "installed, else it prints the neighbourhood as a tree): producers D edges up, "
-                 "consumers D edges down, and the consumers' other producers. Long lists show "
-                 f"their first {LIST_LIMIT} entries and how many more there are ({FULL_FLAG}: all)."))
+                 "installed) and prints it as a tree: producers D edges up, consumers D edges "
+                 "down, and the consumers' other producers, each port with its device and host "
+                 "format and shape, each op coloured by the newest result (red flagged, amber "
+                 "within 0.02 above the threshold, green above, grey not compared). At most the "
+                 "nearest 1500 ops are drawn and 200 printed. Long lists show their first "
+                 f"{LIST_LIMIT} entries and how many more there are ({FULL_FLAG}: all)."))

@@ -19,6 +19,7 @@ from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
 from ..render.limits import FULL_FLAG, LIST_LIMIT, head, more_note
+from ..render.lines import data_text, visible
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import Command, CommandParser, CommandResult, UsageError
 from ..formats.text import safe_file_name
@@ -85,10 +86,10 @@ def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
     t = tensor.dump_tensor
     found = golden_counterpart(context, tensor.op_name, t.kind, t.index)
     if found is None:
-        return "golden", Text(f"unknown: no Build graph holds {tensor.op_name}", style="muted")
+        return "golden", Text(f"unknown: no Build graph holds {visible(tensor.op_name)}", style="muted")
     where = (f" -> {found.path.name}" if found.path is not None
              else " (no such golden file in tf/dump)")
-    return "golden", Text(f"{found.name}:{found.index}{where}", style="muted" if found.path is None else "")
+    return "golden", Text(visible(f"{found.name}:{found.index}{where}"), style="muted" if found.path is None else "")
 
 
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:
@@ -126,7 +127,7 @@ def run(args, context: Context) -> CommandResult:
     rows = _stats_rows(tensor, array, dtype_name, args.device)
     if tensor.is_dump:
         rows.append(_golden_row(context, tensor))
-    out = [Text(tensor.label, style="op.name"), key_value_table("", rows)]
+    out = [data_text(tensor.label, "op.name"), key_value_table("", rows)]
     if args.count and array.size:
         out.append(values_table(np.asarray(array).reshape(-1)[:args.count], array.shape, array.size))
     stem = tensor.label.removesuffix(".npy").replace(":", ".") + (".device" if args.device else "")

@@ -12,7 +12,7 @@ import difflib
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
@@ -55,7 +55,8 @@ class CommandResult:
 @dataclass(frozen=True)
 class Command:
     """One command. ``completions`` maps option strings (or ``""`` for positionals) to what
-    completes there: ``"op"`` (op names), ``"path"``, ``"tensor"`` (dump files / npy), ``"command"``."""
+    completes there: ``"op"`` (op names), ``"optype"`` (op types), ``"path"``, ``"tensor"`` (dump
+    files / npy), ``"command"``."""
 
     name: str
     summary: str
@@ -64,6 +65,15 @@ class Command:
     aliases: tuple[str, ...] = ()
     completions: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    flag_hints: dict[str, str] = field(default_factory=dict)  # option string -> said on its errors
+
+    def hint_for(self, argument_name: str | None) -> str:
+        """What ``flag_hints`` says about the option an argparse error names (``-d/--debug``),
+        as ``"; hint"``, or ``""``."""
+        for option in (argument_name or "").split("/"):
+            if option in self.flag_hints:
+                return f"; {self.flag_hints[option]}"
+        return ""
 
     def parser(self) -> CommandParser:
         parser = CommandParser(prog=self.name, description=self.description or self.summary)
@@ -103,14 +113,42 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._names)
 
-    def get(self, name: str) -> Command:
-        """The command called ``name``; UsageError with the nearest name when there is none."""
+    def get(self, name: str, args: Sequence[str] = ()) -> Command:
+        """The command called ``name``; UsageError with the likeliest command when there is none
+        (see :meth:`nearest`; ``args`` are the words typed after the name)."""
         try:
             return self._names[name]
         except KeyError:
-            near = difflib.get_close_matches(name, [*self.names(), *self.exit_words], n=1, cutoff=0.5)
-            hint = f"; did you mean '{near[0]}'?" if near else "; type 'help' for the list"
+            near = self.nearest(name, args)
+            hint = f"; did you mean '{near}'?" if near else "; type 'help' for the list"
             raise UsageError(f"unknown command '{name}'{hint}") from None
+
+    def nearest(self, name: str, args: Sequence[str] = ()) -> str | None:
+        """The command (or exit word) a mistyped ``name`` most likely meant: names that look
+        alike (similarity >= 0.5), weighed by how many of the flags in ``args`` each accepts,
+        so ``vsc -c 0.98`` means ``vcs`` (which has ``-c``), not ``vc``."""
+        flags = [word.split("=", 1)[0] for word in args if _is_flag(word)]
+        scored = []
+        for candidate in [*self.names(), *self.exit_words]:
+            similarity = difflib.SequenceMatcher(None, name, candidate).ratio()
+            if similarity < 0.5:
+                continue
+            command = self._names.get(candidate)
+            known = set(command.option_strings()) if command else set()
+            accepted = sum(flag in known for flag in flags) / len(flags) if flags else 0.0
+            scored.append((similarity + accepted, similarity, candidate))
+        return max(scored)[2] if scored else None
+
+
+def _is_flag(word: str) -> bool:
+    """``-c`` or ``--limit=3``, not a negative number such as ``-1``."""
+    if not word.startswith("-") or word == "-":
+        return False
+    try:
+        float(word)
+    except ValueError:
+        return True
+    return False
 
 
 MAX_LINE = 1 << 16  # characters; shlex slows down quadratically on lines far longer than this
@@ -142,12 +180,13 @@ def split_commands(line: str) -> list[list[str]]:
 
 def run_words(registry: Registry, words: list[str], context: Context) -> CommandResult:
     """Parse ``words`` (command name first) and run the command."""
-    command = registry.get(words[0])
+    command = registry.get(words[0], words[1:])
     parser = command.parser()
     try:
         args = parser.parse_args(words[1:])
     except argparse.ArgumentError as exc:
-        raise UsageError(f"{command.name}: {exc}", parser.format_usage().strip()) from None
+        raise UsageError(f"{command.name}: {exc}{command.hint_for(exc.argument_name)}",
+                         parser.format_usage().strip()) from None
     if args.help:
         return CommandResult([parser.format_help().rstrip()])
     result = command.run(args, context)

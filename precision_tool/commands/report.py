@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ..context import Context
-from ..render.lines import OneLineText, one_line
+from ..render.lines import OneLine, OneLineText, one_line
 from ..report.write import DEFAULT_DEPTH, make_report
 from ..status import ExitStatus
 from . import vcs
@@ -45,7 +45,7 @@ def run(args, context: Context) -> CommandResult:
     written = make_report(context, vcs.result_sources(args.file, context), output=args.output,
                           threshold=threshold, depth=args.depth, model_explorer=args.model_explorer)
     out: list = [_path_line("report", written.index, f"  ({written.size / 1024:.1f} KiB)")]
-    out += [Text(f"error: {p.error}", style="error") for p in written.parts if p.view is None]
+    out += [OneLine(f"error: {p.error}") for p in written.parts if p.view is None]
     if args.model_explorer:
         commands = written.explorer_commands()
         out += [_path_line("model explorer", c) for c in commands] or [

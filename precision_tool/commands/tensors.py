@@ -4,7 +4,8 @@ NAME is, in this order:
 
 1. an existing path (as given, else relative to the data root): a ``.npy`` file, an NPU dump file
    (an all-digit alias is resolved through its directory's ``mapping.csv``), or, for ``dc``, a
-   directory whose dump files are all decoded;
+   directory whose dump files are all decoded; a bare file name is also looked up under
+   ``temp/decode/`` (where ``dc`` writes), so ``pt`` takes the names ``dc`` printed;
 2. a name looked up in the selected step directories of the newest NPU run (``debug_0`` first;
    a later debug dir only when ``debug_0`` has no match) and in the golden directory. Matches are
    ranked; the best rank present wins:
@@ -25,6 +26,7 @@ tensor of a dump (default: ``output:0``, or ``input:0`` for a dump without outpu
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,7 @@ from ..formats.golden import load_npy, normalise_tensor_name
 from ..formats import layouts
 
 MAX_CANDIDATES = 10
+DECODE_DIR = "decode"  # under the output root: where dc writes (dump_convert/, or -o there)
 _SELECTOR = re.compile(r"^(?P<name>.+):(?P<kind>input|output):(?P<index>[0-9]+)$")
 _PREFIX = re.compile(r"^(?P<source>npu|tf|golden|debug_[0-9]+):(?P<rest>.+)$")
 _TF_INDEX = re.compile(r"^(?P<name>.+):(?P<index>[0-9]+)$")
@@ -144,7 +147,31 @@ def _existing_path(context: Context, text: str) -> Path | None:
                 raise PrecisionToolError("a symbolic link that loops or points nowhere", path)
         except OSError:  # e.g. a name too long to be a path
             continue
-    return None
+    return decoded_file(context, text)
+
+
+def decoded_files(context: Context) -> list[Path]:
+    """Every ``.npy`` file under ``temp/decode/`` (what ``dc`` wrote), sorted."""
+    found = []
+    for directory, _, files in os.walk(context.config.temp_dir / DECODE_DIR):
+        found += [Path(directory) / name for name in files if name.endswith(".npy")]
+    return sorted(found)
+
+
+def decoded_file(context: Context, name: str) -> Path | None:
+    """The file ``dc`` wrote under ``temp/decode/`` with the bare file name ``name``; None when
+    there is none (or ``name`` is a path).
+
+    Raises:
+        PrecisionToolError: several directories under ``temp/decode/`` hold a file of that name.
+    """
+    if os.sep in name or "/" in name or not name.endswith(".npy"):
+        return None
+    found = [path for path in decoded_files(context) if path.name == name]
+    if len(found) > 1:
+        listed = ", ".join(str(p) for p in found[:MAX_CANDIDATES])
+        raise PrecisionToolError(f"'{name}' is ambiguous; dc wrote it in several places: {listed}")
+    return found[0] if found else None
 
 
 def _is_npy(path: Path) -> bool:

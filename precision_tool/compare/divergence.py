@@ -146,6 +146,12 @@ class OpCosines:
         """True when an output diverges."""
         return any(t.diverges(self.rule) for t in self.outputs)
 
+    def near(self, margin: float = NEAR_MARGIN) -> bool:
+        """True for an op not flagged whose lowest output cosine is within ``margin`` above the
+        threshold: one a slightly stricter threshold would flag."""
+        worst = self.worst_output
+        return not self.flagged and worst is not None and worst - self.threshold <= margin
+
     @property
     def has_nan_output(self) -> bool:
         """True when some output has no usable cosine."""
@@ -232,8 +238,7 @@ class Divergence:
     def near_threshold(self, margin: float = NEAR_MARGIN) -> tuple[OpCosines, ...]:
         """Ops not flagged whose lowest output cosine is within ``margin`` above the threshold:
         the ones a slightly stricter threshold would flag."""
-        return tuple(op for op in self.dumped if not op.flagged and op.worst_output is not None
-                     and op.worst_output - self.threshold <= margin)
+        return tuple(op for op in self.dumped if op.near(margin))
 
     @property
     def unjudged(self) -> tuple[OpCosines, ...]:

@@ -1,8 +1,10 @@
 """The ``ac`` checks (fusion, casts, graph similarity) as rich renderables.
 
-Each ``render_*`` returns one renderable: a :class:`~rich.panel.Panel` of findings, a panel
-holding the one line ``nothing found: ...``, or, when the check's data is missing, the one line
-``<check>: data absent: looked for X in Y`` (:func:`absent_line`) instead of a panel.
+Each ``render_*`` returns one renderable: a panel of findings (:class:`~.fit.FitPanel`: its
+border goes rather than a name is cut), a panel holding the one line ``nothing found: ...``, or,
+when the check's data is missing, the one line ``<check>: data absent: looked for X in Y``
+(:func:`absent_line`) instead of a panel. Names from the data are made
+:func:`~.lines.visible` where they enter a renderable.
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from rich.console import Group, RenderableType
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 
 from ..checks.casts import CastCheckResult
 from ..checks.fusion import FUSION_FILE_NAME, FusionCheckResult
 from ..checks.graph_diff import SKIPPED_TYPES, GraphDiffResult, GraphPairDiff
 from ..formats.fusion_result import FusionGraph
+from .fit import FitPanel, FitTable
+from .lines import visible
 
 FUSION_TITLE = "fusion check"
 CAST_TITLE = "cast check"
@@ -28,7 +30,7 @@ BUILD_GRAPHS = "Build graphs (ge_proto_*_Build.txt)"
 
 def absent_line(title: str, looked_for: str, places: Iterable[str | Path]) -> Text:
     """``<title>: data absent: looked for <looked_for> in <place> and <place>``."""
-    where = " and ".join(str(p) for p in places)
+    where = " and ".join(visible(str(p)) for p in places)
     return Text.assemble((f"{title}: ", "title"), ("data absent: ", "warn"),
                          f"looked for {looked_for} in ", (where, "path"))
 
@@ -38,13 +40,13 @@ def nothing_found(detail: str) -> Text:
     return Text.assemble(("nothing found: ", "cos.good"), detail)
 
 
-def check_panel(title: str, lines: Iterable[RenderableType]) -> Panel:
+def check_panel(title: str, lines: Iterable[RenderableType]) -> FitPanel:
     """A left-titled panel of ``lines``, the form every check's findings take."""
-    return Panel(Group(*lines), title=Text(title, style="title"), title_align="left", expand=False)
+    return FitPanel(lines, title)
 
 
 def _source_line(label: str, paths: Iterable[Path]) -> Text:
-    return Text.assemble((f"{label}: ", "muted"), (", ".join(str(p) for p in paths), "path"))
+    return Text.assemble((f"{label}: ", "muted"), (", ".join(visible(str(p)) for p in paths), "path"))
 
 
 # --- fusion -----------------------------------------------------------------------------------
@@ -62,7 +64,7 @@ def _rule_table(title: str, graph: FusionGraph, section: str) -> RenderableType:
     rules = graph.effective(section)
     if not rules:
         return Text(f"{title}: no rule took effect", style="muted")
-    table = Table(title=title, title_justify="left", title_style="title")
+    table = FitTable(title=title)
     table.add_column("rule")
     table.add_column("effect times", justify="right")
     table.add_column("match times", justify="right")
@@ -79,7 +81,7 @@ def render_fusion(result: FusionCheckResult) -> RenderableType:
     lines: list[RenderableType] = [_source_line("read", [result.source])]
     if result.problem:
         kept = f"; showing the {len(result.graphs)} graph(s) before it" if result.graphs else ""
-        lines.append(Text(f"problem: {result.problem}{kept}", style="warn"))
+        lines.append(Text(f"problem: {visible(result.problem)}{kept}", style="warn"))
     if not result.found:
         # after a problem "nothing found" would claim more than was read
         if not result.problem:
@@ -108,7 +110,7 @@ def render_casts(result: CastCheckResult) -> RenderableType:
                                    "dangerous dtype"))
         return check_panel(CAST_TITLE, lines)
     graphs = {op.graph for group in result.groups for op in group.ops}
-    table = Table(title="dangerous casts", title_justify="left", title_style="title")
+    table = FitTable(title="dangerous casts")
     table.add_column("cast")
     table.add_column("ops", justify="right")
     table.add_column("op names", style="op.name")
@@ -122,8 +124,8 @@ def render_casts(result: CastCheckResult) -> RenderableType:
 
 
 def _pair_line(pair: GraphPairDiff) -> Text:
-    return Text.assemble(("debug_0 ", "muted"), (pair.left_graph, "op.name"),
-                         (" vs debug_1 ", "muted"), (pair.right_graph, "op.name"),
+    return Text.assemble(("debug_0 ", "muted"), (visible(pair.left_graph), "op.name"),
+                         (" vs debug_1 ", "muted"), (visible(pair.right_graph), "op.name"),
                          (f" (paired by {pair.paired_by}): ", "muted"),
                          (f"similarity {pair.ratio:.1%}", "cos.good" if not pair.differs else "cos.bad"),
                          (f" ({pair.same}/{pair.compared} ops identical)", "muted"))
@@ -135,8 +137,8 @@ def _change(left: str | None, right: str | None) -> str:
     return f"{left or '-'} -> {right or '-'}"
 
 
-def _tensor_table(pair: GraphPairDiff) -> Table:
-    table = Table(title="inputs/outputs that differ", title_justify="left", title_style="title")
+def _tensor_table(pair: GraphPairDiff) -> FitTable:
+    table = FitTable(title="inputs/outputs that differ")
     for column in ("op", "tensor", "dtype", "format"):
         table.add_column(column, style="op.name" if column == "op" else None)
     for diff in pair.tensor_diffs:
@@ -146,7 +148,7 @@ def _tensor_table(pair: GraphPairDiff) -> Table:
 
 
 def _names_line(label: str, names: Iterable[str]) -> Text:
-    return Text.assemble((f"{label}: ", "warn"), ", ".join(names))
+    return Text.assemble((f"{label}: ", "warn"), ", ".join(visible(n) for n in names))
 
 
 def _pair_lines(pair: GraphPairDiff) -> list[RenderableType]:

@@ -3,8 +3,6 @@ on screen when the details above have scrolled away."""
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.panel import Panel
 from rich.text import Text
 
 from ..checks.casts import CastCheckResult
@@ -12,13 +10,15 @@ from ..checks.fusion import FusionCheckResult
 from ..checks.graph_diff import GraphDiffResult
 from ..checks.overflow import OverflowCheckResult
 from ..compare.divergence import Divergence
+from .fit import FitPanel
+from .lines import visible
 from .summary import first_introducer_line
 
 CONCLUSION_TITLE = "conclusion"
 
 
 def _line(label: str, text: str, style: str = "") -> Text:
-    return Text.assemble((f"{label}: ", "title"), (text, style))
+    return Text.assemble((f"{label}: ", "title"), (visible(text), style))
 
 
 def comparison_lines(divergences: list[Divergence]) -> list[Text]:
@@ -90,7 +90,6 @@ def graph_diff_line(result: GraphDiffResult) -> Text:
     return _line("graph similarity", text, "warn" if result.found else "cos.good")
 
 
-def conclusion_panel(lines: list[Text]) -> Panel:
+def conclusion_panel(lines: list[Text]) -> FitPanel:
     """The final panel: the lines in order (the caller puts the root cause first)."""
-    return Panel(Group(*lines), title=Text(CONCLUSION_TITLE, style="title"), title_align="left",
-                 expand=False)
+    return FitPanel(lines, CONCLUSION_TITLE)

@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.cells import cell_len
 from rich.measure import Measurement
 from rich.text import Text
 
 from ..compare.divergence import Divergence, OpCosines
-from .lines import one_line
+from .fit import Words
+from .lines import visible
 
 LEVELS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"  # lower one eighth block .. full block
 LABEL = "cosine "
@@ -102,6 +104,10 @@ class CosineStrip:
         yield Text.assemble((LABEL, "muted"), strip, (suffix, "muted"), no_wrap=True, overflow="crop")
         first = self.divergence.first_introducer
         if marked is not None and first is not None:
-            note = f"^ first introducer: {one_line(first.name)} (Index {first.index})"
-            yield Text(" " * (len(LABEL) + marked) + note, style="cos.bad", no_wrap=True,
-                       overflow="ellipsis")
+            caret = " " * (len(LABEL) + marked) + "^"
+            note = f"first introducer: {visible(first.name)} (Index {first.index})"
+            if len(caret) + 1 + cell_len(note) <= options.max_width:
+                yield Text(f"{caret} {note}", style="cos.bad", no_wrap=True)
+            else:  # the name would be cut at the edge: the caret alone, the note below, whole
+                yield Text(caret, style="cos.bad", no_wrap=True)
+                yield Words(Text(note, style="cos.bad"))

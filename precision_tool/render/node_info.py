@@ -8,16 +8,18 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from ..compare.stats import TensorStats
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.text import shape_text
+from .fit import FitTable
 from .limits import head, more_note
+from .lines import data_text
 from .op_graph import short_dtype
 
-MAX_VALUE_CHARS = 100
+MAX_VALUE_CHARS = 100  # a list shows the items that fit in this, each whole
+MAX_STRING_CHARS = 1000  # longer strings are data blobs, not names: cut
 MAX_LIST_ITEMS = 12
 
 
@@ -40,19 +42,19 @@ def number(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _kv(grid: Table, key: str, value: Any, style: str = "") -> None:
+def _kv(grid: FitTable, key: str, value: Any, style: str = "") -> None:
     if value in (None, "", []):
         return
-    text = value if isinstance(value, Text) else Text(str(value), style=style)
+    text = value if isinstance(value, Text) else data_text(value, style)
     grid.add_row(Text(key, style="muted"), text)
 
 
 def header(debug: str, graph_name: str, model_name: str, op: Op,
-           graph_id: int | None = None) -> Table:
+           graph_id: int | None = None) -> FitTable:
     """Name, type, id, graph (and its GE graph id), kernel and fusion facts of ``op`` as a
     key/value grid."""
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
+    grid = FitTable(grid=True, show_header=False)
+    grid.add_column()
     grid.add_column()
     _kv(grid, "op", op.name, "op.name")
     _kv(grid, "type", op.type, "op.type")
@@ -78,12 +80,12 @@ def _desc_cells(desc: TensorDesc | None) -> list[Text]:
     if desc is None:
         return [Text("?", style="muted")] * 5
     origin_shape = shape_text(desc.origin_shape) if desc.origin_shape is not None else ""
-    return [Text(short_dtype(desc.dtype)), Text(desc.layout or "?"), Text(shape_text(desc.shape)),
-            Text(desc.origin_format or ""), Text(origin_shape)]
+    return [data_text(short_dtype(desc.dtype)), data_text(desc.layout or "?"),
+            Text(shape_text(desc.shape)), data_text(desc.origin_format or ""), Text(origin_shape)]
 
 
-def _io_table(title: str, first: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="title")
+def _io_table(title: str, first: str) -> FitTable:
+    table = FitTable(title=title)
     table.add_column("#", justify="right")
     table.add_column(first)
     for column in ("dtype", "format", "shape", "origin format", "origin shape"):
@@ -91,7 +93,7 @@ def _io_table(title: str, first: str) -> Table:
     return table
 
 
-def inputs_table(op: Op, limit: int | None = None) -> Table | Text:
+def inputs_table(op: Op, limit: int | None = None) -> FitTable | Text:
     """Every data input (the first ``limit``, then a note): producer ``src:idx``, dtype,
     format, shape, origin format and shape."""
     refs = op.data_inputs
@@ -100,7 +102,7 @@ def inputs_table(op: Op, limit: int | None = None) -> Table | Text:
     table = _io_table("inputs", "producer")
     shown, hidden = head(refs, limit)
     for port, ref in enumerate(shown):
-        table.add_row(str(port), Text(f"{ref.src}:{ref.index}", style="op.name"),
+        table.add_row(str(port), data_text(f"{ref.src}:{ref.index}", "op.name"),
                       *_desc_cells(op.input_desc(port)))
     table.caption = more_note(hidden, "inputs") or None
     return table
@@ -113,10 +115,10 @@ def control_line(op: Op, limit: int | None = None) -> Text | None:
         return None
     shown, hidden = head(op.control_inputs, limit)
     more = f", {more_note(hidden)}" if hidden else ""
-    return Text("control inputs: " + ", ".join(ref.src for ref in shown) + more, style="muted")
+    return data_text("control inputs: " + ", ".join(ref.src for ref in shown) + more, "muted")
 
 
-def outputs_table(op: Op, limit: int | None = None) -> Table | Text:
+def outputs_table(op: Op, limit: int | None = None) -> FitTable | Text:
     """Every output (the first ``limit``, then a note): dtype, format, shapes, the TF tensor it
     stands for, its consumers."""
     count = max(len(op.output_descs), len(op.consumers))
@@ -135,19 +137,17 @@ def outputs_table(op: Op, limit: int | None = None) -> Table | Text:
         users, more = head(op.consumers[index] if index < len(op.consumers) else [], limit)
         consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
         consumers += f", {more_note(more)}" if more else ""
-        table.add_row(str(index), Text(origin), *_desc_cells(desc), Text(consumers, style="op.name"))
+        table.add_row(str(index), data_text(origin), *_desc_cells(desc), data_text(consumers, "op.name"))
     return table
 
 
-def tensor_table(title: str, rows: list[TensorRow], source_header: str, hidden: int = 0) -> Table:
+def tensor_table(title: str, rows: list[TensorRow], source_header: str, hidden: int = 0) -> FitTable:
     """Statistics of dumped or golden tensors: shape, dtype, max, min, mean, and a note;
-    ``hidden`` tensors left out are counted below the table."""
-    with_layout = any(row.layout for row in rows)
-    table = Table(title=Text(title), title_justify="left", title_style="title",
-                  caption=more_note(hidden, "tensors") or None)
+    columns with nothing in them (no layout, no note) are left out; ``hidden`` tensors left out
+    are counted below the table."""
+    table = FitTable(title=title, caption=more_note(hidden, "tensors") or None)
     for column in ("tensor", source_header, "dtype", "format", "shape"):
-        if column != "format" or with_layout:
-            table.add_column(column)
+        table.add_column(column)
     for column in ("max", "min", "mean"):
         table.add_column(column, justify="right")
     table.add_column("note", style="warn")
@@ -155,9 +155,7 @@ def tensor_table(title: str, rows: list[TensorRow], source_header: str, hidden: 
         stats = row.stats
         cells = [number(stats.max), number(stats.min), number(stats.mean)] if stats else ["", "", ""]
         shape = shape_text(stats.shape) if stats else ""
-        layout = [Text(row.layout)] if with_layout else []
-        table.add_row(Text(row.label), Text(row.source), Text(row.dtype), *layout,
-                      Text(shape), *(Text(c) for c in cells), Text(row.note))
+        table.add_row(row.label, row.source, row.dtype, row.layout, shape, *cells, row.note)
     return table
 
 
@@ -169,23 +167,37 @@ def stats_note(stats: TensorStats) -> str:
     return ", ".join(parts) + (" (stats over finite values)" if parts and stats.nan + stats.inf else "")
 
 
+def _short_list(value: list | tuple) -> str:
+    """The first items that fit in :data:`MAX_VALUE_CHARS` (at most :data:`MAX_LIST_ITEMS`,
+    at least one), each whole (a name in a list is never cut), then how many there are."""
+    items: list[str] = []
+    for item in value[:MAX_LIST_ITEMS]:
+        text = short_value(item)
+        if items and sum(len(i) + 2 for i in items) + len(text) > MAX_VALUE_CHARS:
+            break
+        items.append(text)
+    more = f", ... ({len(value)} items)" if len(items) < len(value) else ""
+    return "[" + ", ".join(items) + more + "]"
+
+
 def short_value(value: Any) -> str:
-    """An attribute value on one line: long lists show their first items and their length,
-    bytes their size, long strings are cut."""
+    """An attribute value on one line: long lists show their first items whole and their
+    length, bytes their size; a string longer than :data:`MAX_STRING_CHARS` (a blob, not a
+    name) is cut and says how long it is."""
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
     if isinstance(value, (list, tuple)):
-        items = [short_value(v) for v in value[:MAX_LIST_ITEMS]]
-        more = f", ... ({len(value)} items)" if len(value) > MAX_LIST_ITEMS else ""
-        text = "[" + ", ".join(items) + more + "]"
-    elif isinstance(value, TensorDesc):
+        return _short_list(value)
+    if isinstance(value, TensorDesc):
         text = f"TensorDesc({short_dtype(value.dtype)} {value.layout} {shape_text(value.shape)})"
     elif isinstance(value, str):
         text = repr(value) if not value or value != value.strip() else value
     else:
         text = str(value)
     text = " ".join(text.split())  # newlines and tabs from the data
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+    if len(text) <= MAX_STRING_CHARS:
+        return text
+    return f"{text[:MAX_STRING_CHARS]}... ({len(text)} characters)"
 
 
 def attribute_rows(op: Op, limit: int | None = None) -> tuple[list[tuple[str, str]], int]:
@@ -202,16 +214,15 @@ def attribute_rows(op: Op, limit: int | None = None) -> tuple[list[tuple[str, st
     return rows, left_out
 
 
-def attributes_table(op: Op, limit: int | None = None) -> Table | Text:
+def attributes_table(op: Op, limit: int | None = None) -> FitTable | Text:
     """All attributes of ``op`` and of its tensor descs (of the first ``limit`` inputs and
     outputs), sorted, values shortened."""
     rows, hidden = attribute_rows(op, limit)
     if not rows:
         return Text("attributes: none", style="muted")
-    table = Table(title="attributes", title_justify="left", title_style="title",
-                  caption=more_note(hidden, "tensor descs") or None)
-    table.add_column("attribute", no_wrap=True)
-    table.add_column("value")
+    table = FitTable(title="attributes", caption=more_note(hidden, "tensor descs") or None)
+    table.add_column("attribute")
+    table.add_column("value", keep=True)
     for key, value in rows:
-        table.add_row(Text(key, style="muted"), Text(value))
+        table.add_row(data_text(key, "muted"), value)
     return table

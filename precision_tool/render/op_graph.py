@@ -1,39 +1,104 @@
-"""An op's neighbourhood (:mod:`precision_tool.formats.graph_query`) rendered: as a graphviz
-digraph of record nodes with per-port dtype and shape, data edges port to port and control
-edges dashed, or as a rich tree. ``graphviz`` is imported only when a digraph is built, so the
-shell starts fast; writing the files is :mod:`precision_tool.formats.digraph_files`' job.
+"""An op's neighbourhood (:mod:`precision_tool.formats.graph_query`) as a graphviz digraph.
+
+Each op is a record node: its input ports on top and output ports below, each with the device
+dtype, format and shape and the host (origin) format and shape; in the middle the name, the type
+and the newest result's output cosine. Nodes are filled by that result's verdict (red: flagged by
+the flag rule, amber: within 0.02 above the threshold, green: above it, grey: not compared); the
+op itself has a bold border. Data edges go port to port, control edges are dashed. The rich tree
+of the same neighbourhood is :mod:`.op_tree`'s; writing the files is
+:mod:`precision_tool.formats.digraph_files`' job. ``graphviz`` is imported only when a digraph is
+built, so the shell starts fast.
+
+Every attribute value that holds text from the data goes through :func:`dot_text` (or, for
+record labels, :func:`record_escape`): made :func:`~.lines.visible`, escaped for a quoted DOT
+string, and marked as no HTML-like label (``graphviz.nohtml``), so a name such as
+``<script>...</script>`` or ``a" URL="javascript:...`` stays one quoted string.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import dataclass
 
-from rich.text import Text
-from rich.tree import Tree
-
+from ..compare.divergence import NEAR_MARGIN, OpCosines
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.graph_query import Edge, Neighbourhood, neighbourhood
 from ..formats.text import shape_text
+from .lines import visible
 
-ROOT_FILL = "#ffd54f"
 MISSING_FILL = "#eeeeee"
+FILLS = {"flagged": "#ef9a9a", "near": "#ffe082", "good": "#c8e6c9", "none": MISSING_FILL}
 _RECORD_SPECIAL = re.compile(r'([{}|<>"\\])')
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
-# --- graphviz -----------------------------------------------------------------------------------
+# --- the newest result's verdict per op ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeCosine:
+    """How one op is coloured: ``verdict`` (flagged / near / good / none) and its lowest output
+    cosine in the newest result (None when it has none)."""
+
+    verdict: str
+    cosine: float | None = None
+
+    @property
+    def fill(self) -> str:
+        return FILLS[self.verdict]
+
+    def text(self, sep: str = " ") -> str:
+        """``cos 0.363075``, ``cos NaN``, or ``not compared`` (``sep`` after ``cos``: ``=`` keeps
+        the value with it where text wraps between words)."""
+        if self.verdict == "none" and self.cosine is None:
+            return "not compared"
+        value = "NaN" if self.cosine is None or math.isnan(self.cosine) else f"{self.cosine:.6f}"
+        return f"cos{sep}{value}"
+
+
+NOT_COMPARED = NodeCosine("none")
+
+
+def node_cosine(op: OpCosines | None) -> NodeCosine:
+    """The colour of an op of the newest result (None: the result does not have it)."""
+    if op is None:
+        return NOT_COMPARED
+    worst = op.worst_output
+    if op.flagged:
+        return NodeCosine("flagged", worst)
+    if worst is None:
+        return NodeCosine("none", math.nan if op.outputs else None)
+    return NodeCosine("near" if op.near(NEAR_MARGIN) else "good", worst)
+
+
+def node_cosines(hood: Neighbourhood, ops: dict[str, OpCosines]) -> dict[str, NodeCosine]:
+    """Each op of ``hood`` with its colour from ``ops`` (the newest result, by NPU op name)."""
+    return {name: node_cosine(ops.get(name)) for name in hood.nodes}
+
+
+# --- escaping -------------------------------------------------------------------------------
 
 
 def record_escape(text: str) -> str:
-    """``text`` safe inside a record label: ``{ } | < > "`` and backslash escaped, control
-    characters replaced by spaces."""
-    return _RECORD_SPECIAL.sub(r"\\\1", _CONTROL_CHARS.sub(" ", text))
+    """``text`` safe inside a record label: made visible (``\\x1b``, ``\\u202e``), then
+    ``{ } | < > "`` and backslash escaped."""
+    return _RECORD_SPECIAL.sub(r"\\\1", visible(text))
 
 
 def string_escape(text: str) -> str:
-    """``text`` safe inside a quoted DOT string that is not a record label (tooltips, titles)."""
+    """``text`` safe inside a quoted DOT string: backslash and ``"`` escaped, control characters
+    replaced by spaces."""
     return _CONTROL_CHARS.sub(" ", text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def dot_text(text: str):
+    """An attribute value from the data: visible, escaped, and never read as an HTML-like
+    ``<...>`` label (graphviz then always writes it quoted)."""
+    import graphviz
+
+    return graphviz.nohtml(string_escape(visible(text)))
 
 
 def short_dtype(dtype: str | None) -> str:
@@ -41,20 +106,41 @@ def short_dtype(dtype: str | None) -> str:
     return (dtype or "?").removeprefix("DT_")
 
 
-def _port_text(kind: str, index: int, desc: TensorDesc | None) -> str:
+# --- the digraph ------------------------------------------------------------------------------
+
+
+def device_text(desc: TensorDesc) -> str:
+    """``FLOAT16 NC1HWC0 [4,2,12,12,16]``: the tensor as the NPU stores it."""
+    return f"{short_dtype(desc.dtype)} {desc.layout or '?'} {shape_text(desc.shape)}"
+
+
+def host_text(desc: TensorDesc) -> str:
+    """``host NHWC [4,12,12,24]``: the origin (host) view; empty when the graph gives none."""
+    parts = [part for part in (desc.origin_format, shape_text(desc.origin_shape, "")) if part]
+    return "host " + " ".join(parts) if parts else ""
+
+
+def port_text(kind: str, index: int, desc: TensorDesc | None) -> str:
+    """``in0 FLOAT16 NC1HWC0 [4,2,12,12,16]``, then (a second line) ``host NHWC [4,12,12,24]``
+    when the graph gives the origin view; raw text, escaped by the caller."""
     if desc is None:
         return f"{kind}{index}"
-    return f"{kind}{index} {short_dtype(desc.dtype)} {shape_text(desc.shape)}"
+    host = host_text(desc)
+    return f"{kind}{index} {device_text(desc)}" + (f"\n{host}" if host else "")
 
 
-def record_label(op: Op) -> str:
-    """The record label of ``op``: input ports on top, name and type, output ports below."""
-    ins = [f"<in{j}> " + record_escape(_port_text("in", j, op.input_desc(j)))
-           for j in range(len(op.data_inputs))]
-    outs = [f"<out{i}> " + record_escape(_port_text(
-        "out", i, op.output_desc(i)))
-        for i in range(op.output_count)]
-    fields = [record_escape(op.name) + "\\n" + record_escape(op.type)]
+def _field(text: str) -> str:
+    return "\\n".join(record_escape(line) for line in text.split("\n"))
+
+
+def record_label(op: Op, cosine: NodeCosine | None = None) -> str:
+    """The record label of ``op``: input ports on top, name, type and cosine, output ports below."""
+    ins = [f"<in{j}> " + _field(port_text("in", j, op.input_desc(j))) for j in range(len(op.data_inputs))]
+    outs = [f"<out{i}> " + _field(port_text("out", i, op.output_desc(i))) for i in range(op.output_count)]
+    middle = [record_escape(op.name), record_escape(op.type)]
+    if cosine is not None:
+        middle.append(record_escape(cosine.text()))
+    fields = ["\\n".join(middle)]
     if ins:
         fields.insert(0, "{" + "|".join(ins) + "}")
     if outs:
@@ -67,16 +153,19 @@ def node_ids(hood: Neighbourhood) -> dict[str, str]:
     return {name: f"n{k}" for k, name in enumerate(hood.nodes)}
 
 
-def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool) -> None:
+def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool, cosine: NodeCosine | None) -> None:
+    import graphviz
+
     if op is None:
-        label = record_escape(name) + "\\n(not in this graph)"
-        dot.node(node_id, label=label, tooltip=string_escape(name), style="dashed,filled",
+        label = graphviz.nohtml(string_escape(visible(name)) + "\\n(not in this graph)")
+        dot.node(node_id, label=label, tooltip=dot_text(name), shape="box", style="dashed,filled",
                  fillcolor=MISSING_FILL)
-    elif is_root:
-        dot.node(node_id, label=record_label(op), tooltip=string_escape(name),
-                 style="filled,bold", fillcolor=ROOT_FILL, penwidth="2")
-    else:
-        dot.node(node_id, label=record_label(op), tooltip=string_escape(name))
+        return
+    style = "filled,bold" if is_root else "filled"
+    fill = cosine.fill if cosine is not None else MISSING_FILL
+    extra = {"penwidth": "3"} if is_root else {}
+    dot.node(node_id, label=graphviz.nohtml(record_label(op, cosine)), tooltip=dot_text(name),
+             style=style, fillcolor=fill, **extra)
 
 
 def _add_edge(dot, ids: dict[str, str], hood: Neighbourhood, edge: Edge) -> None:
@@ -89,92 +178,25 @@ def _add_edge(dot, ids: dict[str, str], hood: Neighbourhood, edge: Edge) -> None
     dot.edge(src_port, f"{dst}:in{edge.dst_port}:n")
 
 
-def build_digraph(hood: Neighbourhood, title: str):
-    """A ``graphviz.Digraph`` of ``hood``: record nodes with per-port dtype and shape, the root
-    filled, data edges ``producer:out_i -> consumer:in_j``, control edges dashed."""
+def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine] | None = None):
+    """A ``graphviz.Digraph`` of ``hood``: record nodes with per-port device and host views, the
+    root in bold, each node filled by ``cosines`` (grey without), data edges
+    ``producer:out_i -> consumer:in_j``, control edges dashed."""
     import graphviz
 
-    dot = graphviz.Digraph(name="op_graph", comment=string_escape(title))
-    dot.attr(rankdir="TB", labelloc="t", label=string_escape(title), fontsize="12")
+    dot = graphviz.Digraph(name="op_graph", comment=dot_text(title))
+    dot.attr(rankdir="TB", labelloc="t", label=dot_text(title), fontsize="12")
     dot.attr("node", shape="record", fontname="Helvetica", fontsize="10")
     dot.attr("edge", fontsize="9")
     ids = node_ids(hood)
     for name, op in hood.nodes.items():
-        _add_node(dot, ids[name], name, op, name == hood.root.name)
+        _add_node(dot, ids[name], name, op, name == hood.root.name,
+                  None if cosines is None else cosines.get(name, NOT_COMPARED))
     for edge in hood.edges:
         _add_edge(dot, ids, hood, edge)
     return dot
 
 
-# --- text tree ----------------------------------------------------------------------------------
-
-
-def _op_text(arrow: str, port: str, other: str, op: Op | None, desc: TensorDesc | None) -> Text:
-    text = Text.assemble((f"{port} {arrow} ", "muted"), (other, "op.name"))
-    if op is not None:
-        text.append(f" [{op.type}]", style="op.type")
-    if desc is not None:
-        text.append(f" {short_dtype(desc.dtype)} {desc.layout} {shape_text(desc.shape)}",
-                    style="muted")
-    return text
-
-
-def _expand(child: Tree, name: str, left: int, seen: dict[str, int]) -> bool:
-    """Whether to expand ``name`` under ``child`` with ``left`` levels to go: not when it was
-    already expanded at least as deep (a diamond would otherwise repeat whole subtrees)."""
-    if left <= 0:
-        return False
-    if seen.get(name, -1) >= left:
-        child.label.append(" (expanded above)", style="muted")
-        return False
-    seen[name] = left
-    return True
-
-
-def _upstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[str, int]) -> None:
-    for port, ref in enumerate(op.data_inputs):
-        producer = hood.nodes.get(ref.src)
-        child = branch.add(_op_text("<-", f"in{port}", f"{ref.src}:{ref.index}", producer,
-                                    op.input_desc(port)))
-        if producer is not None and _expand(child, ref.src, left - 1, seen):
-            _upstream(child, hood, producer, left - 1, seen)
-
-
-def _other_inputs(branch: Tree, hood: Neighbourhood, consumer: Op, parent: str) -> None:
-    """The consumer's inputs from other producers than ``parent`` (its weight, its bias)."""
-    for port, ref in enumerate(consumer.data_inputs):
-        if ref.src != parent:
-            branch.add(_op_text("<-", f"in{port}", f"{ref.src}:{ref.index}", hood.nodes.get(ref.src),
-                                consumer.input_desc(port)))
-
-
-def _downstream(branch: Tree, hood: Neighbourhood, op: Op, left: int, seen: dict[str, int]) -> None:
-    for index, users in enumerate(op.consumers):
-        desc = op.output_desc(index)
-        for name, slot in users:
-            consumer = hood.nodes.get(name)
-            child = branch.add(_op_text("->", f"out{index}", f"{name}:in{slot}", consumer, desc))
-            if consumer is None:
-                continue
-            _other_inputs(child, hood, consumer, op.name)
-            if _expand(child, name, left - 1, seen):
-                _downstream(child, hood, consumer, left - 1, seen)
-
-
-def neighbourhood_tree(hood: Neighbourhood) -> Tree:
-    """``hood`` as a rich tree: the root, its producers (upstream) and consumers (downstream)."""
-    root = hood.root
-    tree = Tree(Text.assemble((root.name, "op.name"), (f" [{root.type}]", "op.type")))
-    up = tree.add(Text(f"upstream (producers, depth {hood.depth})", style="title"))
-    down = tree.add(Text(f"downstream (consumers, depth {hood.depth})", style="title"))
-    if hood.depth > 0:
-        _upstream(up, hood, root, hood.depth, {root.name: hood.depth})
-        _downstream(down, hood, root, hood.depth, {root.name: hood.depth})
-    controls = [e.src for e in hood.edges if e.control and e.dst == root.name]
-    if controls:
-        tree.add(Text("control inputs: " + ", ".join(controls), style="muted"))
-    return tree
-
-
-__all__ = ["Edge", "MAX_RENDER_NODES", "Neighbourhood", "build_digraph", "neighbourhood",
-           "neighbourhood_tree", "node_ids", "record_label", "shape_text"]
+__all__ = ["Edge", "MAX_RENDER_NODES", "Neighbourhood", "NodeCosine", "build_digraph", "device_text",
+           "dot_text", "host_text",
+           "neighbourhood", "node_cosines", "node_ids", "record_label", "shape_text"]

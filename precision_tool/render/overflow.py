@@ -8,11 +8,12 @@ not. When neither part has data, the one line ``overflow check: data absent: loo
 from __future__ import annotations
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..checks.overflow import NonFiniteTensor, OverflowCheckResult, OverflowFinding, TensorReport
 from .checks import absent_line, check_panel, nothing_found
+from .fit import FitTable
+from .lines import data_text, visible
 from .node_info import number
 from ..formats.text import shape_text
 
@@ -36,17 +37,15 @@ def _inf_nan(stats) -> Text:
     return Text(f"yes ({stats.inf} inf, {stats.nan} nan)", style="cos.bad")
 
 
-def _tensor_table(tensors: tuple[TensorReport, ...]) -> Table:
-    notes = any(t.note for t in tensors)
-    table = Table()
-    for column in ("tensor", "shape", "dtype", "max", "min", "mean", "Inf/NaN", "note")[:8 if notes else 7]:
-        table.add_column(column, justify="right" if column in ("max", "min", "mean") else "left")
+def _tensor_table(tensors: tuple[TensorReport, ...]) -> FitTable:
+    table = FitTable()
+    for column in ("tensor", "shape", "dtype", "max", "min", "mean", "Inf/NaN", "note"):
+        table.add_column(column, justify="right" if column in ("max", "min", "mean") else "left",
+                         style="muted" if column == "note" else None)
     for t in tensors:
         s = t.stats
         values = [number(v) for v in (s.max, s.min, s.mean)] if s else ["", "", ""]
-        cells = [Text(t.name), Text(shape_text(t.shape) if s else ""), Text(t.dtype),
-                 *(Text(v) for v in values), _inf_nan(s)]
-        table.add_row(*cells, *([Text(t.note, style="muted")] if notes else []))
+        table.add_row(t.name, shape_text(t.shape) if s else "", t.dtype, *values, _inf_nan(s), t.note)
     return table
 
 
@@ -68,20 +67,20 @@ def _status_lines(finding: OverflowFinding) -> list[RenderableType]:
 
 def _op_lines(finding: OverflowFinding) -> list[RenderableType]:
     if finding.op is None:
-        return [Text(f"  op: not found: {finding.op_problem}", style="warn")] if finding.op_problem else []
+        return [Text(f"  op: not found: {visible(finding.op_problem)}", style="warn")] if finding.op_problem else []
     op = finding.op
-    line = Text.assemble("  op: ", (op.op_type, "op.type"), " ", (op.op_name, "op.name"),
-                         ("  (", "muted"), (op.file_name, "path"), (")", "muted"))
+    line = Text.assemble("  op: ", (visible(op.op_type), "op.type"), " ", (visible(op.op_name), "op.name"),
+                         ("  (", "muted"), (visible(op.file_name), "path"), (")", "muted"))
     if op.has_inf_nan:
         line.append("  holds Inf/NaN", style="cos.bad")
     return [line, _tensor_table(op.tensors)]
 
 
 def _finding_lines(number_: int, finding: OverflowFinding) -> list[RenderableType]:
-    head = Text.assemble((f"[{number_}] ", "title"), (finding.file_name, "path"),
-                         (f"  ({_where(finding)})", "muted"))
+    head = Text.assemble((f"[{number_}] ", "title"), (visible(finding.file_name), "path"),
+                         (f"  ({visible(_where(finding))})", "muted"))
     if finding.payload is None:
-        return [head, Text(f"  cannot decode: {finding.problem}", style="warn")]
+        return [head, Text(f"  cannot decode: {visible(finding.problem)}", style="warn")]
     return [head, *_status_lines(finding), *_op_lines(finding)]
 
 
@@ -99,15 +98,14 @@ def _debug_lines(result: OverflowCheckResult) -> list[RenderableType]:
     return lines
 
 
-def _nonfinite_table(items: tuple[NonFiniteTensor, ...]) -> Table:
-    table = Table(title="NPU tensors holding Inf/NaN where golden does not", title_justify="left",
-                  title_style="title")
+def _nonfinite_table(items: tuple[NonFiniteTensor, ...]) -> FitTable:
+    table = FitTable(title="NPU tensors holding Inf/NaN where golden does not")
     for column in ("#", "op type", "tensor", "NPU Inf/NaN", "golden"):
         table.add_column(column)
     for item in items[:MAX_NONFINITE_ROWS]:
-        table.add_row(Text(str(item.position)), Text(item.op_type, style="op.type"),
-                      Text(item.tensor_index, style="op.name"), _inf_nan(item.npu),
-                      Text(item.golden_path.name, style="path"))
+        table.add_row(str(item.position), data_text(item.op_type, "op.type"),
+                      data_text(item.tensor_index, "op.name"), _inf_nan(item.npu),
+                      data_text(item.golden_path.name, "path"))
     return table
 
 

@@ -7,12 +7,12 @@ coloured against the threshold; then the first operator that introduces the erro
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.panel import Panel
 from rich.text import Text
 
 from ..compare.divergence import NEAR_MARGIN, Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
 from .cosine_strip import CosineStrip
+from .fit import FitPanel
+from .lines import visible
 
 
 def format_cosine(value: float) -> str:
@@ -57,11 +57,12 @@ def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], rule: FlagRule)
 def _op_lines(number: int, op: OpCosines) -> list[Text]:
     verdict = (Text("introduces the error", style="cos.bad") if op.introduces
                else Text("inherits an upstream error", style="muted"))
-    head = Text.assemble(f"{number}. ", ("[", "muted"), (op.op_type or "?", "op.type"), ("] ", "muted"),
-                         (op.name, "op.name"), (f"  index {op.index}  ", "muted"), verdict)
+    head = Text.assemble(f"{number}. ", ("[", "muted"), (visible(op.op_type or "?"), "op.type"),
+                         ("] ", "muted"), (visible(op.name), "op.name"), (f"  index {op.index}  ", "muted"),
+                         verdict)
     return [head,
-            Text.assemble(("   left (NPU):          ", "muted"), op.name),
-            Text.assemble(("   right (GroundTruth): ", "muted"), op.ground_truth),
+            Text.assemble(("   left (NPU):          ", "muted"), visible(op.name)),
+            Text.assemble(("   right (GroundTruth): ", "muted"), visible(op.ground_truth)),
             _tensor_cells("inputs", op.inputs, op.rule),
             _tensor_cells("outputs", op.outputs, op.rule)]
 
@@ -77,9 +78,10 @@ def first_introducer_line(divergence: Divergence) -> Text | None:
         return Text.assemble(
             "first operator that introduces the error: none found; every flagged op has an input "
             "that already diverges, so look upstream of ",
-            (flagged[0].name, "op.name"), style="warn")
-    return Text.assemble(("first operator that introduces the error: ", "title"), (op.name, "op.name"),
-                         " (", (op.op_type or "?", "op.type"), "), ", _drop_text(op, divergence.threshold))
+            (visible(flagged[0].name), "op.name"), style="warn")
+    return Text.assemble(("first operator that introduces the error: ", "title"), (visible(op.name), "op.name"),
+                         " (", (visible(op.op_type or "?"), "op.type"), "), ",
+                         _drop_text(op, divergence.threshold))
 
 
 def _drop_text(op: OpCosines, threshold: float) -> Text:
@@ -112,22 +114,22 @@ def _count_lines(divergence: Divergence) -> list[Text]:
         line = Text.assemble(("lowest output cosine: ", "muted"),
                              (format_cosine(lowest.worst_output), cosine_style(lowest.worst_output,
                                                                                 divergence.threshold)),
-                             " at ", (lowest.name, "op.name"))
+                             " at ", (visible(lowest.name), "op.name"))
         line.append(f"; {len(near)} op(s) not flagged within {NEAR_MARGIN:g} above "
                     f"{format_threshold(divergence.threshold)}", style="warn" if near else "muted")
         if near:
-            line.append(": " + ", ".join(op.name for op in near[:3]) + (", ..." if len(near) > 3 else ""),
+            line.append(": " + ", ".join(visible(op.name) for op in near[:3]) + (", ..." if len(near) > 3 else ""),
                         style="warn")
         lines.append(line)
     unjudged = divergence.unjudged
     if unjudged:
-        names = ", ".join(op.name for op in unjudged[:5]) + (", ..." if len(unjudged) > 5 else "")
+        names = ", ".join(visible(op.name) for op in unjudged[:5]) + (", ..." if len(unjudged) > 5 else "")
         lines.append(Text(f"{len(unjudged)} op(s) with a NaN output cosine, not judged: {names}",
                           style="cos.nan"))
     return lines
 
 
-def render_summary(title: str, divergence: Divergence, limit: int) -> Panel:
+def render_summary(title: str, divergence: Divergence, limit: int) -> FitPanel:
     """The summary of one result: at most ``limit`` flagged ops (0: all), then the verdict."""
     flagged = divergence.flagged
     shown = flagged if limit == 0 else flagged[:limit]
@@ -146,4 +148,4 @@ def render_summary(title: str, divergence: Divergence, limit: int) -> Panel:
         lines.append(verdict)
     lines.extend(_count_lines(divergence))
     lines.append(CosineStrip(divergence))  # the curve's shape; renders nothing without outputs
-    return Panel(Group(*lines), title=Text(title, style="title"), title_align="left", expand=False)
+    return FitPanel(lines, title)

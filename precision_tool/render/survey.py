@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from ..formats.datadir import DataSurvey
+from .fit import FitTable
+from .lines import visible
 
 
 def _debug_rows(survey: DataSurvey) -> list[tuple[str, str, str]]:
@@ -24,8 +25,11 @@ def _debug_rows(survey: DataSurvey) -> list[tuple[str, str, str]]:
 
 def render_survey(survey: DataSurvey, version: str) -> Group:
     """Version, data root and what was found there, one line per source."""
-    title = Text.assemble(("PrecisionTool ", "bold"), (version, "cyan"), "  data root: ", (str(survey.root), "bold"))
-    table = Table(show_header=False, box=None, pad_edge=False)
+    title = Text.assemble(("PrecisionTool ", "bold"), (version, "cyan"), "  data root: ",
+                          (visible(str(survey.root)), "bold"))
+    table = FitTable(grid=True, show_header=False)
+    for _ in range(3):
+        table.add_column()
     for row in _debug_rows(survey):
         table.add_row(*row)
     golden = f"{survey.golden_tensors} golden tensors"
@@ -33,5 +37,5 @@ def render_survey(survey: DataSurvey, version: str) -> Group:
         golden += f" ({survey.golden_invalid} files skipped: names not comparable)"
     table.add_row("tf/dump", golden if survey.golden_tensors or survey.golden_invalid else "no golden dumps", "")
     parts = [title, table]
-    parts += [Text(f"warning: {problem}", style="yellow") for problem in survey.problems]
+    parts += [Text(f"warning: {visible(problem)}", style="yellow") for problem in survey.problems]
     return Group(*parts)

@@ -6,8 +6,9 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from rich.table import Table
 from rich.text import Text
+
+from .fit import FitTable
 
 VALUES_PER_ROW = 8
 
@@ -33,9 +34,10 @@ def format_index(flat_index: int, shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(int(i)) for i in np.unravel_index(flat_index, tuple(shape))) + ")"
 
 
-def key_value_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
-    """A two-column table of labelled values; a value may be a rich Text."""
-    table = Table(title=title, title_justify="left", show_header=False)
+def key_value_table(title: str, rows: Iterable[tuple[str, object]]) -> FitTable:
+    """A two-column table of labelled values; a value may be a rich Text (``str`` values are
+    data: made visible)."""
+    table = FitTable(title=title or None, show_header=False)
     table.add_column("", style="muted")
     table.add_column("")
     for label, value in rows:
@@ -43,9 +45,9 @@ def key_value_table(title: str, rows: Iterable[tuple[str, object]]) -> Table:
     return table
 
 
-def values_table(values: np.ndarray, shape: Sequence[int], total: int) -> Table:
+def values_table(values: np.ndarray, shape: Sequence[int], total: int) -> FitTable:
     """The first values of a tensor, ``VALUES_PER_ROW`` a row, each row led by its first index."""
-    table = Table(title=f"first {len(values)} of {total} values", title_justify="left")
+    table = FitTable(title=f"first {len(values)} of {total} values", title_style="")
     table.add_column("from index", style="muted")
     width = min(VALUES_PER_ROW, max(len(values), 1))
     for column in range(width):
@@ -56,9 +58,9 @@ def values_table(values: np.ndarray, shape: Sequence[int], total: int) -> Table:
     return table
 
 
-def pairs_table(title: str, pairs: Sequence, shape: Sequence[int], mark=None) -> Table:
+def pairs_table(title: str, pairs: Sequence, shape: Sequence[int], mark=None) -> FitTable:
     """Rows of (index, left, right, |diff|) for :class:`ElementPair`s; ``mark(pair)`` styles a row."""
-    table = Table(title=title, title_justify="left")
+    table = FitTable(title=title, title_style="")
     table.add_column("index", style="muted")
     table.add_column("left", justify="right")
     table.add_column("right", justify="right")

@@ -5,9 +5,10 @@ Op names, file names and graph names are hostile input: they may hold ``<script>
 around on screen, so ``evil\u202eFDP.exe`` would read as ``evil.exe PDF``). Three steps, used
 everywhere the report shows a name:
 
-- :func:`visible`: characters that do not show as themselves (C0/C1 controls, Unicode format
-  characters such as the bidi controls and zero-width marks, line/paragraph separators, lone
-  surrogates) become their Python escape (``\\u202e``), so what is on screen is what is there;
+- :func:`visible` (the terminal's rule too, from :mod:`precision_tool.render.lines`):
+  characters that do not show as themselves (C0/C1 controls, Unicode format characters such as
+  the bidi controls and zero-width marks, line/paragraph separators, lone surrogates) become
+  their Python escape (``\\u202e``), so what is on screen is what is there;
 - :func:`esc`: :func:`visible`, then HTML/XML escaping of ``& < > " '`` (text and attributes);
 - :func:`json_for_script`: JSON that cannot end the ``<script>`` element holding it (``<``,
   ``>`` and ``&`` as ``\\u003c``...), ASCII only, NaN as ``null``.
@@ -18,26 +19,11 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
-import unicodedata
 from typing import Any
 
-_ASCII_HIDDEN = re.compile(r"[\x00-\x1f\x7f]")
-# Cc: controls, Cf: format (bidi controls, zero width, BOM), Zl/Zp: line/paragraph separators,
-# Cs: lone surrogates (file names decoded with surrogateescape), Co/Cn: private use, unassigned.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+from ..render.lines import visible  # the one rule, shared with the terminal
 
-
-def _escape_char(char: str) -> str:
-    return ascii(char)[1:-1]
-
-
-def visible(text: str) -> str:
-    """``text`` with every character that does not show as itself replaced by its escape."""
-    if text.isascii():
-        return _ASCII_HIDDEN.sub(lambda m: _escape_char(m.group()), text)
-    return "".join(_escape_char(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c
-                   for c in text)
+__all__ = ["esc", "json_for_script", "number", "sort_key", "visible"]
 
 
 def esc(text: object) -> str:

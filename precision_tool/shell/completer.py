@@ -15,6 +15,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from ..commands.registry import Registry
+from ..commands.tensors import decoded_files
 from ..context import Context
 from ..formats.dump_names import normalise_op_name
 from .suggest import list_paths, state_from_registry, suggest
@@ -41,6 +42,17 @@ def graph_and_dump_op_names(context: Context) -> list[str]:
     return names
 
 
+def graph_op_types(context: Context) -> list[str]:
+    """The op types of every loaded Build graph, sorted (``ls -t`` completes them)."""
+    types: set[str] = set()
+    for debug in context.debug_names():
+        try:
+            types.update(ref.op.type for ref in context.ops(debug))
+        except Exception as exc:  # a broken graph: the other debug dirs still complete
+            log.debug("no op types of %s for completion: %s", debug, exc)
+    return sorted(types)
+
+
 def tensor_file_names(context: Context) -> list[str]:
     """NPU dump file names of the selected steps, then golden ``.npy`` file names."""
     names = [ref.name.file_name for listing in _listings(context) for ref in listing.files]
@@ -49,6 +61,16 @@ def tensor_file_names(context: Context) -> list[str]:
     except Exception as exc:  # no golden dir, unreadable: nothing to offer
         log.debug("no golden names for completion: %s", exc)
     return names
+
+
+def decoded_names(context: Context) -> list[str]:
+    """The ``.npy`` files ``dc`` wrote under ``temp/decode/`` (``pt`` takes their bare names);
+    read afresh each time, since ``dc`` adds to them during the session."""
+    try:
+        return [path.name for path in decoded_files(context)]
+    except OSError as exc:
+        log.debug("no decoded names for completion: %s", exc)
+        return []
 
 
 def _listings(context: Context) -> list:
@@ -71,7 +93,9 @@ class ShellCompleter(Completer):
         self._loaded: dict[str, tuple[str, ...]] = {}
         self.state = state_from_registry(
             registry, op_names=lambda: self._once("op", graph_and_dump_op_names),
-            tensor_names=lambda: self._once("tensor", tensor_file_names), paths=paths)
+            tensor_names=lambda: (*self._once("tensor", tensor_file_names), *decoded_names(context)),
+            paths=paths,
+            op_types=lambda: self._once("optype", graph_op_types))
 
     def _once(self, key: str, load: Callable[[Context], list[str]]) -> tuple[str, ...]:
         with self._lock:  # completion runs in a thread; load each list only once

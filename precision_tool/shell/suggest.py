@@ -27,7 +27,7 @@ class Suggestion:
 
     text: str
     start_position: int
-    kind: str  # "command", "flag", "op", "path", "tensor"
+    kind: str  # "command", "flag", "op", "optype", "path", "tensor"
     meta: str = ""
     display: str | None = None
 
@@ -101,21 +101,23 @@ class CompletionState:
     tensor_names: Names = ()
     list_paths: Callable[[str], list[str]] = list_paths
     shell_words: dict[str, str] = field(default_factory=dict)  # exit words and their help
+    op_types: Names = ()
 
     def names(self, kind: str) -> Sequence[str]:
-        source = self.op_names if kind == "op" else self.tensor_names
+        source = {"op": self.op_names, "optype": self.op_types}.get(kind, self.tensor_names)
         return source() if callable(source) else source
 
 
 def state_from_registry(registry, op_names: Names = (), tensor_names: Names = (),
-                        paths: Callable[[str], list[str]] = list_paths) -> CompletionState:
+                        paths: Callable[[str], list[str]] = list_paths,
+                        op_types: Names = ()) -> CompletionState:
     """A :class:`CompletionState` for every command (and alias) of ``registry``."""
     commands = {}
     for command in registry:
         spec = spec_of(command)
         for name in (command.name, *command.aliases):
             commands[name] = spec
-    return CompletionState(commands, op_names, tensor_names, paths, dict(registry.exit_words))
+    return CompletionState(commands, op_names, tensor_names, paths, dict(registry.exit_words), op_types)
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,9 @@ def _values(state: CompletionState, kind: str | None, prefix: str, cursor: _Curs
     if kind == "command":
         return _command_names(state, prefix, cursor, "command")
     found: list[Suggestion] = []
-    if kind in ("op", "tensor"):
-        found = [_make(n, cursor, kind, kind, lead) for n in _matching(state.names(kind), prefix, loose=True)]
+    if kind in ("op", "tensor", "optype"):
+        meta = "op type" if kind == "optype" else kind
+        found = [_make(n, cursor, kind, meta, lead) for n in _matching(state.names(kind), prefix, loose=True)]
     if kind in ("path", "tensor"):
         found += [_make(p, cursor, "path", "dir" if p.endswith("/") else "file", lead, _path_display(p))
                   for p in state.list_paths(prefix)]

@@ -247,14 +247,25 @@ def test_long_attribute_values_are_shortened(fixture_data):
     for path in graph_dir.glob("ge_proto_*"):
         path.unlink()
     spec = OpSpec("big", "Const", output_descs=[tensor_desc("DT_FLOAT", "ND", (3,))],
-                  attrs={"many": list(range(1000)), "text": "x" * 500, "raw": b"\x00" * 64})
+                  attrs={"many": list(range(1000)), "raw": b"\x00" * 64})
     write_graph_text(build_model([spec], name="g"), graph_dir / "ge_proto_00000001_Build.txt")
     status, text = _ni(fixture_data, "ni big -a")
     assert status == ExitStatus.OK
     rows = dict(_table_pairs(text))
     assert rows["many"].startswith("[0, 1, 2,") and rows["many"].endswith("... (1000 items)]")
     assert rows["raw"] == "<64 bytes>"
-    assert len(rows["text"]) == 100 and rows["text"].endswith("...")
+
+
+def test_a_long_string_is_cut_but_a_name_in_a_list_never_is():
+    from precision_tool.render.node_info import MAX_STRING_CHARS, short_value
+
+    assert short_value("x" * 1500) == "x" * MAX_STRING_CHARS + "... (1500 characters)"
+    assert short_value("model/" + "y" * 400) == "model/" + "y" * 400  # a name, whole
+    names = [f"model/block_{k}/" + "z" * 30 for k in range(20)]
+    shown = short_value(names)
+    assert shown.endswith(", ... (20 items)]")
+    items = shown[1:].split(", ... ")[0].split(", ")
+    assert items and all(item in names for item in items)  # each shown item whole
 
 
 def _add_second_graph(data: Path) -> None:
@@ -341,16 +352,19 @@ def test_subgraph_is_exactly_the_depth_2_neighbourhood(fixture_data, root, op_ty
     want_nodes, want_edges = _expected_neighbourhood(_case(), root, 2)
     assert nodes == want_nodes
     assert edges == want_edges
-    assert "fillcolor" in attrs[root] and "filled" in attrs[root]
-    assert not any("fillcolor" in a for name, a in attrs.items() if name != root)
-    assert str(gv) in text.replace("\n", "")
+    assert "penwidth=3" in attrs[root] and "filled,bold" in attrs[root]
+    assert not any("penwidth" in a for name, a in attrs.items() if name != root)
+    assert all('fillcolor="#eeeeee"' in a for a in attrs.values())  # no result yet: all grey
+    assert str(gv) in text.splitlines()[text.splitlines().index(next(
+        line for line in text.splitlines() if line.startswith("subgraph: ")))]  # the path line is whole
 
 
 def test_subgraph_records_carry_port_dtypes_and_shapes(fixture_data):
     _ni(fixture_data, "ni model/add/add -s 1")
     source = _gv_path(fixture_data, "Add", "model/add/add", 1).read_text()
-    assert "{{<in0> in0 FLOAT16 [2,1,8,8,16]|<in1> in1 FLOAT16 [2,1,8,8,16]}|model/add/add\\nAdd|" \
-           "{<out0> out0 FLOAT16 [2,1,8,8,16]}}" in source
+    assert "{{<in0> in0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]|" \
+           "<in1> in1 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}|model/add/add\\nAdd\\nnot compared|" \
+           "{<out0> out0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}}" in source
 
 
 def test_argument_orders_give_the_same_subgraph(fixture_data):
@@ -374,7 +388,7 @@ def test_svg_is_rendered_with_dot(fixture_data):
     want_nodes, want_edges = _expected_neighbourhood(_case(), "model/add/add", 2)
     assert content.count('class="node"') == len(want_nodes)
     assert content.count('class="edge"') == len(want_edges)
-    assert not any(type(r).__name__ == "Tree" for r in result.renderables)
+    assert any(type(r).__name__ == "FitTree" for r in result.renderables)  # the tree too, always
 
 
 def test_without_dot_the_gv_is_written_and_a_tree_printed(fixture_data, monkeypatch):
@@ -384,7 +398,7 @@ def test_without_dot_the_gv_is_written_and_a_tree_printed(fixture_data, monkeypa
     gv = _gv_path(fixture_data, "Add", "model/add/add", 2)
     assert gv.is_file() and not gv.with_suffix(".svg").exists()
     assert "'dot' is not installed" in text
-    tree = text[text.index("model/add/add [Add]\n"):]
+    tree = text[text.index("model/add/add [Add]  not compared\n"):]
     assert "upstream (producers, depth 2)" in tree and "downstream (consumers, depth 2)" in tree
     assert "in0 <- model/bn1/FusedBatchNormV3:0 [BNInfer]" in tree
     assert "in0 <- model/conv1/Conv2D:0 [Conv2D]" in tree  # depth 2

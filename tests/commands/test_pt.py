@@ -26,7 +26,10 @@ def _run(data, line, width=200):
 
 
 def _row(text: str, label: str) -> str:
-    match = re.search(rf"│ {label}\s+│ (.+?)\s+│", text)
+    """The value of a key/value row: drawn in a table, or folded to ``label  value`` when a
+    value (a long path) is too wide for one."""
+    match = (re.search(rf"│ {label}\s+│ (.+?)\s+│", text)
+             or re.search(rf"^{label}  (.+?)\s*$", text, re.M))
     assert match, f"no {label} row in:\n{text}"
     return match.group(1)
 

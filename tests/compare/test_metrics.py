@@ -18,7 +18,7 @@ from precision_tool.compare import kernels
 from precision_tool.compare.metrics import (
     METRIC_NAMES, METRICS, Accumulator, Metric, compare_arrays, select_metrics, shape_mismatch,
 )
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, FIXTURES_SKIP_REASON
 
 NUMERIC = [m.name for m in METRICS if not m.text]
 
@@ -28,7 +28,7 @@ NUMERIC = [m.name for m in METRICS if not m.text]
 def _reference_rows():
     case_dir = FIXTURES / "small"
     if not (case_dir / "reference_result.csv").exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/fixtures is absent"))]
+        return [pytest.param(None, marks=pytest.mark.skip(reason=FIXTURES_SKIP_REASON))]
     with open(case_dir / "reference_result.csv", newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = _unique(next(reader))

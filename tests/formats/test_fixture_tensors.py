@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, FIXTURES_SKIP_REASON
 
 
 def _cases():
@@ -31,7 +31,7 @@ def _cosine(x, y):
 
 
 @pytest.mark.parametrize("case_dir, dump_path, tensor", list(_tensors()) or [
-    pytest.param(None, None, None, marks=pytest.mark.skip(reason="../shared/fixtures is absent"))])
+    pytest.param(None, None, None, marks=pytest.mark.skip(reason=FIXTURES_SKIP_REASON))])
 def test_host_tensor_matches_the_fixture_truth(case_dir, dump_path, tensor):
     dump = read_dump(dump_path)
     side = dump.inputs if tensor["kind"] == "input" else dump.outputs

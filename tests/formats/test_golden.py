@@ -19,6 +19,8 @@ from precision_tool.formats.golden import (
     write_golden,
 )
 
+from tests.conftest import FIXTURES_SKIP_REASON
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SMALL_GOLDEN = SHARED / "fixtures" / "small" / "precision_data" / "tf" / "dump"
 TS = 1718160000000000
@@ -27,7 +29,7 @@ TS = 1718160000000000
 @pytest.fixture
 def small_golden() -> Path:
     if not SMALL_GOLDEN.is_dir():
-        pytest.skip("../shared/fixtures not present beside this clone")
+        pytest.skip(FIXTURES_SKIP_REASON)
     return SMALL_GOLDEN
 
 

@@ -30,6 +30,8 @@ from precision_tool.formats.graph_write import (
 )
 from precision_tool.formats.proto import ge_ir
 
+from tests.conftest import skip_reason
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SMALL = SHARED / "fixtures" / "small"
 GRAPH_TXT = SMALL / "precision_data" / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt"
@@ -38,7 +40,7 @@ REAL_JSON = SHARED / "real" / "atc_model.json"
 
 def _shared(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"{path} is absent: ../shared is not beside this clone")
+        pytest.skip(skip_reason(path))
     return path
 
 

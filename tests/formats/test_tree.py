@@ -13,6 +13,8 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_names import list_dump_files
 from precision_tool.formats.tree import DumpTree, parse_step_spec
 
+from tests.conftest import FIXTURES_SKIP_REASON
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SMALL_DUMP = SHARED / "fixtures" / "small" / "precision_data" / "npu" / "debug_0" / "dump"
 TS = 1718170000000000
@@ -21,7 +23,7 @@ TS = 1718170000000000
 @pytest.fixture
 def small_dump() -> Path:
     if not SMALL_DUMP.is_dir():
-        pytest.skip("../shared/fixtures not present beside this clone")
+        pytest.skip(FIXTURES_SKIP_REASON)
     return SMALL_DUMP
 
 

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
-from precision_tool.render import op_graph
+from precision_tool.render import op_graph, op_tree
 from precision_tool.formats import digraph_files
 from precision_tool.formats.atomic import OutputRoot
 from precision_tool.formats.graph_query import Edge, neighbourhood
@@ -88,7 +88,8 @@ def test_missing_producer_is_drawn_as_such():
 
 def test_record_escape():
     assert op_graph.record_escape('a{b}|<c>"d\\e') == 'a\\{b\\}\\|\\<c\\>\\"d\\\\e'
-    assert op_graph.record_escape("line\nbreak\x00") == "line break "
+    # hidden characters are shown as their escapes (whose backslash is then escaped for DOT)
+    assert op_graph.record_escape("line\nbreak\x00\u202e") == "line\\\\nbreak\\\\x00\\\\u202e"
     assert op_graph.string_escape('say "hi" \\') == 'say \\"hi\\" \\\\'
 
 
@@ -97,9 +98,11 @@ def test_digraph_has_ports_root_and_escaped_names():
     hood = neighbourhood(graph, graph.op("c"), 1)
     source = op_graph.build_digraph(hood, "title").source
     root_line = next(line for line in source.splitlines() if line.strip().startswith("n0 "))
-    assert "fillcolor" in root_line and "<in2> in2 FLOAT16 [2,3]" in root_line
-    assert "<out1> out1 FLOAT16 [2,3]" in root_line
-    assert sum("fillcolor" in line for line in source.splitlines()) == 1
+    assert "penwidth=3" in root_line and "<in2> in2 FLOAT16 ND [2,3]" in root_line
+    assert "<out1> out1 FLOAT16 ND [2,3]" in root_line
+    assert sum("penwidth=3" in line for line in source.splitlines()) == 1  # the op itself only
+    # without a result every op is grey
+    assert {line.split('fillcolor="')[1][:7] for line in source.splitlines() if "fillcolor" in line} == {"#eeeeee"}
     assert op_graph.record_escape(ODD) in source
     ids = op_graph.node_ids(hood)
     assert f"{ids['x']}:out0:s -> n0:in1:n" in source
@@ -139,14 +142,14 @@ def test_too_many_nodes_are_not_rendered(tmp_path, monkeypatch):
 
 
 def _tree_text(tree) -> str:
-    console = Console(width=120, record=True, file=io.StringIO())
+    console = Console(width=120, file=io.StringIO())
     console.print(tree)
-    return console.export_text()
+    return console.file.getvalue()
 
 
 def test_tree_lists_producers_and_consumers():
     graph = _graph()
-    text = _tree_text(op_graph.neighbourhood_tree(neighbourhood(graph, graph.op("c"), 2)))
+    text = _tree_text(op_tree.neighbourhood_tree(neighbourhood(graph, graph.op("c"), 2)))
     lines = text.splitlines()
     assert lines[0] == "c [Add]"
     up = next(i for i, line in enumerate(lines) if "upstream" in line)
@@ -165,7 +168,7 @@ def test_tree_does_not_repeat_a_diamond():
            _op("m", "Add", ["l:0", "r:0"]), _op("t", "Relu", ["m:0"])]
     graph = build_model(ops, name="g").graphs[0]
     hood = neighbourhood(graph, graph.op("s"), 3)
-    text = _tree_text(op_graph.neighbourhood_tree(hood))
+    text = _tree_text(op_tree.neighbourhood_tree(hood))
     assert text.count("-> m:in") == 2 and text.count("-> t:in0") == 1
     assert "(expanded above)" in text
 
@@ -193,7 +196,7 @@ def test_consumers_other_producers_are_drawn_as_the_original_did():
 
 def test_tree_shows_the_consumers_other_inputs():
     graph = _dense_graph()
-    text = _tree_text(op_graph.neighbourhood_tree(neighbourhood(graph, graph.op("relu"), 1)))
+    text = _tree_text(op_tree.neighbourhood_tree(neighbourhood(graph, graph.op("relu"), 1)))
     down = text[text.index("downstream"):]
     assert "out0 -> matmul:in0 [MatMulV2]" in down
     assert "in1 <- w:0 [Cast]" in down and "in2 <- b:0 [Const]" in down

@@ -193,3 +193,15 @@ def test_list_paths_lists_a_directory(tmp_path, monkeypatch):
 @pytest.mark.parametrize("line", ["'", '"', "\\", "ni '", "ni \\", ";;;", "cp 'a' \"b", "ni --=", "ni -n="])
 def test_odd_input_never_raises(line):
     assert isinstance(suggest(line, make_state()), list)
+
+
+def test_ls_t_completes_op_types_from_the_registry_s_ls():
+    from precision_tool.commands import build_registry
+    from precision_tool.shell.suggest import state_from_registry, suggest
+
+    state = state_from_registry(build_registry(), op_names=["net/conv"],
+                                op_types=lambda: ["Conv2D", "MatMulV2", "Relu"])
+    found = suggest("ls -t Co", state)
+    assert [s.text for s in found] == ["Conv2D"] and found[0].meta == "op type"
+    assert [s.text for s in suggest("ls --type=Re", state)] == ["--type=Relu"]
+    assert [s.text for s in suggest("ls -n net", state)] == ["net/conv"]  # -n still op names

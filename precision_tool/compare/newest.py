@@ -1,0 +1,53 @@
+"""The newest comparison result, op by op: what ``ni -s`` colours a neighbourhood with.
+
+The newest ``temp/vector_compare/{stamp}/`` directory (:func:`.result_csv.latest_result_dir`)
+holds one CSV per device, sub-graph and step; each is read and judged by the flag rule
+(:func:`.divergence.analyse`), and every op keeps its worst verdict over them: flagged over not,
+then the lower output cosine.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import PrecisionToolError
+from .divergence import FlagRule, OpCosines, analyse
+from .result_csv import latest_result_dir, read_result_csv
+
+
+@dataclass(frozen=True)
+class NewestResult:
+    """The ops of the newest result by NPU op name; ``directory`` None when there is none."""
+
+    directory: Path | None
+    ops: dict[str, OpCosines] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()  # CSVs of the directory that could not be read
+
+
+def _worse(op: OpCosines, than: OpCosines | None) -> bool:
+    if than is None or op.flagged != than.flagged:
+        return than is None or op.flagged
+    mine, theirs = op.worst_output, than.worst_output
+    return mine is not None and (theirs is None or mine < theirs)
+
+
+def newest_result(output_root: str | os.PathLike, rule: FlagRule) -> NewestResult:
+    """Every op of the newest result of the output root, judged by ``rule`` (see the module
+    doc); a CSV that cannot be read is named in ``errors`` and the others still count."""
+    directory = latest_result_dir(output_root)
+    if directory is None:
+        return NewestResult(None)
+    ops: dict[str, OpCosines] = {}
+    errors = []
+    for path in sorted(p for p in directory.glob("*.csv") if p.is_file()):
+        try:
+            divergence = analyse(read_result_csv(path), rule)
+        except PrecisionToolError as exc:
+            errors.append(str(exc))
+            continue
+        for op in divergence.dumped:
+            if _worse(op, ops.get(op.name)):
+                ops[op.name] = op
+    return NewestResult(directory, ops, tuple(errors))
