@@ -106,3 +106,14 @@ def test_one_shot_commands_do_not_load_the_terminal_shell(workdir):
             "raise SystemExit(status)")
     out = _run([sys.executable, "-c", code], workdir)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("words", [["--version"], ["--help"], ["help"], ["help", "vc"]])
+def test_version_and_help_load_no_heavy_library(workdir, words):
+    """The fixed cost of a run is Python plus rich: --version and help load neither numpy, nor
+    protobuf, pandas, graphviz or prompt_toolkit (the commands import them when they run)."""
+    code = ("import sys\nfrom precision_tool.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n"
+            "    pass\nheavy = [m for m in ('numpy', 'google.protobuf', 'pandas', 'graphviz', "
+            "'prompt_toolkit', 'numba') if m in sys.modules]\nassert not heavy, heavy\n" % words)
+    out = _run([sys.executable, "-c", code], workdir)
+    assert out.returncode == 0, out.stderr

@@ -64,7 +64,7 @@ class Command:
     run: Callable[[argparse.Namespace, Context], Any]
     aliases: tuple[str, ...] = ()
     completions: dict[str, str] = field(default_factory=dict)
-    description: str = ""
+    description: str | Callable[[], str] = ""  # a callable is called when the help is shown
     flag_hints: dict[str, str] = field(default_factory=dict)  # option string -> said on its errors
 
     def hint_for(self, argument_name: str | None) -> str:
@@ -76,7 +76,8 @@ class Command:
         return ""
 
     def parser(self) -> CommandParser:
-        parser = CommandParser(prog=self.name, description=self.description or self.summary)
+        description = self.description() if callable(self.description) else self.description
+        parser = CommandParser(prog=self.name, description=description or self.summary)
         self.add_arguments(parser)
         return parser
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..context import Context
+from typing import TYPE_CHECKING
+
 from ..render.lines import OneLine, OneLineText, one_line
-from ..report.write import DEFAULT_DEPTH, make_report
+from ..report import DEFAULT_DEPTH
 from ..status import ExitStatus
 from . import vcs
 from .registry import Command, CommandParser, CommandResult, UsageError
+
+if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when report runs
+    from ..context import Context
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -41,6 +45,8 @@ def run(args, context: Context) -> CommandResult:
     """Write the report of ``-f`` (default: the newest result) and say where it is."""
     if args.depth < 0:
         raise UsageError("report: -s DEPTH must be 0 or more", COMMAND.parser().format_usage().strip())
+    from ..report.write import make_report
+
     threshold = context.config.cosine_threshold if args.cosine is None else args.cosine
     written = make_report(context, vcs.result_sources(args.file, context), output=args.output,
                           threshold=threshold, depth=args.depth, model_explorer=args.model_explorer)

@@ -13,18 +13,16 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..compare.devices import DeviceVerdict, device_verdicts
+from typing import TYPE_CHECKING
+
 from ..compare.divergence import Divergence, FlagRule, analyse
-from ..compare.manifest import info_of
-from ..compare.result_csv import newest_result_csvs, read_result_csv
-from ..context import Context
 from ..errors import PrecisionToolError
-from ..render.devices import device_panel
-from ..render.json_out import dumps, summary_json
-from ..render.lines import OneLine, RawLines
-from ..render.summary import render_summary
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
+
+if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when vcs runs
+    from ..compare.devices import DeviceVerdict
+    from ..context import Context
 
 
 def cosine_arg(text: str) -> float:
@@ -113,6 +111,8 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
     if file_arg:
         path = _given_path(file_arg, context)
         return _csvs_in(path) if path.is_dir() else [path]
+    from ..compare.result_csv import newest_result_csvs
+
     return newest_result_csvs(context.config.temp_dir)
 
 
@@ -125,6 +125,9 @@ class Summaries:
 
     def devices(self) -> list[DeviceVerdict]:
         """The cross-device verdicts; each CSV's device comes from its result manifest."""
+        from ..compare.devices import device_verdicts
+        from ..compare.manifest import info_of
+
         return device_verdicts(((info.device if (info := info_of(path)) else None), divergence)
                                for path, divergence in self.results)
 
@@ -140,6 +143,8 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
     """Read and judge each CSV of ``paths``. A single CSV that cannot be read raises
     PrecisionToolError (its one error line then goes where errors go); with several, the
     others are still judged and the error is kept."""
+    from ..compare.result_csv import read_result_csv
+
     found = Summaries()
     for path in paths:
         try:
@@ -155,6 +160,11 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
 
 def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> list:
     """The renderables of :func:`analyse_results`' verdicts: panels, or one JSON document."""
+    from ..render.devices import device_panel
+    from ..render.json_out import dumps, summary_json
+    from ..render.lines import OneLine, RawLines
+    from ..render.summary import render_summary
+
     devices = found.devices()
     if as_json:
         return [RawLines(dumps(summary_json(found.results, found.errors, devices)))]

@@ -7,16 +7,14 @@
 
 from __future__ import annotations
 
-from ..context import Context
-from ..explain.diagnosis import explain_newest, explain_ref
-from ..render.json_out import dumps
-from ..render.lines import RawLines
-from ..render.why import render_why
-from ..render.why_json import to_json_data
+from typing import TYPE_CHECKING
+
 from ..status import ExitStatus
-from .lookup import find_op
 from .registry import Command, CommandParser, CommandResult
 from .vcs import limit_arg
+
+if TYPE_CHECKING:  # the explanations load numpy: only when why runs
+    from ..context import Context
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -32,6 +30,13 @@ def _add_arguments(parser: CommandParser) -> None:
 def run(args, context: Context) -> CommandResult:
     """Explain OP, or the first introducers of the newest result; FLAGGED when a cause other
     than precision is found."""
+    from ..explain.diagnosis import explain_newest, explain_ref
+    from ..render.json_out import dumps
+    from ..render.lines import RawLines
+    from ..render.why import render_why
+    from ..render.why_json import to_json_data
+    from .lookup import find_op
+
     if args.op:
         explanations = explain_ref(context, find_op(context, args.op, debug="debug_0"))
     else:

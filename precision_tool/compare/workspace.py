@@ -13,16 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from typing import TYPE_CHECKING
+
 from ..config import Config
 from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
 from ..formats.datadir import DataRoot
 from ..formats.dump_names import DumpListing
-from ..formats.golden import GoldenIndex, read_golden
-from ..formats.graph_cache import CACHE_DIR, read_graph_cached
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_names import BUILD_STAGE, find_graph_files, prefer_ge_proto
 from ..formats.tree import DumpTree, StepDir
+
+if TYPE_CHECKING:  # the readers import numpy and protobuf: only when data is loaded
+    from ..formats.golden import GoldenIndex
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ class Workspace:
             return []
 
         def load() -> list[Model]:
+            from ..formats.graph_cache import CACHE_DIR, read_graph_cached
+
             if not graph_dir.is_dir():
                 return []
             try:
@@ -128,6 +133,8 @@ class Workspace:
 
     def golden(self) -> GoldenIndex:
         """The TF golden index; PrecisionToolError when the golden directory is missing."""
+        from ..formats.golden import read_golden
+
         directory = self.data.golden_dir
         if not directory.is_dir():
             raise PrecisionToolError("no TF golden dumps here", directory)

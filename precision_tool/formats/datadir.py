@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrecisionToolError
-from .golden import read_golden
 from .graph_names import find_graph_files
 from .tree import DumpTree
 
@@ -109,6 +108,8 @@ def survey(path: str | os.PathLike) -> DataSurvey:
     debug = [_survey_debug(root, d, problems) for d in root.debug_dirs()]
     golden_count = golden_invalid = 0
     if root.golden_dir.is_dir():
+        from .golden import read_golden  # numpy: only when there is a golden directory to count
+
         try:
             golden = read_golden(root.golden_dir)
             golden_count, golden_invalid = len(golden), len(golden.invalid)

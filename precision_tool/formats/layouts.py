@@ -32,6 +32,7 @@ import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
+from .layout_names import PLAIN_LAYOUTS
 from .blocked_formats import (
     BLOCKED_FORMATS,
     BlockedFormat,
@@ -43,10 +44,6 @@ from .blocked_formats import (
     shape_mismatch,
 )
 
-# Plain layouts are words over the dim letters, so converting is a transpose by letter.
-PLAIN_LAYOUTS = frozenset(
-    {"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "DHWNC", "NC", "CN"}
-)
 
 SUPPORTED_DEVICE_FORMATS = frozenset(BLOCKED_FORMATS) | {"FRACTAL_NZ", "ND"} | PLAIN_LAYOUTS
 _NAMES = {name.upper(): name for name in SUPPORTED_DEVICE_FORMATS}

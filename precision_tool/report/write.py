@@ -26,11 +26,11 @@ from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_query import neighbourhood
 from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
 from .checks_html import checks_html, run_checks
+from . import DEFAULT_DEPTH
 from .escape import esc
 from .page import PageInput, ResultPart, Subgraph, render_page
 from .subgraph import subgraph_svg
 
-DEFAULT_DEPTH = 2
 EXTENSION = "precision_tool.model_explorer"
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from precision_tool.commands import build_registry
-from precision_tool.commands.ni import graph_file_stem, safe_part
+from precision_tool.commands.node_report import graph_file_stem, safe_part
 from precision_tool.commands.registry import run_words
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
