@@ -35,7 +35,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from google.protobuf import text_format
 
@@ -75,11 +75,18 @@ _ITEM = {
 }
 
 
+def list_member(val_type: int, populated) -> str:
+    """The ``ListValue`` member that holds a list's items ("" for an empty list): the one
+    ``val_type`` names, else (``val_type`` absent, as in older GE, or contradicted by the data)
+    the first for which ``populated(member)`` is true."""
+    member = _LIST_MEMBER_BY_TYPE.get(val_type, "")
+    if not member or not populated(member):
+        member = next((m for m in _LIST_MEMBERS if populated(m)), "")
+    return member
+
+
 def _list_value(lv) -> list[Any]:
-    member = _LIST_MEMBER_BY_TYPE.get(lv.val_type, "")
-    if not member or not len(getattr(lv, member)):
-        # val_type absent (older GE) or contradicted by the data: take what is populated.
-        member = next((m for m in _LIST_MEMBERS if len(getattr(lv, m))), "")
+    member = list_member(lv.val_type, lambda m: len(getattr(lv, m)))
     if not member:
         return []
     items = getattr(lv, member)
@@ -133,12 +140,19 @@ def _str_list(value: Any) -> list[str]:
 
 def tensor_desc_from_proto(desc) -> TensorDesc:
     """A ``TensorDescriptor`` message as a :class:`TensorDesc`."""
-    attrs = attrs_from_proto(desc.attr)
+    return tensor_desc_from_fields(desc.dtype, desc.layout, tuple(desc.shape.dim),
+                                   attrs_from_proto(desc.attr), desc.name)
+
+
+def tensor_desc_from_fields(dtype: int, layout: str, shape: tuple[int, ...],
+                            attrs: dict[str, Any], name: str) -> TensorDesc:
+    """A :class:`TensorDesc` from a ``TensorDescriptor``'s field values: ``dtype`` is GE's
+    number, ``attrs`` are already Python values (see the module doc)."""
     origin_shape = attrs.get("origin_shape")
     return TensorDesc(
-        dtype=_DTYPE_NAMES.get(desc.dtype, f"DT_UNKNOWN_{desc.dtype}"),
-        layout=desc.layout,
-        shape=tuple(desc.shape.dim),
+        dtype=_DTYPE_NAMES.get(dtype, f"DT_UNKNOWN_{dtype}"),
+        layout=layout,
+        shape=shape,
         origin_format=(_str_or_none(attrs.get("_datadump_origin_format"))
                        or _str_or_none(attrs.get("origin_format"))),
         # list items share one kind, so the first tells whether these are dims
@@ -149,7 +163,7 @@ def tensor_desc_from_proto(desc) -> TensorDesc:
         origin_data_type=(_str_or_none(attrs.get("_datadump_origin_data_type"))
                           or _str_or_none(attrs.get("origin_data_type"))),
         attrs=attrs,
-        name=desc.name,
+        name=name,
     )
 
 
@@ -169,16 +183,19 @@ def parse_input(entry: str, slot: int | None = None) -> InputRef:
     return InputRef(src, max(number, -1), number < 0, slot)
 
 
-def _op_from_proto(opdef, name: str, refs: list[InputRef], consumers: dict[int, list]) -> Op:
-    attrs = attrs_from_proto(opdef.attr)
+OpFields = tuple[str, str, int, Sequence[str], list[TensorDesc], list[TensorDesc], dict[str, Any],
+                 int, list[str]]
+"""One op's field values: name, type, id, input entries (``"src:idx"``), input descs, output
+descs, attrs (Python values), stream id, sub-graph names."""
+
+
+def _op_from_fields(fields: OpFields, refs: list[InputRef], consumers: dict[int, list]) -> Op:
+    name, op_type, op_id, _, input_descs, outputs, attrs, stream_id, subgraph_names = fields
     get = attrs.get
-    outputs = [tensor_desc_from_proto(d) for d in opdef.output_desc]
     width = max(len(outputs), max(consumers, default=-1) + 1)
     names = get("_datadump_original_op_names")
     return Op(  # positional: this runs once per op of graphs with 100k ops
-        name, opdef.type, opdef.id, refs,
-        [tensor_desc_from_proto(d) for d in opdef.input_desc],
-        outputs,
+        name, op_type, op_id, refs, input_descs, outputs,
         [consumers.get(i, []) for i in range(width)],
         attrs,
         None if names is None else _str_list(names),
@@ -188,33 +205,51 @@ def _op_from_proto(opdef, name: str, refs: list[InputRef], consumers: dict[int, 
         _str_or_none(get(f"{name}_kernelname")) or _str_or_none(get("_kernelname")),
         _str_or_none(get("_ge_attr_op_kernel_lib_name")),
         _str_or_none(get("_session_graph_id")),
-        opdef.stream_id,
-        list(opdef.subgraph_name),
+        stream_id,
+        subgraph_names,
     )
 
 
-def _graph_from_proto(graph, source: Path | None) -> GraphDesc:
+def graph_from_fields(name: str, ops: list[OpFields], attrs: dict[str, Any], inputs: list[str],
+                      outputs: list[str], source: Path | None) -> GraphDesc:
+    """A :class:`GraphDesc` from a ``GraphDef``'s field values, each op's consumers found.
+
+    Raises :class:`PrecisionToolError` (naming ``source``) for an op without a name or two ops
+    of the graph with the same name.
+    """
     parsed = []
     # consumers[src][output index] -> [(consumer, slot)], filled in one pass over all inputs
     consumers: dict[str, dict[int, list[tuple[str, int]]]] = {}
-    for position, opdef in enumerate(graph.op):
-        name = opdef.name
-        if not name:
-            raise PrecisionToolError(f"op #{position} of graph {graph.name!r} has no name", source)
-        refs = [parse_input(entry, slot) for slot, entry in enumerate(opdef.input) if entry]
+    for position, fields in enumerate(ops):
+        op_name = fields[0]
+        if not op_name:
+            raise PrecisionToolError(f"op #{position} of graph {name!r} has no name", source)
+        refs = [parse_input(entry, slot) for slot, entry in enumerate(fields[3]) if entry]
         for ref in refs:
             if not ref.is_control:
-                consumers.setdefault(ref.src, {}).setdefault(ref.index, []).append((name, ref.slot))
-        parsed.append((opdef, name, refs))
-    if len({name for _, name, _ in parsed}) != len(parsed):
-        names = [name for _, name, _ in parsed]
-        twice = next(name for name in names if names.count(name) > 1)  # only on this error path
-        raise PrecisionToolError(f"graph {graph.name!r} has two ops named {twice!r}", source)
+                by_index = consumers.setdefault(ref.src, {})
+                by_index.setdefault(ref.index, []).append((op_name, ref.slot))
+        parsed.append((fields, refs))
+    if len({fields[0] for fields, _ in parsed}) != len(parsed):
+        names = [fields[0] for fields, _ in parsed]
+        twice = next(n for n in names if names.count(n) > 1)  # only on this error path
+        raise PrecisionToolError(f"graph {name!r} has two ops named {twice!r}", source)
     empty: dict[int, list] = {}
-    ops = [_op_from_proto(opdef, name, refs, consumers.get(name, empty))
-           for opdef, name, refs in parsed]
-    return GraphDesc(graph.name, ops, attrs_from_proto(graph.attr), list(graph.input),
-                     list(graph.output))
+    return GraphDesc(name, [_op_from_fields(fields, refs, consumers.get(fields[0], empty))
+                            for fields, refs in parsed], attrs, inputs, outputs)
+
+
+def _op_fields(opdef) -> OpFields:
+    return (opdef.name, opdef.type, opdef.id, opdef.input,
+            [tensor_desc_from_proto(d) for d in opdef.input_desc],
+            [tensor_desc_from_proto(d) for d in opdef.output_desc],
+            attrs_from_proto(opdef.attr), opdef.stream_id, list(opdef.subgraph_name))
+
+
+def _graph_from_proto(graph, source: Path | None) -> GraphDesc:
+    return graph_from_fields(graph.name, [_op_fields(opdef) for opdef in graph.op],
+                             attrs_from_proto(graph.attr), list(graph.input),
+                             list(graph.output), source)
 
 
 @contextmanager
