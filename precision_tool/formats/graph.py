@@ -148,22 +148,27 @@ def tensor_desc_from_fields(dtype: int, layout: str, shape: tuple[int, ...],
                             attrs: dict[str, Any], name: str) -> TensorDesc:
     """A :class:`TensorDesc` from a ``TensorDescriptor``'s field values: ``dtype`` is GE's
     number, ``attrs`` are already Python values (see the module doc)."""
-    origin_shape = attrs.get("origin_shape")
-    return TensorDesc(
-        dtype=_DTYPE_NAMES.get(dtype, f"DT_UNKNOWN_{dtype}"),
-        layout=layout,
-        shape=shape,
-        origin_format=(_str_or_none(attrs.get("_datadump_origin_format"))
-                       or _str_or_none(attrs.get("origin_format"))),
+    return TensorDesc(*tensor_desc_values(dtype, layout, shape, attrs, name))
+
+
+def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: dict[str, Any],
+                       name: str) -> tuple:
+    """The field values, in order, of :func:`tensor_desc_from_fields`'s :class:`TensorDesc`."""
+    dtype_name = _DTYPE_NAMES.get(dtype) or f"DT_UNKNOWN_{dtype}"
+    if not attrs:  # no lookups: this runs for every tensor of big graphs
+        return dtype_name, layout, shape, None, None, None, None, None, attrs, name
+    get = attrs.get
+    origin_shape = get("origin_shape")
+    return (
+        dtype_name, layout, shape,
+        _str_or_none(get("_datadump_origin_format")) or _str_or_none(get("origin_format")),
         # list items share one kind, so the first tells whether these are dims
-        origin_shape=(tuple(origin_shape) if isinstance(origin_shape, list)
-                      and _int_or_none((origin_shape or [0])[0]) is not None else None),
-        origin_name=_str_or_none(attrs.get("_datadump_origin_name")),
-        origin_output_index=_int_or_none(attrs.get("_datadump_origin_output_index")),
-        origin_data_type=(_str_or_none(attrs.get("_datadump_origin_data_type"))
-                          or _str_or_none(attrs.get("origin_data_type"))),
-        attrs=attrs,
-        name=name,
+        (tuple(origin_shape) if isinstance(origin_shape, list)
+         and _int_or_none((origin_shape or [0])[0]) is not None else None),
+        _str_or_none(get("_datadump_origin_name")),
+        _int_or_none(get("_datadump_origin_output_index")),
+        _str_or_none(get("_datadump_origin_data_type")) or _str_or_none(get("origin_data_type")),
+        attrs, name,
     )
 
 
@@ -180,7 +185,7 @@ def parse_input(entry: str, slot: int | None = None) -> InputRef:
         src, number = entry, 0
     if not sep:
         src = entry
-    return InputRef(src, max(number, -1), number < 0, slot)
+    return InputRef(src, number if number >= -1 else -1, number < 0, slot)
 
 
 OpFields = tuple[str, str, int, Sequence[str], list[TensorDesc], list[TensorDesc], dict[str, Any],
@@ -191,13 +196,18 @@ descs, attrs (Python values), stream id, sub-graph names."""
 
 def _op_from_fields(fields: OpFields, refs: list[InputRef], consumers: dict[int, list]) -> Op:
     name, op_type, op_id, _, input_descs, outputs, attrs, stream_id, subgraph_names = fields
+    if consumers:
+        width = max(len(outputs), max(consumers) + 1)
+        by_output = [consumers.get(i, []) for i in range(width)]
+    else:
+        by_output = [[] for _ in outputs]
+    if not attrs:  # positional, and no lookups: this runs once per op of graphs with 100k ops
+        return Op(name, op_type, op_id, refs, input_descs, outputs, by_output, attrs, None, [],
+                  [], False, None, None, None, stream_id, subgraph_names)
     get = attrs.get
-    width = max(len(outputs), max(consumers, default=-1) + 1)
     names = get("_datadump_original_op_names")
-    return Op(  # positional: this runs once per op of graphs with 100k ops
-        name, op_type, op_id, refs, input_descs, outputs,
-        [consumers.get(i, []) for i in range(width)],
-        attrs,
+    return Op(
+        name, op_type, op_id, refs, input_descs, outputs, by_output, attrs,
         None if names is None else _str_list(names),
         _str_list(get("pass_name")),
         _str_list(get("_datadump_original_op_types")),
@@ -322,29 +332,57 @@ def _parse_json(text: str, path: Path):
         raise PrecisionToolError("JSON graph nested too deeply", path) from None
 
 
+def _graph_text(path: Path) -> str:
+    text = _read_text(path)
+    if not text.strip():
+        raise PrecisionToolError("graph file is empty", path)
+    return text
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("{", "[")  # TextFormat starts with a field name or a comment
+
+
+def _proto_from_text(text: str, path: Path, workers: int | None):
+    with _gc_paused():
+        if _is_json(text):
+            return _parse_json(text, path)
+        return _parse_text(text, path, workers or os.cpu_count() or 1)
+
+
 def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
     """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
     path = Path(path)
-    text = _read_text(path)
-    head = text.lstrip()
-    if not head:
-        raise PrecisionToolError("graph file is empty", path)
-    with _gc_paused():
-        if head[0] in "{[":  # TextFormat starts with a field name or a comment
-            return _parse_json(text, path)
-        return _parse_text(text, path, workers or os.cpu_count() or 1)
+    return _proto_from_text(_graph_text(path), path, workers)
+
+
+def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[Model, Any]:
+    """:func:`read_graph`, and the ``ModelDef`` message it went through: None when the
+    TextFormat was read straight into the model (:mod:`.graph_text_fast`)."""
+    from .graph_text_fast import model_from_text  # it builds on this module
+
+    path = Path(path)
+    text = _graph_text(path)
+    if not _is_json(text):
+        with _gc_paused():
+            model = model_from_text(text, path, workers or os.cpu_count() or 1)
+        if model is not None:
+            return model, None
+    proto = _proto_from_text(text, path, workers)
+    return model_from_proto(proto, path), proto
 
 
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
     """Read a GE graph dump, TextFormat or atc JSON (decided by content, not by extension).
 
-    ``workers``: processes for parsing a large TextFormat file. Defaults to all cores.
+    TextFormat is read by :mod:`.graph_text_fast`, and by protobuf's parser (in ``workers``
+    processes for a large file; all cores by default) when that does not take it.
     Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
     unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
     not fit the schema, or a graph with an unnamed op or two ops of one name. Unknown fields
     are skipped in both forms, so newer GE versions load.
     """
-    return model_from_proto(read_graph_proto(path, workers=workers), path)
+    return load_graph(path, workers=workers)[0]
 
 
 def find_graph_files(directory: str | os.PathLike, suffix: str | None = "Build") -> list[Path]:
