@@ -24,9 +24,8 @@ from .graph import (
 from .graph_model import Model
 from .proto import ge_ir
 from .proto.fast_text import Unsupported, compile_schema, parse
-from .proto.text_schema import OMIT, MessageType
 from .proto.ge_ir import shortest_float32
-
+from .proto.text_schema import OMIT, MessageType
 
 _AS_IS = ("i", "b", "dt")  # members whose stored values are already the Python values
 

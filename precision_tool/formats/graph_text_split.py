@@ -28,7 +28,7 @@ from .graph import OpFields
 from .graph_model import Model, TensorDesc
 from .graph_text_fast import NotPlain, model_from_fields, model_schema, ops_schema
 from .proto.fast_text import Unsupported, parse
-from .proto.ge_ir import PARALLEL_MIN_CHARS, split_ops
+from .proto.ge_ir import split_ops
 
 _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
@@ -39,6 +39,10 @@ _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "o
 # that it finishes when the workers do.
 _READ, _READ_AND_SEND, _TAKE_IN, _BUILD = 44.0, 46.0, 11.5, 10.4
 _LOOK = 0.1  # seconds free_cores watches the machine
+
+SPLIT_MIN_CHARS = 32_000_000
+"""Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
+the workers' start take most of what a second core would save."""
 
 
 def own_share(workers: int) -> float:
@@ -128,7 +132,7 @@ def model_from_split(text: str, source: Path | None, workers: int) -> Model | No
     Raises :class:`~.proto.fast_text.Unsupported` when a part of the text is not something the
     fast reader takes (protobuf's parser then reads it all).
     """
-    if workers < 2 or len(text) < PARALLEL_MIN_CHARS:
+    if workers < 2 or len(text) < SPLIT_MIN_CHARS:
         return None
     workers = min(workers, round(free_cores()))  # a worker sharing a core costs more than it gives
     if workers < 2:

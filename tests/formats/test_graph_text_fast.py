@@ -292,7 +292,7 @@ def _repetitive_model(count: int):
 
 @pytest.fixture(scope="module")
 def repetitive_text() -> str:
-    return text_format.MessageToString(model_to_proto(_repetitive_model(300)))
+    return text_format.MessageToString(model_to_proto(_repetitive_model(200)))
 
 
 def test_repetitive_graphs_in_every_layout(repetitive_text):
@@ -307,7 +307,7 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
 
 
 def test_split_reads_as_one_piece_does(repetitive_text, monkeypatch):
-    monkeypatch.setattr(graph_text_split, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(graph_text_split, "SPLIT_MIN_CHARS", 0)
     monkeypatch.setattr(graph_text_split, "free_cores", lambda: 4.0)
     proto = text_format.Parse(repetitive_text, ge_ir.ModelDef())
     proto.graph.add().CopyFrom(proto.graph[0])

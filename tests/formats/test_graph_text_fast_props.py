@@ -150,7 +150,7 @@ def edited(draw):
     return text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=edited())
 def test_edited_texts_are_read_as_protobuf_reads_them_or_left_to_it(text):
     fast = fast_reading(text)

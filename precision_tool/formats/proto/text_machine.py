@@ -29,7 +29,7 @@ from .text_scalars import (
     tokens,
     unescape,
 )
-from .text_schema import APPEND, MAP, SKIP, SKIPPED, FieldInfo, MessageType, add
+from .text_schema import MAP, SKIP, SKIPPED, FieldInfo, MessageType, add
 
 OPEN, CLOSE, MULTI, NOP, LIT, CONST, SUB = range(5, 12)
 """Recorded ops, besides the add kinds of :mod:`.text_schema` (SINGLE, ONEOF, APPEND, MAP)."""
