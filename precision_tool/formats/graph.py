@@ -3,7 +3,9 @@
 Both forms are parsed into one ``ge.proto.ModelDef`` message -- TextFormat by protobuf's own
 parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`) -- and then
 converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`. Ops
-keep the file's order, which is GE's execution order.
+keep the file's order, which is GE's execution order. TextFormat is first given to
+:mod:`.graph_text_fast`, which reads it straight into the same dataclasses with the same rules
+(``*_from_fields`` below), many times faster, and leaves to protobuf what it does not take.
 
 Attribute values become Python values:
 
