@@ -10,8 +10,8 @@ to be had) gives up the split: the caller reads the text in one piece.
 
 The workers cost a third more CPU in all (the JSON, and each learning the lines anew), and this
 process still takes in every op and builds every graph, so the split only pays with idle cores.
-On the benchmark graph with two processes this one spends 4.2 s of CPU against 5.5 s reading
-alone, the worker about 3.5 s: at best 1.3 times as fast on two idle cores (more with more
+On the benchmark graph with two processes this one spends 3.5 s of CPU against 5.5 s reading
+alone, the worker about 4 s: at best 1.35 times as fast on two idle cores (more with more
 cores, where this process only takes in and builds), and slower when another program keeps a
 core busy, as measured. So it counts the cores idle at the start (:func:`free_cores`).
 """
@@ -36,10 +36,10 @@ _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
 # CPU per op of the benchmark graph (bench/graph_load_bench.py), in microseconds: reading it
-# here, reading it and writing its JSON in a worker, taking the JSON in here, and building the
-# graphs, which is left to this process. They set the share of the runs this process reads so
-# that it finishes when the workers do.
-_READ, _READ_AND_SEND, _TAKE_IN, _BUILD = 44.0, 46.0, 11.5, 10.4
+# here, reading it and writing its JSON in a worker, taking the JSON in here, and what else
+# this process does (building the graphs, sending the runs). They set the share of the runs
+# this process reads so that it finishes when the workers do.
+_READ, _READ_AND_SEND, _TAKE_IN, _BUILD = 44.0, 46.0, 13.3, 16.9
 _LOOK = 0.1  # seconds free_cores watches the machine
 
 SPLIT_MIN_CHARS = 32_000_000
