@@ -1,23 +1,25 @@
 """A large TextFormat graph read by the fast reader in several processes, when cores are free.
 
 The text is cut as for protobuf's parser (:func:`.proto.ge_ir.split_ops`): the ``op`` blocks of
-each graph into runs. Worker processes read most runs and send their ops back as JSON -- plain
-data, the model's own values, much cheaper to take in than the text -- while this process reads
-the rest of the text and a share of the runs itself. Ops whose attributes JSON cannot carry
+each graph into runs. Worker processes read some of the runs and send their ops back as JSON --
+plain data, the model's own values, much cheaper to take in than the text -- while this process
+reads the rest of the text and its share of the runs. Ops whose attributes JSON cannot carry
 exactly (bytes, descriptors or tensors inside attributes) make their worker decline its run,
 which is then read here. Anything unexpected (a run holding more than ops, no worker processes
 to be had) gives up the split: the caller reads the text in one piece.
 
 The workers cost a third more CPU in all (the JSON, and each learning the lines anew), and this
-process still takes in every op and builds every graph, so the split only pays with idle cores.
-On the benchmark graph with two processes this one spends 3.5 s of CPU against 5.5 s reading
-alone, the worker about 4 s: at best 1.35 times as fast on two idle cores (more with more
-cores, where this process only takes in and builds), and slower when another program keeps a
-core busy, as measured. So it counts the cores idle at the start (:func:`free_cores`).
+process still takes in every op and builds every graph after them, so the split pays little on
+two cores and only when both are idle: on the benchmark graph, started with two idle cores here,
+5.7-6.3 s against 6.1-6.7 s in one process (this process spends 4-5 s of CPU, the worker 3); by
+the CPU each spends, at best 1.3 times as fast on two truly idle cores, and up to about twice
+with many. With a core busy it is slower, as measured. So it counts the idle cores at the
+start (:func:`free_cores`) and reads in one process unless two are free.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -36,10 +38,10 @@ _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
 # CPU per op of the benchmark graph (bench/graph_load_bench.py), in microseconds: reading it
-# here, reading it and writing its JSON in a worker, taking the JSON in here, and what else
-# this process does (building the graphs, sending the runs). They set the share of the runs
-# this process reads so that it finishes when the workers do.
-_READ, _READ_AND_SEND, _TAKE_IN, _BUILD = 44.0, 46.0, 13.3, 16.9
+# here, and reading it and writing its JSON in a worker. Taking the JSON in and building the
+# graphs follow here once the workers are done, whatever the shares; so this process reads the
+# share of the runs that it finishes when they do.
+_READ, _READ_AND_SEND = 40.0, 47.5
 _LOOK = 0.1  # seconds free_cores watches the machine
 
 SPLIT_MIN_CHARS = 32_000_000
@@ -50,8 +52,7 @@ the workers' start take most of what a second core would save."""
 def own_share(workers: int) -> float:
     """The fraction of the op text this process reads itself when ``workers`` processes read
     (itself included)."""
-    worker = _READ_AND_SEND / (workers - 1)
-    return max(0.0, (worker - _TAKE_IN - _BUILD) / (_READ - _TAKE_IN + worker))
+    return _READ_AND_SEND / ((workers - 1) * _READ + _READ_AND_SEND)
 
 
 def _cpu_times() -> tuple[int, int]:
@@ -116,15 +117,44 @@ def ops_from_json(text: str) -> list[OpFields]:
             in json.loads(text)]
 
 
-def _shares(jobs: list[tuple[int, str]], workers: int) -> int:
-    """How many of the runs, from the first, this process reads itself."""
-    total = sum(len(run) for _, run in jobs)
-    wanted, taken = own_share(workers) * total, 0
-    for count, (_, run) in enumerate(jobs):
-        if taken + len(run) / 2 > wanted:
-            return count
-        taken += len(run)
-    return len(jobs)
+_worker_text = ""
+"""In a worker process only: the text it reads runs of, handed over when the process starts
+(inherited, when forked) rather than sent through a pipe. The executor's threads that feed and
+drain the pipes need the interpreter lock, which the busy parsing here rarely yields: sending
+the runs so made the worker wait for its input half of the time."""
+
+
+def _keep_text(text: str) -> None:  # the worker processes' initializer
+    global _worker_text
+    _worker_text = text
+
+
+def _runs_json(spans: list[tuple[int, int]]) -> list[str | None]:
+    """Worker: :func:`ops_json` of the runs at ``spans`` of the text, all at once at the end,
+    when the parent waits for them (see :data:`_worker_text`)."""
+    enabled = gc.isenabled()
+    gc.disable()  # millions of small objects, none of them garbage: as in graph._gc_paused
+    try:
+        return [ops_json(_worker_text[start:end]) for start, end in spans]
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _shares(spans: list[tuple[int, int, int]], workers: int) -> list[list[int]]:
+    """The indexes of the runs each process reads, this one first: contiguous shares of the
+    op text, this one's :func:`own_share` of it, the workers' equal."""
+    total = sum(end - start for _, start, end in spans)
+    own = own_share(workers) * total
+    bounds = [own + (total - own) * k / (workers - 1) for k in range(workers)]
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    done = 0
+    for index, (_, start, end) in enumerate(spans):
+        middle = done + (end - start) / 2
+        reader = next((k for k, bound in enumerate(bounds) if middle <= bound), workers - 1)
+        shares[reader].append(index)
+        done += end - start
+    return shares
 
 
 def model_from_split(text: str, source: Path | None, workers: int) -> Model | None:
@@ -142,16 +172,17 @@ def model_from_split(text: str, source: Path | None, workers: int) -> Model | No
     split = split_ops(text, max(1, len(text) // (workers * 8)))
     if split is None:
         return None
-    kept, graph_count, jobs = split
-    own = _shares(jobs, workers)
+    kept, graph_count, spans = split
+    shares = _shares(spans, workers)
     try:
-        pool = ProcessPoolExecutor(max_workers=workers - 1)
-        sent = [pool.submit(ops_json, run) for _, run in jobs[own:]]
+        pool = ProcessPoolExecutor(max_workers=workers - 1, initializer=_keep_text,
+                                   initargs=(text,))
+        sent = [pool.submit(_runs_json, [spans[i][1:] for i in share]) for share in shares[1:]]
     except Exception:  # noqa: BLE001 -- no workers to be had here (a daemon, a sandbox)
         return None
     with pool:
         try:
-            return _assemble(kept, graph_count, jobs, own, sent, source)
+            return _assemble(text, kept, graph_count, spans, shares, sent, source)
         except _NotOps:
             return None
         finally:
@@ -159,21 +190,25 @@ def model_from_split(text: str, source: Path | None, workers: int) -> Model | No
                 future.cancel()
 
 
-def _assemble(kept: str, graph_count: int, jobs: list[tuple[int, str]], own: int,
-              sent: list, source: Path | None) -> Model | None:
+def _assemble(text: str, kept: str, graph_count: int, spans: list[tuple[int, int, int]],
+              shares: list[list[int]], sent: list, source: Path | None) -> Model | None:
     model = parse(kept, model_schema())
     graphs = model.get("graph", [])
     if len(graphs) != graph_count or any(graph[1] for graph in graphs):
         return None  # the "graph {" lines were not the graphs: not protobuf's layout
     schema = ops_schema()
-    runs = [_ops(parse(run, schema)) for _, run in jobs[:own]]
-    for (_, run), future in zip(jobs[own:], sent):
+    runs: dict[int, list[OpFields]] = {}
+    for index in shares[0]:
+        runs[index] = _ops(parse(text[spans[index][1]:spans[index][2]], schema))
+    for share, future in zip(shares[1:], sent):
         try:
-            answer = future.result()
-        except Exception:  # noqa: BLE001 -- a worker that died: read its run here
-            answer = None
-        runs.append(ops_from_json(answer) if answer is not None
-                    else _ops(parse(run, schema)))
-    for (graph_index, _), ops in zip(jobs, runs):
-        graphs[graph_index][1].extend(ops)
+            answers = future.result()
+        except Exception:  # noqa: BLE001 -- a worker that died: read its runs here
+            answers = [None] * len(share)
+        for index, answer in zip(share, answers):
+            _, start, end = spans[index]
+            runs[index] = (ops_from_json(answer) if answer is not None
+                           else _ops(parse(text[start:end], schema)))
+    for index, (graph_index, _, _) in enumerate(spans):
+        graphs[graph_index][1].extend(runs[index])
     return model_from_fields(model, source)

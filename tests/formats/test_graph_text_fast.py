@@ -325,8 +325,9 @@ def test_split_reads_as_one_piece_does(repetitive_text, monkeypatch):
 
 
 def test_worker_runs_go_as_json_unless_an_attribute_cannot(repetitive_text):
-    kept, graphs, runs = ge_ir.split_ops(repetitive_text, 2000)
-    assert graphs == 1 and len(runs) > 3
+    kept, graphs, spans = ge_ir.split_ops(repetitive_text, 2000)
+    assert graphs == 1 and len(spans) > 3
+    runs = [(index, repetitive_text[start:end]) for index, start, end in spans]
     sent = [graph_text_split.ops_json(run) for _, run in runs]
     assert 0 < sum(s is not None for s in sent) < len(runs)  # bytes attributes stay here
     for (_, run), answer in zip(runs, sent):
