@@ -75,8 +75,9 @@ def test_shared_graphs_read_as_protobuf_reads_them(kind):
     paths = _graph_files(FIXTURE_GRAPHS if kind == "fixtures" else REAL_GRAPHS, kind)
     for path in paths:
         text = path.read_text(encoding="utf-8")
-        assert_same(text)
-        assert canonical(read_graph(path)) == protobuf_reading(text)  # what the tool reads
+        assert_same(text)  # the ONNX text too: a ModelDef of unknown fields to both
+        if path.name.startswith("ge_proto_"):  # what the tool reads (ONNX goes its own way)
+            assert canonical(read_graph(path)) == protobuf_reading(text)
 
 
 def test_the_sample_graphs_read_as_protobuf_reads_them():
