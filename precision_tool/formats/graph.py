@@ -5,36 +5,18 @@ Every form is parsed into one ``ge.proto.ModelDef`` message -- TextFormat by pro
 parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`), GE's ONNX
 text by protobuf's parser over an ONNX schema and then unflattened (:mod:`.onnx_graph`) -- and
 then converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`.
-Ops keep the file's order, which is GE's execution order. File names: :mod:`.graph_names`.
+Ops keep the file's order, which is GE's execution order. ge_proto TextFormat is first given to
+:mod:`.graph_text_fast`, which reads it straight into the same dataclasses with the same rules
+(``*_from_fields`` below), many times faster, and leaves to protobuf what it does not take.
+File names: :mod:`.graph_names`.
 
-Attribute values become Python values:
-
-=====================  ===========================================================
-AttrDef member         Python value
-=====================  ===========================================================
-``s``                  ``str`` (UTF-8, undecodable bytes replaced)
-``bt``                 ``bytes``
-``i`` / ``dt``         ``int`` (``dt`` uses GE's internal dtype numbering, FORMATS.md s.9)
-``f``                  ``float``: the shortest decimal of the stored float32 (0.001, not
-                       0.0010000000474974513)
-``b``                  ``bool``
-``list``               ``list`` of the member named by ``val_type`` (else the populated one),
-                       items converted as above; an empty list is ``[]``
-``td``                 :class:`TensorDesc`
-``t``                  ``{"desc": TensorDesc, "data": bytes}``
-``g``                  the sub-graph's name (``str``)
-``func`` / list ``na`` ``{"name": str, "attrs": dict}``
-``list_list_int``      ``list[list[int]]``; ``list_list_float`` likewise with floats
-nothing set            the attribute is left out (atc writes these as ``"value": null``)
-=====================  ===========================================================
+How each attribute becomes a Python value: :mod:`.graph_convert`.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,208 +24,14 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from .files import read_user_bytes
-from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
+from .graph_convert import _gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
+from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
 from .proto import atc_json, ge_ir, onnx_ir
-from .proto.ge_ir import shortest_float32
 
 __all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input", "read_graph",
            "read_graph_proto", "tensor_desc_from_proto"]
-
-
-# --- proto -> model --------------------------------------------------------------------------
-
-_DTYPE_NAMES = {v.number: v.name for v in ge_ir.DATA_TYPE.values}
-_LIST_MEMBERS = ("s", "i", "f", "b", "bt", "td", "t", "g", "na", "dt")
-_LIST_MEMBER_BY_TYPE = dict(enumerate(("",) + _LIST_MEMBERS))  # VT_LIST_STRING = 1 -> "s", ...
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
-
-
-def _tensor(t) -> dict[str, Any]:
-    return {"desc": tensor_desc_from_proto(t.desc), "data": bytes(t.data)}
-
-
-def _named(na) -> dict[str, Any]:
-    return {"name": na.name, "attrs": attrs_from_proto(na.attr)}
-
-
-_ITEM = {
-    "s": _text, "i": int, "f": shortest_float32, "b": bool, "bt": bytes, "dt": int,
-    "td": lambda td: tensor_desc_from_proto(td), "t": _tensor, "g": lambda g: g.name,
-    "na": _named,
-}
-
-
-def _list_value(lv) -> list[Any]:
-    member = _LIST_MEMBER_BY_TYPE.get(lv.val_type, "")
-    if not member or not len(getattr(lv, member)):
-        # val_type absent (older GE) or contradicted by the data: take what is populated.
-        member = next((m for m in _LIST_MEMBERS if len(getattr(lv, m))), "")
-    if not member:
-        return []
-    items = getattr(lv, member)
-    return list(items) if member in ("i", "b", "dt") else [_ITEM[member](x) for x in items]
-
-
-_VALUE = {
-    "s": lambda a: _text(a.s),
-    "i": lambda a: a.i,
-    "f": lambda a: shortest_float32(a.f),
-    "b": lambda a: a.b,
-    "bt": lambda a: bytes(a.bt),
-    "dt": lambda a: a.dt,
-    "list": lambda a: _list_value(a.list),
-    "td": lambda a: tensor_desc_from_proto(a.td),
-    "t": lambda a: _tensor(a.t),
-    "g": lambda a: a.g.name,
-    "func": lambda a: _named(a.func),
-    "list_list_int": lambda a: [list(x.list_i) for x in a.list_list_int.list_list_i],
-    "list_list_float": lambda a: [[shortest_float32(v) for v in x.list_f]
-                                  for x in a.list_list_float.list_list_f],
-}
-
-
-def attrs_from_proto(attr_map) -> dict[str, Any]:
-    """A ``map<string, AttrDef>`` as ``{name: Python value}``, sorted by name (see module doc)."""
-    if not attr_map:
-        return {}
-    out = {}
-    for key, value in sorted(attr_map.items()):
-        member = value.WhichOneof("value")
-        if member is not None:
-            out[key] = _VALUE[member](value)
-    return out
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str_list(value: Any) -> list[str]:
-    """An attribute that GE writes either as ``s`` or as ``list.s``, as a list of names."""
-    if isinstance(value, str):
-        return [value] if value else []
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def tensor_desc_from_proto(desc) -> TensorDesc:
-    """A ``TensorDescriptor`` message as a :class:`TensorDesc`."""
-    attrs = attrs_from_proto(desc.attr)
-    origin_shape = attrs.get("origin_shape")
-    return TensorDesc(
-        dtype=_DTYPE_NAMES.get(desc.dtype, f"DT_UNKNOWN_{desc.dtype}"),
-        layout=desc.layout,
-        shape=tuple(desc.shape.dim),
-        origin_format=(_str_or_none(attrs.get("_datadump_origin_format"))
-                       or _str_or_none(attrs.get("origin_format"))),
-        # list items share one kind, so the first tells whether these are dims
-        origin_shape=(tuple(origin_shape) if isinstance(origin_shape, list)
-                      and _int_or_none((origin_shape or [0])[0]) is not None else None),
-        origin_name=_str_or_none(attrs.get("_datadump_origin_name")),
-        origin_output_index=_int_or_none(attrs.get("_datadump_origin_output_index")),
-        origin_data_type=(_str_or_none(attrs.get("_datadump_origin_data_type"))
-                          or _str_or_none(attrs.get("origin_data_type"))),
-        attrs=attrs,
-        name=desc.name,
-    )
-
-
-def parse_input(entry: str, slot: int | None = None) -> InputRef:
-    """``"src:idx"`` as an :class:`InputRef`; a negative index (``"src:-1"``) is a control edge.
-
-    Op names may hold ``:`` themselves (``onnx::Gather_1764_0:0``), so the index is what follows
-    the last one; an entry without a numeric index is taken as output 0 of the whole name.
-    """
-    src, sep, index = entry.rpartition(":")
-    try:
-        number = int(index) if sep else 0
-    except ValueError:
-        src, number = entry, 0
-    if not sep:
-        src = entry
-    return InputRef(src, max(number, -1), number < 0, slot)
-
-
-def _op_from_proto(opdef, name: str, refs: list[InputRef], consumers: dict[int, list]) -> Op:
-    attrs = attrs_from_proto(opdef.attr)
-    get = attrs.get
-    outputs = [tensor_desc_from_proto(d) for d in opdef.output_desc]
-    width = max(len(outputs), max(consumers, default=-1) + 1)
-    names = get("_datadump_original_op_names")
-    return Op(  # positional: this runs once per op of graphs with 100k ops
-        name, opdef.type, opdef.id, refs,
-        [tensor_desc_from_proto(d) for d in opdef.input_desc],
-        outputs,
-        [consumers.get(i, []) for i in range(width)],
-        attrs,
-        None if names is None else _str_list(names),
-        _str_list(get("pass_name")),
-        _str_list(get("_datadump_original_op_types")),
-        get("_datadump_is_multiop") is True,
-        _str_or_none(get(f"{name}_kernelname")) or _str_or_none(get("_kernelname")),
-        _str_or_none(get("_ge_attr_op_kernel_lib_name")),
-        _str_or_none(get("_session_graph_id")),
-        opdef.stream_id,
-        list(opdef.subgraph_name),
-    )
-
-
-def _graph_from_proto(graph, source: Path | None) -> GraphDesc:
-    parsed = []
-    # consumers[src][output index] -> [(consumer, slot)], filled in one pass over all inputs
-    consumers: dict[str, dict[int, list[tuple[str, int]]]] = {}
-    for position, opdef in enumerate(graph.op):
-        name = opdef.name
-        if not name:
-            raise PrecisionToolError(f"op #{position} of graph {graph.name!r} has no name", source)
-        refs = [parse_input(entry, slot) for slot, entry in enumerate(opdef.input) if entry]
-        for ref in refs:
-            if not ref.is_control:
-                consumers.setdefault(ref.src, {}).setdefault(ref.index, []).append((name, ref.slot))
-        parsed.append((opdef, name, refs))
-    if len({name for _, name, _ in parsed}) != len(parsed):
-        names = [name for _, name, _ in parsed]
-        twice = next(name for name in names if names.count(name) > 1)  # only on this error path
-        raise PrecisionToolError(f"graph {graph.name!r} has two ops named {twice!r}", source)
-    empty: dict[int, list] = {}
-    ops = [_op_from_proto(opdef, name, refs, consumers.get(name, empty))
-           for opdef, name, refs in parsed]
-    return GraphDesc(graph.name, ops, attrs_from_proto(graph.attr), list(graph.input),
-                     list(graph.output))
-
-
-@contextmanager
-def _gc_paused():
-    # A graph is millions of small objects; the collector's repeated full passes over them,
-    # which can free nothing, would otherwise double the load time.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def model_from_proto(proto, source_path: str | os.PathLike | None = None) -> Model:
-    """A ``ge.proto.ModelDef`` message as a :class:`Model`.
-
-    Raises :class:`PrecisionToolError` (naming ``source_path``) for an op without a name or two
-    ops of one graph with the same name.
-    """
-    source = None if source_path is None else Path(source_path)
-    with _gc_paused():
-        graphs = [_graph_from_proto(g, source) for g in proto.graph]
-    return Model(proto.name, graphs, attrs_from_proto(proto.attr), source, proto.version,
-                 proto.custom_version)
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -299,20 +87,15 @@ def _parse_json(text: str, path: Path):
         raise PrecisionToolError("JSON graph nested too deeply", path) from None
 
 
-def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
-    """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
-    path = Path(path)
+def _graph_text(path: Path) -> str:
     text = _read_text(path)
-    head = text.lstrip()
-    if not head:
+    if not text.strip():
         raise PrecisionToolError("graph file is empty", path)
-    with _gc_paused():
-        if head[0] in "{[":  # TextFormat starts with a field name or a comment
-            return _parse_json(text, path)
-        if _is_onnx(text, path):
-            return _parse_onnx(text, path)
-        count = workers or os.cpu_count() or 1
-        return _parse_text(text, path, lambda t: ge_ir.parse_text(t, count))
+    return text
+
+
+def _is_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("{", "[")  # TextFormat starts with a field name or a comment
 
 
 def _is_onnx(text: str, path: Path) -> bool:
@@ -324,14 +107,47 @@ def _is_onnx(text: str, path: Path) -> bool:
     return parsed.is_onnx if parsed is not None else path.suffix == ".pbtxt"
 
 
+def _proto_from_text(text: str, path: Path, workers: int | None):
+    with _gc_paused():
+        if _is_json(text):
+            return _parse_json(text, path)
+        if _is_onnx(text, path):
+            return _parse_onnx(text, path)
+        count = workers or os.cpu_count() or 1
+        return _parse_text(text, path, lambda t: ge_ir.parse_text(t, count))
+
+
+def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
+    """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
+    path = Path(path)
+    return _proto_from_text(_graph_text(path), path, workers)
+
+
+def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[Model, Any]:
+    """:func:`read_graph`, and the ``ModelDef`` message it went through: None when the
+    ge_proto TextFormat was read straight into the model (:mod:`.graph_text_fast`)."""
+    from .graph_text_split import model_from_text_parallel  # the fast reader: ge_proto text only
+
+    path = Path(path)
+    text = _graph_text(path)
+    if not _is_json(text) and not _is_onnx(text, path):
+        with _gc_paused():
+            model = model_from_text_parallel(text, path, workers or os.cpu_count() or 1)
+        if model is not None:
+            return model, None
+    proto = _proto_from_text(text, path, workers)
+    return model_from_proto(proto, path), proto
+
+
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
     """Read a GE graph dump: ge_proto TextFormat, atc JSON or GE's ONNX TextFormat (decided by
     content; by the file name only when the content does not tell).
 
-    ``workers``: processes for parsing a large ge_proto TextFormat file. Defaults to all cores.
+    ge_proto TextFormat is read by :mod:`.graph_text_fast`, and by protobuf's parser (in
+    ``workers`` processes for a large file; all cores by default) when that does not take it.
     Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
     unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
     not fit the schema, ONNX text that holds no graph, or a graph with an unnamed op or two ops
     of one name. Unknown fields are skipped in every form, so newer GE versions load.
     """
-    return model_from_proto(read_graph_proto(path, workers=workers), path)
+    return load_graph(path, workers=workers)[0]

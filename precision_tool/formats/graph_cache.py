@@ -1,9 +1,11 @@
 """A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
 
-Parsing a 100k-op TextFormat graph takes protobuf's pure-Python text parser several seconds;
-reading the same ``ModelDef`` back from its binary form takes milliseconds (protobuf's C
-parser). So the first session to load a big graph (1 MiB of text or more) keeps its binary
-form under ``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
+TextFormat graphs are read by the fast reader (:mod:`.graph_text_fast`), which is about as quick
+as reading this cache back (protobuf's C parser, then the model from the ``ModelDef``), so they
+are not cached. The graphs that go through a ``ModelDef`` -- atc's JSON, and TextFormat the fast
+reader does not take, which protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
+first session to load such a graph (1 MiB or more) keeps its binary form under
+``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
 later sessions read that instead. A stale, corrupt or unwritable cache is never an error: the
 graph is parsed from its own file as if there were no cache. The cache is data only (a
 serialized message of the same schema); nothing in it is executed. It is read and written
@@ -20,7 +22,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
 from .atomic import OutputRoot
-from .graph import model_from_proto, read_graph_proto
+from .graph import load_graph, model_from_proto
 from .graph_model import Model
 from .proto import ge_ir
 
@@ -75,12 +77,13 @@ def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | No
     ``cache_dir`` itself); None: no cache."""
     path = Path(path)
     if cache_dir is None:
-        return model_from_proto(read_graph_proto(path, workers=workers), path)
+        return load_graph(path, workers=workers)[0]
     root = OutputRoot(cache_dir) if root is None else root
     cached = cache_path(path, Path(cache_dir), min_bytes)
     proto = _load(root, cached) if cached is not None else None
-    if proto is None:
-        proto = read_graph_proto(path, workers=workers)
-        if cached is not None:
-            _store(root, proto, cached)
-    return model_from_proto(proto, path)
+    if proto is not None:
+        return model_from_proto(proto, path)
+    model, proto = load_graph(path, workers=workers)
+    if proto is not None and cached is not None:
+        _store(root, proto, cached)
+    return model

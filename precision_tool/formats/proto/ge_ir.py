@@ -211,7 +211,7 @@ def _op_region(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (first + 1, last_close + len(_OP_END)) if last_close >= 0 else (first + 1, -1)
 
 
-def _chunks(text: str, begin: int, end: int, size: int) -> list[str]:
+def _chunks(text: str, begin: int, end: int, size: int) -> list[tuple[int, int]]:
     cuts = [begin]
     while True:
         cut = text.find(_OP_START, cuts[-1] + size, end)
@@ -219,7 +219,7 @@ def _chunks(text: str, begin: int, end: int, size: int) -> list[str]:
             break
         cuts.append(cut + 1)
     cuts.append(end)
-    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
+    return list(zip(cuts, cuts[1:]))
 
 
 def _parse_ops(chunk: str) -> bytes | None:
@@ -234,24 +234,37 @@ def _parse_ops(chunk: str) -> bytes | None:
     return graph.SerializeToString()
 
 
-def _parse_split(text: str, workers: int) -> Any | None:
+def split_ops(text: str, size: int) -> tuple[str, int, list[tuple[int, int, int]]] | None:
+    """``text`` cut as described above: the text without the ``op`` blocks of its graphs, how
+    many graphs it has (by their ``graph {`` lines), and the runs of whole ``op`` blocks of
+    about ``size`` characters each, as ``(graph index, start, end)`` in ``text``; None when the
+    text is not laid out so. Whoever parses the pieces checks that the rest holds that many
+    graphs, and no ops."""
     starts = [m.start() for m in _GRAPH_START.finditer(text)] + [len(text)]
     regions = [_op_region(text, a, b) for a, b in zip(starts, starts[1:])]
     if any(r is not None and r[1] < 0 for r in regions):
         return None
     kept, jobs, position = [], [], 0
-    size = max(1, len(text) // (workers * 4))
     for index, region in enumerate(regions):
         if region is not None:
             kept.append(text[position:region[0]])
-            jobs.extend((index, chunk) for chunk in _chunks(text, *region, size))
+            jobs.extend((index, a, b) for a, b in _chunks(text, *region, size))
             position = region[1]
     kept.append(text[position:])
+    return "".join(kept), len(regions), jobs
+
+
+def _parse_split(text: str, workers: int) -> Any | None:
+    split = split_ops(text, max(1, len(text) // (workers * 4)))
+    if split is None:
+        return None
+    kept, graphs, spans = split
+    jobs = [(index, text[a:b]) for index, a, b in spans]
     try:
-        model = text_format.Parse("".join(kept), ModelDef(), allow_unknown_field=True)
+        model = text_format.Parse(kept, ModelDef(), allow_unknown_field=True)
     except text_format.ParseError:
         return None
-    if len(model.graph) != len(regions) or any(len(g.op) for g in model.graph):
+    if len(model.graph) != graphs or any(len(g.op) for g in model.graph):
         return None  # the "graph {" lines were not the graphs: not protobuf's layout
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
