@@ -48,6 +48,7 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from . import kernels, stat_groups
+from ..formats.text import shape_text
 from .metric_types import Metric, MetricResult, Outcome, Range, StatGroup, Stats
 
 EPS = float(np.finfo(np.float64).eps)
@@ -277,12 +278,8 @@ def not_compared(reason: str) -> MetricResult:
 
 def shape_mismatch(npu_shape: Sequence[int], golden_shape: Sequence[int]) -> MetricResult:
     """The all-NaN result for two tensors whose host shapes differ, naming both shapes."""
-    return not_compared(f"Shape mismatch: NPU {_shape_text(npu_shape)} vs golden "
-                        f"{_shape_text(golden_shape)}.")
-
-
-def _shape_text(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+    return not_compared(f"Shape mismatch: NPU {shape_text(npu_shape)} vs golden "
+                        f"{shape_text(golden_shape)}.")
 
 
 def is_scalar_shape(shape: Sequence[int]) -> bool:

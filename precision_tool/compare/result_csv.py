@@ -34,6 +34,7 @@ from typing import Iterable, Iterator, Sequence
 from precision_tool.errors import PrecisionToolError
 
 from ..formats.atomic import STAMP, OutputRoot, PendingFile
+from ..formats.text import shape_text
 from .metric_types import Metric
 from .metrics import METRIC_NAMES, METRICS
 from .result import CompareRow
@@ -72,7 +73,7 @@ def format_value(value: float | None) -> str:
 
 def format_shape(shape: tuple[int, ...] | None) -> str:
     """``[d0,d1,...]``, or ``NaN`` when unknown."""
-    return NOT_COMPARED if shape is None else "[" + ",".join(str(d) for d in shape) + "]"
+    return shape_text(shape, unknown=NOT_COMPARED)
 
 
 # A cell a spreadsheet would run as a formula: = + - @ tab or CR first, after any apostrophes.
