@@ -21,9 +21,7 @@ if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when 
 
 
 def _add_arguments(parser: CommandParser) -> None:
-    parser.add_argument("-f", "--file", metavar="FILE|DIR",
-                        help="a result CSV or a directory of them; defaults to the newest result "
-                             "under temp/vector_compare/")
+    vcs.add_result_argument(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write index.html (and the node data) into DIR instead of "
                              "temp/report/{timestamp}/")

@@ -58,10 +58,15 @@ def limit_arg(text: str) -> int:
     return value
 
 
-def _add_arguments(parser: CommandParser) -> None:
+def add_result_argument(parser: CommandParser) -> None:
+    """``-f FILE|DIR``: the result to read (:func:`result_sources`), for vcs and report."""
     parser.add_argument("-f", "--file", metavar="FILE|DIR",
                         help="a result CSV or a directory of them; defaults to the newest result "
                              "under temp/vector_compare/")
+
+
+def _add_arguments(parser: CommandParser) -> None:
+    add_result_argument(parser)
     parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
                         help="flag ops with an output cosine <= COS; defaults to the config's "
                              "threshold (0.98)")
