@@ -246,8 +246,10 @@ def measure(command: list[str], cwd: Path, env: dict, ok=(0,)) -> dict:
     return {"seconds": seconds, "rss": peak[0], "pss": peak[1], "stdout": out}
 
 
-def _vc_command(root: Path, alg: str, out: Path) -> list[str]:
+def _vc_command(root: Path, alg: str, out: Path, code: Path = REPO) -> list[str]:
     command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "-o", str(out)]
+    if "--fresh" in (code / "precision_tool" / "commands" / "vc.py").read_text(encoding="utf-8"):
+        command.append("--fresh")  # every run computes every row: reused rows are not the speed
     return command + ([] if alg == "all" else ["-alg", alg])
 
 
@@ -381,7 +383,7 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
             for _ in range(args.repeat):  # ours and the baseline alternate: the load drifts
                 for label, code in codes:
                     out = scratch / f"{'vc' if label == 'vc' else 'base'}_{alg}"
-                    command = _vc_command(root, alg, out)
+                    command = _vc_command(root, alg, out, code)
                     env = _vc_env(code, args.workers)
                     if not runs[label] and cache == "warm":
                         measure(command, root.parent, env, ok=(0, 1))  # page cache, numba's cache
