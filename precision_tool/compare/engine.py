@@ -25,6 +25,7 @@ Decisions:
   ``if __name__ == "__main__":`` guard.
 * Ctrl-C: workers ignore SIGINT; the parent cancels what is pending, terminates the workers and
   re-raises, so nothing outlives the command. The same happens when the consumer stops early.
+  Workers also die with the parent however it ends (SIGKILL included; :mod:`.lifetime`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from . import kernels
+from .lifetime import init_worker_lifetime
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
@@ -257,8 +259,9 @@ def _mp_context():
     return get_context("spawn")
 
 
-def _init_worker() -> None:
+def _init_worker(parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
+    init_worker_lifetime(parent_pid)  # ... and however it ends, we end with it
 
 
 @contextmanager
@@ -351,7 +354,8 @@ def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker)
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                       initargs=(os.getpid(),))
         try:
             while True:
                 while in_flight < window and len(queue) < 8 * window:
