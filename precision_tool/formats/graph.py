@@ -42,6 +42,7 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from .files import read_user_bytes
+from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
@@ -324,6 +325,7 @@ def _is_onnx(text: str, path: Path) -> bool:
     return parsed.is_onnx if parsed is not None else path.suffix == ".pbtxt"
 
 
+@names_the_file_when_out_of_memory
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
     """Read a GE graph dump: ge_proto TextFormat, atc JSON or GE's ONNX TextFormat (decided by
     content; by the file name only when the content does not tell).
