@@ -158,14 +158,15 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     False; ``resume`` continues the newest interrupted run, in its directory, with its options.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
-    -lt/-rt, unknown metric or graph, nothing to resume).
+    -lt/-rt, unknown metric or graph, nothing to resume). SIGTERM and SIGHUP during the run stop
+    it as Ctrl-C does (no CSV, the directory marked interrupted), then end the process by that
+    signal (:func:`~precision_tool.compare.lifetime.stop_on_signals`). Temporary files that
+    killed runs left under the output root are removed first.
     """
-    from ..compare.divergence import FlagRule
-    from ..compare.manifest import csv_info, write_manifest
+    from ..compare.lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
-    from ..compare.result_dir import COMPLETE, RUNNING, CompareOptions, csv_tags, new_result_dir
-    from ..compare.row_cache import RowCache
+    from ..compare.result_dir import CompareOptions, new_result_dir
 
     options = CompareOptions(left, right, graph, steps, devices, algorithms)
     if resume:  # the interrupted run's directory and options
@@ -173,31 +174,55 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     metrics = select_metrics(options.algorithms)
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
                              steps=options.steps, devices=options.devices)
-    if not resume:  # after planning: bad input leaves no directory behind
-        directory = new_result_dir(context.output, context.output_at(output) if output else None)
     out: list = [Text(note, style="warn") for p in plans for note in p.notes]
+    _remove_stale_parts(context, output)
+    with stop_on_signals():  # SIGTERM, SIGHUP: as Ctrl-C, then the process ends by the signal
+        if not resume:  # after planning: bad input leaves no directory behind
+            directory = new_result_dir(context.output, context.output_at(output) if output else None)
+        summaries, counts = _run_into(directory, options, plans, metrics, context,
+                                      show_progress=show_progress, reuse=reuse, resume=resume)
+    reuse_line = _reuse_line(counts)
+    out += ([reuse_line] if reuse_line else []) + [s.line() for s in summaries]
+    flagged = any(s.flagged_ops for s in summaries)
+    return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
+
+
+def _run_into(directory, options, plans, metrics, context: Context, *, show_progress: bool,
+              reuse: bool, resume: bool) -> tuple[list[Summary], dict]:
+    """Every plan's CSV in ``directory``, its run.json saying running, then complete; on a bad
+    output nothing is left (a resumed run's directory stays), on Ctrl-C or a stop signal the
+    directory is marked interrupted, for ``vc --resume``. Returns :func:`_write_all`'s."""
+    from ..compare.divergence import FlagRule
+    from ..compare.manifest import csv_info, write_manifest
+    from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
+    from ..compare.row_cache import RowCache
+
     config = context.config
-    paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
-    cache = RowCache(context.output) if reuse else None
     try:
+        paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
+        cache = RowCache(context.output) if reuse else None
         directory.mark(RUNNING, options)
         with CompareProgress(context.console, enabled=show_progress) as display, \
                 (cache if cache is not None else nullcontext()):
-            summaries, counts = _write_all(plans, directory.root, paths, metrics, config.worker_count,
-                                           FlagRule.from_config(config), display, cache)
+            found = _write_all(plans, directory.root, paths, metrics, config.worker_count,
+                               FlagRule.from_config(config), display, cache)
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
         directory.mark(COMPLETE, options)
     except PrecisionToolError:  # a full disk, a refused link: no CSV and no directory is left
         _abandon(directory, resume)
         raise
-    except BaseException:  # Ctrl-C, a signal: no CSV is left half-written, the run can resume
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: no CSV is left half-written, the run can resume
         _mark_interrupted(directory, options)
         raise
-    reuse_line = _reuse_line(counts)
-    out += ([reuse_line] if reuse_line else []) + [s.line() for s in summaries]
-    flagged = any(s.flagged_ops for s in summaries)
-    return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
+    return found
+
+
+def _remove_stale_parts(context: Context, output: str | None) -> None:
+    """Temporary files earlier runs left when they were killed (SIGKILL, a power cut): gone."""
+    context.output.remove_stale_parts()
+    if output:
+        context.output_at(output).remove_stale_parts(depth=0)
 
 
 def _abandon(directory, resume: bool) -> None:

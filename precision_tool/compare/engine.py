@@ -18,13 +18,14 @@ Decisions:
   Equal counts with different host shapes are compared flattened in C order, as msaccucmp
   compares ND tensors flattened; the row's Shape is the NPU side's and the reason notes both.
 * Per-tensor problems (unknown dtype, a layout that does not fit, an unreadable or truncated
-  file, a non-numeric ``.npy``) become the row's CompareFailReason; the run goes on. Anything
-  else is a bug and propagates.
+  file, a shape no array can have, a non-numeric ``.npy``, too little memory for this pair)
+  become the row's CompareFailReason; the run goes on. Anything else is a bug and propagates.
 * Workers are forked when that is safe (Linux, no other thread in this process), else spawned;
   spawned workers re-import the caller's main module, so scripts need the usual
   ``if __name__ == "__main__":`` guard.
 * Ctrl-C: workers ignore SIGINT; the parent cancels what is pending, terminates the workers and
   re-raises, so nothing outlives the command. The same happens when the consumer stops early.
+  Workers also die with the parent however it ends (SIGKILL included; :mod:`.lifetime`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from . import kernels
+from .lifetime import init_worker_lifetime
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask
@@ -141,7 +143,7 @@ def _header_facts(side, headers: HeaderCache) -> tuple[str | None, tuple[int, ..
         t = headers.tensor(side)
     except PrecisionToolError:
         return None, None
-    return t.dtype_name, t.original_shape or t.shape
+    return t.dtype_name, None if t.defect or t.original_defect else t.original_shape or t.shape
 
 
 def _base_row(task: PairTask, headers: HeaderCache, fail_reason: str = "") -> CompareRow:
@@ -169,13 +171,20 @@ def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
             sides.append(open_side(side, headers))
         x, y = sides
         result, note = compare_sources(x, y, metrics, chunk, numba)
-    except PrecisionToolError as exc:
+    except (PrecisionToolError, MemoryError) as exc:
         if sides:
             row = _with_side(row, sides[0], is_left=True)
-        return row.with_metrics({}, fail_reason=str(exc)), 0
+        return row.with_metrics({}, fail_reason=_failure(exc, task)), 0
     row = _with_side(_with_side(row, x, is_left=True), y, is_left=False)
     reason = " ".join(part for part in (x.note, y.note, note, result.fail_reason) if part)
     return row.with_metrics(result.numbers, result.std_text, reason), x.nbytes + y.nbytes
+
+
+def _failure(exc: Exception, task: PairTask) -> str:
+    """The CompareFailReason of a pair that could not be compared."""
+    if isinstance(exc, MemoryError):  # confined to this pair: the next one may well fit
+        return f"not enough memory to compare {task.tensor_index or task.npu_name}"
+    return str(exc)
 
 
 def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
@@ -257,8 +266,9 @@ def _mp_context():
     return get_context("spawn")
 
 
-def _init_worker() -> None:
+def _init_worker(parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
+    init_worker_lifetime(parent_pid)  # ... and however it ends, we end with it
 
 
 @contextmanager
@@ -351,7 +361,8 @@ def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker)
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                       initargs=(os.getpid(),))
         try:
             while True:
                 while in_flight < window and len(queue) < 8 * window:

@@ -35,6 +35,7 @@ from ..formats import layouts
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
 from ..formats.golden import load_npy
+from ..formats.shapes import element_problem
 from .pairing import DumpSide, NpySide
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
@@ -228,9 +229,17 @@ def aligned(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray]) -> Iterator[tupl
 # --- opening sides ---------------------------------------------------------------------------
 
 def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
-    """Raise PrecisionToolError unless ``dtype`` converts to float64 as real numbers."""
+    """Raise PrecisionToolError unless ``dtype`` converts to float64 as real numbers.
+
+    Structured, sub-array and raw-bytes types (numpy's ``void``; ml_dtypes' bfloat16 and fp8
+    are not) are refused by their kind, before one element is allocated: ``|V2147483647`` is a
+    2 GiB element.
+    """
     if dtype.kind == "c":
         raise PrecisionToolError(f"{what}: complex data ({dtype.name}) is not compared", path)
+    kind = element_problem(dtype)
+    if kind:
+        raise PrecisionToolError(f"{what}: {kind} is not compared", path)
     try:
         np.zeros(1, dtype).astype(np.float64)
     except (TypeError, ValueError):
@@ -282,7 +291,7 @@ def _format_note(t: DumpTensor) -> str:
 def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem."""
     t = headers.tensor(side)
-    problem = t.problem
+    problem = t.host_problem
     if problem:
         raise PrecisionToolError(problem, t.path)
     common = dict(dtype=t.dtype, dtype_name=t.dtype_name, nbytes=t.size, note=_format_note(t))

@@ -15,6 +15,11 @@ root unless OUTPUT_ROOT or ``--out`` says otherwise), by these rules:
   renamed to its name only once the last byte is written and the file closed, replacing what was
   there (a link planted at the name is replaced, never followed). Ctrl-C, a full disk (seen at
   ``write`` or only at ``close``) or any error removes the temporary file.
+- **Nothing is left by a process that is gone.** A temporary name holds the writer's pid, so
+  :meth:`OutputRoot.remove_stale_parts` (``vc`` calls it when it starts) removes those of
+  processes that no longer exist (killed with SIGKILL, or by a power cut), and never a live
+  process's file. Pids are of this machine: an output root shared over the network with a
+  machine writing into it at the same moment is not supported.
 - **Failures are one line.** A read-only file system, a full disk, a missing permission or a
   refused link raise :class:`~precision_tool.errors.PrecisionToolError` naming the directory or
   file, with the way to write elsewhere.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 from contextlib import contextmanager
@@ -50,6 +56,8 @@ _DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir,
                                             os.stat)) and bool(_NOFOLLOW and _DIRECTORY)
 _NOT_THERE = (errno.EROFS, errno.EACCES, errno.EPERM)
+_PART_NAME = re.compile(r"\..*\.([0-9]{1,10})\.[0-9a-f]{8}\.part", re.DOTALL)  # temp_name's
+STALE_DEPTH = 3  # directory levels below the root swept for stale temporary files
 
 
 def stamps(when: datetime, count: int = MAX_STAMP_TRIES) -> Iterator[str]:
@@ -65,6 +73,27 @@ def temp_name(path: str | os.PathLike) -> Path:
     stem = path.name.encode("utf-8", "surrogateescape")[:NAME_MAX - _SUFFIX_ROOM]
     stem_text = stem.decode("utf-8", "ignore")  # never cut a character in half
     return path.with_name(f".{stem_text}.{os.getpid()}.{secrets.token_hex(4)}.part")
+
+
+def temp_name_pid(name: str) -> int | None:
+    """The pid in a name :func:`temp_name` made, or None when ``name`` is not one."""
+    match = _PART_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def process_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine; True whenever that cannot be told
+    (Windows, where probing a pid with ``os.kill`` would end the process), so nothing of a live
+    process is ever taken for stale."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError, ValueError):  # EPERM: another user's live process
+        return True
+    return True
 
 
 def _reason(exc: OSError) -> str:
@@ -335,6 +364,19 @@ class OutputRoot:
             with os.fdopen(os.open(here.at(name), flags, **here.kw("dir_fd")), "rb") as handle:
                 return handle.read()
 
+    def remove_stale_parts(self, *parts: str, depth: int = STALE_DEPTH) -> int:
+        """Remove the temporary files (:func:`temp_name`) of processes that no longer exist in
+        the directory ``parts`` and up to ``depth`` levels below it; returns how many.
+
+        Only regular files are removed; links are never followed nor removed, and a directory
+        that cannot be opened (a link, no permission) is passed over. Never raises OSError.
+        """
+        try:
+            with self._directory(parts, create=False) as here:
+                return _sweep(here, depth)
+        except (OSError, PrecisionToolError):
+            return 0
+
     def names(self, *parts: str) -> list[str]:
         """The entry names of the directory ``parts`` (empty when it does not exist)."""
         try:
@@ -364,3 +406,35 @@ class OutputRoot:
         except (OSError, PrecisionToolError):
             pass
 
+
+
+def _sweep(here: _Dir, depth: int) -> int:
+    """:meth:`OutputRoot.remove_stale_parts` in one checked directory."""
+    removed = 0
+    with os.scandir(here.fd if here.fd is not None else here.path) as entries:
+        listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                  for e in entries]
+    for name, is_dir, is_file in listed:
+        pid = temp_name_pid(name)
+        if is_file and pid is not None and not process_exists(pid):
+            try:
+                os.unlink(here.at(name), **here.kw("dir_fd"))
+                removed += 1
+            except OSError:
+                pass  # removed meanwhile, or not ours to remove
+        elif is_dir and depth > 0:
+            removed += _sweep_below(here, name, depth - 1)
+    return removed
+
+
+def _sweep_below(here: _Dir, name: str, depth: int) -> int:
+    try:
+        below = here.child(name, create=False)
+    except (OSError, PrecisionToolError):
+        return 0
+    try:
+        return _sweep(below, depth)
+    except OSError:
+        return 0
+    finally:
+        below.close()

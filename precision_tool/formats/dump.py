@@ -4,6 +4,12 @@ A dump file is an 8-byte little-endian header length, a ``toolkit.dumpdata.DumpD
 header, then the raw bytes of every input, output, buffer and workspace, back to back. Only the
 header is read up front; a tensor's bytes are memory-mapped when it is asked for, so asking for
 one tensor of a 2 GB dump reads that tensor only.
+
+What a header claims is checked before anything is allocated for it (:mod:`.shapes`): a shape
+of more dimensions than numpy allows, or too big for any array (``[0, 2**62]``), is that
+tensor's :attr:`DumpTensor.problem` (:attr:`~DumpTensor.host_problem` for the original
+shape), as is a file that became shorter than its header says
+after the header was read (truncated while being compared).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
 from .dump_names import parse_dump_name
 from .proto.dumpdata import FORMAT_NAMES, DumpData
+from .shapes import rank_problem, shape_problem
 
 NANO_MAGIC = 0x5A5A5A5A
 _MAX_HEADER = 1 << 30  # a header is a few KB; anything near this is a corrupt length field
@@ -57,6 +64,8 @@ class DumpTensor:
     offset: int  # where those bytes start
     sub_format: int = 0  # groups of a grouped convolution on FRACTAL_Z
     original_op: OriginalOp | None = None
+    defect: str | None = None  # a device shape no array can have (the shapes are left empty)
+    original_defect: str | None = None  # an original shape no array can have (left empty)
 
     @property
     def name(self) -> str:
@@ -78,18 +87,39 @@ class DumpTensor:
 
     @property
     def problem(self) -> str | None:
-        """Why this tensor cannot be read, or None when it can."""
+        """Why this tensor cannot be read (in its device layout), or None when it can."""
         try:
             self._element_count()
         except PrecisionToolError as exc:
             return exc.problem
         return None
 
+    @property
+    def host_problem(self) -> str | None:
+        """Why this tensor cannot be read in host layout before any conversion is tried (its
+        :attr:`problem`, or an original shape no array can have), or None."""
+        try:
+            self._element_count()
+            self._check_original_shape()
+        except PrecisionToolError as exc:
+            return exc.problem
+        return None
+
+    def _check_shape(self, shape: tuple[int, ...], defect: str | None, which: str = "") -> None:
+        """PrecisionToolError when no array can have ``shape`` (``which``: "" or "original ")."""
+        problem = defect or shape_problem(shape, self._dump_dtype().dtype.itemsize)
+        if problem:
+            raise PrecisionToolError(f"{self.name}: {which}{problem}")
+
+    def _check_original_shape(self) -> None:
+        self._check_shape(self.original_shape, self.original_defect, "original ")
+
     def _dump_dtype(self) -> DumpDType:
         return dump_dtype(self.data_type)
 
     def _element_count(self) -> int:
         dtype = self._dump_dtype()
+        self._check_shape(self.shape, self.defect)
         if not self.shape:  # empty shape with data: a flat tensor of what fits
             return dtype.count(self.size)
         count = math.prod(self.shape)
@@ -105,10 +135,15 @@ class DumpTensor:
         shape = self.shape or (count,)
         if count == 0 or self.size == 0:
             return np.zeros(shape, dtype.dtype)
-        if dtype.packed:
-            raw = np.memmap(self.path, np.uint8, "r", self.offset, (self.size,))
-            return unpack_bits(np.asarray(raw), dtype, count).reshape(shape)
-        return np.memmap(self.path, dtype.dtype, "r", self.offset, shape)
+        try:
+            if dtype.packed:
+                raw = np.memmap(self.path, np.uint8, "r", self.offset, (self.size,))
+                return unpack_bits(np.asarray(raw), dtype, count).reshape(shape)
+            return np.memmap(self.path, dtype.dtype, "r", self.offset, shape)
+        except (ValueError, OSError) as exc:  # "mmap length is greater than file size"
+            raise PrecisionToolError(f"{self.name}: cannot map its {self.size} bytes at offset "
+                                     f"{self.offset} ({getattr(exc, 'strerror', None) or exc}): "
+                                     "truncated since its header was read?", self.path) from None
 
     def origin_format(self, fallback: str | None = None) -> str | None:
         """The host layout: OriginalOp.format when the dump has it, else ``fallback``."""
@@ -122,6 +157,9 @@ class DumpTensor:
         The origin format comes from ``OriginalOp.format`` when the dump records one, else from
         ``origin_format``, else it is inferred from ``original_shape`` against the device shape.
         """
+        problem = self.host_problem
+        if problem:
+            raise PrecisionToolError(problem, self.path)
         try:
             return layouts.to_host(self.device(), self.format, self.original_shape,
                                    self.origin_format(origin_format), groups=max(self.sub_format, 1))
@@ -178,15 +216,24 @@ def _original_op(proto) -> OriginalOp | None:
     return OriginalOp(op.name, op.output_index, data_type_name(op.data_type), format_name(op.format))
 
 
+def _shape_of(message) -> tuple[tuple[int, ...], str | None]:
+    """The dimensions of a ShapeDef, or () and why when no array can have that many (a header
+    may list millions: they are not copied)."""
+    problem = rank_problem(len(message.dim))
+    return ((), problem) if problem else (_shape(message), None)
+
+
 def _tensors(path: Path, kind: str, protos, offset: int) -> tuple[list[DumpTensor], int]:
     tensors = []
     for index, proto in enumerate(protos):
+        shape, defect = _shape_of(proto.shape)
+        original_shape, original_defect = _shape_of(proto.original_shape)
         tensors.append(DumpTensor(
             path=path, kind=kind, index=index, data_type=proto.data_type,
-            format=format_name(proto.format), shape=_shape(proto.shape),
-            original_shape=_shape(proto.original_shape), size=proto.size, offset=offset,
-            sub_format=proto.sub_format,
-            original_op=_original_op(proto) if kind == "output" else None))
+            format=format_name(proto.format), shape=shape, original_shape=original_shape,
+            size=proto.size, offset=offset, sub_format=proto.sub_format,
+            original_op=_original_op(proto) if kind == "output" else None, defect=defect,
+            original_defect=original_defect))
         offset += proto.size
     return tensors, offset
 
@@ -215,6 +262,8 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
         raise PrecisionToolError("is a directory, not a dump file", path) from None
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
+    except MemoryError:  # a header length under _MAX_HEADER, still more than this machine has
+        raise PrecisionToolError("not enough memory to read the dump's header", path) from None
     _check_sizes(path, message, data_start, file_size)
     inputs, offset = _tensors(path, "input", message.input, data_start)
     outputs, _ = _tensors(path, "output", message.output, offset)

@@ -17,6 +17,7 @@ Decisions (FORMATS.md section 5):
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from .dump_names import MAPPING_FILE, read_mapping
+from .shapes import element_problem, shape_problem
+from .text import shape_text
 
 GOLDEN_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.([0-9]+)(\.[0-9]+)?\.([0-9]{1,255})\.npy$")
 MAX_NAME_LENGTH = 255
@@ -129,22 +132,65 @@ class GoldenIndex:
 
 
 def load_npy(path: str | os.PathLike) -> np.ndarray:
-    """Memory-map a ``.npy`` file without ever unpickling; bad files raise PrecisionToolError."""
+    """Memory-map a ``.npy`` file without ever unpickling; bad files raise PrecisionToolError.
+
+    The header is read and checked first (:func:`check_npy_header`), so a shape or element
+    type no array can have, or more data than the file holds, is refused in words before numpy
+    is asked to map anything.
+    """
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            magic = handle.read(len(_NPY_MAGIC))
-    except OSError as exc:
-        raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
-    if magic != _NPY_MAGIC:
-        raise PrecisionToolError("not a .npy file (bad magic)", path)
+    check_npy_header(path)
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, OverflowError) as exc:
         raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
     if not isinstance(array, np.ndarray):  # defensive: np.load could hand back an archive
         raise PrecisionToolError("not a single-array .npy file", path)
     return array
+
+
+def _read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, int]:
+    """(shape, dtype, data offset, file size) from a ``.npy`` header; PrecisionToolError when
+    the file cannot be read or is not a ``.npy`` file."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+                raise PrecisionToolError("not a .npy file (bad magic)", path)
+            handle.seek(0)
+            version = np.lib.format.read_magic(handle)
+            # 3.0 is 2.0 with a UTF-8 header; reading it as 2.0 only garbles non-Latin-1 field
+            # names, which do not matter here (structured arrays are not compared)
+            npy = np.lib.format
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape, _, dtype = read(handle)
+            return tuple(shape), dtype, handle.tell(), os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
+    except (RecursionError, MemoryError):  # a header of at most 10,000 bytes nested that deep
+        raise PrecisionToolError("cannot load golden file: its header is nested too deeply", path) from None
+    except (ValueError, EOFError, SyntaxError, TypeError) as exc:
+        raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
+
+
+def check_npy_header(path: str | os.PathLike) -> None:
+    """Raise PrecisionToolError unless the ``.npy`` header at ``path`` describes an array that
+    holds numbers (not structured records or raw bytes), can exist, and whose data the file
+    holds (object arrays are left to :func:`load_npy`, which refuses them)."""
+    path = Path(path)
+    shape, dtype, offset, file_size = _read_npy_header(path)
+    if dtype.subdtype is not None and dtype.names is None:  # numpy makes (2,) of (3,)<f4 a (2, 3)
+        dtype, shape = dtype.subdtype[0], shape + dtype.subdtype[1]
+    problem = element_problem(dtype)
+    if problem:
+        raise PrecisionToolError(f"cannot load golden file: {problem}, not a tensor of numbers", path)
+    problem = shape_problem(shape, dtype.itemsize)
+    if problem:
+        raise PrecisionToolError(f"cannot load golden file: {problem}", path)
+    needed = math.prod(shape) * dtype.itemsize
+    if not dtype.hasobject and needed > file_size - offset:
+        raise PrecisionToolError(
+            f"cannot load golden file: truncated (shape {shape_text(shape)} of {dtype.str} needs "
+            f"{needed} bytes of data, the file holds {max(file_size - offset, 0)})", path)
 
 
 def _describe(exc: Exception) -> str:

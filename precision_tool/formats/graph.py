@@ -24,6 +24,7 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from .files import read_user_bytes
+from .graph_memory import names_the_file_when_out_of_memory
 from .graph_convert import _gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
@@ -139,6 +140,7 @@ def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[
     return model_from_proto(proto, path), proto
 
 
+@names_the_file_when_out_of_memory
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
     """Read a GE graph dump: ge_proto TextFormat, atc JSON or GE's ONNX TextFormat (decided by
     content; by the file name only when the content does not tell).

@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
 from .atomic import OutputRoot
+from .graph_memory import names_the_file_when_out_of_memory
 from .graph import load_graph, model_from_proto
 from .graph_model import Model
 from .proto import ge_ir
@@ -69,6 +70,7 @@ def _store(root: OutputRoot, proto, cached: Path) -> None:
             root.remove(cached.parent / name)
 
 
+@names_the_file_when_out_of_memory
 def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | None, *,
                       workers: int | None = None, min_bytes: int = MIN_BYTES,
                       root: OutputRoot | None = None) -> Model:

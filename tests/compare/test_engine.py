@@ -160,6 +160,24 @@ def test_per_tensor_problems_are_rows_with_reasons_and_the_run_goes_on(tmp_path)
     assert rows[3].npu_dtype == "float16" and rows[3].shape == (2, 3, 4)
 
 
+def test_a_pair_that_runs_out_of_memory_is_its_row_and_the_run_goes_on(tmp_path, monkeypatch):
+    values = np.arange(1, 13, dtype=np.float32)
+    gold = write_golden(tmp_path, "a", 0, 1, values)
+    big = write_dump(tmp_path / "Op.big.1.0.1700000000000000", "big", [], [TensorSpec(values, "FLOAT")])
+    fine = write_dump(tmp_path / "Op.fine.2.0.1700000000000001", "fine", [], [TensorSpec(values, "FLOAT")])
+    real = engine.compare_sources
+
+    def short_of_memory(x, y, *args):
+        if x.nbytes and getattr(x, "path", None) == big:
+            raise MemoryError()  # as numpy raises it for an allocation the machine cannot give
+        return real(x, y, *args)
+    monkeypatch.setattr(engine, "compare_sources", short_of_memory)
+    rows = list(compare_tasks([_task(0, "big", DumpSide(big, "output", 0), NpySide(gold)),
+                               _task(1, "fine", DumpSide(fine, "output", 0), NpySide(gold))]))
+    assert not rows[0].compared and "not enough memory to compare big" in rows[0].fail_reason
+    assert rows[1].compared and rows[1].cosine == pytest.approx(1.0)
+
+
 def test_equal_sizes_with_different_shapes_compare_flattened(tmp_path):
     values = np.arange(1, 13, dtype=np.float32)
     dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [],

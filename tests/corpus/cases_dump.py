@@ -211,4 +211,17 @@ CASES = [
          _broken("nano dump format")),
     Case("dump_zero_bytes", "an empty file named like a dump", lambda c: write_relu(c, b""),
          _broken("truncated dump: 0 bytes")),
+    Case("dump_shape_too_big", "output shape [0, 2**62]: no bytes, but no array can have it",
+         _relu_with(None, [TensorSpec(np.zeros(0, np.float32), "FLOAT", shape=(0, 2 ** 62))]),
+         _broken("shape [0,4611686018427387904] of 4-byte elements is too big for any array", dc=False)
+         + (Check(f"dc {DUMP}", FINE, "not decoded: " + RELU_FILE + " output:0"),)),
+    Case("dump_shape_million_dims", "output shape of 10**6 dimensions of 1 (4 bytes of data)",
+         _relu_with(None, [TensorSpec(np.ones(1, np.float32), "FLOAT", shape=(1,) * 10 ** 6)]),
+         _broken("shape has 1000000 dimensions", dc=False)
+         + (Check(f"dc {DUMP}", FINE, "shape has 1000000 dimensions (numpy arrays have at most"),)),
+    Case("dump_original_shape_too_many_dims", "output original_shape of 100 dimensions (6 elements)",
+         _relu_with(None, [f32(_RELU, original_shape=(1,) * 98 + SHAPE)]),
+         (Check("vc", ROW, "output:0: original shape has 100 dimensions (numpy arrays have at most"),
+          Check(f"pt {DUMP}", ERROR, "original shape has 100 dimensions", RELU_FILE),
+          Check(f"pt {DUMP} --device", FINE, "output:0"), Check("ni net/relu", FINE, "100 dimensions"))),
 ]

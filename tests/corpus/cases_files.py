@@ -146,6 +146,18 @@ def _golden_array(array):
     return lambda case_dir: write_golden_value(case_dir, "net/relu", array)
 
 
+def _npy_header(descr, shape, data_bytes: int):
+    """net/relu's golden replaced by a .npy header of ``descr`` and ``shape`` followed by
+    ``data_bytes`` zero bytes (a sparse file: gigabytes cost no disk)."""
+    def build(case_dir: Path) -> None:
+        path = golden_dir(case_dir) / GOLDEN_RELU
+        with open(path, "wb") as handle:
+            np.lib.format.write_array_header_1_0(handle, {"descr": descr, "fortran_order": False,
+                                                          "shape": shape})
+            handle.truncate(handle.tell() + data_bytes)
+    return build
+
+
 def _bad_golden_names(case_dir: Path) -> None:
     golden = golden_dir(case_dir)
     os.rename(golden / GOLDEN_RELU, golden / f"net_relu.x.{TS}.npy")
@@ -230,6 +242,21 @@ CASES = [
     Case("golden_bad_magic", "net/relu's golden .npy does not start with the npy magic",
          _golden_bytes(lambda data: b"PK" + data[2:]),
          (Check("vc", ROW, "not a .npy file"), Check(f"pt {GOLDEN}", ERROR, "not a .npy file", GOLDEN_RELU))),
+    Case("golden_void_2gib_elements", "net/relu's golden holds one |V2147483647 element (2 GiB of bytes)",
+         _npy_header("|V2147483647", (1,), 2 ** 31 - 1),
+         (Check("vc", ROW, "raw bytes (|V2147483647) of no numeric type, not a tensor of numbers"),
+          Check(f"pt {GOLDEN}", ERROR, "raw bytes (|V2147483647)", GOLDEN_RELU),
+          Check("ni net/relu", FINE, "raw bytes"))),
+    Case("golden_structured", "net/relu's golden is a structured array of two fields",
+         _golden_array(np.zeros((2, 3), [("a", "<f4"), ("b", "<i4")])),
+         (Check("vc", ROW, "a structured data type (2 field(s), 8 bytes a record), not a tensor"),
+          Check(f"pt {GOLDEN}", ERROR, "structured data type", GOLDEN_RELU),
+          Check(f"cp {DUMP} {GOLDEN}", ERROR, "structured data type", GOLDEN_RELU))),
+    Case("golden_shape_too_big", "net/relu's golden claims shape [2**61] of float32",
+         _npy_header("<f4", (2 ** 61,), 24),
+         (Check("vc", ROW, "shape [2305843009213693952] of 4-byte elements is too big for any array"),
+          Check(f"pt {GOLDEN}", ERROR, "too big for any array", GOLDEN_RELU),
+          Check(f"cp {DUMP} {GOLDEN}", ERROR, "too big for any array", GOLDEN_RELU))),
     Case("golden_names_breaking_the_pattern", "golden names without a timestamp, with dots, a .bak",
          _bad_golden_names,
          (Check("vc", ROW, "no ground truth dump file for net/relu:output:0"),

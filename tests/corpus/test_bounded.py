@@ -5,7 +5,10 @@ made ``ni`` quadratic). ``--full`` shows every entry. Counts, never times."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,7 @@ from precision_tool.formats.golden import write_golden
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.render.limits import LIST_LIMIT
 from precision_tool.status import ExitStatus
-from tests.conftest import make_context, run_command
+from tests.conftest import REPO_ROOT, make_context, run_command
 
 RUN = "20260101000000"
 MODEL = f"ge_default_{RUN}_1"
@@ -139,3 +142,53 @@ def test_pt_names_the_first_other_tensors_and_counts_the_rest(roots):
     status, output = _run(roots[SMALL], "pt net/concat -n 0 --full")
     listed = _others(output)
     assert status == ExitStatus.OK and len(listed) == SMALL and "more (--full" not in output
+
+
+# --- a graph bigger than the memory at hand ---------------------------------------------------
+
+GIB = 1 << 30
+
+
+def _graph_with_one_huge_line(path: Path, line_bytes: int) -> None:
+    """The Build graph followed by one line of ``line_bytes`` (a sparse hole: no disk used)."""
+    text = path.read_bytes()
+    with open(path, "wb") as handle:
+        handle.write(text + b"# ")
+        handle.seek(len(text) + line_bytes)
+        handle.write(b"\n")
+
+
+def _limit_address_space() -> None:  # in the child, before exec: as `ulimit -v 2097152`
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 * GIB, 2 * GIB))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
+def test_a_graph_with_a_1_gib_line_under_a_2_gib_limit_is_one_line(tmp_path):
+    from .base import GRAPH_REL, Case, make_case, root_of
+
+    root = root_of(make_case(tmp_path, Case("huge_line", "the base network", lambda c: None, ())))
+    graph = root / GRAPH_REL
+    _graph_with_one_huge_line(graph, GIB)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PRECISION_TOOL_WORKERS": "1"}
+    env.pop("PRECISION_TOOL_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), "ls"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+                          preexec_fn=_limit_address_space)
+    assert done.returncode == ExitStatus.ERROR, done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert str(graph) in lines[0] and "not enough memory to read this graph" in lines[0], lines
+    assert "with a line of 1.0 GiB" in lines[0], lines
+    assert "MemoryError" not in done.stderr + done.stdout
+
+
+def test_the_longest_line_is_measured_a_block_at_a_time(tmp_path):
+    from precision_tool.formats.graph_memory import longest_line
+
+    path = tmp_path / "g.txt"
+    for data in (b"", b"a", b"ab\n\ncde\n", b"x" * 10 + b"\n" + b"y" * 25, b"\n" * 7):
+        path.write_bytes(data)
+        expected = max((len(line) for line in data.split(b"\n")), default=0)
+        assert longest_line(path, block=4) == expected == longest_line(path), data

@@ -24,6 +24,7 @@ from .harness import (
     snapshot,
 )
 from .make_corpus import CASES, make_corpus
+from tests.conftest import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 BY_NAME = {case.name: case for case in CASES}
@@ -114,3 +115,28 @@ def test_one_shot_command_line(name, words, expected, text, corpus, tmp_path):
     else:
         assert text in " ".join(output.split()), output
     assert snapshot(case_dir, root) == before
+
+
+# --- a dump that shrinks while vc runs --------------------------------------------------------
+
+def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatch):
+    """net/relu's dump is cut right after vc has read its header (as when the dumping job
+    rewrites it meanwhile): its tensors get a row each with the reason, net/add is compared."""
+    from precision_tool.compare import load
+
+    from .base import Case, make_case, step_dir
+
+    case_dir = make_case(tmp_path, Case("shrinking", "the base network", lambda c: None, ()))
+    victim = step_dir(case_dir) / RELU_FILE
+    read_header = load.HeaderCache.dump
+
+    def dump_then_cut(self, path):
+        found = read_header(self, path)
+        if path == victim:
+            with open(victim, "r+b") as handle:
+                handle.truncate(found.inputs[0].offset + 10)
+        return found
+    monkeypatch.setattr(load.HeaderCache, "dump", dump_then_cut)
+    context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
+    check = Check("vc", "row", "truncated since its header was read")
+    assert_outcome(check, *run_check(context, buffer, check), root_of(case_dir), True)
