@@ -29,7 +29,8 @@ ALLOWED = {
 }
 
 
-EVERYWHERE = {"__version__", "errors"}  # the package root's constants and the one error type
+# the package root's constants, the one error type, and how worker processes live and die
+EVERYWHERE = {"__version__", "errors", "lifetime"}
 
 
 def _layer_of(module: str) -> str | None:

@@ -96,7 +96,7 @@ class ResolvedTensor:
         if tensor is None:
             return load_npy(self.path)
         if tensor.problem:
-            raise PrecisionToolError(f"{tensor.name}: {tensor.problem}", tensor.path)
+            raise PrecisionToolError(tensor.problem, tensor.path)  # it names the tensor
         return tensor.device() if device else tensor.host()
 
 

@@ -163,7 +163,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     signal (:func:`~precision_tool.compare.lifetime.stop_on_signals`). Temporary files that
     killed runs left under the output root are removed first.
     """
-    from ..compare.lifetime import stop_on_signals
+    from ..lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir

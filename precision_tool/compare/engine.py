@@ -46,7 +46,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from . import kernels
-from .lifetime import init_worker_lifetime
+from ..lifetime import init_worker_lifetime
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .pairing import DumpSide, PairTask

@@ -87,7 +87,8 @@ class DumpTensor:
 
     @property
     def problem(self) -> str | None:
-        """Why this tensor cannot be read (in its device layout), or None when it can."""
+        """Why this tensor cannot be read (in its device layout), or None when it can; the text
+        starts with the tensor's name (``output:0: ...``)."""
         try:
             self._element_count()
         except PrecisionToolError as exc:
@@ -115,7 +116,10 @@ class DumpTensor:
         self._check_shape(self.original_shape, self.original_defect, "original ")
 
     def _dump_dtype(self) -> DumpDType:
-        return dump_dtype(self.data_type)
+        try:
+            return dump_dtype(self.data_type)
+        except PrecisionToolError as exc:  # every problem of a tensor starts with its name
+            raise PrecisionToolError(f"{self.name}: {exc.problem}") from None
 
     def _element_count(self) -> int:
         dtype = self._dump_dtype()

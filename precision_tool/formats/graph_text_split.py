@@ -28,6 +28,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..lifetime import init_worker_lifetime
 from .graph_convert import OpFields
 from .graph_model import Model, TensorDesc
 from .graph_text_fast import NotPlain, model_from_fields, model_from_text, model_schema, ops_schema
@@ -124,8 +125,9 @@ drain the pipes need the interpreter lock, which the busy parsing here rarely yi
 the runs so made the worker wait for its input half of the time."""
 
 
-def _keep_text(text: str) -> None:  # the worker processes' initializer
+def _keep_text(text: str, parent_pid: int) -> None:  # the worker processes' initializer
     global _worker_text
+    init_worker_lifetime(parent_pid)  # dies with the parent, like the comparison's workers
     _worker_text = text
 
 
@@ -176,7 +178,7 @@ def model_from_split(text: str, source: Path | None, workers: int) -> Model | No
     shares = _shares(spans, workers)
     try:
         pool = ProcessPoolExecutor(max_workers=workers - 1, initializer=_keep_text,
-                                   initargs=(text,))
+                                   initargs=(text, os.getpid()))
         sent = [pool.submit(_runs_json, [spans[i][1:] for i in share]) for share in shares[1:]]
     except Exception:  # noqa: BLE001 -- no workers to be had here (a daemon, a sandbox)
         return None

@@ -202,7 +202,7 @@ _POOL_PARENT = """
 import os, sys, time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
-from precision_tool.compare import lifetime
+from precision_tool import lifetime
 
 # only the watchdog the tool uses where Linux's death signal is not to be had
 pool = ProcessPoolExecutor(2, mp_context=get_context(sys.argv[1]), initializer=lifetime.watch_parent,
@@ -231,7 +231,7 @@ def test_the_watchdog_ends_workers_whose_parent_was_killed(tmp_path, method):
 
 def test_a_worker_whose_parent_is_already_gone_exits_at_once(tmp_path):
     """The race between fork and prctl: a worker whose parent is not the one that started it."""
-    code = ("import os; from precision_tool.compare.lifetime import init_worker_lifetime; "
+    code = ("import os; from precision_tool.lifetime import init_worker_lifetime; "
             "init_worker_lifetime(os.getppid() + 1); print('still here')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=BOUND_S, env=_env(), cwd=tmp_path)

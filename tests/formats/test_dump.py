@@ -206,7 +206,7 @@ def _with_output_field(tmp_path, **fields):
 
 def test_unknown_data_type_is_a_per_tensor_error(tmp_path):
     dump = _with_output_field(tmp_path, data_type=99)
-    assert dump.outputs[0].problem == "unknown data_type 99"
+    assert dump.outputs[0].problem == "output:0: unknown data_type 99"  # every problem names its tensor
     np.testing.assert_array_equal(dump.inputs[0].device(), np.arange(8, dtype=np.float32))
     with pytest.raises(PrecisionToolError, match="unknown data_type 99"):
         dump.outputs[0].device()

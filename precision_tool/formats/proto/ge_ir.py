@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from google.protobuf import text_format
 
 from .dumpdata import DATA_TYPE_NAMES
+from ...lifetime import init_worker_lifetime
 from .schema import Enum, Field, Message, ProtoFile, build_classes
 
 LIST_VALUE_TYPES = (
@@ -267,7 +269,8 @@ def _parse_split(text: str, workers: int) -> Any | None:
     if len(model.graph) != graphs or any(len(g.op) for g in model.graph):
         return None  # the "graph {" lines were not the graphs: not protobuf's layout
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=init_worker_lifetime,
+                                 initargs=(os.getpid(),)) as pool:  # they die with the parent
             parsed = list(pool.map(_parse_ops, [chunk for _, chunk in jobs]))
     except Exception:  # noqa: BLE001 -- no workers to be had here (a daemon, a sandbox): one piece
         return None
