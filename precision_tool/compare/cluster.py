@@ -151,9 +151,12 @@ class Session:
         if local is not None:
             env = self.child_env() if self.child_env is not None else nullcontext()
             with env, _sigint_ignored():
+                # loopback only, on free ports: a scheduler runs whatever it is sent, so no one
+                # else may reach it; no dashboard (its HTTP server would take port 8787)
                 self.cluster = self.distributed.LocalCluster(
-                    n_workers=local, threads_per_worker=1, processes=True, dashboard_address=None,
-                    silence_logs=logging.CRITICAL)
+                    n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    scheduler_port=0, dashboard_address="127.0.0.1:0",
+                    scheduler_kwargs={"dashboard": False}, silence_logs=logging.CRITICAL)
             address = self.cluster
         try:
             self.client = self.distributed.Client(address, set_as_default=False)
@@ -191,8 +194,7 @@ class Session:
                                          "the rows computed so far are reused when vc runs again") from None
             except self.distributed.KilledWorker as exc:
                 self.live.pop(future.key, None)
-                raise LostWork(f"Not compared: the Dask worker computing it died and Dask gave up "
-                               f"retrying ({exc}).") from None
+                raise LostWork(_killed_reason(exc)) from None
             self.live.pop(future.key, None)
             return value
 
@@ -222,6 +224,16 @@ class Session:
                     pass
         self.client = self.cluster = None
         _drop_offload_thread(self.distributed)
+
+
+def _killed_reason(exc: BaseException) -> str:
+    """The row's reason for a job on which every worker that ran it died (KilledWorker)."""
+    tries = getattr(exc, "allowed_failures", None)
+    last = getattr(getattr(exc, "last_worker", None), "address", None)
+    detail = ", ".join(part for part in (f"{tries + 1} tries" if tries is not None else "",
+                                          f"the last on {last}" if last else "") if part)
+    return ("Not compared: the Dask worker computing it died and Dask gave up retrying"
+            + (f" ({detail})." if detail else "."))
 
 
 def _why(exc: BaseException) -> str:
