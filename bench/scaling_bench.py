@@ -123,6 +123,34 @@ def make_big(root: Path, gb: float) -> None:
 
 # --- runs ------------------------------------------------------------------------------------
 
+def _read_share(files: list[str]) -> None:
+    raw_read([Path(f) for f in files])
+
+
+def parallel_read(files: list[Path], processes: int) -> float:
+    """GB/s of reading ``files`` (warm) into buffers with ``processes`` readers, files dealt out
+    round robin: the page-cache bandwidth the comparison's reads share."""
+    from multiprocessing import get_context
+
+    shares = [[str(f) for f in files[k::processes]] for k in range(processes)]
+    context = get_context("fork")
+    start = time.perf_counter()
+    readers = [context.Process(target=_read_share, args=(share,)) for share in shares]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    return sum(f.stat().st_size for f in files) / (time.perf_counter() - start) / 1e9
+
+
+def print_read_rates(files: list[Path], repeat: int) -> None:
+    """The warm read rate with 1 and 2 readers (min/median/max over ``repeat``)."""
+    raw_read(files)
+    for processes in (1, 2):
+        rates = sorted(parallel_read(files, processes) for _ in range(repeat))
+        print(f"raw read, {processes} reader(s): {rates[0]:.2f}/{statistics.median(rates):.2f}/{rates[-1]:.2f} GB/s "
+              f"(min/median/max)")
+
 def _env(workers: int, split: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers))
@@ -186,6 +214,7 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
             print(f"{name:<10}{label:>8}{_times(s):>22}{rate:>7.2f}{tail}{_mib(s['rss']):>11}{_mib(s['pss']):>11}")
     print("per-core GB/s: (all devices - device 0) bytes / (time all - time one) / workers; "
           "efficiency: per-core rate at 2 workers / at 1")
+    print_read_rates(files, repeat)
     for (how, n, subset), rs in sorted(runs.items()):
         print(f"  raw seconds {how} {n} {subset}: {', '.join('%.2f' % r['seconds'] for r in rs)}")
 
@@ -206,6 +235,7 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
         print(f"  big repeat {k + 1}/{repeat} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print(f"\none huge tensor: golden {big / 1e9:.2f} GB float32 (+ its float16 dump), with 16 small pairs: "
           f"{data / 1e9:.2f} GB, 2 workers")
+    print_read_rates(sorted(npu.iterdir()) + sorted(golden.iterdir()), repeat)
     print(f"{'run':<10}{'split':<22}{'s (min/med/max)':>22}{'GB/s':>7}{'peak RSS':>11}{'peak PSS':>11}")
     for how, split in configs:
         s = _summary(runs[(how, split)])
