@@ -23,6 +23,7 @@ load of a shared machine drifts):
   time; the per-core rate comes from the difference of the two runs (the extra devices' data
   over the extra time), which removes the fixed costs (process, imports, cluster start);
   efficiency = rate(2) / (2 x rate(1));
+* Dask's cost per call: no-op calls through a ``local:2`` client in the engine's window;
 * the big tensor: ``pool 2`` and ``local:2``, split as configured (SPLIT_BYTES 0: derived) and
   unsplit (SPLIT_BYTES = 2**50), to show that it is split across the workers and does not
   serialise the run, with the peak memory of the whole process tree.
@@ -245,6 +246,33 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
               f"{_mib(s['pss']):>11}")
 
 
+def _noop(i: int) -> int:
+    return i
+
+
+def bench_scheduler(tasks: int, repeat: int) -> None:
+    """Dask's cost per call: ``tasks`` no-op calls through a local:2 Session, in the engine's
+    window (at most 2 per worker in flight, as :func:`~precision_tool.compare.window.stream_units`)."""
+    sys.path.insert(0, str(REPO))
+    from precision_tool.compare.cluster import Session
+
+    rates = []
+    with Session("local:2") as session:
+        for _ in range(repeat):
+            start, window, pending = time.perf_counter(), 2 * session.workers, []
+            for i in range(tasks):
+                pending.append(session.submit(_noop, i))
+                if len(pending) >= window:
+                    session.result(pending.pop(0))
+            for future in pending:
+                session.result(future)
+            rates.append(tasks / (time.perf_counter() - start))
+    rates.sort()
+    print(f"
+Dask round trips (local:2, {tasks} no-op calls, window 4): {rates[0]:.0f}/"
+          f"{statistics.median(rates):.0f}/{rates[-1]:.0f} calls/s (min/median/max)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate (or reuse) the data, measure and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -268,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             tree = base / "tree" / "precision_data"
             make_tree(tree, args.devices, args.device_gb)
             bench_devices(tree, scratch, args.devices, args.repeat)
+        bench_scheduler(2000, args.repeat)
         if args.big:
             big = base / "big" / "precision_data"
             make_big(big, args.big_gb)

@@ -128,6 +128,7 @@ class Session:
         self.distributed = _distributed()
         self.cluster = self.client = None
         self.live: dict = {}  # key -> future, submitted and not yet collected
+        self.lost = False  # the scheduler went away: nothing more is asked of it
         self._quiet = _quiet()
 
     def __enter__(self) -> Session:
@@ -197,6 +198,7 @@ class Session:
                     waited = 0.0
                 continue
             except self.distributed.client.FutureCancelledError as exc:
+                self.lost = True
                 raise PrecisionToolError(f"lost the Dask scheduler {self.scheduler} ({exc.reason}); "
                                          "the rows computed so far are reused when vc runs again") from None
             except self.distributed.KilledWorker as exc:
@@ -209,13 +211,14 @@ class Session:
         try:
             self.client.sync(self.client.scheduler.identity, callback_timeout=PING_TIMEOUT_SECONDS)
         except (OSError, TimeoutError) as exc:
+            self.lost = True
             raise PrecisionToolError(f"the Dask scheduler {self.scheduler} does not answer "
                                      f"({_why(exc)})") from None
 
     def cancel(self) -> None:
         """Cancel every future not yet collected (when the scheduler still listens)."""
         futures, self.live = list(self.live.values()), {}
-        if futures and self.client is not None and self.client.status == "running":
+        if futures and not self.lost and self.client is not None and self.client.status == "running":
             try:
                 self.client.cancel(futures, force=True)
             except Exception:  # noqa: BLE001 -- closing follows, and it ends them all anyway
