@@ -34,6 +34,18 @@ VCS_LIMIT = 3
 # vc: worker processes for the comparison (0 to 1024); 0 means one per CPU core.
 WORKERS = 0
 
+# vc: a Dask cluster to compute on instead of this machine's worker processes: its scheduler's
+# address ('tcp://HOST:8786'; the workers must see the dump files at the same paths and have
+# precision-tool installed), or 'local:N' for a LocalCluster of N processes started for the run.
+# '' (the default) uses WORKERS local processes. Needs pip install 'precision-tool[cluster]'.
+SCHEDULER = ""
+
+# vc: a tensor pair larger than this many bytes (both sides' files) is compared in ranges of
+# about this size on several workers at once, so one huge tensor neither serialises the run nor
+# needs its size in memory. 0 (the default) derives it: the run's data bytes / (2 x workers),
+# within 64 MiB and 1 GiB.
+SPLIT_BYTES = 0
+
 # ac cast check: a Cast from the left dtype to the right one is reported as dangerous. A list of
 # (source, target) pairs of GE dtype names (DT_...).
 # The default: every floating type to every integer type, and every narrowing integer cast.

@@ -40,6 +40,8 @@ class Config:
     red_threshold: float | None = None  # None: the RED that goes with the cosine threshold
     vcs_limit: int = 3
     workers: int = 0  # 0: one per CPU core
+    scheduler: str = ""  # a Dask scheduler address, or local:N; "" runs on local processes
+    split_bytes: int = 0  # pairs larger than this are compared in ranges; 0: derived
     dangerous_casts: tuple[tuple[str, str], ...] = DEFAULT_DANGEROUS_CASTS
     cmd_root_path: str = ""  # accepted for compatibility with the original; unused
     debug: bool = False
@@ -60,6 +62,8 @@ _FIELDS = {f.name.upper(): f for f in fields(Config) if f.name != "source"}
 _RELATIVE_TO_FILE = ("DATA_ROOT_DIR", "OUTPUT_ROOT")  # paths in config.py: from the file's dir
 MAX_CONFIG_BYTES = 1 << 20  # a config.py is a few KB; more is not a settings file
 MAX_WORKERS = 1024
+MAX_SPLIT_BYTES = 1 << 50
+_SCHEDULER = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 _DTYPE_NAME = re.compile(r"^DT_[A-Z0-9_]+$")
 
@@ -154,6 +158,24 @@ def _flag(value: Any) -> bool:
     raise _Bad("True or False")
 
 
+def _scheduler(value: Any) -> str:
+    """A Dask scheduler: ``tcp://HOST:PORT`` (tls, ucx, ws, wss, inproc too), ``local:N``, or ''."""
+    wants = f"a Dask scheduler address like 'tcp://HOST:8786', or 'local:N' (N 1 to {MAX_WORKERS}), or ''"
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _Bad(wants)
+    text = value.strip()
+    if text.startswith("local:"):
+        count = text[len("local:"):]
+        if not (count.isascii() and count.isdigit() and 1 <= int(count) <= MAX_WORKERS):
+            raise _Bad(wants)
+        return f"local:{int(count)}"
+    if text and not _SCHEDULER.match(text):
+        raise _Bad(wants)
+    return text
+
+
 def _text(value: Any) -> str:
     if value is None:
         return ""
@@ -166,6 +188,7 @@ _RULES = {
     "DATA_ROOT_DIR": _path, "OUTPUT_ROOT": _optional_path, "TF_DUMP_STEP": _steps,
     "COSINE_THRESHOLD": _cosine, "RED_THRESHOLD": _red, "VCS_LIMIT": lambda v: _whole(v, 0),
     "WORKERS": lambda v: _whole(v, 0, MAX_WORKERS), "DANGEROUS_CASTS": _casts,
+    "SCHEDULER": _scheduler, "SPLIT_BYTES": lambda v: _whole(v, 0, MAX_SPLIT_BYTES),
     "CMD_ROOT_PATH": _text, "DEBUG": _flag,
 }
 
@@ -182,6 +205,12 @@ def _coerce(name: str, value: Any, origin: str) -> Any:
         return _RULES[name](value)
     except _Bad as bad:
         raise PrecisionToolError(f"setting {name}: {_shown(value)} is not {bad.wants}", origin) from None
+
+
+def check_setting(name: str, value: Any, origin: str) -> Any:
+    """``value`` checked and converted as setting ``name`` (upper case) wants it, for a value
+    given elsewhere (a command's flag); PrecisionToolError naming ``origin`` when it is not."""
+    return _coerce(name, value, origin)
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:

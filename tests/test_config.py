@@ -85,3 +85,27 @@ def test_example_config_documents_every_setting():
     assert names <= set(values)
     config = load_config(config_path=str(REPO_ROOT / "config.example.py"), environ={}, cwd=REPO_ROOT)
     assert config.dangerous_casts == Config().dangerous_casts  # the example shows the defaults
+
+
+@pytest.mark.parametrize("value, expected", [("tcp://10.1.2.3:8786", "tcp://10.1.2.3:8786"),
+                                             (" tls://sched.example:8786 ", "tls://sched.example:8786"),
+                                             ("local:2", "local:2"), ("local:007", "local:7"), ("", ""),
+                                             (None, "")])
+def test_scheduler_takes_dask_addresses_and_local_n(tmp_path, value, expected):
+    assert load_config({"SCHEDULER": value}, environ={}, cwd=tmp_path).scheduler == expected
+
+
+@pytest.mark.parametrize("value", ["localhost:8786", "local:0", "local:1025", "local:x", "tcp://a b:1",
+                                   "tcp://host/path", 8786, ["tcp://h:1"]])
+def test_a_bad_scheduler_is_one_line_naming_the_setting(tmp_path, value):
+    (tmp_path / "config.py").write_text(f"SCHEDULER = {value!r}\n")
+    with pytest.raises(PrecisionToolError) as bad:
+        load_config(environ={}, cwd=tmp_path)
+    assert str(bad.value).startswith(f"{tmp_path / 'config.py'}: setting SCHEDULER: {value!r} is not a Dask")
+
+
+def test_split_bytes_is_a_whole_number_of_bytes(tmp_path):
+    environ = {"PRECISION_TOOL_SPLIT_BYTES": "268435456"}
+    assert load_config(environ=environ, cwd=tmp_path).split_bytes == 1 << 28
+    with pytest.raises(PrecisionToolError, match="setting SPLIT_BYTES: -1 is not a whole number >= 0"):
+        load_config({"SPLIT_BYTES": -1}, environ={}, cwd=tmp_path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.text import Text
@@ -105,11 +105,12 @@ class CompareProgress:
 
 # --- running ---------------------------------------------------------------------------------
 
-def _write_all(plans, root, paths: list[Path], metrics, workers: int, rule, display,
+def _write_all(plans, root, paths: list[Path], metrics, config, rule, display,
                cache) -> tuple[list[Summary], dict]:
     """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
-    sub-graphs and steps); every CSV appears only once all are complete. Returns the summaries
-    and how many rows were reused from ``cache`` and computed."""
+    sub-graphs and steps: local workers, or the cluster of ``config.scheduler``); every CSV
+    appears only once all are complete. Returns the summaries and how many rows were reused
+    from ``cache`` and computed."""
     from contextlib import ExitStack
 
     from ..compare.api import run_comparisons
@@ -123,7 +124,8 @@ def _write_all(plans, root, paths: list[Path], metrics, workers: int, rule, disp
         writers = [stack.enter_context(ResultWriter(path, root=root, golden_address=plan.npu_vs_npu,
                                                     metrics=metrics))
                    for plan, path in zip(plans, paths)]
-        for owner, row in run_comparisons(plans, metrics, workers, progress, cache, counts):
+        for owner, row in run_comparisons(plans, metrics, config.worker_count, progress, cache, counts,
+                                          scheduler=config.scheduler, split_bytes=config.split_bytes):
             writers[owner].write(row)
             summaries[owner].add(row)
     return summaries, counts
@@ -151,11 +153,13 @@ def _reuse_line(counts: dict) -> Text | None:
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True,
-                   devices: str | None = None, resume: bool = False, reuse: bool = True) -> CommandResult:
+                   devices: str | None = None, resume: bool = False, reuse: bool = True,
+                   scheduler: str | None = None) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
     False; ``resume`` continues the newest interrupted run, in its directory, with its options.
+    ``scheduler`` (a Dask address or ``local:N``) overrides the SCHEDULER setting.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
     -lt/-rt, unknown metric or graph, nothing to resume). SIGTERM and SIGHUP during the run stop
@@ -167,7 +171,11 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir
+    from ..config import check_setting
 
+    config = context.config
+    if scheduler is not None:
+        config = replace(config, scheduler=check_setting("SCHEDULER", scheduler, "vc --scheduler"))
     options = CompareOptions(left, right, graph, steps, devices, algorithms)
     if resume:  # the interrupted run's directory and options
         directory, options = _resumed(context)
@@ -179,7 +187,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     with stop_on_signals():  # SIGTERM, SIGHUP: as Ctrl-C, then the process ends by the signal
         if not resume:  # after planning: bad input leaves no directory behind
             directory = new_result_dir(context.output, context.output_at(output) if output else None)
-        summaries, counts = _run_into(directory, options, plans, metrics, context,
+        summaries, counts = _run_into(directory, options, plans, metrics, context, config,
                                       show_progress=show_progress, reuse=reuse, resume=resume)
     reuse_line = _reuse_line(counts)
     out += ([reuse_line] if reuse_line else []) + [s.line() for s in summaries]
@@ -187,24 +195,24 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
 
 
-def _run_into(directory, options, plans, metrics, context: Context, *, show_progress: bool,
-              reuse: bool, resume: bool) -> tuple[list[Summary], dict]:
+def _run_into(directory, options, plans, metrics, context: Context, config, *,
+              show_progress: bool, reuse: bool, resume: bool) -> tuple[list[Summary], dict]:
     """Every plan's CSV in ``directory``, its run.json saying running, then complete; on a bad
     output nothing is left (a resumed run's directory stays), on Ctrl-C or a stop signal the
-    directory is marked interrupted, for ``vc --resume``. Returns :func:`_write_all`'s."""
+    directory is marked interrupted, for ``vc --resume``. ``config`` is the context's, with the
+    command's scheduler. Returns :func:`_write_all`'s."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
 
-    config = context.config
     try:
         paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
         cache = RowCache(context.output) if reuse else None
         directory.mark(RUNNING, options)
         with CompareProgress(context.console, enabled=show_progress) as display, \
                 (cache if cache is not None else nullcontext()):
-            found = _write_all(plans, directory.root, paths, metrics, config.worker_count,
+            found = _write_all(plans, directory.root, paths, metrics, config,
                                FlagRule.from_config(config), display, cache)
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
@@ -250,7 +258,7 @@ def run(args, context: Context) -> CommandResult:
     """The ``vc`` command."""
     return vector_compare(context, left=args.left, right=args.right, graph=args.graph, steps=args.step,
                           algorithms=args.alg, output=args.output, devices=args.device,
-                          resume=args.resume, reuse=not args.fresh)
+                          resume=args.resume, reuse=not args.fresh, scheduler=args.scheduler)
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -275,6 +283,10 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("--fresh", action="store_true",
                         help="compute every row again (default: reuse rows earlier runs computed from "
                              "the same files and metrics)")
+    parser.add_argument("--scheduler", metavar="ADDR",
+                        help="compute on a Dask cluster: its scheduler's address (tcp://HOST:8786; its "
+                             "workers must see the same paths), or local:N for N local processes. "
+                             "Default: SCHEDULER ('': this machine's worker processes)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write the CSV(s) into DIR instead of vector_compare/{timestamp}/ of "
                              "the output root (temp/ unless --out)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from ..config import Config
+from ..config import Config, check_setting
 from ..formats.atomic import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .engine import compare_tasks
@@ -49,7 +49,8 @@ def estimated_bytes(tasks: Iterable[PairTask]) -> int:
 
 def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric], workers: int,
                     progress: Progress | None = None, cache: RowCache | None = None,
-                    stats: dict | None = None) -> Iterator[tuple[int, CompareRow]]:
+                    stats: dict | None = None, scheduler: str | None = None,
+                    split_bytes: int = 0) -> Iterator[tuple[int, CompareRow]]:
     """The rows of every comparison, each with the position of its comparison, from one run of
     the engine: one pool for every device, sub-graph and step, so the workers stay busy from
     the first comparison's tasks to the last one's. Each comparison's rows come in its
@@ -57,13 +58,17 @@ def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric]
 
     With ``cache``, rows an earlier run computed from the same files and metrics are reused and
     only the others are computed (and stored); ``stats`` gets the ``reused``/``computed`` counts.
+    With ``scheduler`` (a Dask address, or ``local:N``) the rows are computed on that cluster
+    (:mod:`.cluster`), whatever the data's size. ``split_bytes``: see
+    :func:`~.engine.compare_tasks` (0: derived).
     """
     tasks = [task for c in comparisons for task in c.tasks]
     owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
 
     def compute(todo: list[PairTask]) -> Iterator[CompareRow]:
-        pooled = workers if estimated_bytes(todo) >= POOL_MIN_BYTES else 1
-        return compare_tasks(todo, metrics, workers=pooled, progress=progress)
+        pooled = workers if scheduler or estimated_bytes(todo) >= POOL_MIN_BYTES else 1
+        return compare_tasks(todo, metrics, workers=pooled, progress=progress, scheduler=scheduler,
+                             split_bytes=split_bytes)
 
     rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats)
     return zip(owners, rows)  # one row per task, in task order
@@ -165,7 +170,8 @@ class CompareResult:
 def compare(data_root: str | os.PathLike | None = None, *, left: str | None = None,
             right: str | None = None, steps: str | None = None, devices: str | None = None,
             metrics: str | Iterable[str | int | Metric] | None = None, workers: int | None = None,
-            graph: str | None = None, config: Config | None = None) -> CompareResult:
+            graph: str | None = None, config: Config | None = None,
+            scheduler: str | None = None) -> CompareResult:
     """Compare a data root (NPU ``debug_0`` against ``tf/dump``), or two directories.
 
     Nothing is written: call :meth:`CompareResult.write_csv` for the CSV.
@@ -181,6 +187,8 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
         workers: worker processes. Defaults to the config's WORKERS (0: one per core).
         graph: the Build graph to pair with. Defaults to the one named like each step's model.
         config: settings to start from. Defaults to the built-in defaults.
+        scheduler: a Dask scheduler to compute on (``"tcp://HOST:8786"``, or ``"local:N"`` for a
+            LocalCluster of N processes). Defaults to the config's SCHEDULER ('': local processes).
 
     Raises:
         PrecisionToolError: bad input (no dumps, unknown metric, graph or directory).
@@ -191,12 +199,15 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
         changes["data_root_dir"] = Path(data_root)
     if workers is not None:
         changes["workers"] = int(workers)
+    if scheduler is not None:
+        changes["scheduler"] = check_setting("SCHEDULER", scheduler, "compare(scheduler=...)")
     config = replace(config, **changes)
     workspace = Workspace(config)
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
                              devices=devices)
     parts = [ComparisonResult(plan, []) for plan in plans]
-    for owner, row in run_comparisons(plans, chosen, config.worker_count):
+    for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
+                                      split_bytes=config.split_bytes):
         parts[owner].rows.append(row)
     return CompareResult(parts, FlagRule.from_config(config), [n for p in plans for n in p.notes])

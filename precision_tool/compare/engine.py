@@ -6,11 +6,10 @@
 CSV can be written while the comparison runs. At most ``2 * workers`` jobs are in flight, so
 memory stays bounded by a few tensors' blocks per worker whatever the dump size.
 
-A worker opens both sides as :class:`~.load.Source` streams (host layout, C order), checks the
-shapes and folds aligned blocks into an :class:`~.metrics.Accumulator` (the fused kernels of
-:mod:`.kernels`); when KL is selected the blocks are folded a second time, with the ranges the
-first pass found. A tensor that fits in one block is read once for both passes. The Metric
-objects are sent to the workers with each job, so custom metrics compute there too.
+A worker compares each pair as :mod:`.pair` says: both sides opened as :class:`~.load.Source`
+streams (host layout, C order), aligned blocks folded into an :class:`~.metrics.Accumulator`
+(the fused kernels of :mod:`.kernels`), a second pass for KL with the ranges the first found.
+The Metric objects are sent to the workers with each job, so custom metrics compute there too.
 
 Decisions:
 
@@ -25,173 +24,39 @@ Decisions:
   ``if __name__ == "__main__":`` guard.
 * Ctrl-C: workers ignore SIGINT; the parent cancels what is pending, terminates the workers and
   re-raises, so nothing outlives the command. The same happens when the consumer stops early.
-  Workers also die with the parent however it ends (SIGKILL included; :mod:`.lifetime`).
+  Workers also die with the parent however it ends (SIGKILL included; :mod:`..lifetime`).
+* A tensor pair much larger than the others is compared in ranges on several workers at once
+  (:mod:`.split`: partial statistics combined), so it does not serialise the run; the row is
+  the same to the printed decimals.
+* With a Dask scheduler (``scheduler="tcp://HOST:8786"`` or ``"local:N"``) the same jobs and
+  ranges run on a Dask cluster (:mod:`.cluster`, imported only then); the in-order window
+  (:func:`.window.stream_units`) is the same for the pool and the cluster.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import sys
 import threading
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable, Iterable, Iterator, Sequence
 
-import numpy as np
-
-from ..errors import PrecisionToolError
 from . import kernels
 from ..lifetime import init_worker_lifetime
-from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
-from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
+from .load import DEFAULT_CHUNK, HeaderCache
+from .metrics import METRICS, Metric
+from .pair import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
 from .pairing import DumpSide, PairTask
 from .result import CompareRow
+from .split import split_size, split_units
+from .window import JobResult, LostWork, Unit, stream_units
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-_BUFFERS = Buffers()  # per process: workers keep theirs between jobs
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """What a job hands back: its rows and the file bytes of the tensors it compared."""
-
-    rows: list[CompareRow]
-    nbytes: int
-
-
-# --- one pair --------------------------------------------------------------------------------
-
-def _pieces(x: Source, y: Source, chunk: int) -> Iterator[tuple]:
-    return aligned(x.blocks(chunk, _BUFFERS, "x"), y.blocks(chunk, _BUFFERS, "y"))
-
-
-def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
-                    chunk: int = DEFAULT_CHUNK, numba: bool | None = None) -> tuple[MetricResult, str]:
-    """The metrics of two opened sides, and a note when the shapes differ but sizes match.
-
-    A pair that fits in one block is read and converted once for both passes (KL's second pass
-    reuses it); bigger pairs stream again for the second pass. ``numba`` is the run's kernel
-    choice (:func:`~.kernels.numba_pays_off`; None: by the tensor's size).
-    """
-    if x.size != y.size:
-        return shape_mismatch(x.shape, y.shape), ""
-    note = ""
-    if x.shape != y.shape:
-        note = (f"Shapes differ (NPU {_shape(x.shape)} vs golden {_shape(y.shape)}) but the sizes "
-                "match: compared flattened.")
-    boolean = x.dtype.kind == "b" and y.dtype.kind == "b"
-    acc = Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean,
-                      size=x.size, numba=numba)
-    kept, count = None, 0
-    for pair in _pieces(x, y, chunk):
-        acc.update(*pair)
-        kept, count = pair, count + 1
-    if acc.needs_second_pass:
-        for pair in [kept] if count == 1 else _pieces(x, y, chunk):
-            acc.update_second(*pair)
-    result = acc.result()
-    if not all(math.isfinite(v) for v in result.numbers.values()):
-        note = " ".join(part for part in (note, _nonfinite(acc, x, y, chunk)) if part)
-    return result, note
-
-
-def _nonfinite(acc: Accumulator, x: Source, y: Source, chunk: int) -> str:
-    """The NaN/Inf note: from the first pass's counts, or (cosine only) a pass of its own."""
-    counts = acc.nonfinite_counts
-    return nonfinite_text(counts) if counts is not None else nonfinite_note(x, y, chunk)
-
-
-def nonfinite_note(x: Source, y: Source, chunk: int = DEFAULT_CHUNK) -> str:
-    """Which side holds how many NaN and Inf values ('' when neither does).
-
-    A pass over both sides, run only when a metric came out nan or inf and the first pass did
-    not count them (cosine alone), so the row says why instead of leaving a bare ``nan``.
-    """
-    counts = np.zeros((2, 2), np.int64)  # [side][nan, inf]
-    for pair in _pieces(x, y, chunk):
-        for side, block in enumerate(pair):
-            if block.dtype.kind not in "biu":  # float, complex, ml_dtypes' bfloat16 / fp8
-                counts[side] += (np.count_nonzero(np.isnan(block)), np.count_nonzero(np.isinf(block)))
-    return nonfinite_text(counts.tolist())
-
-
-def nonfinite_text(counts) -> str:
-    """The note for ``[[NPU NaN, NPU Inf], [golden NaN, golden Inf]]`` ('' when all are 0)."""
-    parts = []
-    for side, (nan, inf) in zip(("NPU", "golden"), counts):
-        found = [f"{n} {what}" for n, what in ((nan, "NaN"), (inf, "Inf")) if n]
-        if found:
-            parts.append(f"The {side} tensor holds {' and '.join(found)}.")
-    return " ".join(parts)
-
-
-def _shape(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-def _header_facts(side, headers: HeaderCache) -> tuple[str | None, tuple[int, ...] | None]:
-    """(dtype name, host shape) of a side from its header alone, or Nones."""
-    if not isinstance(side, DumpSide):
-        return None, None
-    try:
-        t = headers.tensor(side)
-    except PrecisionToolError:
-        return None, None
-    return t.dtype_name, None if t.defect or t.original_defect else t.original_shape or t.shape
-
-
-def _base_row(task: PairTask, headers: HeaderCache, fail_reason: str = "") -> CompareRow:
-    dtype, shape = _header_facts(task.left, headers)
-    golden_dtype, _ = _header_facts(task.right, headers)
-    return CompareRow(index=task.index, op_type=task.op_type, npu_name=task.npu_name,
-                      npu_dtype=dtype, npu_address=None, ground_truth=task.ground_truth,
-                      golden_dtype=golden_dtype, tensor_index=task.tensor_index, shape=shape,
-                      fail_reason=fail_reason)
-
-
-def _not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
-    return _base_row(task, headers, task.reason)
-
-
-def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
-                 headers: HeaderCache, numba: bool | None = None) -> tuple[CompareRow, int]:
-    """One row for one task, and the bytes compared (0 when nothing was)."""
-    if not task.comparable:
-        return _not_compared_row(task, headers), 0
-    row = _base_row(task, headers)
-    sides: list[Source] = []
-    try:
-        for side in (task.left, task.right):
-            sides.append(open_side(side, headers))
-        x, y = sides
-        result, note = compare_sources(x, y, metrics, chunk, numba)
-    except (PrecisionToolError, MemoryError) as exc:
-        if sides:
-            row = _with_side(row, sides[0], is_left=True)
-        return row.with_metrics({}, fail_reason=_failure(exc, task)), 0
-    row = _with_side(_with_side(row, x, is_left=True), y, is_left=False)
-    reason = " ".join(part for part in (x.note, y.note, note, result.fail_reason) if part)
-    return row.with_metrics(result.numbers, result.std_text, reason), x.nbytes + y.nbytes
-
-
-def _failure(exc: Exception, task: PairTask) -> str:
-    """The CompareFailReason of a pair that could not be compared."""
-    if isinstance(exc, MemoryError):  # confined to this pair: the next one may well fit
-        return f"not enough memory to compare {task.tensor_index or task.npu_name}"
-    return str(exc)
-
-
-def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
-    if is_left:
-        return replace(row, npu_dtype=source.dtype_name, shape=tuple(source.shape))
-    return replace(row, golden_dtype=source.dtype_name)
-
 
 # --- jobs ------------------------------------------------------------------------------------
 
@@ -203,6 +68,12 @@ def _task_files(tasks: Sequence[PairTask]) -> list:
 
 def _dump_files(task: PairTask) -> tuple:
     return tuple(side.path for side in (task.left, task.right) if isinstance(side, DumpSide))
+
+
+def lost_rows(job: Sequence[PairTask], reason: str) -> JobResult:
+    """The rows of a job that could not be computed: named, not compared, with ``reason``."""
+    headers = HeaderCache()
+    return JobResult([base_row(t, headers, t.reason if not t.comparable else reason) for t in job], 0)
 
 
 def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
@@ -235,22 +106,49 @@ def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = D
     return JobResult(rows, total)
 
 
-def _data_bytes(tasks: Sequence[PairTask]) -> int:
-    """Bytes of every file the comparable tasks read (each once): what the run will stream."""
-    total = 0
+class JobUnit(Unit):
+    """One job as a unit of the window: one call of :func:`run_job` (here, when it reads no
+    tensor data); a job whose worker is lost for good becomes rows with the reason."""
+
+    def __init__(self, job: list[PairTask], job_args: tuple) -> None:
+        self.job, self.job_args = job, job_args
+        self.calls = int(needs_worker(job))
+        self.future = self.done = None
+
+    def start(self, submit: Callable) -> int:
+        if self.calls:
+            self.future = submit(run_job, self.job, *self.job_args)
+        else:  # no tensor data to read: not worth a round trip
+            self.done = run_job(self.job, *self.job_args)
+        self.in_flight = self.calls
+        return self.calls
+
+    def finish(self, submit: Callable, result: Callable) -> JobResult:
+        if self.future is None:
+            return self.done
+        try:
+            return result(self.future)
+        except LostWork as lost:
+            return lost_rows(self.job, lost.reason)
+
+
+def file_sizes(tasks: Sequence[PairTask]) -> dict:
+    """The size of every file the comparable tasks read (each once): what the run will stream."""
+    sizes = {}
     for path in _task_files(tasks):
         try:
-            total += os.stat(path).st_size
+            sizes[path] = os.stat(path).st_size
         except OSError:
             continue  # reported by the comparison
-    return total
+    return sizes
 
 
 def _cosine_only(metrics: Sequence[Metric]) -> bool:
     return all(group.name in ("xy", "xx", "yy") for metric in metrics for group in metric.groups)
 
 
-def _needs_worker(job: Sequence[PairTask]) -> bool:
+def needs_worker(job: Sequence[PairTask]) -> bool:
+    """Whether a job reads tensor data (else it runs where it is: nothing to send away)."""
     return any(task.comparable for task in job)
 
 
@@ -318,8 +216,25 @@ class _Tracker:
             self.progress(self.rows, self.total, self.bytes)
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A run's jobs and what every job call gets: ``job_args`` = (metrics, chunk, numba)."""
+
+    jobs: list[list[PairTask]]
+    job_args: tuple
+    sizes: dict  # file path -> bytes
+
+
+def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) -> Plan:
+    """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
+    sizes = file_sizes(tasks)
+    numba = kernels.numba_pays_off(sum(sizes.values()), _cosine_only(metrics))
+    return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba), sizes)
+
+
 def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS, workers: int = 1,
-                  chunk: int = DEFAULT_CHUNK, progress: Progress | None = None) -> Iterator[CompareRow]:
+                  chunk: int = DEFAULT_CHUNK, progress: Progress | None = None,
+                  scheduler: str | None = None, split_bytes: int = 0) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
@@ -329,32 +244,63 @@ def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS
         chunk: elements per streamed block. Defaults to :data:`~.load.DEFAULT_CHUNK`.
         progress: called as ``progress(rows done, rows total, bytes done)`` after each job,
             bytes being both sides' file bytes of the tensors compared so far.
+        scheduler: a Dask scheduler (``tcp://HOST:8786``, or ``local:N`` for a LocalCluster of
+            N processes) to run the jobs on instead of local workers (:mod:`.cluster`).
+        split_bytes: pairs larger than this (both sides' bytes) are compared in ranges of about
+            this size on several workers (:mod:`.split`); 0 derives it from the data and the
+            workers (:func:`~.split.split_size`). Inline runs (one worker) do not split.
 
     Stopping early (an exception in ``progress``, Ctrl-C, or closing the generator) ends the
-    worker processes before the exception propagates.
+    worker processes (and cancels a cluster's futures) before the exception propagates.
     """
     tasks = list(tasks)
-    metrics = tuple(metrics)
-    numba = kernels.numba_pays_off(_data_bytes(tasks), _cosine_only(metrics))
-    jobs = group_jobs(tasks)
+    if scheduler:
+        from . import cluster  # dask is imported only here
+
+        tasks = [cluster.absolute_task(task) for task in tasks]  # workers elsewhere: no shared cwd
+    plan = plan_jobs(tasks, metrics, chunk)
     tracker = _Tracker(len(tasks), progress)
-    pooled = min(workers, sum(1 for job in jobs if _needs_worker(job)))
     try:
-        if pooled <= 1:
-            for job in jobs:
-                yield from tracker.emit(run_job(job, metrics, chunk, numba))
+        if scheduler:
+            yield from _on_cluster(scheduler, plan, split_bytes, tracker)
         else:
-            yield from _pooled(jobs, (metrics, chunk, numba), pooled, tracker)
+            yield from _compare_here(plan, workers, split_bytes, tracker)
     finally:
-        _BUFFERS.clear()
+        clear_buffers()
 
 
-def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
+def _units(plan: Plan, workers: int, split_bytes: int) -> list[Unit]:
+    """The plan's jobs as units, tensors too large for one call split out (:mod:`.split`)."""
+    units = plan.jobs
+    if workers > 1:
+        units = split_units(plan.jobs, plan.job_args, plan.sizes,
+                            split_size(sum(plan.sizes.values()), workers, split_bytes))
+    return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
+
+
+def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
+    """The plan on this machine: inline, or on a pool of ``workers`` processes."""
+    units = _units(plan, workers, split_bytes)
+    pooled = min(workers, sum(unit.calls for unit in units))
+    if pooled <= 1:
+        for job in plan.jobs:
+            yield from tracker.emit(run_job(job, *plan.job_args))
+    else:
+        yield from _pooled(units, plan.job_args, pooled, tracker)
+
+
+def _on_cluster(scheduler: str, plan: Plan, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
+    """The plan on the Dask cluster at ``scheduler``: the same units and window as the pool."""
+    from .cluster import Session
+
+    with Session(scheduler, _single_threaded_children) as session:
+        units = _units(plan, session.workers, split_bytes)
+        yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
+
+
+def _pooled(units: list, job_args: tuple, workers: int,
             tracker: _Tracker) -> Iterator[CompareRow]:
     window = 2 * workers
-    queue: deque[Future | JobResult] = deque()
-    in_flight = 0
-    remaining = iter(jobs)
     context = _mp_context()
     if context.get_start_method() == "fork" and job_args[2]:
         # load numba and the compiled kernels once, here: forked workers inherit them instead of
@@ -364,28 +310,13 @@ def _pooled(jobs: list[list[PairTask]], job_args: tuple, workers: int,
         executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
                                        initargs=(os.getpid(),))
         try:
-            while True:
-                while in_flight < window and len(queue) < 8 * window:
-                    job = next(remaining, None)
-                    if job is None:
-                        break
-                    if _needs_worker(job):
-                        queue.append(executor.submit(run_job, job, *job_args))
-                        in_flight += 1
-                    else:  # no tensor data to read: not worth a round trip
-                        queue.append(run_job(job, *job_args))
-                if not queue:
-                    break
-                head = queue.popleft()
-                if isinstance(head, Future):
-                    in_flight -= 1
-                    head = head.result()
-                yield from tracker.emit(head)
+            yield from stream_units(units, executor.submit, window, tracker.emit)
         except BaseException:
             _terminate(executor)
             raise
         executor.shutdown(wait=True)
 
 
-__all__ = ["DEFAULT_CHUNK", "JobResult", "compare_sources", "compare_task", "compare_tasks",
-           "group_jobs", "nonfinite_note", "run_job"]
+__all__ = ["DEFAULT_CHUNK", "JobResult", "JobUnit", "Plan", "compare_sources", "compare_task",
+           "compare_tasks", "group_jobs", "lost_rows", "needs_worker", "nonfinite_note", "plan_jobs",
+           "run_job"]

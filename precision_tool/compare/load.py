@@ -18,6 +18,13 @@ whose :meth:`~Source.blocks` yields the host-layout tensor in C order, a block o
 Buffers are reused per role (``"x"``, ``"y"``) through a :class:`Buffers` object, so a worker
 allocates them once: fresh multi-megabyte arrays would cost a page fault per 4 KiB each time.
 A consumer must be done with a block before asking for the next one (:func:`aligned` is).
+
+Ranges: ``blocks(..., start, stop)`` streams only the elements ``[start, stop)`` of the flat C
+order, so one tensor can be compared in ranges by several workers (:mod:`.split`). A FileRegion
+seeks to the range; DeviceRows read the device rows that hold it (:attr:`Source.unit` elements
+each: a range on row boundaries reads nothing twice); ArrayBlocks copy only the views that
+cover it. :func:`range_extent` says, from the header alone, whether a side reads in ranges
+without being converted whole first.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
+from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
 from ..formats.golden import load_npy
@@ -77,9 +85,20 @@ class Source:
         """Number of elements."""
         return math.prod(self.shape)
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
-        """Flat contiguous blocks covering the tensor in C order."""
+    @property
+    def unit(self) -> int:
+        """Elements of the smallest piece this side reads on its own (ranges on multiples of it
+        read nothing twice)."""
+        return 1
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
+               stop: int | None = None) -> Iterator[np.ndarray]:
+        """Flat contiguous blocks covering elements ``[start, stop)`` (default: all) in C order."""
         raise NotImplementedError
+
+    def _span(self, start: int, stop: int | None) -> tuple[int, int]:
+        stop = self.size if stop is None else min(stop, self.size)
+        return start, max(stop, start)
 
 
 def _read_exact(handle, out: np.ndarray, path: Path) -> None:
@@ -141,8 +160,11 @@ class FileRegion(Source):
     path: Path = Path()
     offset: int = 0
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
-        return _read_flat(self.path, self.offset, self.dtype, self.size, chunk, buffers, role)
+    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
+               stop: int | None = None) -> Iterator[np.ndarray]:
+        start, stop = self._span(start, stop)
+        return _read_flat(self.path, self.offset + start * self.dtype.itemsize, self.dtype,
+                          stop - start, chunk, buffers, role)
 
 
 @dataclass
@@ -156,12 +178,25 @@ class DeviceRows(Source):
     tensor: DumpTensor | None = None
     origin: str | None = None
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+    @property
+    def unit(self) -> int:
+        return max(math.prod(self.shape[1:]), 1)  # one host row: one device row
+
+    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
+               stop: int | None = None) -> Iterator[np.ndarray]:
+        start, stop = self._span(start, stop)
+        first, last = start // self.unit, -(-stop // self.unit)  # the rows holding the range
+        return _trimmed(self._rows(first, last, chunk, buffers, role), start - first * self.unit,
+                        stop - start)
+
+    def _rows(self, first: int, last: int, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+        """Host rows ``[first, last)``, converted a few device rows at a time."""
         t = self.tensor
         row_shape = t.shape[1:]
-        rows_per_block = max(1, chunk // max(math.prod(self.shape[1:]), 1))
-        block = rows_per_block * math.prod(row_shape)
-        for raw in _read_flat(t.path, t.offset, t.dtype, math.prod(t.shape), block, buffers, role + ".device"):
+        device_row = math.prod(row_shape)
+        block = max(1, chunk // self.unit) * device_row
+        for raw in _read_flat(t.path, t.offset + first * device_row * t.dtype.itemsize, t.dtype,
+                              (last - first) * device_row, block, buffers, role + ".device"):
             device = raw.reshape(-1, *row_shape)
             host_shape = (device.shape[0], *self.shape[1:])
             out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
@@ -172,20 +207,67 @@ class DeviceRows(Source):
             yield out.reshape(-1)
 
 
+def _trimmed(blocks: Iterator[np.ndarray], skip: int, count: int) -> Iterator[np.ndarray]:
+    """The ``count`` elements of a block stream that follow its first ``skip`` elements."""
+    for block in blocks:
+        if count <= 0:
+            return
+        if skip >= block.size:
+            skip -= block.size
+            continue
+        piece = block[skip:skip + count]
+        skip, count = 0, count - piece.size
+        yield piece
+
+
 @dataclass
 class ArrayBlocks(Source):
     """Any array (a possibly non-contiguous host view), copied out block by block."""
 
     array: np.ndarray | None = None
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
+    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
+               stop: int | None = None) -> Iterator[np.ndarray]:
+        start, stop = self._span(start, stop)
         array = self.array
         if array.flags.c_contiguous:
             flat = array.reshape(-1)
-            for start in range(0, flat.size, chunk):
-                yield flat[start:start + chunk]
+            for at in range(start, stop, chunk):
+                yield flat[at:min(at + chunk, stop)]
             return
-        yield from _copied_blocks(array, chunk, buffers, role)
+        if (start, stop) == (0, self.size):
+            yield from _copied_blocks(array, chunk, buffers, role)
+            return
+        for view in _covering_views(array, start, stop):
+            yield from _copied_blocks(view, chunk, buffers, role)
+
+
+def _covering_views(array: np.ndarray, start: int, stop: int) -> Iterator[np.ndarray]:
+    """Views of ``array`` that hold its flat C-order elements ``[start, stop)``, in order: whole
+    rows along axis 0 as one view, the partial rows at either end split further."""
+    if start >= stop:
+        return
+    if array.ndim == 0:
+        yield array.reshape(1)
+        return
+    if array.ndim == 1:
+        yield array[start:stop]
+        return
+    row = math.prod(array.shape[1:])
+    first, last = start // row, (stop - 1) // row
+    if first == last:
+        yield from _covering_views(array[first], start - first * row, stop - first * row)
+        return
+    head = start - first * row
+    if head:
+        yield from _covering_views(array[first], head, row)
+        first += 1
+    tail = stop - last * row
+    whole_end = last + 1 if tail == row else last
+    if whole_end > first:
+        yield array[first:whole_end]
+    if tail != row:
+        yield from _covering_views(array[last], 0, tail)
 
 
 def _copied_blocks(array: np.ndarray, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
@@ -330,3 +412,27 @@ def open_side(side: DumpSide | NpySide, headers: HeaderCache) -> Source:
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
     return open_npy_side(side)
+
+
+def _converted_whole(t: DumpTensor) -> bool:
+    """Whether opening this dump tensor converts all of it at once (an ArrayBlocks of a copy):
+    blocked layouts and FRACTAL_NZ that are not row-separable, and packed sub-byte types."""
+    if dump_dtype(t.data_type).packed:
+        return True
+    fmt = (t.format or "").upper()
+    blocked = fmt in BLOCKED_FORMATS or fmt == "FRACTAL_NZ"
+    return blocked and not _row_separable(t, tuple(t.shape))
+
+
+def range_extent(side: DumpSide | NpySide, headers: HeaderCache) -> Source | None:
+    """The side opened for reading in ranges, or None when it does not read in ranges cheaply
+    (opening would convert it whole, see :func:`_converted_whole`) or cannot be opened (the
+    comparison then reports why). Only headers (and memory maps) are read."""
+    try:
+        if isinstance(side, DumpSide):
+            t = headers.tensor(side)
+            if t.problem or _converted_whole(t):
+                return None
+        return open_side(side, headers)
+    except PrecisionToolError:
+        return None
