@@ -15,19 +15,49 @@ if __package__ in (None, ""):  # run as a script: python3 ./precision_tool/cli.p
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from precision_tool import __version__  # noqa: E402
-from precision_tool.errors import PrecisionToolError  # noqa: E402
+from precision_tool.errors import OutputClosed, PrecisionToolError  # noqa: E402
 from precision_tool.status import ExitStatus  # noqa: E402
 
 
 def commands_epilog() -> str:
     """Every command of the registry with its summary, for ``--help``."""
     from precision_tool.commands import build_registry
+    from precision_tool.commands.help import command_list
+
+    return command_list(build_registry(), title="commands:") + "\n\n'precision-tool help CMD' explains one."
+
+
+def plain_help(words: list[str]) -> str | None:
+    """The text of a one-shot ``help`` or ``help CMD`` (the registry alone, no settings or
+    console: as fast as ``--help``), or None when the words are anything else, or name a
+    command that does not exist (the ordinary path says so, with close names)."""
+    if not words or words[0] not in ("help", "?") or len(words) > 2:
+        return None
+    from precision_tool.commands import build_registry
+    from precision_tool.commands.help import command_help, command_list
 
     registry = build_registry()
-    width = max(len(c.name) for c in registry)
-    lines = [f"  {c.name:<{width}}  {c.summary}" for c in registry]
-    lines += [f"  {w:<{width}}  {h}" for w, h in registry.exit_words.items()]
-    return "commands:\n" + "\n".join(lines) + "\n\n'precision-tool help CMD' explains one."
+    if len(words) == 1:
+        return command_list(registry)
+    if words[1] in registry.exit_words or words[1] in {c.name for c in registry}:
+        return command_help(registry, words[1])
+    return None
+
+
+def write_plain(text: str) -> ExitStatus:
+    """Print ``text`` on standard output as the commands' output is: a closed pipe ends quietly,
+    a full disk is one line on standard error and status 2."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.stdout = None  # nothing more to flush at exit
+        return ExitStatus.OK
+    except OSError as exc:
+        sys.stdout = None
+        print(OutputClosed(exc.strerror or str(exc), broken_pipe=False).line(), file=sys.stderr)
+        return ExitStatus.ERROR
+    return ExitStatus.OK
 
 
 class _HelpAction(argparse.Action):
@@ -39,8 +69,7 @@ class _HelpAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         parser.epilog = commands_epilog()
-        parser.print_help()
-        parser.exit()
+        parser.exit(int(write_plain(parser.format_help().rstrip())))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the exit status."""
     args = build_parser().parse_args(argv)  # --version and --help end here, before the imports
+    text = plain_help(args.command) if args.execute is None else None
+    if text is not None:
+        return int(write_plain(text))
     from precision_tool.config import load_config
     from precision_tool.context import Context
     from precision_tool.render.theme import make_console

@@ -27,3 +27,7 @@ class OutputClosed(Exception):
     def __init__(self, message: str, broken_pipe: bool):
         self.broken_pipe = broken_pipe
         super().__init__(message)
+
+    def line(self) -> str:
+        """The one line on standard error (a closed pipe has none)."""
+        return f"error: cannot write the output: {self}"

@@ -110,10 +110,29 @@ def test_one_shot_commands_do_not_load_the_terminal_shell(workdir):
 
 @pytest.mark.parametrize("words", [["--version"], ["--help"], ["help"], ["help", "vc"]])
 def test_version_and_help_load_no_heavy_library(workdir, words):
-    """The fixed cost of a run is Python plus rich: --version and help load neither numpy, nor
-    protobuf, pandas, graphviz or prompt_toolkit (the commands import them when they run)."""
+    """The fixed cost of --version and help is Python alone: they load neither numpy, protobuf,
+    pandas, graphviz, prompt_toolkit nor rich, the settings or the data (the commands import
+    those when they run)."""
     code = ("import sys\nfrom precision_tool.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n"
             "    pass\nheavy = [m for m in ('numpy', 'google.protobuf', 'pandas', 'graphviz', "
-            "'prompt_toolkit', 'numba') if m in sys.modules]\nassert not heavy, heavy\n" % words)
+            "'prompt_toolkit', 'numba', 'rich', 'precision_tool.config', 'precision_tool.context') "
+            "if m in sys.modules]\nassert not heavy, heavy\n" % words)
     out = _run([sys.executable, "-c", code], workdir)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("words", [["--help"], ["help"], ["help", "vc"]])
+def test_help_on_a_full_disk_is_one_line_and_status_2(workdir, words):
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "precision_tool", *words], cwd=workdir, stdout=full,
+                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: cannot write the output: No space left on device"
+
+
+def test_help_of_an_unknown_command_names_close_ones(workdir):
+    out = _run([_script(), "help", "vsc"], workdir)
+    assert out.returncode == 2 and "unknown command 'vsc'; did you mean 'vc'?" in out.stderr
+    listing = _run([_script(), "help"], workdir)
+    assert listing.returncode == 0 and listing.stdout.startswith("commands (help CMD for details)")
+    assert "  vc " in listing.stdout and "  exit " in listing.stdout

@@ -89,7 +89,7 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
     except OutputClosed as exc:  # nobody reads any more: stop here, with the command's status
         if exc.broken_pipe:
             raise ExitShell(result.status if result is not None else ExitStatus.OK) from None
-        _report_to_stderr(context, f"error: cannot write the output: {exc}")
+        _report_to_stderr(context, exc.line())
         raise ExitShell(ExitStatus.ERROR) from None
     except UsageError as exc:
         _report(context, f"error: {exc}")

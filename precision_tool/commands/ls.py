@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from typing import TYPE_CHECKING
 
-from rich.text import Text
-
-from ..context import Context, OpRef
-from ..formats.graph_names import BUILD_FILE_FORMS
-from ..render.fit import FitTable
-from ..render.lines import data_text, visible
-from .lookup import fused_note, fused_tf_names, graph_label, graph_refs
 from .registry import Command, CommandParser, CommandResult
+
+if TYPE_CHECKING:  # the listing loads the graph readers: only when ls runs
+    from ..context import Context
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -26,76 +22,11 @@ def _add_arguments(parser: CommandParser) -> None:
                              "id, or a stage other than Build (PreRunBegin...)")
 
 
-def _keep(ref: OpRef, args) -> bool:
-    """Whether the op passes every filter; ``-n`` also matches the TF ops fused into it."""
-    op = ref.op
-    checks = (
-        (args.type, op.type),
-        (args.kernel, op.kernel_name or ""),
-        (args.pass_name, " ".join(op.pass_name)),
-    )
-    if args.name is not None and args.name.lower() not in op.name.lower() and not fused_tf_names(ref, args.name):
-        return False
-    return all(want is None or want.lower() in have.lower() for want, have in checks)
-
-
-def _type_counts(refs: list[OpRef]) -> FitTable:
-    debugs = sorted({r.debug for r in refs})
-    counts = {d: Counter(r.op.type for r in refs if r.debug == d) for d in debugs}
-    table = FitTable()
-    table.add_column("type", style="op.type")
-    for debug in debugs:
-        table.add_column(debug, justify="right")
-    for op_type in sorted({r.op.type for r in refs}):
-        table.add_row(data_text(op_type, "op.type"), *(str(counts[d].get(op_type, 0)) for d in debugs))
-    table.add_row(Text("total", style="title"), *(str(sum(counts[d].values())) for d in debugs))
-    return table
-
-
-def _graph_files(refs: list[OpRef]) -> FitTable:
-    """One row per graph file read: debug dir, file, GE graph id, its graphs and op count."""
-    table = FitTable(title="graph files")
-    for column in ("debug", "file", "graph id", "graphs", "ops"):
-        table.add_column(column, justify="right" if column in ("graph id", "ops") else "left")
-    models: dict[tuple[str, int], list[OpRef]] = {}
-    for ref in refs:
-        models.setdefault((ref.debug, id(ref.model)), []).append(ref)
-    for (debug, _), group in models.items():
-        model = group[0].model
-        names = list(dict.fromkeys(r.graph.name for r in group))
-        more = f" (+{len(names) - 1} sub-graphs)" if len(names) > 1 else ""
-        table.add_row(debug, data_text(model.source_path.name if model.source_path else "?", "path"),
-                      "-" if model.graph_id is None else str(model.graph_id),
-                      data_text(names[0] + more, "op.name"), str(len(group)))
-    return table
-
-
-def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
-    passes = ",".join(ref.op.pass_name)
-    where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
-    line = Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
-                         (f"[{visible(passes)}]" if passes else "", "muted"), " ",
-                         (visible(ref.op.name), "op.name"), (f"  ({visible(where)})", "muted"))
-    if name is not None and name.lower() not in ref.op.name.lower():
-        fused = "; ".join(fused_note(tf, ref.op.name) for tf in fused_tf_names(ref, name))
-        line.append(f"  {visible(fused)}", style="warn")
-    return line
-
-
 def run(args, context: Context) -> CommandResult:
-    """Type counts per debug dir and the graph files read, or (with filters) one line per op."""
-    refs = graph_refs(context, args.graph, args.debug)
-    if not refs:
-        return CommandResult([Text(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu}",
-                                   style="warn")])
-    if not any((args.type, args.name, args.pass_name, args.kernel)):
-        return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs),
-                              _graph_files(refs)])
-    kept = [r for r in refs if _keep(r, args)]
-    with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
-    lines = [_op_line(r, with_graph, args.name) for r in kept]
-    lines.append(Text(f"{len(kept)} op(s)", style="muted"))
-    return CommandResult(lines)
+    """The ``ls`` command (:func:`.op_listing.list_ops`)."""
+    from .op_listing import list_ops
+
+    return list_ops(args, context)
 
 
 COMMAND = Command(

@@ -6,17 +6,15 @@ writes the per-op node data for Google's Model Explorer.
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from typing import TYPE_CHECKING
 
-from ..render.lines import OneLine, OneLineText, one_line
 from ..report import DEFAULT_DEPTH
 from ..status import ExitStatus
 from . import vcs
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when report runs
+    from ..render.lines import OneLineText
     from ..context import Context
 
 
@@ -36,6 +34,10 @@ def _add_arguments(parser: CommandParser) -> None:
 
 
 def _path_line(label: str, path, extra: str = "") -> OneLineText:
+    from rich.text import Text
+
+    from ..render.lines import OneLineText, one_line
+
     return OneLineText(Text.assemble((f"{label}: ", "title"), (one_line(str(path)), "path"), extra))
 
 
@@ -43,6 +45,9 @@ def run(args, context: Context) -> CommandResult:
     """Write the report of ``-f`` (default: the newest result) and say where it is."""
     if args.depth < 0:
         raise UsageError("report: -s DEPTH must be 0 or more", COMMAND.parser().format_usage().strip())
+    from rich.text import Text
+
+    from ..render.lines import OneLine
     from ..report.write import make_report
 
     threshold = context.config.cosine_threshold if args.cosine is None else args.cosine

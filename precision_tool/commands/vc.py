@@ -15,13 +15,17 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rich.text import Text
+from typing import TYPE_CHECKING
 
-from ..context import Context
 from ..errors import PrecisionToolError
-from ..render.lines import OneLineText, one_line
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
+
+if TYPE_CHECKING:  # rich and the readers load only when vc runs (--help builds this module)
+    from rich.text import Text
+
+    from ..context import Context
+    from ..render.lines import OneLineText
 
 
 @dataclass
@@ -50,6 +54,10 @@ class Summary:
 
     def line(self) -> OneLineText:
         """The one-line summary (kept on one line so scripts can take the path from it)."""
+        from rich.text import Text
+
+        from ..render.lines import OneLineText, one_line
+
         flagged = len(self.flagged_ops)
         return OneLineText(Text.assemble(
             (one_line(self.label), "title"),
@@ -143,6 +151,8 @@ def _resumed(context: Context):
 
 
 def _reuse_line(counts: dict) -> Text | None:
+    from rich.text import Text
+
     reused = counts.get("reused", 0)
     if not reused:
         return None
@@ -167,6 +177,8 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     signal (:func:`~precision_tool.compare.lifetime.stop_on_signals`). Temporary files that
     killed runs left under the output root are removed first.
     """
+    from rich.text import Text
+
     from ..lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
     from ..compare.plan import plan_comparisons

@@ -11,16 +11,14 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.text import Text
-
 from typing import TYPE_CHECKING
 
-from ..compare.divergence import Divergence, FlagRule, analyse
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
 
 if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when vcs runs
+    from ..compare.divergence import Divergence, FlagRule
     from ..compare.devices import DeviceVerdict
     from ..context import Context
 
@@ -148,6 +146,7 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
     """Read and judge each CSV of ``paths``. A single CSV that cannot be read raises
     PrecisionToolError (its one error line then goes where errors go); with several, the
     others are still judged and the error is kept."""
+    from ..compare.divergence import analyse
     from ..compare.result_csv import read_result_csv
 
     found = Summaries()
@@ -165,6 +164,8 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
 
 def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> list:
     """The renderables of :func:`analyse_results`' verdicts: panels, or one JSON document."""
+    from rich.text import Text
+
     from ..render.devices import device_panel
     from ..render.json_out import dumps, summary_json
     from ..render.lines import OneLine, RawLines
@@ -191,6 +192,8 @@ def summarise(paths: list[Path], rule: FlagRule, limit: int, as_json: bool = Fal
 
 def settings(args, context: Context) -> tuple[FlagRule, int]:
     """(flag rule, limit) from ``-c``/``--red``/``-l``, the config where not given."""
+    from ..compare.divergence import FlagRule
+
     rule = FlagRule.from_config(context.config, getattr(args, "cosine", None))
     if getattr(args, "red", None) is not None:
         rule = FlagRule(rule.cosine, args.red)

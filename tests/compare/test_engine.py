@@ -385,3 +385,21 @@ def test_custom_metrics_compute_in_worker_processes(sample_data, tmp_path, monke
         assert row.metrics["GoldenRMS"] == pytest.approx(np.sqrt(np.mean(golden ** 2)), rel=1e-12)
     out = write_result_csv(tmp_path / "r.csv", rows, metrics=metrics)
     assert out.read_text(encoding="utf-8").splitlines()[0].endswith("CompareFailReason,SignFlipShare,GoldenRMS")
+
+
+def test_small_jobs_are_batched_into_calls_of_the_byte_limit_in_order_around_split_tensors():
+    """Cluster calls: consecutive jobs join until the next would pass the limit; a split
+    tensor's unit is never joined and keeps its place."""
+    def job(i):
+        return [_task(i, f"op{i}", DumpSide(Path(f"/d/{i}"), "output", 0), NpySide(Path(f"/g/{i}")))]
+
+    sizes = {Path(f"/d/{i}"): 30 for i in range(7)} | {Path(f"/g/{i}"): 10 for i in range(7)}
+    split_unit = engine.Unit()
+    units = [job(0), job(1), job(2), split_unit, job(3), job(4), job(5), job(6)]
+    batched = engine.batch_jobs(units, sizes, batch_bytes=100)
+    shape = [u if isinstance(u, engine.Unit) else [t.index for t in u] for u in batched]
+    assert shape == [[0, 1], [2], split_unit, [3, 4], [5, 6]]
+    flat = [t.index for u in batched if not isinstance(u, engine.Unit) for t in u]
+    assert flat == [0, 1, 2, 3, 4, 5, 6]
+    # a job larger than the limit is a call of its own, never cut
+    assert [[t.index for t in u] for u in engine.batch_jobs([job(0), job(1)], sizes, 10)] == [[0], [1]]
