@@ -22,11 +22,11 @@ from ..config import Config, check_setting
 from ..formats.atomic import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .engine import compare_tasks
-from .metrics import Metric, select_metrics
+from .metrics import METRICS, Metric, select_metrics
 from .pairing import DumpSide, NpySide, PairTask
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
-from .result_csv import NOT_COMPARED, NUMERIC_METRICS, columns, format_row, write_result_csv
+from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
 from .row_cache import RowCache, cached_rows, metric_identities
 from .workspace import Workspace
 
@@ -80,6 +80,7 @@ class ComparisonResult:
 
     comparison: Comparison
     rows: list[CompareRow]
+    metrics: tuple[Metric, ...] = METRICS  # the CSV's metric columns, in this order
 
     @property
     def label(self) -> str:
@@ -94,7 +95,8 @@ class ComparisonResult:
     def write_csv(self, path: str | os.PathLike, root: OutputRoot | None = None) -> Path:
         """Write the rows as a msaccucmp-format CSV at ``path`` (in ``root``, default its
         directory: never through a link below it); returns the path."""
-        return write_result_csv(path, self.rows, root=root, golden_address=self.comparison.npu_vs_npu)
+        return write_result_csv(path, self.rows, root=root, golden_address=self.comparison.npu_vs_npu,
+                                metrics=self.metrics)
 
 
 @dataclass
@@ -136,17 +138,18 @@ class CompareResult:
         return None
 
     def to_pandas(self):
-        """A ``pandas.DataFrame``: one row per CSV row, with the CSV's columns (metrics as floats,
-        NaN when not compared; text cells the CSV writes as ``NaN`` are None; two columns are
-        named ``DataType``, as in the CSV)."""
+        """A ``pandas.DataFrame``: one row per CSV row, with the CSV's columns (the metrics asked
+        for, custom ones after CompareFailReason, as floats, NaN when not compared; text cells
+        the CSV writes as ``NaN`` are None; two columns are named ``DataType``, as in the CSV)."""
         import pandas as pd
 
         golden_address = any(p.comparison.npu_vs_npu for p in self.parts)
-        header = columns(golden_address=golden_address)
-        numeric = {i for i, name in enumerate(header) if name in NUMERIC_METRICS}
+        metrics = self.parts[0].metrics if self.parts else METRICS
+        header = columns(golden_address=golden_address, metrics=metrics)
+        numeric = {i for i, name in enumerate(header) if name in {m.name for m in metrics if not m.text}}
         records = []
         for row in self.rows:
-            cells = format_row(row, golden_address=golden_address, spreadsheet_safe=False)
+            cells = format_row(row, golden_address=golden_address, metrics=metrics, spreadsheet_safe=False)
             records.append([float(c) if i in numeric else (None if c == NOT_COMPARED else c)
                             for i, c in enumerate(cells)])
         frame = pd.DataFrame.from_records(records, columns=header)
@@ -206,7 +209,7 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
                              devices=devices)
-    parts = [ComparisonResult(plan, []) for plan in plans]
+    parts = [ComparisonResult(plan, [], chosen) for plan in plans]
     for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
                                       split_bytes=config.split_bytes):
         parts[owner].rows.append(row)

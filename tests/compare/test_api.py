@@ -109,3 +109,44 @@ def test_the_package_stays_importable_and_light():
             "assert m.METRICS; print(pt.__version__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == precision_tool.__version__
+
+
+def _golden_peak(stats):
+    """A metric defined here: the largest |golden| value (the built-in 'range' group)."""
+    return max(abs(stats.y_lo), abs(stats.y_hi))
+
+
+def test_a_metric_defined_here_computes_in_workers_through_compare(sample_data_module):
+    """compare(metrics=[... a Metric object ...], workers=2): the object reaches the worker
+    processes; where the golden is one op's output, the value is that file's own maximum of
+    |values|, taken with numpy."""
+    import numpy as np
+
+    from precision_tool.compare.metric_types import Metric
+
+    peak = Metric("GoldenPeak", frozenset({"range"}), _golden_peak)
+    found = precision_tool.compare(sample_data_module, metrics=["0", peak], workers=2)
+    goldens = precision_tool.read_golden(sample_data_module / "tf/dump")
+    compared = [r for r in found.rows if r.compared]
+    checked = 0
+    for row in compared:
+        assert set(row.metrics) == {"CosineSimilarity", "GoldenPeak"}
+        if row.is_output and row.ground_truth not in ("*", "") and "," not in row.ground_truth:
+            index = int(row.tensor_index.rsplit(":", 1)[1])
+            golden = np.load(goldens.path_for(row.ground_truth, index), allow_pickle=False)
+            assert row.metrics["GoldenPeak"] == float(np.abs(golden.astype(np.float64)).max())
+            checked += 1
+    assert checked >= 5
+    assert "GoldenPeak" in found.to_pandas().columns
+
+
+def test_write_csv_and_to_pandas_keep_the_metrics_asked_for(sample_data_module, tmp_path):
+    """compare(metrics="0") writes the cosine column only, as vc -alg 0 does, and its frame too."""
+    found = precision_tool.compare(sample_data_module, metrics="0", workers=1)
+    path, = found.write_csv(tmp_path / "cosine.csv")
+    header = path.read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert "CosineSimilarity" in header and "MaxAbsoluteError" not in header
+    frame = found.to_pandas()
+    assert "CosineSimilarity" in frame.columns and "KullbackLeiblerDivergence" not in frame.columns
+    assert frame["CosineSimilarity"].dtype.kind == "f"
+    assert [r.tensor_index for r in read_result_csv(path)] == [r.tensor_index for r in found.rows]
