@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.commands import ls, vc
+from precision_tool.commands import op_listing, vc
 from precision_tool.compare import api as compare_api
 from precision_tool.formats.atomic import OutputRoot
 from precision_tool.status import ExitStatus
@@ -88,7 +88,7 @@ def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch
 def test_ctrl_c_in_any_command_returns_the_prompt(sample_data, monkeypatch):
     def interrupted(refs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(ls, "_type_counts", interrupted)
+    monkeypatch.setattr(op_listing, "_type_counts", interrupted)
     context, out = make_context(sample_data)
     assert run_command(context, "ls; help") == ExitStatus.INTERRUPTED
     assert "cancelled" in out.getvalue() and "vc" in out.getvalue()  # help still ran after it
