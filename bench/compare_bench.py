@@ -221,26 +221,33 @@ def _tree_memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def measure(command: list[str], cwd: Path, env: dict, ok=(0,)) -> dict:
-    """Run ``command``; its wall time and the peak RSS of its process tree.
+def measure(command: list[str], cwd: Path, env: dict, ok=(0,), every: float | None = 0.02) -> dict:
+    """Run ``command``; its wall time and, unless ``every`` is None, the peak RSS and PSS of its
+    process tree, sampled every ``every`` seconds (0 when not sampled).
 
     ``ru_maxrss`` of RUSAGE_CHILDREN is no use here: Linux carries the forking parent's RSS into
-    it, and it is the largest single process, not the tree. So /proc is sampled instead.
+    it, and it is the largest single process, not the tree. So /proc is sampled instead. Reading
+    every process's smaps_rollup 50 times a second takes CPU the measured run would use (on 2
+    cores, `vc`'s two workers had 10-20% less): so time and memory come from separate runs of
+    ``vc`` (see :func:`_measure_all`), and msaccucmp, whose runs last minutes, is sampled every
+    0.5 s.
     """
     peak, done = [0, 0], threading.Event()
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sample() -> None:
-        while not done.wait(0.02):
+        while not done.wait(every):
             rss, pss = _tree_memory(proc.pid)
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
-    watcher = threading.Thread(target=sample, daemon=True)
-    watcher.start()
+    watcher = threading.Thread(target=sample, daemon=True) if every is not None else None
+    if watcher is not None:
+        watcher.start()
     out, err = proc.communicate()
     seconds = time.perf_counter() - start
     done.set()
-    watcher.join()
+    if watcher is not None:
+        watcher.join()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(command)} failed with status {proc.returncode}:\n{err[-2000:]}")
     return {"seconds": seconds, "rss": peak[0], "pss": peak[1], "stdout": out}
@@ -284,7 +291,7 @@ class Msaccucmp:
                    str(root / "tf/dump"), "-f", str(root / GRAPH.with_name(GRAPH.name + ".json")),
                    "-out", str(out)] + ([] if alg == "all" else ["-alg", alg])
         env = {**os.environ, "MSACCUCMP_DIR": self.source}
-        result = measure(command, Path(self.source), env, ok=(0, 2))  # 2: some ops have no dump
+        result = measure(command, Path(self.source), env, ok=(0, 2), every=0.5)  # 2: some ops have no dump
         if not list(out.glob("*.csv")):
             raise SystemExit(f"msaccucmp wrote no CSV in {out}")
         return result
@@ -380,21 +387,23 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
     for alg in ("all", "0"):
         for cache in ("warm", "cold") if args.cold else ("warm",):
             runs = {label: [] for label, _ in codes}
+            memory = {}
             for _ in range(args.repeat):  # ours and the baseline alternate: the load drifts
                 for label, code in codes:
                     out = scratch / f"{'vc' if label == 'vc' else 'base'}_{alg}"
                     command = _vc_command(root, alg, out, code)
                     env = _vc_env(code, args.workers)
-                    if not runs[label] and cache == "warm":
-                        measure(command, root.parent, env, ok=(0, 1))  # page cache, numba's cache
+                    if label not in memory:  # the memory run (sampled, not timed); warms the caches
+                        memory[label] = measure(command, root.parent, env, ok=(0, 1))
                     if cache == "cold":
                         evict(files)
-                    runs[label].append(measure(command, root.parent, env, ok=(0, 1)))
+                    runs[label].append(measure(command, root.parent, env, ok=(0, 1), every=None))
             for label, _ in codes:
                 name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
                 print(f"  {name} {cache}: {', '.join('%.2f s' % r['seconds'] for r in runs[label])}",
                       file=sys.stderr, flush=True)
-                rows.append((name, cache, _stats(runs[label])))
+                timed = [dict(r, rss=memory[label]["rss"], pss=memory[label]["pss"]) for r in runs[label]]
+                rows.append((name, cache, _stats(timed)))
     if ms.available:
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"
