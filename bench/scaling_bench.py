@@ -29,7 +29,8 @@ load of a shared machine drifts):
   serialise the run, with the peak memory of the whole process tree.
 
 Peak RSS is the sum over the run's process tree (workers, nannies included), sampled every
-20 ms; PSS divides shared pages among the processes. Times are min / median / max over the
+20 ms in a run of its own (sampling takes CPU from the run, so the timed runs are not sampled);
+PSS divides shared pages among the processes. Times are min / median / max over the
 repeats. Nothing is asserted.
 """
 
@@ -160,11 +161,18 @@ def _env(workers: int, split: str | None = None) -> dict:
     return env
 
 
-def _vc(root: Path, out: Path, how: str, workers: int, extra: list[str], split: str | None = None) -> dict:
+def _vc(root: Path, out: Path, how: str, workers: int, extra: list[str], split: str | None = None,
+        memory: bool = False) -> dict:
+    """One timed run (``memory``: a run sampled for its peak memory instead, not to be timed:
+    the sampling takes CPU from the run, see compare_bench.measure)."""
     command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "--fresh", "-o", str(out)]
     command += (["--scheduler", f"local:{workers}"] if how == "local" else []) + extra
     shutil.rmtree(out, ignore_errors=True)
-    return measure(command, root.parent, _env(workers, split), ok=(0, 1))
+    return measure(command, root.parent, _env(workers, split), ok=(0, 1), every=0.02 if memory else None)
+
+
+def _with_memory(runs: list[dict], sampled: dict) -> list[dict]:
+    return [dict(r, rss=sampled["rss"], pss=sampled["pss"]) for r in runs]
 
 
 def _summary(runs: list[dict]) -> dict:
@@ -190,8 +198,8 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
     configs = [(how, n) for n in (1, 2) for how in ("pool", "local")]
     subsets = {"one": ["--device", "0"], "all": []}
     raw_read(files)
-    for how, n in configs:  # warm-up: page cache, numba's kernel cache
-        _vc(root, scratch / "warm", how, n, subsets["one"])
+    memory = {(how, n, s): _vc(root, scratch / "warm", how, n, extra, memory=True)  # also warms the caches
+              for how, n in configs for s, extra in subsets.items()}
     runs = {(how, n, s): [] for how, n in configs for s in subsets}
     for k in range(repeat):
         for how, n in configs:
@@ -204,7 +212,8 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
           f"{'efficiency':>12}{'peak RSS':>11}{'peak PSS':>11}")
     core: dict = {}
     for how, n in configs:
-        one, every = _summary(runs[(how, n, "one")]), _summary(runs[(how, n, "all")])
+        one = _summary(_with_memory(runs[(how, n, "one")], memory[(how, n, "one")]))
+        every = _summary(_with_memory(runs[(how, n, "all")], memory[(how, n, "all")]))
         extra_bytes, extra_s = total - device_bytes, every["median"] - one["median"]
         core[(how, n)] = extra_bytes / extra_s / n if extra_s > 0 else float("nan")
         efficiency = core[(how, n)] / core[(how, 1)] if n > 1 else 1.0
@@ -229,7 +238,7 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
     raw_read(sorted(npu.iterdir()) + sorted(golden.iterdir()))
     configs = [("pool", None), ("local", None), ("pool", UNSPLIT), ("local", UNSPLIT)]
     runs: dict = {c: [] for c in configs}
-    _vc(root, scratch / "big", "pool", 2, extra)
+    memory = {(how, split): _vc(root, scratch / "big", how, 2, extra, split, memory=True) for how, split in configs}
     for k in range(repeat):
         for how, split in configs:
             runs[(how, split)].append(_vc(root, scratch / "big", how, 2, extra, split))
@@ -239,7 +248,7 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
     print_read_rates(sorted(npu.iterdir()) + sorted(golden.iterdir()), repeat)
     print(f"{'run':<10}{'split':<22}{'s (min/med/max)':>22}{'GB/s':>7}{'peak RSS':>11}{'peak PSS':>11}")
     for how, split in configs:
-        s = _summary(runs[(how, split)])
+        s = _summary(_with_memory(runs[(how, split)], memory[(how, split)]))
         name = "pool 2" if how == "pool" else "local:2"
         label = "unsplit" if split else "in ranges (derived)"
         print(f"{name:<10}{label:<22}{_times(s):>22}{data / s['median'] / 1e9:>7.2f}{_mib(s['rss']):>11}"
