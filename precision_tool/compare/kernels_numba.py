@@ -44,35 +44,25 @@ _MANTISSA, _ONE = np.uint64(0x000FFFFFFFFFFFFF), np.uint64(0x3FF0000000000000)
 _LN2 = 0.6931471805599453
 
 
-@intrinsic
-def _bits(typingctx, value):
-    """The float64's bit pattern as an int64 (a register move, no memory)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.int64(types.float64), codegen
+def _bitcast(source, target, ir_target, doc: str):
+    """An intrinsic that reinterprets a ``source`` scalar's bits as ``target`` (a register move,
+    no memory): the float <-> integer views the kernels' keys and logarithm are made of."""
+    @intrinsic
+    def cast(typingctx, value):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir_target)
+        return target(source), codegen
+    cast.__doc__ = doc
+    return cast
 
 
-@intrinsic
-def _float(typingctx, bits):
-    """The float64 whose bit pattern is the int64 ``bits``."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.int64), codegen
-
-
-@intrinsic
-def _ubits(typingctx, value):
-    """The float64's bit pattern as a uint64 (AVX2 shifts 64-bit lanes only logically)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.uint64(types.float64), codegen
-
-
-@intrinsic
-def _ufloat(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.uint64), codegen
+_bits = _bitcast(types.float64, types.int64, ir.IntType(64), "A float64's bit pattern as an int64.")
+_float = _bitcast(types.int64, types.float64, ir.DoubleType(), "The float64 of an int64 bit pattern.")
+_ubits = _bitcast(types.float64, types.uint64, ir.IntType(64),
+                  "A float64's bit pattern as a uint64 (AVX2 shifts 64-bit lanes only logically).")
+_ufloat = _bitcast(types.uint64, types.float64, ir.DoubleType(), "The float64 of a uint64 bit pattern.")
+_bits32 = _bitcast(types.float32, types.int32, ir.IntType(32), "A float32's bit pattern as an int32.")
+_float32 = _bitcast(types.int32, types.float32, ir.FloatType(), "The float32 of an int32 bit pattern.")
 
 
 @njit(inline="always")
@@ -144,21 +134,6 @@ def _log(v):
     s = s * f2 + 1.0
     r = e * _LN2 + 2.0 * f * s
     return r if v < np.inf else v  # ln(inf) = inf, ln(nan) = nan
-
-
-@intrinsic
-def _bits32(typingctx, value):
-    """The float32's bit pattern as an int32."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
-def _float32(typingctx, bits):
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.int32), codegen
 
 
 def _range_key(values, i):
