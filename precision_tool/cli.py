@@ -31,17 +31,19 @@ def plain_help(words: list[str]) -> str | None:
     """The text of a one-shot ``help`` or ``help CMD`` (the registry alone, no settings or
     console: as fast as ``--help``), or None when the words are anything else, or name a
     command that does not exist (the ordinary path says so, with close names)."""
-    if not words or words[0] not in ("help", "?") or len(words) > 2:
+    from precision_tool.commands.help import HELP_NAMES, command_help, command_list
+
+    if not words or words[0] not in HELP_NAMES or len(words) > 2:
         return None
-    from precision_tool.commands import build_registry
-    from precision_tool.commands.help import command_help, command_list
+    from precision_tool.commands import UsageError, build_registry
 
     registry = build_registry()
     if len(words) == 1:
         return command_list(registry)
-    if words[1] in registry.exit_words or words[1] in {c.name for c in registry}:
+    try:
         return command_help(registry, words[1])
-    return None
+    except UsageError:
+        return None
 
 
 def write_plain(text: str) -> ExitStatus:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .registry import Command, CommandParser, CommandResult, Registry
 
 LIST_TITLE = "commands (help CMD for details)"
+HELP_NAMES = ("help", "?")  # the command's name and alias (cli.py answers them without a console)
 
 
 def command_list(registry: Registry, title: str = LIST_TITLE) -> str:
@@ -37,6 +38,6 @@ def make_help(registry: Registry) -> Command:
             return CommandResult([command_help(registry, args.command)])
         return CommandResult([command_list(registry)])
 
-    return Command(name="help", summary="list the commands, or explain one: help CMD",
-                   add_arguments=add_arguments, run=run, aliases=("?",),
+    return Command(name=HELP_NAMES[0], summary="list the commands, or explain one: help CMD",
+                   add_arguments=add_arguments, run=run, aliases=HELP_NAMES[1:],
                    completions={"": "command"})

@@ -146,7 +146,8 @@ class CompareResult:
         golden_address = any(p.comparison.npu_vs_npu for p in self.parts)
         metrics = self.parts[0].metrics if self.parts else METRICS
         header = columns(golden_address=golden_address, metrics=metrics)
-        numeric = {i for i, name in enumerate(header) if name in {m.name for m in metrics if not m.text}}
+        numbers = {m.name for m in metrics if not m.text}
+        numeric = {i for i, name in enumerate(header) if name in numbers}
         records = []
         for row in self.rows:
             cells = format_row(row, golden_address=golden_address, metrics=metrics, spreadsheet_safe=False)
