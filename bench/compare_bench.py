@@ -253,6 +253,11 @@ def measure(command: list[str], cwd: Path, env: dict, ok=(0,), every: float | No
     return {"seconds": seconds, "rss": peak[0], "pss": peak[1], "stdout": out}
 
 
+def with_memory(runs: list[dict], sampled: dict) -> list[dict]:
+    """Timed (unsampled) runs given the peak memory of a sampled run of the same command."""
+    return [dict(r, rss=sampled["rss"], pss=sampled["pss"]) for r in runs]
+
+
 def _vc_command(root: Path, alg: str, out: Path, code: Path = REPO) -> list[str]:
     command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "-o", str(out)]
     if "--fresh" in (code / "precision_tool" / "commands" / "vc.py").read_text(encoding="utf-8"):
@@ -402,8 +407,7 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
                 name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
                 print(f"  {name} {cache}: {', '.join('%.2f s' % r['seconds'] for r in runs[label])}",
                       file=sys.stderr, flush=True)
-                timed = [dict(r, rss=memory[label]["rss"], pss=memory[label]["pss"]) for r in runs[label]]
-                rows.append((name, cache, _stats(timed)))
+                rows.append((name, cache, _stats(with_memory(runs[label], memory[label]))))
     if ms.available:
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"

@@ -50,7 +50,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_bench import MODEL, REPO, RUN, STEP_DIR, data_files, generate, measure, raw_read  # noqa: E402
+from compare_bench import (MODEL, REPO, RUN, STEP_DIR, data_files, generate, measure, raw_read,  # noqa: E402
+                           with_memory)
 
 BIG_NAME, BIG_STAMP = "net/huge/op", 1767400000000000
 UNSPLIT = str(1 << 50)
@@ -171,9 +172,6 @@ def _vc(root: Path, out: Path, how: str, workers: int, extra: list[str], split: 
     return measure(command, root.parent, _env(workers, split), ok=(0, 1), every=0.02 if memory else None)
 
 
-def _with_memory(runs: list[dict], sampled: dict) -> list[dict]:
-    return [dict(r, rss=sampled["rss"], pss=sampled["pss"]) for r in runs]
-
 
 def _summary(runs: list[dict]) -> dict:
     seconds = sorted(r["seconds"] for r in runs)
@@ -212,8 +210,8 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
           f"{'efficiency':>12}{'peak RSS':>11}{'peak PSS':>11}")
     core: dict = {}
     for how, n in configs:
-        one = _summary(_with_memory(runs[(how, n, "one")], memory[(how, n, "one")]))
-        every = _summary(_with_memory(runs[(how, n, "all")], memory[(how, n, "all")]))
+        one = _summary(with_memory(runs[(how, n, "one")], memory[(how, n, "one")]))
+        every = _summary(with_memory(runs[(how, n, "all")], memory[(how, n, "all")]))
         extra_bytes, extra_s = total - device_bytes, every["median"] - one["median"]
         core[(how, n)] = extra_bytes / extra_s / n if extra_s > 0 else float("nan")
         efficiency = core[(how, n)] / core[(how, 1)] if n > 1 else 1.0
@@ -248,7 +246,7 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
     print_read_rates(sorted(npu.iterdir()) + sorted(golden.iterdir()), repeat)
     print(f"{'run':<10}{'split':<22}{'s (min/med/max)':>22}{'GB/s':>7}{'peak RSS':>11}{'peak PSS':>11}")
     for how, split in configs:
-        s = _summary(_with_memory(runs[(how, split)], memory[(how, split)]))
+        s = _summary(with_memory(runs[(how, split)], memory[(how, split)]))
         name = "pool 2" if how == "pool" else "local:2"
         label = "unsplit" if split else "in ranges (derived)"
         print(f"{name:<10}{label:<22}{_times(s):>22}{data / s['median'] / 1e9:>7.2f}{_mib(s['rss']):>11}"
