@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_bench import (MODEL, REPO, RUN, STEP_DIR, data_files, generate, measure, raw_read,  # noqa: E402
+from compare_bench import (REPO, RUN, data_files, generate, measure, raw_read,  # noqa: E402
                            with_memory)
 
 BIG_NAME, BIG_STAMP = "net/huge/op", 1767400000000000
