@@ -103,7 +103,7 @@ def _measure(step: str, path: Path, cache: Path, workers: int) -> dict:
     """One step, in this process (see the module doc)."""
     from precision_tool.formats.graph import model_from_proto, read_graph_proto
     from precision_tool.formats.graph_cache import cache_path, read_graph_cached
-    from precision_tool.formats.graph_text_split import free_cores
+    from precision_tool.idle_cores import free_cores
 
     idle = free_cores()  # what the fast reader's split will see (it looks again itself)
     start = time.perf_counter()

@@ -23,9 +23,10 @@ from typing import Any
 from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
+from ..idle_cores import cpu_mark
 from .files import read_user_bytes
 from .graph_memory import names_the_file_when_out_of_memory
-from .graph_convert import _gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
+from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
@@ -109,7 +110,7 @@ def _is_onnx(text: str, path: Path) -> bool:
 
 
 def _proto_from_text(text: str, path: Path, workers: int | None):
-    with _gc_paused():
+    with gc_paused():
         if _is_json(text):
             return _parse_json(text, path)
         if _is_onnx(text, path):
@@ -130,10 +131,11 @@ def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[
     from .graph_text_split import model_from_text_parallel  # the fast reader: ge_proto text only
 
     path = Path(path)
+    mark = cpu_mark()  # the idle cores are watched while the file is read
     text = _graph_text(path)
     if not _is_json(text) and not _is_onnx(text, path):
-        with _gc_paused():
-            model = model_from_text_parallel(text, path, workers or os.cpu_count() or 1)
+        with gc_paused():
+            model = model_from_text_parallel(text, path, workers or os.cpu_count() or 1, mark)
         if model is not None:
             return model, None
     proto = _proto_from_text(text, path, workers)

@@ -22,12 +22,12 @@ from __future__ import annotations
 import gc
 import json
 import os
-import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..idle_cores import CpuMark, free_cores
 from ..lifetime import init_worker_lifetime
 from .graph_convert import OpFields
 from .graph_model import Model, TensorDesc
@@ -43,7 +43,6 @@ _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "o
 # graphs follow here once the workers are done, whatever the shares; so this process reads the
 # share of the runs that it finishes when they do.
 _READ, _READ_AND_SEND = 40.0, 47.5
-_LOOK = 0.1  # seconds free_cores watches the machine
 
 SPLIT_MIN_CHARS = 32_000_000
 """Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
@@ -54,28 +53,6 @@ def own_share(workers: int) -> float:
     """The fraction of the op text this process reads itself when ``workers`` processes read
     (itself included)."""
     return _READ_AND_SEND / ((workers - 1) * _READ + _READ_AND_SEND)
-
-
-def _cpu_times() -> tuple[int, int]:
-    with open("/proc/stat", encoding="ascii") as stat:
-        ticks = [int(t) for t in stat.readline().split()[1:9]]
-    return sum(ticks), ticks[3] + ticks[4]  # all, idle + waiting for I/O
-
-
-def free_cores() -> float:
-    """How many cores sat idle over the last moment (Linux's /proc/stat, else the load
-    average): the current load of other programs, not the last minute's."""
-    cores = os.cpu_count() or 1
-    try:
-        total, idle = _cpu_times()
-        time.sleep(_LOOK)
-        total_after, idle_after = _cpu_times()
-        return cores * (idle_after - idle) / max(1, total_after - total)
-    except (OSError, ValueError, IndexError):
-        try:
-            return max(0.0, cores - os.getloadavg()[0])
-        except OSError:
-            return float(cores)
 
 
 class _NotOps(Exception):
@@ -135,7 +112,7 @@ def _runs_json(spans: list[tuple[int, int]]) -> list[str | None]:
     """Worker: :func:`ops_json` of the runs at ``spans`` of the text, all at once at the end,
     when the parent waits for them (see :data:`_worker_text`)."""
     enabled = gc.isenabled()
-    gc.disable()  # millions of small objects, none of them garbage: as in graph._gc_paused
+    gc.disable()  # millions of small objects, none of them garbage: as in graph_convert.gc_paused
     try:
         return [ops_json(_worker_text[start:end]) for start, end in spans]
     finally:
@@ -159,16 +136,18 @@ def _shares(spans: list[tuple[int, int, int]], workers: int) -> list[list[int]]:
     return shares
 
 
-def model_from_split(text: str, source: Path | None, workers: int) -> Model | None:
+def model_from_split(text: str, source: Path | None, workers: int,
+                     since: CpuMark | None = None) -> Model | None:
     """The model of ``text`` read in ``workers`` processes; None when the text is too small,
-    not laid out as protobuf prints, or no worker processes are to be had.
+    not laid out as protobuf prints, no worker processes are to be had or fewer than two cores
+    idle (watched from ``since``, see :func:`~precision_tool.idle_cores.free_cores`).
 
     Raises :class:`~.proto.fast_text.Unsupported` when a part of the text is not something the
     fast reader takes (protobuf's parser then reads it all).
     """
     if workers < 2 or len(text) < SPLIT_MIN_CHARS:
         return None
-    workers = min(workers, round(free_cores()))  # a worker sharing a core costs more than it gives
+    workers = min(workers, round(free_cores(since)))  # a worker sharing a core costs more than it gives
     if workers < 2:
         return None
     split = split_ops(text, max(1, len(text) // (workers * 8)))
@@ -216,12 +195,13 @@ def _assemble(text: str, kept: str, graph_count: int, spans: list[tuple[int, int
     return model_from_fields(model, source)
 
 
-def model_from_text_parallel(text: str, source: Path | None = None, workers: int = 1) -> Model | None:
+def model_from_text_parallel(text: str, source: Path | None = None, workers: int = 1,
+                             since: CpuMark | None = None) -> Model | None:
     """:func:`.graph_text_fast.model_from_text`, in ``workers`` processes when the text is large,
     laid out as protobuf prints and cores are idle (:func:`model_from_split`), else in one."""
     try:
         if workers > 1:
-            model = model_from_split(text, source, workers)
+            model = model_from_split(text, source, workers, since)
             if model is not None:
                 return model
     except Unsupported:

@@ -310,7 +310,7 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
 
 def test_split_reads_as_one_piece_does(repetitive_text, monkeypatch):
     monkeypatch.setattr(graph_text_split, "SPLIT_MIN_CHARS", 0)
-    monkeypatch.setattr(graph_text_split, "free_cores", lambda: 4.0)
+    monkeypatch.setattr(graph_text_split, "free_cores", lambda since=None: 4.0)
     proto = text_format.Parse(repetitive_text, ge_ir.ModelDef())
     proto.graph.add().CopyFrom(proto.graph[0])
     proto.graph[1].name = "second"

@@ -8,7 +8,6 @@ writes.
 from __future__ import annotations
 
 import math
-import re
 import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -189,7 +188,7 @@ def shortest_float32(value: float) -> float:
 PARALLEL_MIN_CHARS = 4_000_000
 """Text shorter than this is always parsed in one piece."""
 
-_GRAPH_START = re.compile(r"^graph \{\n", re.MULTILINE)
+_GRAPH_START = "graph {\n"
 _OP_START = "\n  op {\n"
 _OP_END = "\n  }\n"
 
@@ -202,6 +201,17 @@ def parse_text(text: str, workers: int = 1) -> Any:
         if model is not None:
             return model
     return text_format.Parse(text, ModelDef(), allow_unknown_field=True)
+
+
+def _graph_starts(text: str) -> list[int]:
+    """Where the lines ``graph {`` start. ``str.find`` rather than a ``^`` regex, which tries
+    every position of the text: 0.04 s against 0.4 s for a 70 MB graph."""
+    starts = [0] if text.startswith(_GRAPH_START) else []
+    found = text.find("\n" + _GRAPH_START)
+    while found >= 0:
+        starts.append(found + 1)
+        found = text.find("\n" + _GRAPH_START, found + 1)
+    return starts
 
 
 def _op_region(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -242,7 +252,7 @@ def split_ops(text: str, size: int) -> tuple[str, int, list[tuple[int, int, int]
     about ``size`` characters each, as ``(graph index, start, end)`` in ``text``; None when the
     text is not laid out so. Whoever parses the pieces checks that the rest holds that many
     graphs, and no ops."""
-    starts = [m.start() for m in _GRAPH_START.finditer(text)] + [len(text)]
+    starts = _graph_starts(text) + [len(text)]
     regions = [_op_region(text, a, b) for a, b in zip(starts, starts[1:])]
     if any(r is not None and r[1] < 0 for r in regions):
         return None
