@@ -180,13 +180,8 @@ OpFields = tuple[str, str, int, Sequence[str], list[TensorDesc], list[TensorDesc
 descs, attrs (Python values), stream id, sub-graph names."""
 
 
-def _op_from_fields(fields: OpFields, refs: list[InputRef], consumers: dict[int, list]) -> Op:
+def _op_from_fields(fields: OpFields, refs: list[InputRef], by_output: list[list]) -> Op:
     name, op_type, op_id, _, input_descs, outputs, attrs, stream_id, subgraph_names = fields
-    if consumers:
-        width = max(len(outputs), max(consumers) + 1)
-        by_output = [consumers.get(i, []) for i in range(width)]
-    else:
-        by_output = [[] for _ in outputs]
     if not attrs:  # positional, and no lookups: this runs once per op of graphs with 100k ops
         return Op(name, op_type, op_id, refs, input_descs, outputs, by_output, attrs, None, [],
                   [], False, None, None, None, stream_id, subgraph_names)
@@ -206,33 +201,74 @@ def _op_from_fields(fields: OpFields, refs: list[InputRef], consumers: dict[int,
     )
 
 
+def _consumed(by_output: list[list], index: int, consumer: tuple[str, int]) -> None:
+    while len(by_output) <= index:  # consumed beyond its described outputs
+        by_output.append([])
+    by_output[index].append(consumer)
+
+
+class GraphBuilder:
+    """A :class:`GraphDesc` built from its ops' field values as they come, in file order, each
+    op's consumers filled in as the ops reading it arrive (before or after it), so that the
+    graph is ready once the last op is in. An error (an op without a name, two ops of one
+    name) is raised only by :meth:`finish`, once the caller knows the whole text parsed.
+    """
+
+    def __init__(self, source: Path | None) -> None:
+        self.source = source
+        self.ops: list[Op] = []
+        self.error: str | None = None
+        self._by_output: dict[str, list[list]] = {}  # op name -> consumers by output index
+        self._waiting: dict[str, list[tuple[int, tuple[str, int]]]] = {}  # read before it came
+        self._twice = False
+
+    def add(self, ops: list[OpFields]) -> None:
+        """Add ``ops``, which follow those added before."""
+        by_output_of, waiting, built = self._by_output, self._waiting, self.ops
+        for fields in ops:
+            name = fields[0]
+            if not name:
+                self.error = self.error or f"op #{len(built)} of graph {{graph!r}} has no name"
+            refs = [parse_input(entry, slot) for slot, entry in enumerate(fields[3]) if entry]
+            for ref in refs:
+                if not ref.is_control:
+                    found = by_output_of.get(ref.src)
+                    if found is None:
+                        waiting.setdefault(ref.src, []).append((ref.index, (name, ref.slot)))
+                    else:
+                        _consumed(found, ref.index, (name, ref.slot))
+            by_output: list[list] = [[] for _ in fields[5]]
+            early = waiting.pop(name, None)
+            for index, consumer in early or ():
+                _consumed(by_output, index, consumer)
+            if by_output_of.setdefault(name, by_output) is not by_output:
+                self._twice = True  # the first keeps its consumers; an error in any case
+            built.append(_op_from_fields(fields, refs, by_output))
+
+    def finish(self, name: str, attrs: dict[str, Any], inputs: list[str],
+               outputs: list[str]) -> GraphDesc:
+        """The graph, called ``name``. Raises :class:`PrecisionToolError` (naming the source)
+        for an op without a name, else for two ops of the graph with the same name."""
+        if self.error:
+            raise PrecisionToolError(self.error.format(graph=name), self.source)
+        if self._twice:
+            names = [op.name for op in self.ops]
+            twice = next(n for n in names if names.count(n) > 1)  # only on this error path
+            raise PrecisionToolError(f"graph {name!r} has two ops named {twice!r}", self.source)
+        return GraphDesc(name, self.ops, attrs, inputs, outputs)
+
+
 def graph_from_fields(name: str, ops: list[OpFields], attrs: dict[str, Any], inputs: list[str],
                       outputs: list[str], source: Path | None) -> GraphDesc:
-    """A :class:`GraphDesc` from a ``GraphDef``'s field values, each op's consumers found.
+    """A :class:`GraphDesc` from a ``GraphDef``'s field values, each op's consumers found
+    (:class:`GraphBuilder`).
 
     Raises :class:`PrecisionToolError` (naming ``source``) for an op without a name or two ops
     of the graph with the same name.
     """
-    parsed = []
-    # consumers[src][output index] -> [(consumer, slot)], filled in one pass over all inputs
-    consumers: dict[str, dict[int, list[tuple[str, int]]]] = {}
-    for position, fields in enumerate(ops):
-        op_name = fields[0]
-        if not op_name:
-            raise PrecisionToolError(f"op #{position} of graph {name!r} has no name", source)
-        refs = [parse_input(entry, slot) for slot, entry in enumerate(fields[3]) if entry]
-        for ref in refs:
-            if not ref.is_control:
-                by_index = consumers.setdefault(ref.src, {})
-                by_index.setdefault(ref.index, []).append((op_name, ref.slot))
-        parsed.append((fields, refs))
-    if len({fields[0] for fields, _ in parsed}) != len(parsed):
-        names = [fields[0] for fields, _ in parsed]
-        twice = next(n for n in names if names.count(n) > 1)  # only on this error path
-        raise PrecisionToolError(f"graph {name!r} has two ops named {twice!r}", source)
-    empty: dict[int, list] = {}
-    return GraphDesc(name, [_op_from_fields(fields, refs, consumers.get(fields[0], empty))
-                            for fields, refs in parsed], attrs, inputs, outputs)
+    builder = GraphBuilder(source)
+    builder.add(ops)
+    return builder.finish(name, attrs, inputs, outputs)
 
 
 def _op_fields(opdef) -> OpFields:

@@ -26,6 +26,7 @@ from itertools import islice
 from typing import Any
 
 from .text_machine import (
+    BUILT,
     CLOSE,
     CONST,
     LEARNT_LINES,
@@ -99,6 +100,8 @@ def _value(field: FieldInfo, kind: int, x: Any, bodies: list[str]) -> Any:
         return field.parse(bodies[x])
     if kind == CONST:
         return x
+    if kind == BUILT:
+        return x(bodies)
     fields: dict = {}
     for item in x:
         add(fields, item[0], _value(*item, bodies))
@@ -299,8 +302,16 @@ def parse(text: str, root: MessageType) -> Any:
 
 def _new_line(machine: Machine, line: str, frame: list) -> None:
     """A line not learnt in this context (or whose learnt ops do not fit the open messages)."""
-    skeleton = None
-    if '"' in line and "'" not in line and "#" not in line and "\\" not in line:
+    skeleton = number_key = None
+    if '"' not in line:
+        head, _, token = line.rpartition(": ")
+        if token.isdigit() and token.isascii():  # an integer (ids): learnt by what precedes it
+            template = frame[0].templates.get(head)  # no '""' in it: no string skeleton
+            if template is not None and template[0] == ONE_VALUE:
+                add(frame[1], template[1], template[1].parse(token))
+                return
+            number_key = head
+    elif "'" not in line and "#" not in line and "\\" not in line:
         # Without ' # or \ every " starts or ends a string token: what lies between the
         # strings tokenizes the same whatever they hold.
         parts = line.split('"')
@@ -316,5 +327,5 @@ def _new_line(machine: Machine, line: str, frame: list) -> None:
                     return
                 if _replay_template(machine.stack, template, parts[1::2], line):
                     return
-    if not _simple(line, frame, skeleton):
+    if not _simple(line, frame, skeleton if number_key is None else number_key):
         machine.line(line, frame[0], skeleton)
