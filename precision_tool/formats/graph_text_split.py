@@ -33,6 +33,7 @@ from .graph_convert import OpFields
 from .graph_model import Model, TensorDesc
 from .graph_text_fast import NotPlain, model_from_fields, model_from_text, model_schema, ops_schema
 from .proto.fast_text import Unsupported, parse
+from .proto.text_schema import MessageType
 from .proto.ge_ir import split_ops
 
 _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
@@ -42,7 +43,7 @@ _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "o
 # here, and reading it and writing its JSON in a worker. Taking the JSON in and building the
 # graphs follow here once the workers are done, whatever the shares; so this process reads the
 # share of the runs that it finishes when they do.
-_READ, _READ_AND_SEND = 40.0, 47.5
+_READ, _READ_AND_SEND = 20.7, 24.7  # measured 2026-12-01
 
 SPLIT_MIN_CHARS = 32_000_000
 """Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
@@ -76,11 +77,12 @@ def _desc(values: list) -> TensorDesc:
     return TensorDesc(*values)
 
 
-def ops_json(run: str) -> str | None:
+def ops_json(run: str, schema: MessageType | None = None) -> str | None:
     """Worker: the ops of ``run`` (whole ``op`` blocks of one graph) as JSON; None when the fast
-    reader does not take the run, it holds more than ops, or an attribute does not go as JSON."""
+    reader does not take the run, it holds more than ops, or an attribute does not go as JSON.
+    ``schema``: an ``ops_schema(for_json=True)`` to read with, and learn into, run after run."""
     try:
-        ops = _ops(parse(run, ops_schema(for_json=True)))
+        ops = _ops(parse(run, schema or ops_schema(for_json=True)))
         return json.dumps([[*op[:3], list(op[3]), *op[4:]] for op in ops], default=_refuse,
                           ensure_ascii=False)
     except (Unsupported, _NotOps, NotPlain, TypeError):
@@ -114,7 +116,8 @@ def _runs_json(spans: list[tuple[int, int]]) -> list[str | None]:
     enabled = gc.isenabled()
     gc.disable()  # millions of small objects, none of them garbage: as in graph_convert.gc_paused
     try:
-        return [ops_json(_worker_text[start:end]) for start, end in spans]
+        schema = ops_schema(for_json=True)  # one for all: what a run learnt serves the next
+        return [ops_json(_worker_text[start:end], schema) for start, end in spans]
     finally:
         if enabled:
             gc.enable()
