@@ -105,6 +105,8 @@ def _measure(step: str, path: Path, cache: Path, workers: int) -> dict:
     from precision_tool.formats.graph_cache import cache_path, read_graph_cached
     from precision_tool.idle_cores import free_cores
 
+    if step == "after" and cache.exists() and any(cache.iterdir()):
+        sys.exit("after: the cache must be empty, else the binary cache is what gets measured")
     idle = free_cores()  # what the fast reader's split will see (it looks again itself)
     start = time.perf_counter()
     if step == "before":
@@ -164,8 +166,10 @@ def main() -> None:
               flush=True)
         results: dict[str, list[dict]] = {"before": [], "after": [], "cached": []}
         for run in range(args.repeat):  # interleaved, so that load from others hits all alike
-            cache = Path(tmp) / f"run{run}" / "temp" / "graph_cache"
+            written = Path(tmp) / f"run{run}" / "temp" / "graph_cache"  # by "before"
+            empty = Path(tmp) / f"run{run}" / "empty" / "graph_cache"
             for step in results:
+                cache = empty if step == "after" else written
                 results[step].append(_run_step(step, path, cache, args.workers))
         labels = {"before": "first load, protobuf's parser", "after": "first load, fast reader",
                   "cached": "load from the binary cache"}
