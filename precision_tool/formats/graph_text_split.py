@@ -39,11 +39,12 @@ from .proto.ge_ir import split_ops
 _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
-# CPU per op of the benchmark graph (bench/graph_load_bench.py), in microseconds: reading it
-# here, and reading it and writing its JSON in a worker. Taking the JSON in and building the
-# graphs follow here once the workers are done, whatever the shares; so this process reads the
-# share of the runs that it finishes when they do.
-_READ, _READ_AND_SEND = 20.7, 24.7  # measured 2026-12-01
+# CPU per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
+# layout GE writes), in microseconds: reading it here, and reading it and writing its JSON in a
+# worker (the compact layout: 20.7 and 24.7). Taking the JSON in and building the graphs follow
+# here once the workers are done, whatever the shares; so this process reads the share of the
+# runs that it finishes when they do.
+_READ, _READ_AND_SEND = 54.2, 57.1
 
 SPLIT_MIN_CHARS = 32_000_000
 """Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
