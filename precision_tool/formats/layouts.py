@@ -155,14 +155,16 @@ def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int]) -> None
 
 
 def _copy_runs(dst: np.ndarray, src: np.ndarray) -> None:
-    """``np.copyto(dst, src)``, the innermost axis moved as one element when it is contiguous
-    on both sides: numpy's strided loops cost per call, and device tiles make that axis short
-    (C0: 16 elements), so copying each run of it as one 32-byte item is 2.5 times as fast."""
-    run = src.shape[-1] * src.itemsize if src.ndim > 1 else 0
-    if (run > src.itemsize and src.strides[-1] == dst.strides[-1] == src.itemsize
-            and src.dtype == dst.dtype):
-        item = np.dtype((np.void, run))
-        dst, src = dst.view(item)[..., 0], src.view(item)[..., 0]
+    """``np.copyto(dst, src)``, with an axis that is contiguous on both sides moved as one
+    element: numpy's strided loops cost per call, and device tiles make that axis short (C0:
+    16 elements), so copying each run of it as one 32-byte item is 2.5 times as fast."""
+    size = src.itemsize
+    runs = [axis for axis in range(src.ndim) if src.shape[axis] > 1
+            and src.strides[axis] == dst.strides[axis] == size]
+    if runs and src.dtype == dst.dtype:
+        order = [axis for axis in range(src.ndim) if axis != runs[0]] + [runs[0]]
+        item = np.dtype((np.void, src.shape[runs[0]] * size))
+        dst, src = (a.transpose(order).view(item)[..., 0] for a in (dst, src))
     np.copyto(dst, src)
 
 
