@@ -8,13 +8,13 @@ exactly (bytes, descriptors or tensors inside attributes) make their worker decl
 which is then read here. Anything unexpected (a run holding more than ops, no worker processes
 to be had) gives up the split: the caller reads the text in one piece.
 
-The workers cost a third more CPU in all (the JSON, and each learning the lines anew), and this
-process still takes in every op and builds every graph after them, so the split pays little on
-two cores and only when both are idle: on the benchmark graph, started with two idle cores here,
-5.7-6.3 s against 6.1-6.7 s in one process (this process spends 4-5 s of CPU, the worker 3); by
-the CPU each spends, at best 1.3 times as fast on two truly idle cores, and up to about twice
-with many. With a core busy it is slower, as measured. So it counts the idle cores at the
-start (:func:`free_cores`) and reads in one process unless two are free.
+A worker costs about a tenth more CPU per op than this process (the JSON), and this process
+still takes in the workers' ops and builds every graph after them, so the split pays only when
+two cores are idle: on the benchmark graph (bench/graph_load_bench.py --descs, 100k ops),
+started with two idle cores here, 2.1-2.3 s against about 3.3 s in one process, and 4.0 s
+against 5.5 s in the layout GE writes (``--layout printer``). With a core busy it is slower.
+So it counts the idle cores while the file is read (:func:`free_cores`, from a mark the caller
+takes) and reads in one process unless two are free.
 """
 
 from __future__ import annotations
@@ -39,12 +39,14 @@ from .proto.ge_ir import split_ops
 _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
-# CPU per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
-# layout GE writes), in microseconds: reading it here, and reading it and writing its JSON in a
-# worker (the compact layout: 20.7 and 24.7). Taking the JSON in and building the graphs follow
-# here once the workers are done, whatever the shares; so this process reads the share of the
-# runs that it finishes when they do.
-_READ, _READ_AND_SEND = 54.2, 57.1
+# Seconds per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
+# layout GE writes), in microseconds, timed in split reads: reading it here, and reading it and
+# writing its JSON in a worker, whose start and first touches of memory count too (the compact
+# layout: 36.8 and 46.4). Taking the JSON in and building the graphs follow here once the
+# workers are done, whatever the shares; so this process reads the share of the runs that it
+# finishes when they do.
+_READ, _READ_AND_SEND = 49.6, 65.6
+_RUNS_PER_PROCESS = 16  # fine enough for the shares to come out near what they should be
 
 SPLIT_MIN_CHARS = 32_000_000
 """Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
@@ -154,7 +156,7 @@ def model_from_split(text: str, source: Path | None, workers: int,
     workers = min(workers, round(free_cores(since)))  # a worker sharing a core costs more than it gives
     if workers < 2:
         return None
-    split = split_ops(text, max(1, len(text) // (workers * 8)))
+    split = split_ops(text, max(1, len(text) // (workers * _RUNS_PER_PROCESS)))
     if split is None:
         return None
     kept, graph_count, spans = split

@@ -26,7 +26,6 @@ from itertools import islice
 from typing import Any
 
 from .text_machine import (
-    BUILT,
     CLOSE,
     CONST,
     LEARNT_LINES,
@@ -100,8 +99,6 @@ def _value(field: FieldInfo, kind: int, x: Any, bodies: list[str]) -> Any:
         return field.parse(bodies[x])
     if kind == CONST:
         return x
-    if kind == BUILT:
-        return x(bodies)
     fields: dict = {}
     for item in x:
         add(fields, item[0], _value(*item, bodies))
@@ -224,6 +221,22 @@ def parse(text: str, root: MessageType) -> Any:
         op = learnt.get(line)
         if op is not None:  # the commonest ops inline: this runs for millions of lines
             code = op[0]
+            if code == OPEN:
+                after = i + offset
+                blocks = frame[0].blocks.get(line)
+                block = None if blocks is None or after >= len(lines) else blocks.get(lines[after])
+                if block is None or lines[after:after + len(block[0])] != block[0]:
+                    if len(stack) > MAX_DEPTH:
+                        raise Unsupported
+                    frame = [op[1].message, {}, op[2], op[1], after]
+                    stack.append(frame)
+                    learnt = frame[0].lines
+                    continue
+                skip = len(block[0])  # a learnt block: its lines skipped, its one add below
+                next(islice(lines_left, skip - 1, skip), None)
+                offset += skip
+                op = block[1]
+                code = op[0]
             if code == SINGLE and not op[3]:
                 fields, name = frame[1], op[1].name
                 if name in fields:
@@ -255,23 +268,6 @@ def parse(text: str, root: MessageType) -> Any:
                 learnt = frame[0].lines
                 if closed[4] >= 0 and closed[0].block_misses < BLOCK_MISSES:
                     _learn_block(closed, lines, i + offset, value, frame[0])
-                continue
-            if code == OPEN:
-                after = i + offset
-                blocks = frame[0].blocks.get(line)
-                if blocks is not None and after < len(lines):
-                    block = blocks.get(lines[after])
-                    if block is not None and lines[after:after + len(block[0])] == block[0]:
-                        _replay(stack, block[1])
-                        skip = len(block[0])
-                        next(islice(lines_left, skip - 1, skip), None)
-                        offset += skip
-                        continue
-                if len(stack) > MAX_DEPTH:
-                    raise Unsupported
-                frame = [op[1].message, {}, op[2], op[1], after]
-                stack.append(frame)
-                learnt = frame[0].lines
                 continue
             if code == ONEOF and not op[3]:
                 fields, field = frame[1], op[1]

@@ -29,9 +29,9 @@ from .text_scalars import (
     tokens,
     unescape,
 )
-from .text_schema import MAP, SKIP, SKIPPED, FieldInfo, MessageType, add, message_builder
+from .text_schema import MAP, SKIP, SKIPPED, FieldInfo, MessageType, add
 
-OPEN, CLOSE, MULTI, NOP, LIT, CONST, SUB, BUILT = range(5, 13)
+OPEN, CLOSE, MULTI, NOP, LIT, CONST, SUB = range(5, 12)
 """Recorded ops, besides the add kinds of :mod:`.text_schema` (SINGLE, ONEOF, APPEND, MAP)."""
 ONE_VALUE, TREE, STEPS = range(3)
 """The kinds of template (see :func:`make_template`)."""
@@ -99,8 +99,7 @@ def make_template(ops: list[tuple], closes: list[str]) -> tuple:
     * ``(ONE_VALUE, field)``: the line gives one scalar field the value of its one literal;
     * ``(TREE, depth, items)``: the line closed every message it opened and no other; each item
       is ``(field, LIT, literal index)``, ``(field, CONST, value)`` or ``(field, SUB, items)``,
-      a message built from its items, ``depth`` deep (``(field, BUILT, function of the
-      literals)`` when :func:`.text_schema.message_builder` can build it in one go);
+      a message built from its items, ``depth`` deep;
     * ``(STEPS, closes, ops)``: the ops themselves, with the ends of the messages opened before
       the line that it closes, to check before anything is applied.
     """
@@ -115,7 +114,8 @@ def make_template(ops: list[tuple], closes: list[str]) -> tuple:
             opened.append(op[1])
             depth = max(depth, len(opened))
         elif op[0] == CLOSE:
-            levels[-1].append(_sub_item(opened.pop(), tuple(levels.pop())))
+            items = tuple(levels.pop())
+            levels[-1].append((opened.pop(), SUB, items))
         else:
             levels[-1].append((op[1], op[0], op[2]))
     if opened:
@@ -124,24 +124,6 @@ def make_template(ops: list[tuple], closes: list[str]) -> tuple:
     if len(items) == 1 and items[0][1] == LIT and items[0][2] == 0:
         return ONE_VALUE, items[0][0]
     return TREE, depth, items
-
-
-def _getter(field: FieldInfo, kind: int, x: Any):
-    if kind == LIT:
-        parse = field.parse
-        return lambda bodies: parse(bodies[x])
-    if kind == CONST:
-        return lambda bodies: x
-    return x if kind == BUILT else None
-
-
-def _sub_item(field: FieldInfo, items: tuple) -> tuple:
-    """A template item for the message of ``field`` built from ``items``: BUILT when it can
-    be, a third of the cost of building it item by item (lines such as ``attr { key: "..."
-    value { s: "..." } }`` whose literals differ op by op are built so), else SUB."""
-    getters = [(item[0], _getter(*item)) for item in items]
-    build = None if any(get is None for _, get in getters) else message_builder(field, getters)
-    return (field, SUB, items) if build is None else (field, BUILT, build)
 
 
 class Machine:

@@ -92,28 +92,6 @@ def add(fields: dict, field: FieldInfo, value: Any) -> None:
         fields[field.name] = value
 
 
-def message_builder(field: FieldInfo, parts: list[tuple[FieldInfo, Callable[[list], Any]]]
-                    ) -> Callable[[list], Any] | None:
-    """A function of a line's literals that gives the finished message of ``field`` whose
-    fields are ``parts``, each ``(field, value of the literals)``, as :func:`add` would have
-    collected them into a fresh message; None when that needs more than one plain assignment
-    per field (repeated fields, maps, a field or a oneof given twice)."""
-    steps: list[tuple[str, Any]] = []  # (key, getter); a str getter is a oneof's member name
-    for part, getter in parts:
-        if part.add == ONEOF:
-            steps.append((part.oneof, part.name))
-        elif part.add != SINGLE:
-            return None
-        steps.append((part.name, getter))
-    if len({key for key, _ in steps}) != len(steps):
-        return None
-    finish = field.message.finish
-
-    def build(bodies: list) -> Any:
-        return finish({key: get if type(get) is str else get(bodies) for key, get in steps})
-    return build
-
-
 def _short_name(descriptor: Descriptor) -> str:
     package = descriptor.file.package
     return descriptor.full_name[len(package) + 1:] if package else descriptor.full_name
