@@ -18,6 +18,8 @@ Parent side (:func:`stop_on_signals`): inside the block SIGTERM and SIGHUP raise
 too (the engine ends its workers, the CSV's temporary file is removed, the result directory is
 marked interrupted). When the block has ended the signal is raised again under the handler that
 was there before: by default the process then ends by that signal, as whoever sent it expects.
+A stop signal that was ignored when the command started (SIGHUP under ``nohup``) stays ignored,
+in the command and in its workers.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class Stopped(KeyboardInterrupt):
 def init_worker_lifetime(parent_pid: int) -> None:
     """In a new worker: default stop signals, and death with ``parent_pid`` (module doc)."""
     for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # under nohup hangups stay ignored
+            signal.signal(signum, signal.SIG_DFL)
     if not _death_signal():
         watch_parent(parent_pid)
     if os.getppid() != parent_pid:  # orphaned before the death signal was armed
@@ -101,7 +104,9 @@ def stop_on_signals() -> Iterator[None]:
     not raised into the cleanup. Outside the main thread (where Python cannot install handlers)
     the block runs unchanged.
     """
-    if threading.current_thread() is not threading.main_thread() or not STOP_SIGNALS:
+    # a signal ignored when the command started stays ignored: under nohup a hangup is no stop
+    watched = [signum for signum in STOP_SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN]
+    if threading.current_thread() is not threading.main_thread() or not watched:
         yield
         return
     owner, received = os.getpid(), []
@@ -115,7 +120,7 @@ def stop_on_signals() -> Iterator[None]:
         if len(received) == 1:
             raise Stopped(signum)
 
-    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    previous = {signum: signal.signal(signum, handler) for signum in watched}
     try:
         yield
     finally:

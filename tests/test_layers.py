@@ -29,8 +29,9 @@ ALLOWED = {
 }
 
 
-# the package root's constants, the one error type, and how worker processes live and die
-EVERYWHERE = {"__version__", "errors", "lifetime"}
+# the package root's constants, the one error type, how worker processes live and die, and
+# how many idle cores there are for them
+EVERYWHERE = {"__version__", "errors", "lifetime", "idle_cores"}
 
 
 def _layer_of(module: str) -> str | None:

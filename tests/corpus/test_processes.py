@@ -128,8 +128,16 @@ def _env(**extra: str) -> dict:
     return env
 
 
-def _tool(root: Path, *words: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "precision_tool", "--data", str(root), *words],
+# Starts the tool (same pid, through exec) with SIGHUP as given: "default" whatever this test
+# run inherited (a run under nohup ignores it), or "ignore" as nohup leaves it.
+_WITH_SIGHUP = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN if "
+                "sys.argv[1] == 'ignore' else signal.SIG_DFL); "
+                "os.execv(sys.executable, [sys.executable] + sys.argv[2:])")
+
+
+def _tool(root: Path, *words: str, sighup: str = "default", **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", _WITH_SIGHUP, sighup, "-m", "precision_tool",
+                             "--data", str(root), *words],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root.parent, **kwargs)
 
 
@@ -196,6 +204,27 @@ def _next_run_removes_stale_parts(temp: Path, tmp_path: Path) -> None:
     assert _parts(temp) == []
 
 
+def test_under_nohup_a_hangup_does_not_stop_vc(big_root, tmp_path):
+    temp = tmp_path / "out"
+    tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", sighup="ignore",
+                 env=_env(PRECISION_TOOL_WORKERS="2"))
+    workers: list[int] = []
+    try:
+        workers += wait_for(lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)),
+                            "vc's two worker processes")
+        wait_for(lambda: _parts(temp), "vc to start writing its CSV")
+        for pid in [tool.pid, *workers]:  # as a terminal's hangup reaches its process group
+            os.kill(pid, signal.SIGHUP)
+        os.kill(tool.pid, signal.SIGTERM)  # then a real stop, which must still work
+        out, err = tool.communicate(timeout=BOUND_S)
+    finally:
+        _end(tool, workers)
+    assert tool.returncode == -signal.SIGTERM, (out, err)  # the hangup stopped nothing
+    assert b"Traceback" not in err and b"lost" not in err, err  # no worker died of it either
+    run_dir = next((temp / "vector_compare").iterdir())
+    assert json.loads((run_dir / RUN_FILE).read_text())["state"] == INTERRUPTED
+
+
 # --- the worker's ties to its parent, one by one ---------------------------------------------
 
 _POOL_PARENT = """
@@ -227,6 +256,17 @@ def test_the_watchdog_ends_workers_whose_parent_was_killed(tmp_path, method):
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
+
+
+def test_a_worker_keeps_an_ignored_hangup_ignored(tmp_path):
+    code = ("import os, signal; from precision_tool.lifetime import init_worker_lifetime; "
+            "signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+            "signal.signal(signal.SIGTERM, lambda *a: None); init_worker_lifetime(os.getppid()); "
+            "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "
+            "signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=BOUND_S, env=_env(), cwd=tmp_path)
+    assert done.stdout.split() == ["True", "True"], done
 
 
 def test_a_worker_whose_parent_is_already_gone_exits_at_once(tmp_path):
