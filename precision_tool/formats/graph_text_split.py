@@ -8,11 +8,12 @@ exactly (bytes, descriptors or tensors inside attributes) make their worker decl
 which is then read here. Anything unexpected (a run holding more than ops, no worker processes
 to be had) gives up the split: the caller reads the text in one piece.
 
-A worker costs about a tenth more CPU per op than this process (the JSON), and this process
-still takes in the workers' ops and builds every graph after them, so the split pays only when
-two cores are idle: on the benchmark graph (bench/graph_load_bench.py --descs, 100k ops),
-started with two idle cores here, 2.1-2.3 s against about 3.3 s in one process, and 4.0 s
-against 5.5 s in the layout GE writes (``--layout printer``). With a core busy it is slower.
+A worker takes about a third more time per op than this process (the JSON, its start), and
+this process still takes in the workers' ops and builds every graph after them, so the split
+pays only when two cores are idle: on the benchmark graph (bench/graph_load_bench.py --descs, 100k ops),
+started with two idle cores here, 3.0-3.1 s against 4.1 s in one process, and 3.8-4.3 s
+against 5.5 s in the layout GE writes (``--layout printer``): on this machine two processes
+busy at once each run about 1.3 times slower per op. With a core busy it is slower still.
 So it counts the idle cores while the file is read (:func:`free_cores`, from a mark the caller
 takes) and reads in one process unless two are free.
 """
