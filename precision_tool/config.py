@@ -198,19 +198,13 @@ def _shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _coerce(name: str, value: Any, origin: str) -> Any:
+def check_setting(name: str, value: Any, origin: str) -> Any:
     """``value`` checked and converted for setting ``name``; PrecisionToolError naming the
     setting, what it wants and ``origin`` when it is not that."""
     try:
         return _RULES[name](value)
     except _Bad as bad:
         raise PrecisionToolError(f"setting {name}: {_shown(value)} is not {bad.wants}", origin) from None
-
-
-def check_setting(name: str, value: Any, origin: str) -> Any:
-    """``value`` checked and converted as setting ``name`` (upper case) wants it, for a value
-    given elsewhere (a command's flag); PrecisionToolError naming ``origin`` when it is not."""
-    return _coerce(name, value, origin)
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
@@ -278,7 +272,7 @@ def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None 
               if value is not None]
     settings = {}
     for name, value, origin in given:  # every value is checked, even one a later source overrides
-        value = _coerce(name, value, origin)
+        value = check_setting(name, value, origin)
         if name in _RELATIVE_TO_FILE and path is not None and origin == str(path) and value is not None:
             value = path.parent / value  # relative paths in config.py: from the file's directory
         settings[_FIELDS[name].name] = value

@@ -174,7 +174,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
     -lt/-rt, unknown metric or graph, nothing to resume). SIGTERM and SIGHUP during the run stop
     it as Ctrl-C does (no CSV, the directory marked interrupted), then end the process by that
-    signal (:func:`~precision_tool.compare.lifetime.stop_on_signals`). Temporary files that
+    signal (:func:`~precision_tool.lifetime.stop_on_signals`). Temporary files that
     killed runs left under the output root are removed first.
     """
     from rich.text import Text

@@ -1,9 +1,10 @@
 """A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
 
 TextFormat graphs are read by the fast reader (:mod:`.graph_text_fast`), which is quicker than
-reading this cache back (protobuf's C parser, then the model from the ``ModelDef``: 3.5 s
-against 2.1 s for the benchmark's 100k ops), so they are not cached. The graphs that go through a ``ModelDef`` -- atc's JSON, and TextFormat the fast
-reader does not take, which protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
+reading this cache back (protobuf's C parser, then the model from the ``ModelDef``): 3.0 s
+against 3.4 s for the benchmark's 100k ops, so they are not cached. The graphs that go
+through a ``ModelDef`` -- atc's JSON, and TextFormat the fast reader does not take, which
+protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
 first session to load such a graph (1 MiB or more) keeps its binary form under
 ``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
 later sessions read that instead. A stale, corrupt or unwritable cache is never an error: the

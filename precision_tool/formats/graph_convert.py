@@ -143,25 +143,19 @@ def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: d
     dtype_name = _DTYPE_NAMES.get(dtype) or f"DT_UNKNOWN_{dtype}"
     if not attrs:  # no lookups: this runs for every tensor of big graphs
         return dtype_name, layout, shape, None, None, None, None, None, attrs, name
-    # _str_or_none and _int_or_none written out: a call each cost a tenth of reading a desc
     get = attrs.get
-    origin_format = get("_datadump_origin_format")
-    if not (origin_format and isinstance(origin_format, str)):
-        origin_format = get("origin_format")
-        origin_format = origin_format if origin_format and isinstance(origin_format, str) else None
-    dims = get("origin_shape")  # list items share one kind, so the first tells if these are dims
-    dims = (tuple(dims) if isinstance(dims, list) and (not dims or _int_or_none(dims[0]) is not None)
-            else None)
-    origin_name = get("_datadump_origin_name")
-    index = get("_datadump_origin_output_index")
-    data_type = get("_datadump_origin_data_type")
-    if not (data_type and isinstance(data_type, str)):
-        data_type = get("origin_data_type")
-        data_type = data_type if data_type and isinstance(data_type, str) else None
-    return (dtype_name, layout, shape, origin_format, dims,
-            origin_name if origin_name and isinstance(origin_name, str) else None,
-            index if isinstance(index, int) and not isinstance(index, bool) else None,
-            data_type, attrs, name)
+    origin_shape = get("origin_shape")
+    return (
+        dtype_name, layout, shape,
+        _str_or_none(get("_datadump_origin_format")) or _str_or_none(get("origin_format")),
+        # list items share one kind, so the first tells whether these are dims
+        (tuple(origin_shape) if isinstance(origin_shape, list)
+         and _int_or_none((origin_shape or [0])[0]) is not None else None),
+        _str_or_none(get("_datadump_origin_name")),
+        _int_or_none(get("_datadump_origin_output_index")),
+        _str_or_none(get("_datadump_origin_data_type")) or _str_or_none(get("origin_data_type")),
+        attrs, name,
+    )
 
 
 def parse_input(entry: str, slot: int | None = None) -> InputRef:
@@ -223,7 +217,7 @@ class GraphBuilder:
     def __init__(self, source: Path | None) -> None:
         self.source = source
         self.ops: list[Op] = []
-        self.error: str | None = None
+        self._nameless: int | None = None  # position of the first op without a name
         self._by_output: dict[str, list[list]] = {}  # op name -> consumers by output index
         self._waiting: dict[str, list[tuple[int, tuple[str, int]]]] = {}  # read before it came
         self._twice = False
@@ -233,8 +227,8 @@ class GraphBuilder:
         by_output_of, waiting, built = self._by_output, self._waiting, self.ops
         for fields in ops:
             name = fields[0]
-            if not name:
-                self.error = self.error or f"op #{len(built)} of graph {{graph!r}} has no name"
+            if not name and self._nameless is None:
+                self._nameless = len(built)
             refs = [parse_input(entry, slot) for slot, entry in enumerate(fields[3]) if entry]
             for ref in refs:
                 if not ref.is_control:
@@ -255,8 +249,9 @@ class GraphBuilder:
                outputs: list[str]) -> GraphDesc:
         """The graph, called ``name``. Raises :class:`PrecisionToolError` (naming the source)
         for an op without a name, else for two ops of the graph with the same name."""
-        if self.error:
-            raise PrecisionToolError(self.error.format(graph=name), self.source)
+        if self._nameless is not None:
+            raise PrecisionToolError(f"op #{self._nameless} of graph {name!r} has no name",
+                                     self.source)
         if self._twice:
             names = [op.name for op in self.ops]
             twice = next(n for n in names if names.count(n) > 1)  # only on this error path

@@ -10,17 +10,16 @@ to be had) gives up the split: the caller reads the text in one piece.
 
 A worker takes about a third more time per op than this process (the JSON, its start), and
 this process still takes in the workers' ops and builds every graph after them, so the split
-pays only when two cores are idle: on the benchmark graph (bench/graph_load_bench.py --descs, 100k ops),
-started with two idle cores here, 3.0-3.1 s against 4.1 s in one process, and 3.8-4.3 s
-against 5.5 s in the layout GE writes (``--layout printer``): on this machine two processes
-busy at once each run about 1.3 times slower per op. With a core busy it is slower still.
-So it counts the idle cores while the file is read (:func:`free_cores`, from a mark the caller
-takes) and reads in one process unless two are free.
+pays only when two cores are idle: on the benchmark graph (``bench/graph_load_bench.py
+--descs``, 100k ops), started with two idle cores here, 3.0-3.1 s against 4.1 s in one
+process, and 3.8-4.3 s against 5.5 s in the layout GE writes (``--layout printer``): on this
+machine two processes busy at once each run about 1.3 times slower per op. With a core busy
+it is slower still. So it counts the idle cores while the file is read (:func:`free_cores`,
+from a mark the caller takes) and reads in one process unless two are free.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -30,7 +29,7 @@ from typing import Any
 
 from ..idle_cores import CpuMark, free_cores
 from ..lifetime import init_worker_lifetime
-from .graph_convert import OpFields
+from .graph_convert import OpFields, gc_paused
 from .graph_model import Model, TensorDesc
 from .graph_text_fast import NotPlain, model_from_fields, model_from_text, model_schema, ops_schema
 from .proto.fast_text import Unsupported, parse
@@ -40,7 +39,7 @@ from .proto.ge_ir import split_ops
 _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
-# Seconds per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
+# Time per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
 # layout GE writes), in microseconds, timed in split reads: reading it here, and reading it and
 # writing its JSON in a worker, whose start and first touches of memory count too (the compact
 # layout: 36.8 and 46.4). Taking the JSON in and building the graphs follow here once the
@@ -117,14 +116,9 @@ def _keep_text(text: str, parent_pid: int) -> None:  # the worker processes' ini
 def _runs_json(spans: list[tuple[int, int]]) -> list[str | None]:
     """Worker: :func:`ops_json` of the runs at ``spans`` of the text, all at once at the end,
     when the parent waits for them (see :data:`_worker_text`)."""
-    enabled = gc.isenabled()
-    gc.disable()  # millions of small objects, none of them garbage: as in graph_convert.gc_paused
-    try:
+    with gc_paused():  # millions of small objects, none of them garbage
         schema = ops_schema(for_json=True)  # one for all: what a run learnt serves the next
         return [ops_json(_worker_text[start:end], schema) for start, end in spans]
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _shares(spans: list[tuple[int, int, int]], workers: int) -> list[list[int]]:
@@ -154,7 +148,7 @@ def model_from_split(text: str, source: Path | None, workers: int,
     """
     if workers < 2 or len(text) < SPLIT_MIN_CHARS:
         return None
-    workers = min(workers, round(free_cores(since)))  # a worker sharing a core costs more than it gives
+    workers = min(workers, round(free_cores(since)))  # a worker sharing a core costs more
     if workers < 2:
         return None
     split = split_ops(text, max(1, len(text) // (workers * _RUNS_PER_PROCESS)))
