@@ -150,14 +150,19 @@ def _resumed(context: Context):
     return found
 
 
-def _reuse_line(counts: dict) -> Text | None:
+def _cache_lines(counts: dict) -> list:
+    """Why the row cache turned itself off (a damaged file, a full disk), one line never wrapped,
+    and how many rows it gave; each only when there is something to say."""
     from rich.text import Text
 
+    from ..render.lines import OneLine
+
+    lines: list = [OneLine(counts["cache_warning"], "warn")] if counts.get("cache_warning") else []
     reused = counts.get("reused", 0)
-    if not reused:
-        return None
-    return Text(f"reused {reused} row(s) of earlier runs (same files and metrics), computed "
-                f"{counts.get('computed', 0)}", style="muted")
+    if reused:
+        lines.append(Text(f"reused {reused} row(s) of earlier runs (same files and metrics), "
+                          f"computed {counts.get('computed', 0)}", style="muted"))
+    return lines
 
 
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
@@ -168,7 +173,8 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
-    False; ``resume`` continues the newest interrupted run, in its directory, with its options.
+    False (a row cache that cannot be used is one warning line); ``resume`` continues the
+    newest interrupted run, in its directory, with its options.
     ``scheduler`` (a Dask address or ``local:N``) overrides the SCHEDULER setting.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
@@ -201,8 +207,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
             directory = new_result_dir(context.output, context.output_at(output) if output else None)
         summaries, counts = _run_into(directory, options, plans, metrics, context, config,
                                       show_progress=show_progress, reuse=reuse, resume=resume)
-    reuse_line = _reuse_line(counts)
-    out += ([reuse_line] if reuse_line else []) + [s.line() for s in summaries]
+    out += _cache_lines(counts) + [s.line() for s in summaries]
     flagged = any(s.flagged_ops for s in summaries)
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
 
@@ -212,7 +217,8 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
     """Every plan's CSV in ``directory``, its run.json saying running, then complete; on a bad
     output nothing is left (a resumed run's directory stays), on Ctrl-C or a stop signal the
     directory is marked interrupted, for ``vc --resume``. ``config`` is the context's, with the
-    command's scheduler. Returns :func:`_write_all`'s."""
+    command's scheduler. Returns :func:`_write_all`'s, the counts with ``cache_warning`` when
+    the row cache turned itself off."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
@@ -226,6 +232,8 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
                 (cache if cache is not None else nullcontext()):
             found = _write_all(plans, directory.root, paths, metrics, config,
                                FlagRule.from_config(config), display, cache)
+        if cache is not None and cache.warning:  # read after the last flush, at the with's end
+            found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
         directory.mark(COMPLETE, options)

@@ -1,52 +1,57 @@
 """Rows computed before, kept so that a re-run or a resumed run computes only what is missing.
 
-A row is keyed by what determines it: both sides' files (path, size, modification time in ns),
-the tensor (kind, index, host layout) and the golden file, the metric set, and this cache's
-schema and the tool's version (a new release may compute a metric differently). Only the
-comparison's outcome is stored (metrics, StandardDeviation text, reason, dtypes and shape); the
-row's position and names come from the pairing, which is redone on every run, so a changed
-graph re-pairs even when the tensors are cached.
+A row is keyed by what determines it: what both sides' files are
+(:mod:`~precision_tool.formats.file_identity`: the absolute path with its directories' links
+resolved, device and inode, size, modification and status-change times in ns, and a digest of
+sampled bytes; found once per file per run), the tensor (kind, index, host layout), the metric
+set, and this cache's schema and the tool's version (a new release may compute a metric
+differently). So a file rewritten with its size and times restored, or another data root
+opened by the same relative path, is compared again; what is trusted is said in that module's
+docstring. Only the comparison's outcome is stored (metrics, StandardDeviation text, reason,
+dtypes and shape); the row's position and names come from the pairing, which is redone on every
+run, so a changed graph re-pairs even when the tensors are cached.
 
 The store is one SQLite file under the output root (``temp/row_cache/rows.sqlite``;
 stdlib ``sqlite3``, nothing to install): rows are committed in batches as they come, so a run
 killed at any moment keeps what it committed, and SQLite's journal keeps the file whole.
 SQLite opens its files itself, so its directory is made through the output root (no link at
 or below it) and a link planted at the database's or its journal's name is refused.
+A damaged store (not SQLite, a table of other columns, a malformed row) is never trusted: the
+cache turns itself off with one line and every row is computed, as with ``--fresh``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
 import sqlite3
+import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import __version__
 from ..formats.atomic import OutputError, OutputRoot
+from ..formats.file_identity import FileIdentities
 from .pairing import DumpSide, NpySide, PairTask
 from .result import CompareRow
 
-log = logging.getLogger("precision_tool")
 CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"
-SCHEMA = 1
+SCHEMA = 2  # 2: files keyed by what they are (file_identity), not by the path as typed
+_COLUMNS = [("key", 1), ("outcome", 0)]  # (name, primary key) of the one table
+_UNREAD = "every row is computed (remove the file to start a new cache)"
+_NOT_KEPT = "the rows of this run are not kept"
 _BATCH_ROWS = 256
 _BATCH_SECONDS = 2.0
 
 
-def _file_stamp(path: Path) -> list:
-    info = os.stat(path)
-    return [str(path), info.st_size, info.st_mtime_ns]
-
-
-def _side_key(side: DumpSide | NpySide) -> list:
+def _side_key(side: DumpSide | NpySide, identities: FileIdentities) -> list | None:
+    identity = identities.of(side.path)
+    if identity is None:
+        return None
     if isinstance(side, DumpSide):
-        return ["dump", *_file_stamp(side.path), side.kind, side.index, side.origin_format]
-    return ["npy", *_file_stamp(side.path)]
+        return ["dump", *identity, side.kind, side.index, side.origin_format]
+    return ["npy", *identity]
 
 
 def metric_identities(metrics) -> list[str]:
@@ -56,14 +61,17 @@ def metric_identities(metrics) -> list[str]:
             for m in metrics]
 
 
-def task_key(task: PairTask, metric_names: Sequence[str]) -> str | None:
-    """The cache key of a comparable task; None when it is not comparable or a file is gone."""
+def task_key(task: PairTask, metric_names: Sequence[str],
+             identities: FileIdentities | None = None) -> str | None:
+    """The cache key of a comparable task; None when it is not comparable or a file cannot be
+    read. ``identities`` finds each file's identity once (pass one for all of a run's tasks)."""
     if not task.comparable:
         return None
-    try:
-        parts = [SCHEMA, __version__, list(metric_names), _side_key(task.left), _side_key(task.right)]
-    except OSError:
+    identities = FileIdentities() if identities is None else identities
+    left, right = _side_key(task.left, identities), _side_key(task.right, identities)
+    if left is None or right is None:
         return None
+    parts = [SCHEMA, __version__, list(metric_names), left, right]
     return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -73,8 +81,48 @@ def _outcome(row: CompareRow) -> str:
                        "shape": list(row.shape) if row.shape is not None else None})
 
 
-def _with_outcome(task: PairTask, stored: str) -> CompareRow:
-    data = json.loads(stored)
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    """A float, or an int that float() takes (a larger one overflows)."""
+    return isinstance(value, float) or _is_int(value) and abs(value) <= sys.float_info.max
+
+
+def _is_text_or_none(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+# what each field of a stored outcome must be (see _outcome)
+_FIELDS = {
+    "metrics": lambda v: isinstance(v, dict) and all(map(_is_number, v.values())),
+    "std": lambda v: isinstance(v, str),
+    "reason": lambda v: isinstance(v, str),
+    "npu_dtype": _is_text_or_none,
+    "golden_dtype": _is_text_or_none,
+    "shape": lambda v: v is None or isinstance(v, list) and all(map(_is_int, v)),
+}
+
+
+def _checked_outcome(stored) -> dict:
+    """A stored outcome, read back and checked field by field (the file is the user's to damage);
+    ValueError saying what is wrong."""
+    try:
+        data = json.loads(stored) if isinstance(stored, str) else None
+    except ValueError as exc:
+        raise ValueError(f"a stored row is not JSON: {exc}") from None
+    except RecursionError:  # "[[[[...": nested past the parser's depth
+        data = None
+    if not isinstance(data, dict):
+        raise ValueError(f"a stored row is not a JSON object: {str(stored)[:40]!r}")
+    wrong = [name for name, good in _FIELDS.items() if name not in data or not good(data[name])]
+    if wrong:
+        raise ValueError(f"a stored row has a missing or mistyped {', '.join(wrong)}")
+    return data
+
+
+def _with_outcome(task: PairTask, data: dict) -> CompareRow:
     shape = tuple(data["shape"]) if data["shape"] is not None else None
     base = CompareRow(index=task.index, op_type=task.op_type, npu_name=task.npu_name,
                       npu_dtype=data["npu_dtype"], npu_address=None, ground_truth=task.ground_truth,
@@ -83,17 +131,23 @@ def _with_outcome(task: PairTask, stored: str) -> CompareRow:
                    std_text=data["std"], fail_reason=data["reason"])
 
 
+class _Unusable(Exception):
+    """The store is not the cache's (a table of other columns)."""
+
+
 class RowCache:
     """The rows of earlier runs, in one SQLite file under ``root``. Use as a context manager.
 
     The cache only ever saves work: when its file cannot be opened, read or written (a full
-    disk, a damaged file), it turns itself off and the run computes every row as without it.
-    A planted link at its names is the one refusal (an OutputError).
+    disk, a damaged file, a malformed row), it turns itself off, says so once in ``warning``
+    (one line naming the file and the problem), and the run computes every row it has not
+    reused as without it. A planted link at its names is the one refusal (an OutputError).
     """
 
     def __init__(self, root: OutputRoot, *parts: str) -> None:
         self.root, self.parts = root, parts or (CACHE_DIR,)
-        self.path = root.path.joinpath(*parts, CACHE_NAME)
+        self.path = root.path.joinpath(*self.parts, CACHE_NAME)
+        self.warning: str | None = None
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[str, str]] = []
         self._last_flush = time.monotonic()
@@ -107,15 +161,30 @@ class RowCache:
         self.path = directory / CACHE_NAME
         try:
             self._db = sqlite3.connect(self.path, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)")
-        except sqlite3.Error as exc:
+            self._set_up(self._db)
+        except (sqlite3.Error, _Unusable) as exc:
             self._off(exc)
         return self
 
-    def _off(self, exc: Exception) -> None:
-        log.debug("row cache %s turned off: %s", self.path, exc)
+    @staticmethod
+    def _set_up(db: sqlite3.Connection) -> None:
+        """Journal settings, the one table (checked: a table of other columns is not ours),
+        and rows of an older schema dropped (their keys can never match again)."""
+        db.execute("PRAGMA journal_mode=WAL")  # the first read: 'file is not a database' here
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)")
+        columns = [(c[1], c[5]) for c in db.execute("PRAGMA table_info(rows)")]
+        if columns != _COLUMNS:
+            names = ", ".join(name for name, _ in columns)
+            raise _Unusable(f"its table 'rows' has columns ({names}), not (key primary key, outcome)")
+        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA:
+            with db:
+                db.execute("DELETE FROM rows")
+                db.execute(f"PRAGMA user_version = {SCHEMA:d}")
+
+    def _off(self, problem: Exception, consequence: str = _UNREAD) -> None:
+        if self.warning is None:
+            self.warning = f"{self.path}: row cache turned off ({problem}): {consequence}"
         if self._db is not None:
             try:
                 self._db.close()
@@ -130,7 +199,7 @@ class RowCache:
             self._db = None
 
     def get(self, key: str) -> str | None:
-        """The stored outcome of ``key``, or None."""
+        """The stored outcome of ``key`` as stored (unchecked), or None."""
         if self._db is None:
             return None
         try:
@@ -139,6 +208,17 @@ class RowCache:
             self._off(exc)
             return None
         return found[0] if found else None
+
+    def outcomes(self, keys: Sequence[str | None]) -> list[dict | None]:
+        """The checked stored outcome of each key (None: not stored, or no key). When the store
+        fails or one row is malformed, none is trusted: the cache turns off, all are None."""
+        found = [self.get(key) if key else None for key in keys]
+        try:
+            checked = [_checked_outcome(text) if text is not None else None for text in found]
+        except ValueError as exc:
+            self._off(exc)
+            return [None] * len(keys)
+        return checked if self._db is not None else [None] * len(keys)
 
     def put(self, key: str, row: CompareRow) -> None:
         """Store ``row``'s outcome under ``key`` (committed in batches)."""
@@ -153,9 +233,10 @@ class RowCache:
         if self._pending and self._db is not None:
             try:
                 with self._db:
-                    self._db.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?)", self._pending)
+                    self._db.executemany("INSERT OR REPLACE INTO rows (key, outcome) VALUES (?, ?)",
+                                         self._pending)
             except sqlite3.Error as exc:  # a full disk: the run goes on without the cache
-                self._off(exc)
+                self._off(exc, _NOT_KEPT)
             self._pending.clear()
         self._last_flush = time.monotonic()
 
@@ -168,14 +249,16 @@ def cached_rows(tasks: Iterable[PairTask], metric_names: Sequence[str], cache: R
     """One row per task, in task order: from ``cache`` where it has the task, else from
     ``compute`` (called once, on the tasks still to do, in order), storing what it computes.
 
-    ``stats`` (if given) gets ``reused`` and ``computed`` counts.
+    Each file's identity is found once, however many tasks read it. ``stats`` (if given) gets
+    ``reused`` and ``computed`` counts.
     """
     tasks = list(tasks)
     if cache is None:
         yield from compute(tasks)
         return
-    keys = [task_key(task, metric_names) for task in tasks]
-    stored = [cache.get(key) if key else None for key in keys]
+    identities = FileIdentities()
+    keys = [task_key(task, metric_names, identities) for task in tasks]
+    stored = cache.outcomes(keys)
     todo = [task for task, found in zip(tasks, stored) if found is None]
     fresh = compute(todo)
     counts = stats if stats is not None else {}

@@ -139,3 +139,98 @@ def test_a_link_planted_at_the_cache_is_refused(sample_data, tmp_path):
     assert "symbolic link" in out.getvalue() and target.read_text() == "mine"
     with pytest.raises(OutputError):
         RowCache(OutputRoot(sample_data / "temp")).__enter__()
+
+
+def _golden_task(sample_data):
+    """A comparable task of the sample whose golden side is an npy file, and the metric names."""
+    from precision_tool.compare.metrics import select_metrics
+    from precision_tool.compare.pairing import NpySide
+    from precision_tool.compare.plan import plan_comparisons
+    from precision_tool.compare.row_cache import metric_identities
+
+    context, _ = make_context(sample_data)
+    task = next(t for t in plan_comparisons(context)[0].tasks
+                if t.comparable and isinstance(t.right, NpySide))
+    return task, metric_identities(select_metrics(None))
+
+
+def test_the_key_is_what_the_files_are_not_how_their_paths_are_typed(sample_data, monkeypatch):
+    from dataclasses import replace
+
+    from precision_tool.compare.pairing import NpySide
+
+    task, names = _golden_task(sample_data)
+    key = task_key(task, names)
+    assert key is not None and task_key(task, names) == key  # nothing changed: the same key
+    golden = task.right.path
+    monkeypatch.chdir(golden.parent)
+    assert task_key(replace(task, right=NpySide(type(golden)(golden.name))), names) == key
+
+
+def test_the_key_changes_with_the_inode_the_ctime_or_the_sampled_bytes(sample_data):
+    task, names = _golden_task(sample_data)
+    golden = task.right.path
+    keys = [task_key(task, names)]
+
+    def put_times_back(stat):
+        os.utime(golden, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+    stat = golden.stat()
+    golden.write_bytes(golden.read_bytes())  # the same bytes again: ctime moves, nothing else
+    put_times_back(stat)
+    keys.append(task_key(task, names))
+    copy = golden.with_name("copy")
+    shutil.copy2(golden, copy)  # the same bytes and mtime, another inode
+    os.replace(copy, golden)
+    keys.append(task_key(task, names))
+    data = bytearray(golden.read_bytes())
+    data[-1] ^= 0xFF  # a sampled byte (the last block), same size
+    golden.write_bytes(bytes(data))
+    put_times_back(stat)
+    keys.append(task_key(task, names))
+    assert golden.stat().st_size == stat.st_size and golden.stat().st_mtime_ns == stat.st_mtime_ns
+    assert len(set(keys)) == len(keys)
+
+
+def test_each_file_is_identified_once_a_run(sample_data, tmp_path, monkeypatch):
+    from precision_tool.compare.engine import compare_tasks
+    from precision_tool.compare.metrics import select_metrics
+    from precision_tool.compare.plan import plan_comparisons
+    from precision_tool.formats.file_identity import FileIdentities
+
+    context, _ = make_context(sample_data)
+    tasks = plan_comparisons(context)[0].tasks
+    metrics = select_metrics(None)
+    files = {side.path for t in tasks if t.comparable for side in (t.left, t.right)}
+    identified = []
+    real = FileIdentities._identify
+
+    def counted(self, path):
+        identified.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(FileIdentities, "_identify", counted)
+    with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
+        rows = list(cached_rows(tasks, [m.name for m in metrics], cache,
+                                lambda todo: compare_tasks(todo, metrics)))
+    assert len(rows) == len(tasks) and sorted(identified) == sorted(files)
+    assert len(files) < sum(1 for t in tasks if t.comparable) * 2  # files are shared by tensors
+
+
+def test_rows_of_an_older_schema_are_dropped_when_the_cache_opens(tmp_path):
+    import sqlite3
+
+    from precision_tool.compare.row_cache import SCHEMA
+
+    directory = tmp_path / "out" / "cache"
+    directory.mkdir(parents=True)
+    old = sqlite3.connect(directory / "rows.sqlite")  # as SCHEMA 1 left it: user_version 0
+    with old:
+        old.execute("CREATE TABLE rows (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)")
+        old.execute("INSERT INTO rows VALUES ('k', '{}')")
+    old.close()
+    with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
+        assert cache.get("k") is None and cache.warning is None
+    db = sqlite3.connect(directory / "rows.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA
+    assert db.execute("SELECT COUNT(*) FROM rows").fetchone()[0] == 0
