@@ -233,7 +233,8 @@ def _writes(path: Path, root: Path = PACKAGE) -> list[str]:
     for call in _calls(tree):
         name = _name(call.func)
         module, _, last = name.rpartition(".")
-        if _first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call):
+        if (_first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call)
+                or _opens_to_read(call)):
             continue  # into a file the output root opened; the OutputRoot (`root`, `self.root`)
         mode = (call.args[1] if len(call.args) > 1 else _keyword(call, "mode")) if name in ("open", "io.open") else None
         if ((mode is not None and not (isinstance(mode, ast.Constant) and mode.value in ("r", "rb")))
@@ -249,6 +250,30 @@ def _output_handles(tree: ast.AST) -> set[str]:
             for item in node.items if isinstance(item.context_expr, ast.Call)
             and _name(item.context_expr.func).endswith(".create")
             and isinstance(item.optional_vars, ast.Name)}
+
+
+READ_FLAGS = {"O_RDONLY", "O_NONBLOCK", "O_CLOEXEC", "O_NOFOLLOW", "O_BINARY", "O_NOCTTY", "O_DIRECTORY"}
+
+
+def _flag_names(node: ast.AST) -> set[str] | None:
+    """The ``os.O_*`` names a flags expression is made of (``os.O_X``, ``getattr(os, "O_X", 0)``,
+    joined by ``|``); None when it is anything else (a number, a variable)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _flag_names(node.left), _flag_names(node.right)
+        return None if left is None or right is None else left | right
+    if isinstance(node, ast.Attribute) and _name(node).startswith("os.O_"):
+        return {node.attr}
+    if (isinstance(node, ast.Call) and _name(node.func) == "getattr" and len(node.args) >= 2
+            and _name(node.args[0]) == "os" and isinstance(node.args[1], ast.Constant)):
+        return {node.args[1].value}
+    return None
+
+
+def _opens_to_read(call: ast.Call) -> bool:
+    """``os.open`` whose flags, written out at the call, only read (O_RDONLY, nothing that
+    writes or creates): a reader that needs O_NONBLOCK, which ``open`` cannot give."""
+    names = _flag_names(call.args[1]) if _name(call.func) == "os.open" and len(call.args) > 1 else None
+    return names is not None and "O_RDONLY" in names and names <= READ_FLAGS
 
 
 def _opens_devnull(call: ast.Call) -> bool:
@@ -276,8 +301,10 @@ def test_the_write_checker_catches_what_it_is_for(tmp_path):
                    "shutil.copy('a', 'b')\nPath('d').mkdir()\nopen('f', mode='ab')\n"
                    "open('f')\n'a'.replace('b', 'c')\nshutil.which('dot')\n"
                    "with root.create('x') as out:\n    np.save(out, 1)\nnp.save(other, 1)\n"
-                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n")
-    assert len(_writes(bad, tmp_path)) == 9, _writes(bad, tmp_path)
+                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n"
+                   "os.open('f', os.O_RDONLY | os.O_CREAT)\nos.open('f', os.O_RDONLY | flags)\n"
+                   "os.open('f', os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))\n")
+    assert len(_writes(bad, tmp_path)) == 11, _writes(bad, tmp_path)
 
 
 # --- no formula from a name in the result CSV --------------------------------------------------

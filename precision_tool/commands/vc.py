@@ -3,7 +3,8 @@
 What is compared is planned by :mod:`precision_tool.compare.plan` (without ``-lt``: debug_0's
 newest run against ``tf/dump`` through the Build graph; with ``-lt``/``-rt``: any two
 directories); this command runs each planned comparison and streams its rows into one CSV per
-(device, sub-graph, step), all in one new ``temp/vector_compare/{YYYYmmddHHMMSS}/``.
+(device, sub-graph, step), all in one new ``temp/vector_compare/{YYYYmmddHHMMSS}/`` (or the
+``-o`` directory, whose earlier vc result the run replaces: :mod:`precision_tool.compare.result_dir`).
 
 :func:`vector_compare` is the programmatic entry (``ac -c`` uses it); :func:`run` is the command.
 """
@@ -139,15 +140,44 @@ def _write_all(plans, root, paths: list[Path], metrics, config, rule, display,
     return summaries, counts
 
 
-def _resumed(context: Context):
-    """The newest interrupted run's result directory and options."""
-    from ..compare.result_dir import interrupted_run
+OPTION_FLAGS = {"left": "-lt", "right": "-rt", "graph": "-g", "steps": "--step", "devices": "--device",
+                "algorithms": "-alg"}  # CompareOptions' fields as the command line spells them
 
-    found = interrupted_run(context.output)
-    if found is None:
-        raise PrecisionToolError("vc --resume: no interrupted comparison under "
-                                 f"{context.config.temp_dir / 'vector_compare'}")
-    return found
+
+def _resumed(context: Context, resume: bool | str, output: str | None, given):
+    """The result directory and options of the run to resume (the one ``resume`` or ``output``
+    names, else the newest interrupted under the output root), and the warnings of the search.
+    Refuses options ``given`` that differ from the run's."""
+    from ..compare.result_dir import RUN_FILE, interrupted_run, resumable_dir
+
+    named = resume if isinstance(resume, str) else None
+    if named and output and Path(named).expanduser().resolve() != Path(output).expanduser().resolve():
+        raise PrecisionToolError(f"vc --resume {named} and -o {output} name two directories; give one")
+    named = named or output
+    if named:
+        directory, options = resumable_dir(context.output_at(named))
+        skipped: tuple[str, ...] = ()
+    else:
+        found = interrupted_run(context.output)
+        if found is None:
+            raise PrecisionToolError("vc --resume: no interrupted comparison under "
+                                     f"{context.config.temp_dir / 'vector_compare'} (an interrupted "
+                                     "vc -o DIR resumes with vc --resume DIR)")
+        directory, options, skipped = found
+    _refuse_other_options(options, given, directory.path / RUN_FILE)
+    return directory, options, skipped
+
+
+def _refuse_other_options(run, given, where: Path) -> None:
+    """A resume continues the run as it was started: an option given otherwise is refused."""
+    differing = run.differing(given)
+    if not differing:
+        return
+    asked = ", ".join(f"{OPTION_FLAGS[name]} {getattr(given, name)}" for name in differing)
+    theirs = ", ".join(f"{OPTION_FLAGS[name]} {getattr(run, name)}" if getattr(run, name) is not None
+                       else f"no {OPTION_FLAGS[name]}" for name in differing)
+    raise PrecisionToolError(f"vc --resume: {asked} is not how the run was started ({theirs}); leave "
+                             "it out to resume the run, or run vc without --resume to start afresh", where)
 
 
 def _cache_lines(counts: dict) -> list:
@@ -168,18 +198,23 @@ def _cache_lines(counts: dict) -> list:
 def vector_compare(context: Context, *, left: str | None = None, right: str | None = None,
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True,
-                   devices: str | None = None, resume: bool = False, reuse: bool = True,
+                   devices: str | None = None, resume: bool | str = False, reuse: bool = True,
                    scheduler: str | None = None) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
-    False (a row cache that cannot be used is one warning line); ``resume`` continues the
-    newest interrupted run, in its directory, with its options.
-    ``scheduler`` (a Dask address or ``local:N``) overrides the SCHEDULER setting.
+    False (a row cache that cannot be used is one warning line); ``resume`` continues an
+    interrupted run in its directory with its options: the one in the directory ``resume`` (or
+    ``output``) names, else the newest under the output root;
+    options given besides must be the run's. ``output`` without ``resume`` holds this run only:
+    an earlier vc result there is replaced when this one is complete (see
+    :mod:`~precision_tool.compare.result_dir`). ``scheduler`` (a Dask address or ``local:N``)
+    overrides the SCHEDULER setting.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
-    -lt/-rt, unknown metric or graph, nothing to resume). SIGTERM and SIGHUP during the run stop
-    it as Ctrl-C does (no CSV, the directory marked interrupted), then end the process by that
+    -lt/-rt, unknown metric or graph, nothing to resume, other options than the resumed run's,
+    an output directory with other result CSVs). SIGTERM and SIGHUP during the run stop it as
+    Ctrl-C does (no new CSV, the directory marked interrupted), then end the process by that
     signal (:func:`~precision_tool.lifetime.stop_on_signals`). Temporary files that
     killed runs left under the output root are removed first.
     """
@@ -195,13 +230,16 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     if scheduler is not None:
         config = replace(config, scheduler=check_setting("SCHEDULER", scheduler, "vc --scheduler"))
     options = CompareOptions(left, right, graph, steps, devices, algorithms)
+    skipped: tuple[str, ...] = ()
     if resume:  # the interrupted run's directory and options
-        directory, options = _resumed(context)
+        directory, options, skipped = _resumed(context, resume, output, options)
     metrics = select_metrics(options.algorithms)
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
                              steps=options.steps, devices=options.devices)
-    out: list = [Text(note, style="warn") for p in plans for note in p.notes]
-    _remove_stale_parts(context, output)
+    out: list = [Text(f"passed over: {line}", style="warn") for line in skipped]
+    out += [Text(note, style="warn") for p in plans for note in p.notes]
+    swept = directory.root if resume else context.output_at(output) if output else None
+    _remove_stale_parts(context, swept)
     with stop_on_signals():  # SIGTERM, SIGHUP: as Ctrl-C, then the process ends by the signal
         if not resume:  # after planning: bad input leaves no directory behind
             directory = new_result_dir(context.output, context.output_at(output) if output else None)
@@ -214,18 +252,21 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 
 def _run_into(directory, options, plans, metrics, context: Context, config, *,
               show_progress: bool, reuse: bool, resume: bool) -> tuple[list[Summary], dict]:
-    """Every plan's CSV in ``directory``, its run.json saying running, then complete; on a bad
-    output nothing is left (a resumed run's directory stays), on Ctrl-C or a stop signal the
-    directory is marked interrupted, for ``vc --resume``. ``config`` is the context's, with the
-    command's scheduler. Returns :func:`_write_all`'s, the counts with ``cache_warning`` when
-    the row cache turned itself off."""
+    """Every plan's CSV in ``directory``, its run.json saying running, then complete. Until the
+    manifest names the new CSVs (the moment readers switch to them) a failure or a stop leaves
+    none of them: on a bad output nothing of the run is left (a resumed run's directory stays),
+    on Ctrl-C or a stop signal the directory is marked interrupted, for ``vc --resume``. After
+    it, the CSVs of the earlier run there go. ``config`` is the context's, with the command's
+    scheduler. Returns :func:`_write_all`'s, the counts with ``cache_warning`` when the row
+    cache turned itself off."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
 
+    paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
+    switched = False
     try:
-        paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
         cache = RowCache(context.output) if reuse else None
         directory.mark(RUNNING, options)
         with CompareProgress(context.console, enabled=show_progress) as display, \
@@ -236,29 +277,44 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
             found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
+        switched = True
+        directory.replace_previous(paths)
         directory.mark(COMPLETE, options)
-    except PrecisionToolError:  # a full disk, a refused link: no CSV and no directory is left
-        _abandon(directory, resume)
+    except PrecisionToolError:  # a full disk, a refused link: no new CSV and no directory is left
+        _drop_unfinished(directory, [] if switched else paths)
+        _abandon(directory, options, resume)
         raise
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: no CSV is left half-written, the run can resume
+        _drop_unfinished(directory, [] if switched else paths)
         _mark_interrupted(directory, options)
         raise
     return found
 
 
-def _remove_stale_parts(context: Context, output: str | None) -> None:
-    """Temporary files earlier runs left when they were killed (SIGKILL, a power cut): gone."""
+def _remove_stale_parts(context: Context, output) -> None:
+    """Temporary files earlier runs left when they were killed (SIGKILL, a power cut): gone,
+    under the output root and in ``output`` (the OutputRoot of -o or of the run resumed)."""
     context.output.remove_stale_parts()
-    if output:
-        context.output_at(output).remove_stale_parts(depth=0)
+    if output is not None:
+        output.remove_stale_parts(depth=0)
 
 
-def _abandon(directory, resume: bool) -> None:
+def _drop_unfinished(directory, paths: list[Path]) -> None:
+    """Remove the CSVs of ``paths`` this attempt made (some may be complete when another
+    failed): a result is all its CSVs or none. Those an earlier attempt left stay listed for
+    replacing."""
+    for path in paths:
+        if path.name not in directory.replaces:
+            directory.root.remove(path)
+
+
+def _abandon(directory, options, resume: bool) -> None:
     """Remove what a failed run made: its run.json and, when empty, its directory (a resumed
-    run's directory stays, still marked interrupted)."""
+    run's directory stays, marked interrupted again)."""
     from ..compare.result_dir import RUN_FILE
 
     if resume:
+        _mark_interrupted(directory, options)
         return
     directory.root.remove(directory.path / RUN_FILE)
     directory.root.remove_empty_dir(directory.path)
@@ -297,9 +353,10 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-alg", "--alg", metavar="ALG",
                         help="metrics: msaccucmp numbers 0-9 or names, comma-separated (0 = cosine "
                              "only, fastest). Default: all ten")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the newest interrupted vc in its directory with its options, "
-                             "computing only the rows it had not")
+    parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
+                        help="continue an interrupted vc in its directory with its options, computing "
+                             "only the rows it had not: the one in DIR (or -o DIR), else the newest "
+                             "under vector_compare/; other -lt/-rt/-g/--step/--device/-alg are refused")
     parser.add_argument("--fresh", action="store_true",
                         help="compute every row again (default: reuse rows earlier runs computed from "
                              "the same files and metrics)")
@@ -309,14 +366,16 @@ def _add_arguments(parser: CommandParser) -> None:
                              "Default: SCHEDULER ('': this machine's worker processes)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write the CSV(s) into DIR instead of vector_compare/{timestamp}/ of "
-                             "the output root (temp/ unless --out)")
+                             "the output root (temp/ unless --out); an earlier vc result in DIR is "
+                             "replaced when the new one is complete, other files stay, and a DIR "
+                             "with result CSVs vc did not write is refused")
 
 
 COMMAND = Command(
     name="vc", summary="vector compare: every NPU tensor against its golden tensor, into result CSVs",
     add_arguments=_add_arguments, run=run,
     completions={"-lt": "path", "--left": "path", "-rt": "path", "--right": "path", "-g": "path",
-                 "--graph": "path", "-o": "path", "--output": "path"},
+                 "--graph": "path", "-o": "path", "--output": "path", "--resume": "path"},
     description=(
         "Without -lt: npu/debug_0 (newest run, steps of TF_DUMP_STEP or --step) against tf/dump, "
         "paired through the Build graph (fused ops, Cast/TransData stepped over); by name when "

@@ -84,13 +84,15 @@ def _newest_subdir_with_csv(directory: Path) -> Path | None:
 
 
 def _csvs_in(directory: Path) -> list[Path]:
-    csvs = sorted(p for p in directory.glob("*.csv") if p.is_file())
+    from ..compare.manifest import result_csvs
+
+    csvs = result_csvs(directory)
     if csvs:
         return csvs
     newest = _newest_subdir_with_csv(directory)  # e.g. -f temp/vector_compare
     if newest is None:
         raise PrecisionToolError("no result CSV in this directory", directory)
-    return sorted(p for p in newest.glob("*.csv") if p.is_file())
+    return result_csvs(newest)
 
 
 def _given_path(text: str, context: Context) -> Path:

@@ -1,8 +1,11 @@
 """What a result directory holds: ``comparisons.json``, one entry per CSV ``vc`` wrote.
 
 ``vc`` writes it beside the CSVs when they are complete, so ``vcs``, ``ac`` and ``report`` know
-which device, sub-graph and step each CSV compares (a CSV's name is only a tag). A directory
-without one (msaccucmp's output, a CSV copied elsewhere) is still read: its CSVs have no device.
+which device, sub-graph and step each CSV compares (a CSV's name is only a tag), and which CSVs
+are the result at all (:func:`result_csvs`): a ``vc -o DIR`` run again writes its CSVs beside
+the earlier run's, and replacing this one file is the moment the directory changes from one
+run to the other, so no reader ever sees CSVs of both. A directory without one (msaccucmp's
+output, a CSV copied elsewhere) is still read: all its CSVs, without a device.
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
+from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
-from .plan import Comparison
+from .state_file import read_json_file, typed_fields
+
+if TYPE_CHECKING:
+    from .plan import Comparison
 
 MANIFEST_NAME = "comparisons.json"
 SCHEMA = 1
@@ -48,17 +55,53 @@ def write_manifest(root: OutputRoot, directory: Path, entries: Iterable[CsvInfo]
     return root.write_text(directory / MANIFEST_NAME, json.dumps(document, indent=1))
 
 
-def read_manifest(directory: Path) -> dict[str, CsvInfo]:
-    """The entries of ``directory``'s manifest by CSV file name; empty when it has none or it
-    cannot be read (the CSVs are then read without their labels)."""
+def load_manifest(directory: Path) -> dict[str, CsvInfo]:
+    """The entries of ``directory``'s manifest by CSV file name; empty when it has none.
+
+    Raises:
+        PrecisionToolError: it is there but damaged (see :mod:`.state_file`), an entry lacks
+            ``csv`` or ``label``, a field has the wrong type, or a CSV is not a plain file name.
+    """
+    path = directory / MANIFEST_NAME
     try:
-        document = json.loads((directory / MANIFEST_NAME).read_text(encoding="utf-8"))
-        entries = document["comparisons"]
-        fields = CsvInfo.__dataclass_fields__
-        found = [CsvInfo(**{k: v for k, v in e.items() if k in fields}) for e in entries]
-    except (OSError, ValueError, KeyError, TypeError):
+        document = read_json_file(path)
+    except FileNotFoundError:
         return {}
-    return {e.csv: e for e in found if isinstance(e.csv, str)}
+    entries = document.get("comparisons") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise PrecisionToolError("not a result manifest: no list of comparisons", path)
+    found = {}
+    for number, entry in enumerate(entries):
+        fields = typed_fields(CsvInfo, entry, path, f"comparisons[{number}].")
+        if not {"csv", "label"} <= fields.keys() or not is_csv_name(fields["csv"]):
+            raise PrecisionToolError(f"comparisons[{number}] names no CSV of the directory", path)
+        found[fields["csv"]] = CsvInfo(**fields)
+    return found
+
+
+def read_manifest(directory: Path) -> dict[str, CsvInfo]:
+    """:func:`load_manifest`, but empty when the manifest is damaged: the CSVs are then read
+    without their labels."""
+    try:
+        return load_manifest(directory)
+    except PrecisionToolError:
+        return {}
+
+
+def is_csv_name(name: str) -> bool:
+    """Whether ``name`` is the plain name of a CSV a reader of the directory takes (no path,
+    not hidden): what ``vc`` may replace there, and nothing else."""
+    return (name.endswith(".csv") and not name.startswith(".")
+            and not any(c in name for c in "/\\\0"))
+
+
+def result_csvs(directory: Path) -> list[Path]:
+    """The result CSVs of ``directory``, sorted: those its manifest lists, when it lists one
+    that is there (CSVs of a run still being written, or of the earlier run it replaced, are
+    not the result); else every ``*.csv`` file (msaccucmp's output, CSVs copied together)."""
+    every = sorted(p for p in directory.glob("*.csv") if p.is_file())
+    listed = read_manifest(directory)
+    return [p for p in every if p.name in listed] or every
 
 
 def info_of(csv: Path) -> CsvInfo | None:

@@ -1,7 +1,8 @@
 """The newest comparison result, op by op: what ``ni -s`` colours a neighbourhood with.
 
 The newest ``temp/vector_compare/{stamp}/`` directory (:func:`.result_csv.latest_result_dir`)
-holds one CSV per device, sub-graph and step; each is read and judged by the flag rule
+holds one CSV per device, sub-graph and step (those its manifest names:
+:func:`.manifest.result_csvs`); each is read and judged by the flag rule
 (:func:`.divergence.analyse`), and every op keeps its worst verdict over them: flagged over not,
 then the lower output cosine.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from ..errors import PrecisionToolError
 from .divergence import FlagRule, OpCosines, analyse
+from .manifest import result_csvs
 from .result_csv import latest_result_dir, read_result_csv
 
 
@@ -41,7 +43,7 @@ def newest_result(output_root: str | os.PathLike, rule: FlagRule) -> NewestResul
         return NewestResult(None)
     ops: dict[str, OpCosines] = {}
     errors = []
-    for path in sorted(p for p in directory.glob("*.csv") if p.is_file()):
+    for path in result_csvs(directory):
         try:
             divergence = analyse(read_result_csv(path), rule)
         except PrecisionToolError as exc:

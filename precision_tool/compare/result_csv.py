@@ -35,6 +35,7 @@ from precision_tool.errors import PrecisionToolError
 
 from ..formats.atomic import STAMP, OutputRoot, PendingFile
 from ..formats.text import shape_text
+from .manifest import result_csvs
 from .metric_types import Metric
 from .metrics import METRIC_NAMES, METRICS
 from .result import CompareRow
@@ -153,7 +154,7 @@ def newest_result_csvs(output_root: str | os.PathLike) -> list[Path]:
     if newest is None:
         where = Path(output_root) / RESULTS_DIR
         raise PrecisionToolError(f"no comparison result under {where}; run 'vc' (or 'ac -c') first")
-    return sorted(p for p in newest.glob("*.csv") if p.is_file())
+    return result_csvs(newest)
 
 
 class ResultWriter:
