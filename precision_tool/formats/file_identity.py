@@ -27,7 +27,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
@@ -47,18 +47,30 @@ def _sample_digest(handle: BinaryIO, size: int) -> str:
     return digest.hexdigest()
 
 
+class FileIdentity(NamedTuple):
+    """What a file is (see the module docstring); a tuple, so it serialises as a JSON list."""
+
+    path: str  # absolute, the directories' links resolved
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    sample: str  # SHA-256 of the sampled bytes, in hex
+
+
 class FileIdentities:
     """File identities, each found once: a run's tensors share files (a dump file holds an
     op's inputs and outputs, a golden file is one op's output and the next op's input), and
     the files' directories are resolved once each."""
 
     def __init__(self) -> None:
-        self._files: dict[Path, list | None] = {}
+        self._files: dict[Path, FileIdentity | None] = {}
         self._directories: dict[str, str] = {}
 
-    def of(self, path: Path) -> list | None:
-        """The identity of ``path`` (see the module docstring) as a JSON-ready list; None when
-        it cannot be opened or read, or is not a regular file (nothing is then cached for it)."""
+    def of(self, path: Path) -> FileIdentity | None:
+        """The identity of ``path`` (see the module docstring); None when it cannot be opened
+        or read, or is not a regular file (nothing is then cached for it)."""
         if path not in self._files:
             self._files[path] = self._identify(path)
         return self._files[path]
@@ -69,7 +81,7 @@ class FileIdentities:
             self._directories[directory] = os.path.realpath(directory)
         return os.path.join(self._directories[directory], name)
 
-    def _identify(self, path: Path) -> list | None:
+    def _identify(self, path: Path) -> FileIdentity | None:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
                 return None
@@ -80,5 +92,5 @@ class FileIdentities:
                 sample = _sample_digest(handle, info.st_size)
         except OSError:
             return None
-        return [self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-                info.st_ctime_ns, sample]
+        return FileIdentity(self._resolved(path), info.st_dev, info.st_ino, info.st_size,
+                            info.st_mtime_ns, info.st_ctime_ns, sample)

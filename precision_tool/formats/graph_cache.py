@@ -6,16 +6,30 @@ against 3.4 s for the benchmark's 100k ops, so they are not cached. The graphs t
 through a ``ModelDef`` -- atc's JSON, and TextFormat the fast reader does not take, which
 protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
 first session to load such a graph (1 MiB or more) keeps its binary form under
-``temp/graph_cache/``, keyed by the graph file's resolved path, size and modification time, and
-later sessions read that instead. A stale, corrupt or unwritable cache is never an error: the
-graph is parsed from its own file as if there were no cache. The cache is data only (a
-serialized message of the same schema); nothing in it is executed. It is read and written
-through :class:`~.atomic.OutputRoot`, so a link planted in the cache directory is never followed.
+``temp/graph_cache/``, and later sessions read that instead.
+
+A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
+directories' links resolved, device and inode, size, modification and status-change times in
+ns, and a digest of sampled bytes (five 1 KiB blocks of a graph this large). So a graph
+rewritten with its size and modification time put back (``cp -p``, a copy tool, a re-dump that
+keeps times) is parsed again: its status-change time moved, whatever the blocks say. What is
+trusted: a graph file whose device, inode, size, both times and sampled blocks are all as they
+were holds the graph it held; a change outside the sampled blocks on a file system that leaves
+the status-change time untouched is the one change that goes unseen. Finding the key costs a
+stat, an open, an fstat and five small reads, never a read of the graph. The identity is taken
+before the graph is read, so a graph rewritten while it is parsed leaves a cache under its old
+identity, which the new file never matches.
+
+A stale, corrupt or unwritable cache is never an error: the graph is parsed from its own file
+as if there were no cache. The cache is data only (a serialized message of the same schema);
+nothing in it is executed. It is read and written through :class:`~.atomic.OutputRoot`, so a
+link planted in the cache directory is never followed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -23,6 +37,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
 from .atomic import OutputRoot
+from .file_identity import FileIdentities
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph import load_graph, model_from_proto
 from .graph_model import Model
@@ -30,7 +45,7 @@ from .proto import ge_ir
 
 CACHE_DIR = "graph_cache"
 MIN_BYTES = 1 << 20  # smaller graphs parse in well under a second: not worth a cache file
-_FORMAT = "1"  # bump when what is stored changes
+_FORMAT = "2"  # bump when what is stored or the key changes; 2: the key is the file identity
 
 
 def _digest(text: str) -> str:
@@ -38,16 +53,18 @@ def _digest(text: str) -> str:
 
 
 def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path | None:
-    """Where the cache of ``path`` lives; None when ``path`` cannot be stat'ed or is smaller
-    than ``min_bytes``."""
+    """Where the cache of ``path`` lives: named by the file's resolved path, then by its whole
+    identity (see the module doc); None when ``path`` is smaller than ``min_bytes`` or is not
+    a regular file that can be read."""
     try:
-        real = path.resolve()
-        info = real.stat()
+        if os.stat(path).st_size < min_bytes:  # a small graph costs a stat only
+            return None
     except OSError:
         return None
-    if info.st_size < min_bytes:
+    identity = FileIdentities().of(path)
+    if identity is None:
         return None
-    return cache_dir / f"{_digest(str(real))}.{_digest(f'{info.st_size}:{info.st_mtime_ns}:{_FORMAT}')}.pb"
+    return cache_dir / f"{_digest(identity.path)}.{_digest(json.dumps([_FORMAT, *identity]))}.pb"
 
 
 def _load(root: OutputRoot, cached: Path):

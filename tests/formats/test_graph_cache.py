@@ -1,14 +1,18 @@
 """The binary cache of parsed graph dumps: used when fresh, ignored when stale or broken.
 
 It is kept for graphs read through a ``ModelDef`` -- atc's JSON here, and TextFormat the fast
-reader leaves to protobuf; TextFormat the fast reader takes is read again instead.
+reader leaves to protobuf; TextFormat the fast reader takes is read again instead. A cache is
+found by what the graph file is (:mod:`~precision_tool.formats.file_identity`), so a graph
+rewritten with its size and modification time put back is parsed again.
 """
 
 from __future__ import annotations
 
 import os
 
-from precision_tool.formats import graph_cache
+import pytest
+
+from precision_tool.formats import file_identity, graph_cache
 from precision_tool.formats.graph import read_graph
 from precision_tool.formats.graph_cache import cache_path, read_graph_cached
 from precision_tool.formats.graph_write import (
@@ -62,6 +66,93 @@ def test_a_changed_graph_is_parsed_again_and_replaces_its_cache(tmp_path):
     os.utime(path, ns=(1, 2))  # a different mtime whatever the clock did
     assert len(read_graph_cached(path, cache, min_bytes=0).graphs[0].ops) == 5
     assert [p.name for p in cache.glob("*.pb")] == [cache_path(path, cache, 0).name]
+
+
+def _rename_in_place_keeping_times(path, old: bytes, new: bytes) -> None:
+    """Every ``old`` replaced by ``new`` (as long) in place, atime and mtime put back to the ns:
+    the same inode, size and mtime, as ``cp -p`` leaves a rewritten file."""
+    before = os.stat(path)
+    content = path.read_bytes()
+    assert len(old) == len(new) and old in content
+    with open(path, "r+b") as handle:
+        handle.write(content.replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(path)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino, before.st_size, before.st_mtime_ns)
+
+
+def _sample_digest(path) -> str:
+    return file_identity.FileIdentities().of(path).sample
+
+
+@pytest.mark.parametrize("ops, renamed", [(3, 1), (400, 50)], ids=["sampled", "only ctime tells"])
+def test_a_graph_rewritten_with_its_size_and_mtime_put_back_is_parsed_again(tmp_path, ops, renamed):
+    path, cache = _graph(tmp_path, ops), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    sampled = _sample_digest(path)
+    for suffix in ('"', ':0"'):  # the op's name, then its consumer's input
+        _rename_in_place_keeping_times(path, f'"n/{renamed}{suffix}'.encode(),
+                                       f'"m/{renamed}{suffix}'.encode())
+    assert (_sample_digest(path) == sampled) == (ops == 400)  # 400: outside the sampled blocks
+    again = read_graph_cached(path, cache, min_bytes=0)
+    assert again.graphs[0].ops[renamed].name == f"m/{renamed}"
+    assert again == read_graph(path) and len(list(cache.glob("*.pb"))) == 1
+
+
+def test_a_copy_put_in_its_place_with_the_times_is_parsed_again(tmp_path):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(path.read_bytes().replace(b'"n/1"', b'"m/1"').replace(b'"n/1:0"', b'"m/1:0"'))
+    before = os.stat(path)
+    os.utime(copy, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(copy, path)  # another inode, the same size and mtime
+    assert read_graph_cached(path, cache, min_bytes=0).graphs[0].ops[1].name == "m/1"
+
+
+def test_a_cache_the_first_key_format_named_is_not_read_and_is_dropped(tmp_path):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    info = path.stat()
+    cache.mkdir()
+    old = cache / (f"{graph_cache._digest(str(path.resolve()))}."  # as format 1 named it
+                   f"{graph_cache._digest(f'{info.st_size}:{info.st_mtime_ns}:1')}.pb")
+    (tmp_path / "other").mkdir()
+    other = graph_cache.load_graph(_graph(tmp_path / "other", ops=5))[1]
+    old.write_bytes(other.SerializeToString())
+    assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)  # 3 ops, not 5
+    assert not old.exists() and len(list(cache.glob("*.pb"))) == 1
+
+
+class _CountedReads:
+    """A file opened by :mod:`~precision_tool.formats.file_identity`, counting the bytes read."""
+
+    def __init__(self, handle, counts: list):
+        self._handle, self._counts = handle, counts
+
+    def read(self, size=-1):
+        data = self._handle.read(size)
+        self._counts.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.close()
+
+
+def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
+    path = _graph(tmp_path, ops=20_000)
+    assert path.stat().st_size > 2 << 20
+    counts: list = []
+    monkeypatch.setattr(file_identity, "open", lambda *a, **k: _CountedReads(open(*a, **k), counts),
+                        raising=False)
+    assert cache_path(path, tmp_path / "cache", 0) is not None
+    assert 0 < sum(counts) <= file_identity.SAMPLE_BLOCKS * file_identity.SAMPLE_BLOCK
 
 
 def test_a_corrupt_cache_is_ignored(tmp_path):
