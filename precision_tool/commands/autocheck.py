@@ -104,7 +104,7 @@ def _compare(context: Context, found: AutoCheck, quiet: bool) -> list[Path] | No
 def _summarise(context: Context, found: AutoCheck, paths: list[Path] | None) -> None:
     try:
         sources = paths or vcs.result_sources(None, context)
-        found.summaries = vcs.analyse_results(sources, FlagRule.from_config(context.config))
+        found.summaries = vcs.analyse_results(context, sources, FlagRule.from_config(context.config))
     except PrecisionToolError as exc:
         found.summary_error = str(exc)
 
