@@ -389,7 +389,7 @@ def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
     """The noise limit of each tensor row (by position in ``rows``): outputs from the op's
     dtypes, sums and its inputs' measured REDs; inputs as tensors of unmeasured history."""
     inputs = sorted((r for r in rows if r.kind == "input" and r.slot is not None), key=lambda r: r.slot)
-    reds = [r.metric(RED) for r in inputs]
+    reds = [r.metric(RED) for r in inputs] or [None]  # no input row: one of unmeasured history
     shapes = [r.shape for r in inputs]
     limits = {}
     for i, row in enumerate(rows):

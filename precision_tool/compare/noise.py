@@ -25,8 +25,9 @@ Derivation (``u`` is a type's unit roundoff, half its machine epsilon: float16 2
   of a network (linear maps, elementwise maps of slope about one, normalisations) a relative
   error ``rho`` of an input gives about ``rho`` at the output, and independent inputs add in
   quadrature: ``RED_in = sqrt(sum_i rho_i^2)``. ``rho_i`` is the input's measured RED when the
-  comparison has it; without it each input is taken to carry the rounding of :data:`UPSTREAM`
-  correct ops before it (a chain of ``n`` ops adds ``n`` independent roundings: ``sqrt(n)``
+  comparison has it, but no more than rounding explains in that input (what an input carries
+  beyond rounding is an error the output inherits, not rounding of its own); without it each
+  input is taken to carry the rounding of :data:`UPSTREAM` correct ops before it (a chain of ``n`` ops adds ``n`` independent roundings: ``sqrt(n)``
   times one). The exponential family (:data:`EXPONENTIAL`: Exp, Softmax...) turns an absolute
   input error into a relative output error, ``d exp(x) / exp(x) = dx``: its input term is
   multiplied by the input's magnitude (its root mean square, at least 1) when that is known.
@@ -178,7 +179,8 @@ class Noise:
         8.6e-04``."""
         if self.exact:
             return "exact types: only equal values are rounding"
-        parts = ", ".join(f"{name} {value:.3g}" for name, value in self.terms if value > 0)
+        parts = ", ".join(f"{name} {value:.3g}" for name, value in self.terms
+                          if value > 0.01 * self.expected)  # what changes the sum
         return f"expected RED {self.expected:.3g}" + (f" ({parts})" if parts else "") + \
             f", rounding up to {self.limit:.3g}"
 
@@ -218,11 +220,13 @@ def output_noise(output_dtype, golden_dtype=None, input_reds: Sequence[float | N
 def _input_terms(reds: Sequence[float | None], dtypes: Sequence, u_out: float) -> float:
     total = 0.0
     for i, red in enumerate(reds):
-        if red is not None and not math.isnan(red):
-            total += red * red
-            continue
         u_in = roundoff_or_none(dtypes[i]) if i < len(dtypes) else None
-        total += UPSTREAM * (STORE * (u_out if u_in is None else u_in)) ** 2
+        unmeasured = STORE * (u_out if u_in is None else u_in) * math.sqrt(1 + UPSTREAM)
+        if red is not None and not math.isnan(red):
+            red = min(red, max(MARGIN * unmeasured, FLOOR))  # beyond that: inherited, not rounding
+            total += red * red
+        else:
+            total += UPSTREAM * (unmeasured * unmeasured / (1 + UPSTREAM))
     return math.sqrt(total)
 
 

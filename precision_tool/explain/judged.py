@@ -25,7 +25,7 @@ from ..compare.result_csv import read_result_csv
 from ..compare.verdict import LocalCheck
 from ..context import Context
 from ..errors import PrecisionToolError
-from .diagnosis import replay_op
+from .launch_replay import replay_op
 from .numbers import compare
 from .replay import REGISTRY, ReplayError
 from .tensors import OpTensors, op_tensors, resolve

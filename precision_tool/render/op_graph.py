@@ -158,7 +158,8 @@ def record_label(op: Op, cosine: NodeCosine | None = None) -> str:
     outs = [f"<out{i}> " + _field(port_text("out", i, op.output_desc(i))) for i in range(op.output_count)]
     middle = [record_escape(op.name), record_escape(op.type)]
     if cosine is not None:
-        middle.append(record_escape(f"{cosine.marker} {cosine.verdict}".strip()))
+        if cosine.verdict != NOT_COMPARED_STATE:
+            middle.append(record_escape(f"{cosine.marker} {cosine.verdict}".strip()))
         middle.append(record_escape(cosine.text()))
     fields = ["\\n".join(middle)]
     if ins:
