@@ -67,10 +67,11 @@ def tolerances(args, left: np.ndarray, right: np.ndarray, scale: float = 1.0) ->
     """The lower-precision side's :class:`Tolerance` (``atol`` times ``scale``, RIGHT's root
     mean square, when it is at least 1e-30), with ``-al``/``-rl`` overriding it."""
     default = pair_tolerance(left.dtype, right.dtype)
-    scale = scale if math.isfinite(scale) and scale > 1e-30 else 1.0
+    given = args.atol is not None or args.rtol is not None
+    scale = scale if math.isfinite(scale) and scale > 1e-30 and not given else 1.0  # given: as typed
     atol = default.atol * scale if args.atol is None else args.atol
     rtol = default.rtol if args.rtol is None else args.rtol
-    return Tolerances(atol, rtol, default, args.atol is not None or args.rtol is not None, scale)
+    return Tolerances(atol, rtol, default, given, scale)
 
 
 @dataclass(frozen=True)
