@@ -385,6 +385,10 @@ def golden_rms(row: CompareRow) -> float | None:
     return math.hypot(mean, std)
 
 
+def _size(shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
 def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
     """The noise limit of each tensor row (by position in ``rows``): outputs from the op's
     dtypes, sums and its inputs' measured REDs; inputs as tensors of unmeasured history."""
@@ -397,7 +401,7 @@ def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
             k = accumulation_length(op_type, shapes, row.shape)
             scale = golden_rms(inputs[0]) if inputs else None
             noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
-                                 k, op_type, scale)
+                                 k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
         elif row.kind == "input":
             noise = output_noise(row.npu_dtype, row.golden_dtype, [None], [row.npu_dtype])
         else:

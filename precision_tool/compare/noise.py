@@ -29,8 +29,10 @@ Derivation (``u`` is a type's unit roundoff, half its machine epsilon: float16 2
   beyond rounding is an error the output inherits, not rounding of its own); without it each
   input is taken to carry the rounding of :data:`UPSTREAM` correct ops before it (a chain of ``n`` ops adds ``n`` independent roundings: ``sqrt(n)``
   times one). The exponential family (:data:`EXPONENTIAL`: Exp, Softmax...) turns an absolute
-  input error into a relative output error, ``d exp(x) / exp(x) = dx``: its input term is
-  multiplied by the input's magnitude (its root mean square, at least 1) when that is known.
+  input error into a relative output error, ``d exp(x) / exp(x) = dx``, and its output is
+  dominated by its largest inputs: the input term is multiplied by an estimate of the largest
+  ``|x|``, the root mean square times ``sqrt(2 ln n)`` over ``n`` values (the largest of ``n``
+  normal values; a softmax's ``n`` is its row), at least 1, when the magnitude is known.
 
 The expected RED is ``sqrt(RED_store(out)^2 + RED_store(golden)^2 + RED_acc^2 + RED_in^2)``, and a
 tensor is within rounding up to :data:`MARGIN` times that (at least :data:`FLOOR`: float32
@@ -191,13 +193,13 @@ def _quadrature(terms: Sequence[tuple[str, float]]) -> float:
 
 def output_noise(output_dtype, golden_dtype=None, input_reds: Sequence[float | None] = (),
                  input_dtypes: Sequence = (), accumulation: int = 1, op_type: str = "",
-                 input_scale: float | None = None) -> Noise:
+                 input_scale: float | None = None, input_size: int = 1) -> Noise:
     """The noise of an op's output against its golden.
 
     ``input_reds`` are the inputs' measured REDs (None or NaN where not measured: such an
     input is taken to carry UPSTREAM roundings of its type, or of the output's); ``input_dtypes``
-    their NPU types, where known; ``input_scale`` the first input's root mean square (the
-    gain of an EXPONENTIAL op). An unknown output type counts as float16, the coarsest type
+    their NPU types, where known; ``input_scale`` the first input's root mean square and
+    ``input_size`` its number of values (the gain of an EXPONENTIAL op). An unknown output type counts as float16, the coarsest type
     Ascend networks commonly store.
     """
     u_out = roundoff_or_none(output_dtype)
@@ -210,7 +212,8 @@ def output_noise(output_dtype, golden_dtype=None, input_reds: Sequence[float | N
         terms.append((f"{accumulation}-term sums", STORE * unit_roundoff(ACCUMULATOR) * math.sqrt(accumulation / 2)))
     inputs = _input_terms(input_reds, input_dtypes, u_out)
     if op_type in EXPONENTIAL and input_scale is not None and math.isfinite(input_scale):
-        inputs *= max(1.0, input_scale)
+        n = accumulation if op_type in _LAST_AXIS else input_size  # a softmax's largest is per row
+        inputs *= max(1.0, input_scale * math.sqrt(2 * math.log(max(n, 3))))
     if inputs:
         terms.append(("inputs", inputs))
     exact = u_out == 0 and u_gold == 0 and not inputs

@@ -26,7 +26,7 @@ def op_output_noise(op_type: str, npu_dtype, golden_dtype, inputs: Sequence[Inpu
     first = inputs[0].stats if inputs else None
     k = accumulation_length(op_type, input_shapes, output_shape)
     return output_noise(npu_dtype, golden_dtype, reds, [c.facts.name for c in inputs], k, op_type,
-                        first.rms_golden if first is not None else None)
+                        first.rms_golden if first is not None else None, first.size if first is not None else 1)
 
 
 def op_replay_noise(op_type: str, npu_dtype, input_shapes: Sequence, output_shape) -> Noise:
