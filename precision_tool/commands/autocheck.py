@@ -136,6 +136,9 @@ def _explain(context: Context, found: AutoCheck, limit: int) -> None:
         found.explanations = explain_newest(context, limit, [p for p, _ in found.summaries.results])
     except PrecisionToolError as exc:
         found.why_error = str(exc)
+        return
+    causes = {e.op: e.cause for e in found.explanations}  # the verdict carries them from here on
+    found.summaries.results = [(p, d.with_causes(causes)) for p, d in found.summaries.results]
 
 
 def _write_report(context: Context, found: AutoCheck) -> None:

@@ -358,12 +358,12 @@ class Divergence:
         return replace(self, ops=tuple(replace(op, local=checks[(op.index, op.name)])
                                        if (op.index, op.name) in checks else op for op in self.ops))
 
-    def with_causes(self, causes: Mapping[tuple[int, str], str]) -> Divergence:
-        """This analysis with the causes ``why`` found (by :func:`op_key`) attached."""
+    def with_causes(self, causes: Mapping[str, str]) -> Divergence:
+        """This analysis with the causes ``why`` found (by NPU op name) on its flagged ops."""
         if not causes:
             return self
-        return replace(self, ops=tuple(replace(op, cause=causes[(op.index, op.name)])
-                                       if (op.index, op.name) in causes else op for op in self.ops))
+        return replace(self, ops=tuple(replace(op, cause=causes[op.name])
+                                       if op.flagged and op.name in causes else op for op in self.ops))
 
 
 def _tensor(row: CompareRow, limit: float = math.nan) -> TensorCosine:
