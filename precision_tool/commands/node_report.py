@@ -27,7 +27,7 @@ from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
-from ..explain.judged import judged_rows
+from ..compare.judged import judged_rows
 from ..render import node_info, op_graph, op_tree
 from ..render.palette import LEGEND_ORDER, swatch
 from ..render.limits import LIST_LIMIT, head

@@ -35,8 +35,8 @@ from ..compare.tolerance import Tolerance, pair_tolerance
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..explain.diagnosis import output_noise_of
-from ..explain.numbers import PairStats, compare
-from ..explain.tensors import op_tensors, resolve
+from ..compare.pair_stats import PairStats, compare
+from ..compare.op_tensors import op_tensors, resolve
 from ..render.lines import visible
 from ..render.palette import swatch
 from ..render.summary import cosine_style

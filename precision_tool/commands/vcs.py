@@ -143,11 +143,11 @@ class Summaries:
 
 
 def analyse_results(context: Context, paths: list[Path], rule: FlagRule) -> Summaries:
-    """Read and judge each CSV of ``paths`` (the one verdict: :func:`~..explain.judged.judged_rows`).
+    """Read and judge each CSV of ``paths`` (the one verdict: :func:`~..compare.judged.judged_rows`).
     A single CSV that cannot be read raises PrecisionToolError (its one error line then goes
     where errors go); with several, the others are still judged and the error is kept."""
     from ..compare.result_csv import read_result_csv
-    from ..explain.judged import judged_rows
+    from ..compare.judged import judged_rows
 
     found = Summaries()
     for path in paths:

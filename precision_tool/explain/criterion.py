@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..compare.divergence import FlagRule
 from ..compare.noise import Noise
-from .numbers import PairStats
+from ..compare.pair_stats import PairStats
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
 from .criterion import Criterion
-from .numbers import PairStats, coarsest, compare, count_nonfinite, dtype_facts
-from .launch_replay import replay_op
-from .replay import ReplayError
-from .replay.registry import channel_axis
+from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, dtype_facts
+from ..compare.replay.launch import replay_op
+from ..compare.replay import ReplayError
+from ..compare.replay.registry import channel_axis
 from .rounding import op_output_noise, op_replay_noise
-from .judged import judged_result
-from .tensors import (
+from ..compare.judged import judged_result
+from ..compare.op_tensors import (
     OpTensors,
     TensorSide,
     first_introducers,

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..compare.noise import Noise, output_noise, replay_noise
 from .criterion import Criterion
-from .numbers import DtypeFacts, PairStats, coarsest, compare
+from ..compare.pair_stats import DtypeFacts, PairStats, coarsest, compare
 
 
 @dataclass(frozen=True)

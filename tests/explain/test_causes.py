@@ -22,7 +22,7 @@ from precision_tool.explain.causes import (
     rank,
 )
 from precision_tool.explain.criterion import Criterion
-from precision_tool.explain.numbers import compare, dtype_facts
+from precision_tool.compare.pair_stats import compare, dtype_facts
 
 RNG = np.random.default_rng(14)
 GOLDEN = RNG.standard_normal((2, 5, 5, 4)).astype(np.float32)

@@ -1,15 +1,16 @@
 """Replaying one launch of an op: its NPU inputs in host layout and its graph attributes handed
-to :func:`~.replay.run_replay`. ``why`` (:mod:`.diagnosis`) and the verdict's replay
-(:mod:`.judged`) both replay through here, so they recompute the same thing.
+to :func:`~.registry.run_replay`. ``why`` (:mod:`precision_tool.explain.diagnosis`) and the
+verdict's replay (:mod:`precision_tool.compare.judged`) both replay through here, so they
+recompute the same thing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..context import OpRef
-from .replay import ReplayArgs, run_replay, tf_type
-from .tensors import OpTensors
+from ..op_tensors import OpTensors
+from ..workspace import OpRef
+from .registry import ReplayArgs, run_replay, tf_type
 
 
 def original_types(ref: OpRef) -> tuple[str, ...]:

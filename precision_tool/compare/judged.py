@@ -19,16 +19,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..compare.divergence import Divergence, FlagRule, OpCosines, analyse
-from ..compare.noise import accumulation_length, replay_noise
-from ..compare.result_csv import read_result_csv
-from ..compare.verdict import LocalCheck
-from ..context import Context
 from ..errors import PrecisionToolError
-from .launch_replay import replay_op
-from .numbers import compare
+from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .noise import accumulation_length, replay_noise
+from .op_tensors import OpTensors, op_tensors, resolve
+from .pair_stats import compare
 from .replay import REGISTRY, ReplayError
-from .tensors import OpTensors, op_tensors, resolve
+from .replay.launch import replay_op
+from .result_csv import read_result_csv
+from .verdict import LocalCheck
+from .workspace import Workspace
 
 MAX_REPLAYS = 2000  # flagged ops replayed per result; the rest keep the input rule
 
@@ -62,7 +62,7 @@ def local_check(tensors: OpTensors, slot: int) -> LocalCheck | None:
     return LocalCheck(stats.red, stats.nonfinite_mismatch, noise, label, slot)
 
 
-def _check_op(context: Context, op: OpCosines) -> LocalCheck | None:
+def _check_op(context: Workspace, op: OpCosines) -> LocalCheck | None:
     ref = resolve(context, op.name)
     worst = op.worst_output_tensor
     if ref is None or worst is None or ref.op.type not in REGISTRY:  # no dump read for nothing
@@ -74,7 +74,7 @@ def _check_op(context: Context, op: OpCosines) -> LocalCheck | None:
     return local_check(launches[0], worst.slot) if launches else None
 
 
-def local_checks(context: Context, divergence: Divergence) -> dict[tuple[int, str], LocalCheck]:
+def local_checks(context: Workspace, divergence: Divergence) -> dict[tuple[int, str], LocalCheck]:
     """The replay evidence of each flagged op that could be replayed (up to MAX_REPLAYS)."""
     checks: dict[tuple[int, str], LocalCheck] = {}
     for op in divergence.flagged[:MAX_REPLAYS]:
@@ -89,12 +89,17 @@ def _stamp(path: Path) -> tuple:
     return str(Path(path).resolve()), info.st_size, info.st_mtime_ns
 
 
-def judged_rows(context: Context, path: Path, rows, rule: FlagRule) -> Divergence:
-    """The verdict on ``rows`` (read from result ``path``) by ``rule``, replays attached;
-    remembered for the session, so every view of one command (and of later ones) shares it."""
+def judge_rows(context: Workspace, rows, rule: FlagRule) -> Divergence:
+    """The verdict on ``rows`` by ``rule``, the replays of its flagged ops attached."""
+    divergence = analyse(rows, rule)
+    return divergence.with_local(local_checks(context, divergence))
+
+
+def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Divergence:
+    """:func:`judge_rows` of ``rows`` (read from result ``path``); remembered for the session,
+    so every view of one command (and of later ones) shares it."""
     def judge() -> Divergence:
-        divergence = analyse(rows, rule)
-        return divergence.with_local(local_checks(context, divergence))
+        return judge_rows(context, rows, rule)
 
     try:
         key = ("verdict", _stamp(path), rule)
@@ -103,7 +108,7 @@ def judged_rows(context: Context, path: Path, rows, rule: FlagRule) -> Divergenc
     return context.remembered(key, judge)
 
 
-def judged_result(context: Context, path: Path, rule: FlagRule, **read) -> Divergence:
+def judged_result(context: Workspace, path: Path, rule: FlagRule, **read) -> Divergence:
     """:func:`judged_rows` of the result CSV ``path`` (read with ``read``'s options).
 
     Raises:
