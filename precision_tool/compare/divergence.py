@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
-from .noise import accumulation_length, output_noise
+from .noise import EXPONENTIAL, accumulation_length, output_noise, unmeasured_noise
 from .result import GOLDEN_NONFINITE_NOTE, CompareRow
 from .verdict import (
     AMPLIFY_FACTOR,
@@ -399,11 +399,11 @@ def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
     for i, row in enumerate(rows):
         if row.kind == "output":
             k = accumulation_length(op_type, shapes, row.shape)
-            scale = golden_rms(inputs[0]) if inputs else None
+            scale = golden_rms(inputs[0]) if inputs and op_type in EXPONENTIAL else None
             noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
                                  k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
         elif row.kind == "input":
-            noise = output_noise(row.npu_dtype, row.golden_dtype, [None], [row.npu_dtype])
+            noise = unmeasured_noise(row.npu_dtype, row.golden_dtype)
         else:
             continue
         limits[i] = noise.limit

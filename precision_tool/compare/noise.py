@@ -50,6 +50,7 @@ own NPU inputs has no input term and no golden rounding, but a kernel rounds ins
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -117,6 +118,7 @@ def _dtype(dtype) -> np.dtype:
     return np.dtype(dtype)
 
 
+@functools.lru_cache(maxsize=256)  # a result has a handful of types and a million rows
 def roundoff_or_none(dtype) -> float | None:
     """:func:`unit_roundoff`, None for a missing or unknown type (a CSV's ``NaN``)."""
     if dtype is None:
@@ -209,7 +211,7 @@ def output_noise(output_dtype, golden_dtype=None, input_reds: Sequence[float | N
     if u_gold:
         terms.append((f"{_name(golden_dtype)} golden", STORE * u_gold))
     if accumulation > 1 and u_out:
-        terms.append((f"{accumulation}-term sums", STORE * unit_roundoff(ACCUMULATOR) * math.sqrt(accumulation / 2)))
+        terms.append((f"{accumulation}-term sums", STORE * roundoff_or_none(ACCUMULATOR) * math.sqrt(accumulation / 2)))
     inputs = _input_terms(input_reds, input_dtypes, u_out)
     if op_type in EXPONENTIAL and input_scale is not None and math.isfinite(input_scale):
         n = accumulation if op_type in _LAST_AXIS else input_size  # a softmax's largest is per row
@@ -233,6 +235,13 @@ def _input_terms(reds: Sequence[float | None], dtypes: Sequence, u_out: float) -
     return math.sqrt(total)
 
 
+@functools.lru_cache(maxsize=256)
+def unmeasured_noise(output_dtype, golden_dtype=None) -> Noise:
+    """:func:`output_noise` of a tensor whose history is not measured (one input of UPSTREAM
+    roundings): the same for every tensor of the same types, so computed once per pair."""
+    return output_noise(output_dtype, golden_dtype, [None], [output_dtype])
+
+
 def replay_noise(output_dtype, op_type: str = "", accumulation: int = 1) -> Noise:
     """The noise of an NPU output against the op replayed in float64 on its own NPU inputs:
     the output's rounding, its sums', and KERNEL_ROUNDINGS more inside a multi-step kernel."""
@@ -242,10 +251,11 @@ def replay_noise(output_dtype, op_type: str = "", accumulation: int = 1) -> Nois
     terms = [(f"{_name(output_dtype)} output" + (f" and {steps - 1} inner roundings" if steps > 1 else ""),
               STORE * u_out * math.sqrt(steps))]
     if accumulation > 1 and u_out:
-        terms.append((f"{accumulation}-term sums", STORE * unit_roundoff(ACCUMULATOR) * math.sqrt(accumulation / 2)))
+        terms.append((f"{accumulation}-term sums", STORE * roundoff_or_none(ACCUMULATOR) * math.sqrt(accumulation / 2)))
     return Noise(_quadrature(terms), tuple(terms), u_out == 0)
 
 
+@functools.lru_cache(maxsize=256)
 def _name(dtype) -> str:
     if dtype is None:
         return "float16"

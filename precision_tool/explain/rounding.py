@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..compare.noise import Noise, accumulation_length, output_noise, replay_noise
+from ..compare.noise import Noise, accumulation_length, output_noise, replay_noise, unmeasured_noise
 from .subject import InputCheck
 
 
 def input_noise(check: InputCheck) -> Noise:
     """The noise of one input against its golden: of a tensor with an unmeasured history."""
-    return output_noise(check.facts.name, None, [None])
+    return unmeasured_noise(check.facts.name)
 
 
 def op_output_noise(op_type: str, npu_dtype, golden_dtype, inputs: Sequence[InputCheck],
