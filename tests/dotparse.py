@@ -128,12 +128,7 @@ def parse(source: str) -> Graph:
     reader.take("digraph")
     if reader.peek().text != "{":
         reader.value(graph)
-    reader.take("{")
-    while reader.peek().text != "}":
-        _statement(reader, graph)
-        if reader.peek().text == ";":
-            reader.take(";")
-    reader.take("}")
+    _body(reader, graph)
     if reader.peek() is not None:
         raise ValueError(f"text after the graph: {reader.peek()}")
     return graph
@@ -144,9 +139,14 @@ def _subgraph(reader: _Reader, graph: Graph) -> None:
     name = reader.value(graph)
     inner = graph.subgraphs.setdefault(name, Graph())
     inner.html_values = graph.html_values  # one list: no HTML-like value anywhere
+    _body(reader, inner)
+
+
+def _body(reader: _Reader, graph: Graph) -> None:
+    """``{ statement; ... }`` into ``graph``."""
     reader.take("{")
     while reader.peek().text != "}":
-        _statement(reader, inner)
+        _statement(reader, graph)
         if reader.peek().text == ";":
             reader.take(";")
     reader.take("}")
