@@ -150,3 +150,21 @@ def _golden_path(root: Path, op: str, slot: int) -> Path:
     context, _ = make_context(root)
     graph, graph_op = context.models("debug_0")[0].find_op(op)
     return context.golden().path_for(*golden_for(graph, graph_op, "output", slot))
+
+
+@pytest.mark.parametrize("kind", ["computation", "scale", "nan", "none"])
+def test_ni_tells_each_op_s_verdict(networks, kind):
+    """``ni OP`` names the op's verdict in the newest result: introduces / inherits for the ops
+    vcs flags (and which), within rounding for the rest."""
+    root = networks[kind]
+    (result,) = json.loads(_view(root, "vcs --json -l 0"))["results"]
+    states = {op["op"]: op["state"] for op in result["flagged"]}
+    for op in _all_ops(root):
+        text = _view(root, f"ni {op}")
+        line = next((t for t in text.splitlines() if t.startswith("verdict: ")), "")
+        if op in states:
+            words = "introduces the error" if states[op] == "introduces" else "inherits an upstream error"
+            assert words in line, (op, line)
+        elif line:  # ops without a dump row in the result say so, the rest are judged
+            assert any(w in line for w in ("within rounding", "beyond rounding", "NaN or Inf",
+                                           "not compared", "not in the newest result")), (op, line)

@@ -27,9 +27,11 @@ from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
-from ..compare.judged import judged_rows
+from ..compare.judged import judged_rows, with_replay
 from ..render import node_info, op_graph, op_tree
+from ..render.op_graph import node_state
 from ..render.palette import LEGEND_ORDER, swatch
+from ..render.summary import verdict_text
 from ..render.limits import LIST_LIMIT, head
 from ..render.lines import OneLine, OneLineText, visible
 from .lookup import graph_label, lookup_ops
@@ -213,12 +215,32 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 # --- the command --------------------------------------------------------------------------------
 
 
+def verdict_line(context: Context, ref: OpRef) -> Text | None:
+    """The op's verdict in the newest result (the one every view gives), None without one."""
+    rule = FlagRule.from_config(context.config)
+    newest = newest_result(context.config.temp_dir, rule)
+    op = newest.ops.get(ref.op.name)
+    if newest.directory is None:
+        return None
+    if op is None:
+        return Text(f"verdict: not in the newest result ({visible(str(newest.directory))})", style="muted")
+    judged = with_replay(context, op)
+    look = swatch(node_state(judged))
+    text = Text.assemble(("verdict: ", "title"))
+    text.append_text(verdict_text(judged) if judged.flagged else Text(f"{look.marker} {look.label}".strip(),
+                                                                      style=look.style))
+    return text.append(f"  (newest result {visible(str(newest.directory))})", style="muted")
+
+
 def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
     """Everything ``ni`` shows of one op; (renderables, files written)."""
     op = ref.op
     limit = None if args.full else LIST_LIMIT
-    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id),
-                 node_info.inputs_table(op, limit)]
+    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id)]
+    verdict = verdict_line(context, ref)
+    if verdict is not None:
+        out.append(verdict)
+    out.append(node_info.inputs_table(op, limit))
     control = node_info.control_line(op, limit)
     if control is not None:
         out.append(control)

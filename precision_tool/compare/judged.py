@@ -17,6 +17,7 @@ divergence from :func:`judged_result`, so they all tell the same story.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import PrecisionToolError
@@ -87,6 +88,15 @@ def local_checks(context: Workspace, divergence: Divergence) -> dict[tuple[int, 
 def _stamp(path: Path) -> tuple:
     info = os.stat(path)
     return str(Path(path).resolve()), info.st_size, info.st_mtime_ns
+
+
+def with_replay(context: Workspace, op: OpCosines) -> OpCosines:
+    """``op`` with its replay attached when it is flagged: an op's verdict depends on its own
+    replay alone, so one op's verdict costs one replay, not the whole result's."""
+    if not op.flagged or op.local is not None:
+        return op
+    check = _check_op(context, op)
+    return op if check is None else replace(op, local=check)
 
 
 def judge_rows(context: Workspace, rows, rule: FlagRule) -> Divergence:
