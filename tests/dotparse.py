@@ -72,6 +72,7 @@ class Graph:
     edges: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # "n0:out0:s"
     attrs: dict[str, str] = field(default_factory=dict)
     html_values: list[str] = field(default_factory=list)  # every <...> value seen
+    subgraphs: dict[str, Graph] = field(default_factory=dict)  # ``subgraph NAME { ... }``, apart
 
 
 class _Reader:
@@ -127,19 +128,35 @@ def parse(source: str) -> Graph:
     reader.take("digraph")
     if reader.peek().text != "{":
         reader.value(graph)
+    _body(reader, graph)
+    if reader.peek() is not None:
+        raise ValueError(f"text after the graph: {reader.peek()}")
+    return graph
+
+
+def _subgraph(reader: _Reader, graph: Graph) -> None:
+    reader.take("subgraph")
+    name = reader.value(graph)
+    inner = graph.subgraphs.setdefault(name, Graph())
+    inner.html_values = graph.html_values  # one list: no HTML-like value anywhere
+    _body(reader, inner)
+
+
+def _body(reader: _Reader, graph: Graph) -> None:
+    """``{ statement; ... }`` into ``graph``."""
     reader.take("{")
     while reader.peek().text != "}":
         _statement(reader, graph)
         if reader.peek().text == ";":
             reader.take(";")
     reader.take("}")
-    if reader.peek() is not None:
-        raise ValueError(f"text after the graph: {reader.peek()}")
-    return graph
 
 
 def _statement(reader: _Reader, graph: Graph) -> None:
     first = reader.peek()
+    if first.text == "subgraph" and first.kind == "id":
+        _subgraph(reader, graph)
+        return
     if first.text in ("graph", "node", "edge") and first.kind == "id" and reader.peek(1).text == "[":
         reader.take()
         attrs = reader.attr_list(graph)

@@ -119,8 +119,10 @@ class OverflowCheckResult:
 
     ``looked_in`` is the overflow dump root; ``absent`` says what was looked for there when it
     is missing (empty when present). ``debug_files`` counts the Opdebug files of the newest run;
-    ``findings`` are the first ``limit`` of them in timestamp order. ``nonfinite_absent`` says
-    why the Inf/NaN-vs-golden part could not run (empty when it ran).
+    ``findings`` are all of them, decoded, in timestamp order (the first to overflow first);
+    ``limit`` only says how many a panel shows (:attr:`shown`), so counts, the conclusion and
+    ``--json`` never depend on it. ``nonfinite_absent`` says why the Inf/NaN-vs-golden part
+    could not run (empty when it ran).
     """
 
     looked_in: Path
@@ -141,6 +143,17 @@ class OverflowCheckResult:
     def found(self) -> bool:
         """Whether any Opdebug file was found."""
         return self.debug_files > 0
+
+    @property
+    def shown(self) -> tuple[OverflowFinding, ...]:
+        """The findings a panel shows: the first ``limit`` (0: all)."""
+        return self.findings if self.limit == 0 else self.findings[:self.limit]
+
+    @property
+    def overflowed_ops(self) -> list[str]:
+        """The ops that overflowed, in the order they first did (each once)."""
+        names = [f.op.op_name for f in self.findings if f.overflowed and f.op is not None]
+        return list(dict.fromkeys(names))
 
     @property
     def flagged(self) -> bool:
@@ -164,8 +177,9 @@ def _opdebug_refs(tree: DumpTree, steps: list[StepDir]) -> list[tuple[StepDir, D
 
 
 def find_overflows(overflow_root: Path, limit: int | None = DEFAULT_LIMIT) -> OverflowCheckResult:
-    """Part 1 on ``overflow_root``: the first ``limit`` Opdebug files (0: all) of its newest run,
-    decoded, each with the op it points at. A missing root gives a result saying so."""
+    """Part 1 on ``overflow_root``: every Opdebug file of its newest run, decoded, each with the
+    op it points at (``limit``: how many a panel shows, 0 all). A missing root gives a result
+    saying so."""
     overflow_root, limit = Path(overflow_root), _effective_limit(limit)
     if not overflow_root.is_dir():
         return OverflowCheckResult(overflow_root, limit, absent=f"{OPDEBUG_GLOB} files")
@@ -175,8 +189,7 @@ def find_overflows(overflow_root: Path, limit: int | None = DEFAULT_LIMIT) -> Ov
         return OverflowCheckResult(overflow_root, limit, absent=f"{OPDEBUG_GLOB} files ({exc.problem})")
     run = tree.newest_run()
     refs = _opdebug_refs(tree, tree.select(run=run))
-    chosen = refs if limit == 0 else refs[:limit]
-    findings = tuple(_finding(step, listing, ref) for step, listing, ref in chosen)
+    findings = tuple(_finding(step, listing, ref) for step, listing, ref in refs)
     return OverflowCheckResult(overflow_root, limit, run=run, debug_files=len(refs), findings=findings)
 
 

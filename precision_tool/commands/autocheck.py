@@ -104,7 +104,7 @@ def _compare(context: Context, found: AutoCheck, quiet: bool) -> list[Path] | No
 def _summarise(context: Context, found: AutoCheck, paths: list[Path] | None) -> None:
     try:
         sources = paths or vcs.result_sources(None, context)
-        found.summaries = vcs.analyse_results(sources, FlagRule.from_config(context.config))
+        found.summaries = vcs.analyse_results(context, sources, FlagRule.from_config(context.config))
     except PrecisionToolError as exc:
         found.summary_error = str(exc)
 
@@ -136,6 +136,9 @@ def _explain(context: Context, found: AutoCheck, limit: int) -> None:
         found.explanations = explain_newest(context, limit, [p for p, _ in found.summaries.results])
     except PrecisionToolError as exc:
         found.why_error = str(exc)
+        return
+    causes = {e.op: e.cause for e in found.explanations}  # the verdict carries them from here on
+    found.summaries.results = [(p, d.with_causes(causes)) for p, d in found.summaries.results]
 
 
 def _write_report(context: Context, found: AutoCheck) -> None:

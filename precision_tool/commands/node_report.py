@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..compare.divergence import NEAR_MARGIN, FlagRule
+from functools import partial
+
+from ..compare.divergence import FlagRule
 from ..compare.newest import NewestResult, newest_result
 from ..compare.pairing import golden_for
 from ..compare.stats import tensor_stats
@@ -25,7 +27,11 @@ from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.text import safe_file_name
+from ..compare.judged import judged_rows, with_replay
 from ..render import node_info, op_graph, op_tree
+from ..render.op_graph import node_state
+from ..render.palette import LEGEND_ORDER, swatch
+from ..render.summary import verdict_text
 from ..render.limits import LIST_LIMIT, head
 from ..render.lines import OneLine, OneLineText, visible
 from .lookup import graph_label, lookup_ops
@@ -174,11 +180,10 @@ def _cosines_line(newest: NewestResult, rule: FlagRule) -> Text:
     if newest.directory is None:
         return Text("colours: no comparison result yet, so every op is grey (run 'vc', then "
                     "'ni -s' again)", style="warn")
-    return Text.assemble(
-        "colours (newest result ", (visible(str(newest.directory)), "path"), "): ",
-        ("red", "cos.bad"), f" flagged ({rule.describe()}), ",
-        ("amber", "warn"), f" within {NEAR_MARGIN:g} above {rule.cosine:g}, ",
-        ("green", "cos.good"), " above, ", ("grey", "muted"), " not compared")
+    legend = Text(", ").join(Text(f"{look.marker} {look.label}".strip(), style=look.style)
+                             for look in map(swatch, LEGEND_ORDER))
+    return Text.assemble("colours (newest result ", (visible(str(newest.directory)), "path"),
+                         f"; flagged: {rule.describe()}): ", legend)
 
 
 def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
@@ -186,7 +191,7 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     by the newest result; (renderables: the files, notes and the tree, written files)."""
     hood = neighbourhood(ref.graph, ref.op, depth, max_nodes=MAX_DRAWN_NODES)
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.config.temp_dir, rule)
+    newest = newest_result(context.config.temp_dir, rule, partial(judged_rows, context))
     cosines = op_graph.node_cosines(hood, newest.ops)
     title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
@@ -210,12 +215,32 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 # --- the command --------------------------------------------------------------------------------
 
 
+def verdict_line(context: Context, ref: OpRef) -> Text | None:
+    """The op's verdict in the newest result (the one every view gives), None without one."""
+    rule = FlagRule.from_config(context.config)
+    newest = newest_result(context.config.temp_dir, rule)
+    op = newest.ops.get(ref.op.name)
+    if newest.directory is None:
+        return None
+    if op is None:
+        return Text(f"verdict: not in the newest result ({visible(str(newest.directory))})", style="muted")
+    judged = with_replay(context, op)
+    look = swatch(node_state(judged))
+    text = Text.assemble(("verdict: ", "title"))
+    text.append_text(verdict_text(judged) if judged.flagged else Text(f"{look.marker} {look.label}".strip(),
+                                                                      style=look.style))
+    return text.append(f"  (newest result {visible(str(newest.directory))})", style="muted")
+
+
 def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
     """Everything ``ni`` shows of one op; (renderables, files written)."""
     op = ref.op
     limit = None if args.full else LIST_LIMIT
-    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id),
-                 node_info.inputs_table(op, limit)]
+    out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id)]
+    verdict = verdict_line(context, ref)
+    if verdict is not None:
+        out.append(verdict)
+    out.append(node_info.inputs_table(op, limit))
     control = node_info.control_line(op, limit)
     if control is not None:
         out.append(control)

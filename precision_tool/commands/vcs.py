@@ -144,12 +144,12 @@ class Summaries:
         return ExitStatus.FLAGGED if any(d.flagged for _, d in self.results) else ExitStatus.OK
 
 
-def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
-    """Read and judge each CSV of ``paths``. A single CSV that cannot be read raises
-    PrecisionToolError (its one error line then goes where errors go); with several, the
-    others are still judged and the error is kept."""
-    from ..compare.divergence import analyse
+def analyse_results(context: Context, paths: list[Path], rule: FlagRule) -> Summaries:
+    """Read and judge each CSV of ``paths`` (the one verdict: :func:`~..compare.judged.judged_rows`).
+    A single CSV that cannot be read raises PrecisionToolError (its one error line then goes
+    where errors go); with several, the others are still judged and the error is kept."""
     from ..compare.result_csv import read_result_csv
+    from ..compare.judged import judged_rows
 
     found = Summaries()
     for path in paths:
@@ -160,7 +160,7 @@ def analyse_results(paths: list[Path], rule: FlagRule) -> Summaries:
                 raise
             found.errors.append(str(exc))
             continue
-        found.results.append((path, analyse(rows, rule)))
+        found.results.append((path, judged_rows(context, path, rows, rule)))
     return found
 
 
@@ -186,9 +186,10 @@ def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> lis
     return renderables
 
 
-def summarise(paths: list[Path], rule: FlagRule, limit: int, as_json: bool = False) -> CommandResult:
+def summarise(context: Context, paths: list[Path], rule: FlagRule, limit: int,
+              as_json: bool = False) -> CommandResult:
     """The summary of each CSV of ``paths`` (see :func:`analyse_results`), as text or JSON."""
-    found = analyse_results(paths, rule)
+    found = analyse_results(context, paths, rule)
     return CommandResult(render_summaries(found, limit, as_json), found.status)
 
 
@@ -206,7 +207,7 @@ def settings(args, context: Context) -> tuple[FlagRule, int]:
 def run(args, context: Context) -> CommandResult:
     """Summarise the result named by ``-f`` (default: the newest) at ``-c``, listing ``-l`` ops."""
     rule, limit = settings(args, context)
-    return summarise(result_sources(args.file, context), rule, limit, as_json=args.json)
+    return summarise(context, result_sources(args.file, context), rule, limit, as_json=args.json)
 
 
 COMMAND = Command(

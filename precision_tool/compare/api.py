@@ -20,14 +20,16 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from ..config import Config, check_setting
 from ..formats.atomic import OutputRoot
-from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
+from .judged import judge_rows
 from .metrics import METRICS, Metric, select_metrics
 from .pairing import DumpSide, NpySide, PairTask
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
 from .row_cache import RowCache, cached_rows, metric_identities
+from .verdict import NOT_COMPARED as NOT_COMPARED_STATE
 from .workspace import Workspace
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
@@ -81,6 +83,8 @@ class ComparisonResult:
     comparison: Comparison
     rows: list[CompareRow]
     metrics: tuple[Metric, ...] = METRICS  # the CSV's metric columns, in this order
+    workspace: Workspace | None = None  # where the replays read the dumps; None: no replay
+    _verdicts: dict = field(default_factory=dict, repr=False, compare=False)  # by rule
 
     @property
     def label(self) -> str:
@@ -89,8 +93,19 @@ class ComparisonResult:
 
     def divergence(self, rule: FlagRule | float) -> Divergence:
         """The flagged ops and the first that introduces the error, judged by ``rule`` (a
-        :class:`~.divergence.FlagRule`, or a cosine threshold)."""
-        return analyse(self.rows, rule)
+        :class:`~.divergence.FlagRule`, or a cosine threshold): the one verdict every view
+        gives, the flagged ops replayed (:mod:`.judged`) when the result knows its data."""
+        rule = rule if isinstance(rule, FlagRule) else FlagRule(float(rule))
+        key = (rule, len(self.rows))
+        if key not in self._verdicts:
+            self._verdicts[key] = (analyse(self.rows, rule) if self.workspace is None
+                                   else judge_rows(self.workspace, self.rows, rule))
+        return self._verdicts[key]
+
+    def row_verdicts(self, rule: FlagRule) -> list[tuple[str, str]]:
+        """(tensor state, op state) of each row, in row order (:mod:`.verdict`)."""
+        ops = {(op.index, op.name): op for op in self.divergence(rule).ops}
+        return [_row_verdict(ops.get(op_key(row)), row) for row in self.rows]
 
     def write_csv(self, path: str | os.PathLike, root: OutputRoot | None = None) -> Path:
         """Write the rows as a msaccucmp-format CSV at ``path`` (in ``root``, default its
@@ -128,8 +143,8 @@ class CompareResult:
         return [op for part in self.parts for op in part.divergence(rule).flagged]
 
     def first_divergence(self, threshold: float | None = None) -> OpCosines | None:
-        """The first op that introduces the error (its inputs match, its output does not), in the
-        first part that has one; None when no op does."""
+        """The first op that introduces the error (its replay, or without one its inputs, say
+        the error is its own), in the first part that has one; None when no op does."""
         rule = self._rule(threshold)
         for part in self.parts:
             found = part.divergence(rule).first_introducer
@@ -140,7 +155,9 @@ class CompareResult:
     def to_pandas(self):
         """A ``pandas.DataFrame``: one row per CSV row, with the CSV's columns (the metrics asked
         for, custom ones after CompareFailReason, as floats, NaN when not compared; text cells
-        the CSV writes as ``NaN`` are None; two columns are named ``DataType``, as in the CSV)."""
+        the CSV writes as ``NaN`` are None; two columns are named ``DataType``, as in the CSV),
+        then ``Verdict`` (the row's tensor state: diverges, non-finite, near, rounding, not
+        compared) and ``OpVerdict`` (its op's: introduces, inherits, clean, not compared)."""
         import pandas as pd
 
         golden_address = any(p.comparison.npu_vs_npu for p in self.parts)
@@ -155,6 +172,9 @@ class CompareResult:
                             for i, c in enumerate(cells)])
         frame = pd.DataFrame.from_records(records, columns=header)
         frame["Index"] = frame["Index"].astype(int)
+        verdicts = [v for part in self.parts for v in part.row_verdicts(self.rule)]
+        frame["Verdict"] = [tensor for tensor, _ in verdicts]  # the one verdict, as every view shows it
+        frame["OpVerdict"] = [op for _, op in verdicts]
         return frame
 
     def write_csv(self, path: str | os.PathLike) -> list[Path]:
@@ -169,6 +189,14 @@ class CompareResult:
         root = OutputRoot(path)  # created, and nothing in it written through a link
         return [part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv", root)
                 for i, part in enumerate(self.parts)]
+
+
+def _row_verdict(op: OpCosines | None, row: CompareRow) -> tuple[str, str]:
+    if op is None or row.kind is None:
+        return NOT_COMPARED_STATE, op.state if op is not None else NOT_COMPARED_STATE
+    tensors = op.inputs if row.kind == "input" else op.outputs
+    tensor = next((t for t in tensors if t.slot == row.slot), None)
+    return (tensor.state(op.rule) if tensor is not None else NOT_COMPARED_STATE), op.state
 
 
 def compare(data_root: str | os.PathLike | None = None, *, left: str | None = None,
@@ -210,7 +238,7 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
                              devices=devices)
-    parts = [ComparisonResult(plan, [], chosen) for plan in plans]
+    parts = [ComparisonResult(plan, [], chosen, workspace) for plan in plans]
     for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
                                       split_bytes=config.split_bytes):
         parts[owner].rows.append(row)

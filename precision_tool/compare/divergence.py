@@ -16,23 +16,44 @@ The rule (:class:`FlagRule`), the same for outputs and inputs: a tensor *diverge
 * the NPU tensor holds NaN or Inf (see :attr:`~.result.CompareRow.npu_nonfinite`): a NaN
   cosine cannot be compared with a threshold, but a network that overflows is wrong.
 
-An op is *flagged* when one of its outputs diverges. A flagged op *introduces* the error when
-none of its inputs diverges (or it has no compared input): an op whose output turns non-finite
-while its inputs are finite introduces it too. Otherwise it *inherits* an error already present
-in an input. The first op that introduces the error is the one to look at first: everything
-downstream of it is suspect anyway.
+A tensor that does not diverge is *rounding* when its RED is within the noise a correct op
+shows (:mod:`.noise`, from its dtypes, its sums and its inputs' measured REDs), else *near*
+(:mod:`.verdict` names every state).
+
+An op is *flagged* when one of its outputs diverges. Whether a flagged op *introduces* the error
+or *inherits* it is decided by its replay when one ran (:class:`~.verdict.LocalCheck`, attached
+by :meth:`Divergence.with_local`): beyond the replay's noise it introduces. Without a replay,
+by its inputs: it introduces when none of its inputs diverges (or it has no compared input; an
+op whose output turns non-finite while its inputs are finite introduces it too). The first op
+that introduces the error is the one to look at first: everything downstream of it is suspect
+anyway.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterable
+import re
+from dataclasses import dataclass, replace
+from typing import Iterable, Mapping
 
-from .result import CompareRow
+from .noise import EXPONENTIAL, accumulation_length, output_noise, unmeasured_noise
+from .result import GOLDEN_NONFINITE_NOTE, CompareRow
+from .verdict import (
+    AMPLIFY_FACTOR,
+    BY_INPUTS,
+    BY_REPLAY,
+    CLEAN,
+    DIVERGES,
+    INHERITS,
+    INTRODUCES,
+    NEAR,
+    NONFINITE,
+    NOT_COMPARED,
+    ROUNDING,
+    LocalCheck,
+)
 
 RED = "RelativeEuclideanDistance"
-NEAR_MARGIN = 0.02  # "close to the threshold": within this much above it
 
 
 def cosine_flags(cosine: float, threshold: float) -> bool:
@@ -87,6 +108,8 @@ class TensorCosine:
         reason: the row's CompareFailReason (why it was not compared, or a note).
         red: RelativeEuclideanDistance; NaN when not compared.
         nonfinite: the NPU tensor holds NaN or Inf.
+        limit: the largest RED rounding explains here (:mod:`.noise`); NaN when unknown.
+        golden_nonfinite: the golden holds NaN or Inf.
     """
 
     kind: str
@@ -95,6 +118,34 @@ class TensorCosine:
     reason: str = ""
     red: float = math.nan
     nonfinite: bool = False
+    limit: float = math.nan
+    golden_nonfinite: bool = False
+
+    @property
+    def nonfinite_side(self) -> str | None:
+        """``NPU``, ``golden`` or ``both`` when a side holds NaN or Inf, else None."""
+        if self.nonfinite and self.golden_nonfinite:
+            return "both"
+        return "NPU" if self.nonfinite else "golden" if self.golden_nonfinite else None
+
+    @property
+    def error(self) -> float:
+        """The RED, or the RED an error keeping the norm has at this cosine when the result
+        has no RED (a cosine-only run); NaN without either."""
+        if not math.isnan(self.red):
+            return self.red
+        return math.nan if math.isnan(self.cosine) else equivalent_red(self.cosine)
+
+    def state(self, rule: FlagRule) -> str:
+        """The tensor's verdict (:mod:`.verdict`)."""
+        if self.nonfinite_side is not None:
+            return NONFINITE
+        if self.diverges(rule):
+            return DIVERGES
+        error = self.error
+        if math.isnan(error):
+            return NOT_COMPARED
+        return ROUNDING if math.isnan(self.limit) or error <= self.limit else NEAR
 
     @property
     def is_nan(self) -> bool:
@@ -121,6 +172,8 @@ class OpCosines:
         ground_truth: the golden op names (right side), ``*`` when none.
         inputs, outputs: the compared tensors, by slot.
         rule: when a tensor diverges.
+        local: the replay's evidence, when it ran (:meth:`Divergence.with_local`).
+        cause: the cause ``why`` found, when it ran.
     """
 
     index: int
@@ -130,6 +183,8 @@ class OpCosines:
     inputs: tuple[TensorCosine, ...]
     outputs: tuple[TensorCosine, ...]
     rule: FlagRule
+    local: LocalCheck | None = None
+    cause: str | None = None
 
     @property
     def threshold(self) -> float:
@@ -146,11 +201,10 @@ class OpCosines:
         """True when an output diverges."""
         return any(t.diverges(self.rule) for t in self.outputs)
 
-    def near(self, margin: float = NEAR_MARGIN) -> bool:
-        """True for an op not flagged whose lowest output cosine is within ``margin`` above the
-        threshold: one a slightly stricter threshold would flag."""
-        worst = self.worst_output
-        return not self.flagged and worst is not None and worst - self.threshold <= margin
+    @property
+    def near(self) -> bool:
+        """True for an op not flagged with an output beyond rounding (:data:`~.verdict.NEAR`)."""
+        return not self.flagged and any(t.state(self.rule) == NEAR for t in self.outputs)
 
     @property
     def has_nan_output(self) -> bool:
@@ -158,14 +212,51 @@ class OpCosines:
         return any(t.is_nan for t in self.outputs)
 
     @property
+    def decided_by(self) -> str:
+        """Which rule says whether the op introduces: ``replay`` or ``inputs``."""
+        return BY_REPLAY if self.local is not None else BY_INPUTS
+
+    @property
     def introduces(self) -> bool:
-        """True for a flagged op none of whose compared inputs diverges."""
-        return self.flagged and not any(t.diverges(self.rule) for t in self.inputs)
+        """True for a flagged op that adds the error itself: its replay says so, or, without
+        one, none of its compared inputs diverges."""
+        if not self.flagged:
+            return False
+        if self.local is not None:
+            return self.local.beyond
+        return not any(t.diverges(self.rule) for t in self.inputs)
 
     @property
     def inherits(self) -> bool:
-        """True for a flagged op with an input that already diverges."""
+        """True for a flagged op that carries an error already present in an input."""
         return self.flagged and not self.introduces
+
+    @property
+    def amplifies(self) -> bool:
+        """True for an inheriting op whose output diverges more than its inputs (RED
+        AMPLIFY_FACTOR times the largest input RED, or non-finite from finite inputs)."""
+        if not self.inherits:
+            return False
+        worst_in = max((t.error for t in self.inputs if not math.isnan(t.error)), default=math.nan)
+        worst_out = max((t.error for t in self.outputs if not math.isnan(t.error)), default=math.nan)
+        if self.nonfinite and not any(t.nonfinite for t in self.inputs):
+            return True
+        return not math.isnan(worst_in) and not math.isnan(worst_out) and worst_out > AMPLIFY_FACTOR * worst_in
+
+    @property
+    def state(self) -> str:
+        """``introduces``, ``inherits``, ``clean`` or ``not compared`` (:mod:`.verdict`)."""
+        if self.flagged:
+            return INTRODUCES if self.introduces else INHERITS
+        judged = [t.state(self.rule) for t in self.outputs]
+        return CLEAN if any(s != NOT_COMPARED for s in judged) else NOT_COMPARED
+
+    @property
+    def worst_output_tensor(self) -> TensorCosine | None:
+        """The output that decides the op's verdict: a diverging one first, then the one with
+        the largest error."""
+        ranked = sorted(self.outputs, key=lambda t: (not t.diverges(self.rule), -_finite(t.error)))
+        return ranked[0] if ranked else None
 
     @property
     def nonfinite(self) -> bool:
@@ -190,6 +281,10 @@ class OpCosines:
             return None
         worst_in = self.worst_input
         return (1.0 if worst_in is None else worst_in), worst_out
+
+
+def _finite(value: float) -> float:
+    return -1.0 if math.isnan(value) else value
 
 
 def _lowest(tensors: Iterable[TensorCosine]) -> float | None:
@@ -235,23 +330,84 @@ class Divergence:
         judged = [op for op in self.ops if op.worst_output is not None]
         return min(judged, key=lambda op: op.worst_output, default=None)
 
-    def near_threshold(self, margin: float = NEAR_MARGIN) -> tuple[OpCosines, ...]:
-        """Ops not flagged whose lowest output cosine is within ``margin`` above the threshold:
-        the ones a slightly stricter threshold would flag."""
-        return tuple(op for op in self.dumped if op.near(margin))
+    @property
+    def near(self) -> tuple[OpCosines, ...]:
+        """Ops not flagged with an output beyond rounding (:attr:`OpCosines.near`)."""
+        return tuple(op for op in self.dumped if op.near)
+
+    @property
+    def nonfinite(self) -> tuple[OpCosines, ...]:
+        """Ops with an NPU output that holds NaN or Inf, in execution order."""
+        return tuple(op for op in self.ops if op.nonfinite)
 
     @property
     def unjudged(self) -> tuple[OpCosines, ...]:
-        """Ops not flagged but with an output whose cosine is NaN (not compared: shown, never
-        flagged)."""
+        """Ops not flagged with an output that has no usable cosine (not compared, or a golden
+        that is not finite): shown, never flagged."""
         return tuple(op for op in self.dumped if op.has_nan_output and not op.flagged)
 
+    @property
+    def replayed(self) -> int:
+        """How many flagged ops a replay judged."""
+        return sum(1 for op in self.flagged if op.local is not None)
 
-def _tensor(row: CompareRow) -> TensorCosine | None:
-    kind, slot = row.kind, row.slot
-    if kind is None or slot is None:
+    def with_local(self, checks: Mapping[tuple[int, str], LocalCheck]) -> Divergence:
+        """This analysis with the replay evidence ``checks`` (by :func:`op_key`) attached."""
+        if not checks:
+            return self
+        return replace(self, ops=tuple(replace(op, local=checks[(op.index, op.name)])
+                                       if (op.index, op.name) in checks else op for op in self.ops))
+
+    def with_causes(self, causes: Mapping[str, str]) -> Divergence:
+        """This analysis with the causes ``why`` found (by NPU op name) on its flagged ops."""
+        if not causes:
+            return self
+        return replace(self, ops=tuple(replace(op, cause=causes[op.name])
+                                       if op.flagged and op.name in causes else op for op in self.ops))
+
+
+def _tensor(row: CompareRow, limit: float = math.nan) -> TensorCosine:
+    return TensorCosine(row.kind, row.slot, row.cosine, row.fail_reason, row.metric(RED),
+                        row.npu_nonfinite, limit, GOLDEN_NONFINITE_NOTE in row.fail_reason)
+
+
+_MOMENTS = re.compile(r"\(([^;()]+);([^;()]+)\)")
+
+
+def golden_rms(row: CompareRow) -> float | None:
+    """The golden's root mean square from the StandardDeviation text ``(mean;std),(mean;std)``
+    (the second pair is the golden's); None when the row has none."""
+    pairs = _MOMENTS.findall(row.std_text or "")
+    try:
+        mean, std = (float(v) for v in pairs[-1])
+    except (IndexError, ValueError):
         return None
-    return TensorCosine(kind, slot, row.cosine, row.fail_reason, row.metric(RED), row.npu_nonfinite)
+    return math.hypot(mean, std)
+
+
+def _size(shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
+    """The noise limit of each tensor row (by position in ``rows``): outputs from the op's
+    dtypes, sums and its inputs' measured REDs; inputs as tensors of unmeasured history."""
+    inputs = sorted((r for r in rows if r.kind == "input" and r.slot is not None), key=lambda r: r.slot)
+    reds = [r.metric(RED) for r in inputs] or [None]  # no input row: one of unmeasured history
+    shapes = [r.shape for r in inputs]
+    limits = {}
+    for i, row in enumerate(rows):
+        if row.kind == "output":
+            k = accumulation_length(op_type, shapes, row.shape)
+            scale = golden_rms(inputs[0]) if inputs and op_type in EXPONENTIAL else None
+            noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
+                                 k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
+        elif row.kind == "input":
+            noise = unmeasured_noise(row.npu_dtype, row.golden_dtype)
+        else:
+            continue
+        limits[i] = noise.limit
+    return limits
 
 
 def op_key(row: CompareRow) -> tuple[int, str]:
@@ -267,12 +423,13 @@ def _group(rows: Iterable[CompareRow]) -> dict[tuple[int, str], list[CompareRow]
 
 
 def _op(key: tuple[int, str], rows: list[CompareRow], rule: FlagRule) -> OpCosines:
-    tensors = [t for t in map(_tensor, rows) if t is not None]
+    op_type = next((r.op_type for r in rows if r.op_type), "")
+    limits = _limits(rows, op_type)
+    tensors = [_tensor(row, limits[i]) for i, row in enumerate(rows) if i in limits]
     by_slot = lambda kind: tuple(sorted((t for t in tensors if t.kind == kind),  # noqa: E731
                                         key=lambda t: t.slot))
     first = rows[0]
-    return OpCosines(index=key[0], name=key[1],
-                     op_type=next((r.op_type for r in rows if r.op_type), ""),
+    return OpCosines(index=key[0], name=key[1], op_type=op_type,
                      ground_truth=first.ground_truth, inputs=by_slot("input"),
                      outputs=by_slot("output"), rule=rule)
 

@@ -12,11 +12,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..errors import PrecisionToolError
-from .divergence import FlagRule, OpCosines, analyse
+from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .manifest import result_csvs
+from .result import CompareRow
 from .result_csv import latest_result_dir, read_result_csv
+
+Judge = Callable[[Path, list[CompareRow], FlagRule], Divergence]
+
+
+def _by_inputs(path: Path, rows: list[CompareRow], rule: FlagRule) -> Divergence:
+    return analyse(rows, rule)
 
 
 @dataclass(frozen=True)
@@ -35,8 +43,9 @@ def _worse(op: OpCosines, than: OpCosines | None) -> bool:
     return mine is not None and (theirs is None or mine < theirs)
 
 
-def newest_result(output_root: str | os.PathLike, rule: FlagRule) -> NewestResult:
-    """Every op of the newest result of the output root, judged by ``rule`` (see the module
+def newest_result(output_root: str | os.PathLike, rule: FlagRule, judge: Judge = _by_inputs) -> NewestResult:
+    """Every op of the newest result of the output root, judged by ``rule`` through ``judge``
+    (the caller's one verdict, with replays; default: the input rule alone; see the module
     doc); a CSV that cannot be read is named in ``errors`` and the others still count."""
     directory = latest_result_dir(output_root)
     if directory is None:
@@ -45,7 +54,7 @@ def newest_result(output_root: str | os.PathLike, rule: FlagRule) -> NewestResul
     errors = []
     for path in result_csvs(directory):
         try:
-            divergence = analyse(read_result_csv(path), rule)
+            divergence = judge(path, read_result_csv(path), rule)
         except PrecisionToolError as exc:
             errors.append(str(exc))
             continue

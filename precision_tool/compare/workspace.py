@@ -81,6 +81,11 @@ class Workspace:
                 self._cache[key] = load()
             return self._cache[key]
 
+    def remembered(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value, computed once per ``key`` until :meth:`reload` (a verdict on a
+        result file, for every view of the session to share)."""
+        return self._cached(key, compute)
+
     def debug_names(self) -> list[str]:
         """The NPU debug dirs present (``debug_0``, ``debug_1``...)."""
         return [p.name for p in self.data.debug_dirs()]

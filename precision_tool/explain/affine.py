@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .numbers import PairStats
+from ..compare.pair_stats import PairStats
 from .subject import Cause, Subject
 
 FIT_SHARE = 0.9  # a least-squares fit must explain this share of the squared error

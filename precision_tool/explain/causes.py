@@ -22,6 +22,7 @@ from typing import Callable
 
 from .affine import offset, scale, sign
 from .permutation import permutation
+from .rounding import input_noise
 from .subject import Cause, InputCheck, ReplayCheck, Subject
 
 __all__ = ["CAUSES", "Cause", "InputCheck", "ReplayCheck", "Subject", "diagnose", "hypotheses", "rank"]
@@ -103,15 +104,16 @@ def precision(s: Subject) -> Cause | None:
         return Cause("precision", f"the {facts.name} tensors agree (relative error {red:.3g})",
                      {"red": red, "dtype": facts.name, "ulps": 0.0}, 1.0)
     ulps = red / facts.eps
-    return Cause("precision", f"relative error {red:.2e} = {ulps:.2g} {facts.name} epsilons (limit "
-                 f"{s.criterion.precision_ulps:g}): expected {facts.name} rounding, not a defect",
-                 {"red": red, "dtype": facts.name, "ulps": ulps,
-                  "max_abs_error": s.stats.max_abs_diff}, 1.0)
+    noise = s.output_noise
+    return Cause("precision", f"relative error {red:.2e} = {ulps:.2g} {facts.name} epsilons, within what a "
+                 f"correct op shows here ({noise.describe()}): expected {facts.name} rounding, not a defect",
+                 {"red": red, "dtype": facts.name, "ulps": ulps, "expected_red": noise.expected,
+                  "rounding_limit": noise.limit, "max_abs_error": s.stats.max_abs_diff}, 1.0)
 
 
 def _input_differs(s: Subject, check: InputCheck) -> bool:
     stats = check.stats
-    return stats is not None and (bool(stats.nonfinite_mismatch) or stats.red > s.rounding_limit)
+    return stats is not None and (bool(stats.nonfinite_mismatch) or not input_noise(check).within(stats.red))
 
 
 def _replay_distances(s: Subject) -> tuple[float, float] | None:
@@ -129,7 +131,7 @@ def _faithful(s: Subject) -> Cause | None:
     replay = s.replay
     if not unknown or replay is None or replay.npu is None or replay.npu.nonfinite_mismatch:
         return None
-    if replay.npu.red > s.rounding_limit:
+    if replay.npu.red > s.replay_limit:
         return None
     slots = ", ".join(str(check.slot) for check in unknown)
     return Cause("input", f"input(s) {slots} have no golden, but recomputed from its own NPU inputs the op "
@@ -173,7 +175,7 @@ def computation(s: Subject) -> Cause | None:
     nonfinite = npu_vs_replay.nonfinite_mismatch > 0
     d_nr, d_rg = distances
     d_ng = math.sqrt(s.stats.sums["dd"])
-    if not nonfinite and (npu_vs_replay.red <= s.rounding_limit or d_rg >= d_ng):
+    if not nonfinite and (npu_vs_replay.red <= s.replay_limit or d_rg >= d_ng):
         return None
     score = 1.0 if nonfinite else d_nr ** 2 / (d_nr ** 2 + d_rg ** 2)
     if score < MIN_SHARE:

@@ -13,13 +13,15 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
 from .criterion import Criterion
-from .numbers import PairStats, coarsest, compare, count_nonfinite, dtype_facts
-from .replay import ReplayArgs, ReplayError, run_replay, tf_type
-from .replay.registry import channel_axis
-from .tensors import (
+from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, dtype_facts
+from ..compare.replay.launch import replay_op
+from ..compare.replay import ReplayError
+from ..compare.replay.registry import channel_axis
+from .rounding import op_output_noise, op_replay_noise
+from ..compare.judged import judged_result
+from ..compare.op_tensors import (
     OpTensors,
     TensorSide,
-    divergences,
     first_introducers,
     newest_result,
     op_tensors,
@@ -90,31 +92,6 @@ def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
                       dtype_facts(side.tensor.dtype), problem)
 
 
-def original_types(ref: OpRef) -> tuple[str, ...]:
-    """The TF op types a fused op stands for: ``_datadump_original_op_types`` when it has them,
-    else read off the ``_datadump_original_op_names``."""
-    op = ref.op
-    names = op.original_op_names or []
-    if op.original_op_types and len(op.original_op_types) == len(names):
-        return tuple(op.original_op_types)
-    return tuple(tf_type(name) for name in names)
-
-
-def replay_op(tensors: OpTensors, inputs: list, outputs: list) -> tuple[list[np.ndarray], str, list[str]]:
-    """Replay the op from its NPU inputs (host arrays, None where unreadable): (outputs, what
-    was replayed, notes). Raises ReplayError."""
-    missing = [s.label for s, array in zip(tensors.inputs, inputs) if array is None]
-    if missing:
-        raise ReplayError(f"{', '.join(missing)} cannot be read")
-    args = ReplayArgs(tuple(inputs), tuple(s.host_format for s in tensors.inputs), tensors.op.attrs,
-                      tuple(tuple(a.shape) if a is not None else tuple(s.tensor.original_shape or s.tensor.shape)
-                            for s, a in zip(tensors.outputs, outputs)),
-                      tuple(s.tensor.dtype for s in tensors.outputs),
-                      tuple(s.host_format for s in tensors.outputs), original_types(tensors.ref))
-    replayed, label = run_replay(tensors.op.type, args.original_types, args)
-    return replayed, label, list(args.notes)
-
-
 def _replay_check(tensors: OpTensors, inputs, outputs, slot: int | None, golden) -> ReplayCheck:
     try:
         replayed, label, notes = replay_op(tensors, inputs, outputs)
@@ -159,9 +136,24 @@ def explain_op(tensors: OpTensors, criterion: Criterion) -> Explanation:
                       "the dump has no output"), {}, 0.0)
         return Explanation(output=None, causes=(cause,), notes=tuple(notes), **base)
     side, npu = tensors.outputs[slot], outs[slot][0]
+    shapes = [tuple(n.shape) if n is not None else None for n, _, _ in ins]
     subject = Subject(npu, golden, dict(compared)[slot], _facts(side, checks), criterion, checks, replay,
-                      channel_axis(side.host_format, npu.ndim) if side.host_format else None)
+                      channel_axis(side.host_format, npu.ndim) if side.host_format else None,
+                      op_output_noise(tensors.op.type, side.tensor.dtype, golden.dtype, checks, shapes, npu.shape),
+                      op_replay_noise(tensors.op.type, side.tensor.dtype, shapes, npu.shape))
     return Explanation(output=slot, causes=diagnose(subject), stats=subject.stats, notes=tuple(notes), **base)
+
+
+def output_noise_of(tensors: OpTensors, slot: int):
+    """The noise of output ``slot`` of one launch against its golden, from its inputs measured
+    against theirs (what ``why`` judges that output by; ``cp`` asks the same)."""
+    ins = [_read(side) for side in tensors.inputs]
+    checks = tuple(_input_check(side, *read) for side, read in zip(tensors.inputs, ins))
+    side = tensors.outputs[slot]
+    shape = tuple(side.tensor.original_shape or side.tensor.shape)
+    golden = side.golden() if side.golden_path is not None else None
+    return op_output_noise(tensors.op.type, side.tensor.dtype, golden.dtype if golden is not None else None,
+                           checks, [tuple(n.shape) if n is not None else None for n, _, _ in ins], shape)
 
 
 def _facts(side: TensorSide, checks: tuple[InputCheck, ...]):
@@ -188,7 +180,8 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
     limit = context.config.vcs_limit if limit is None else limit
     criterion = Criterion.from_config(context.config)
     found: list[Explanation] = []
-    for divergence in divergences(paths or newest_result(context), criterion.rule):
+    for path in paths or newest_result(context):
+        divergence = judged_result(context, path, criterion.rule)
         ops = first_introducers(divergence)
         for op in ops[:limit] if limit else ops:
             ref = resolve(context, op.name)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .numbers import (
+from ..compare.pair_stats import (
     DtypeFacts,
     PairAccumulator,
     PairStats,

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..compare.noise import Noise, output_noise, replay_noise
 from .criterion import Criterion
-from .numbers import DtypeFacts, PairStats, coarsest, compare
+from ..compare.pair_stats import DtypeFacts, PairStats, coarsest, compare
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class Subject:
         inputs: the op's inputs against their goldens.
         replay: the replay, None when it was not attempted.
         channel_axis: the channel axis of the host layout, when known (names reversed channels).
+        noise: what rounding explains of the output against its golden (:mod:`.rounding`).
+        replay_noise: what it explains of the output against its replay.
     """
 
     npu: np.ndarray
@@ -86,23 +89,40 @@ class Subject:
     inputs: tuple[InputCheck, ...] = ()
     replay: ReplayCheck | None = None
     channel_axis: int | None = None
+    noise: Noise | None = None
+    replay_noise: Noise | None = None
 
     @classmethod
     def build(cls, npu, golden, criterion: Criterion | None = None, *, inputs=(), replay=None,
               channel_axis=None, npu_dtype=None) -> Subject:
-        """A subject of two arrays; one streamed pass computes its statistics."""
+        """A subject of two arrays; one streamed pass computes its statistics; the noise from
+        the dtypes and the inputs' differences."""
         npu, golden = np.asarray(npu), np.asarray(golden)
         dtype = npu.dtype if npu_dtype is None else npu_dtype
         stats = compare(npu, golden, dtype)
         facts = coarsest([dtype, *(check.facts for check in inputs)])
-        return cls(npu, golden, stats, facts, criterion or Criterion(), tuple(inputs), replay, channel_axis)
+        reds = [c.stats.red if c.stats is not None else None for c in inputs] or [None]
+        noise = output_noise(facts.name, golden.dtype, reds, [c.facts.name for c in inputs])
+        return cls(npu, golden, stats, facts, criterion or Criterion(), tuple(inputs), replay, channel_axis,
+                   noise, replay_noise(facts.name))
+
+    @property
+    def output_noise(self) -> Noise:
+        """The noise of the output against its golden (from the dtypes when none was given)."""
+        return self.noise if self.noise is not None else output_noise(self.facts.name, self.golden.dtype)
 
     @property
     def differs(self) -> bool:
         """True when the difference is more than rounding: something to explain."""
-        return not self.criterion.within_rounding(self.stats, self.facts.eps)
+        return not self.criterion.within_rounding(self.stats, self.output_noise)
 
     @property
     def rounding_limit(self) -> float:
         """The largest relative Euclidean distance rounding explains here."""
-        return self.criterion.rounding_limit(self.facts.eps)
+        return self.output_noise.limit
+
+    @property
+    def replay_limit(self) -> float:
+        """The largest distance between the NPU output and its replay a correct kernel shows."""
+        noise = self.replay_noise if self.replay_noise is not None else replay_noise(self.facts.name)
+        return noise.limit

@@ -43,7 +43,7 @@ def overflow_line(result: OverflowCheckResult) -> Text:
         parts.append(f"no Opdebug files in {result.looked_in}")
     else:
         overflowed = [f for f in result.findings if f.overflowed]
-        names = sorted({f.op.op_name for f in overflowed if f.op is not None})
+        names = result.overflowed_ops  # the first to overflow first
         where = f" in {', '.join(names)}" if names else ""
         parts.append(f"{len(overflowed)} of {result.debug_files} Opdebug file(s) report an overflow"
                      f"{where} (run {result.run} of {result.looked_in})" if overflowed

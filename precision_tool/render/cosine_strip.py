@@ -1,5 +1,6 @@
 """The cosine curve in the terminal: one character per op (or per bucket of ops) along execution
-order, its height and colour from the worst output cosine, and a caret under the first operator
+order, its height from the worst output cosine, its colour from the worst verdict among its ops (the
+one palette), and a caret under the first operator
 that introduces the error -- the shape of the report's plot without a browser.
 
 ::
@@ -23,8 +24,11 @@ from rich.measure import Measurement
 from rich.text import Text
 
 from ..compare.divergence import Divergence, OpCosines
+from ..compare.verdict import CLEAN, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED
 from .fit import Words
 from .lines import visible
+from .op_graph import node_state
+from .palette import swatch
 
 LEVELS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"  # lower one eighth block .. full block
 LABEL = "cosine "
@@ -56,6 +60,15 @@ def level(cosine: float, low: float) -> int:
     return max(0, min(len(LEVELS) - 1, round(share * (len(LEVELS) - 1))))
 
 
+
+_SEVERITY = (INTRODUCES, INHERITS, NONFINITE, NEAR, CLEAN, NOT_COMPARED)
+
+
+def worst_state(ops) -> str:
+    """The state a run of ops is drawn in: its most severe (:func:`~.op_graph.node_state`)."""
+    states = {node_state(op) if op.has_tensors else NOT_COMPARED for op in ops}
+    return next((s for s in _SEVERITY if s in states), NOT_COMPARED)
+
 class CosineStrip:
     """A renderable: the strip of ``divergence`` fitted to the width it is given."""
 
@@ -84,11 +97,8 @@ class CosineStrip:
         for column, run in enumerate(buckets(len(self.ops), columns)):
             ops = [self.ops[i] for i in run]
             cosine = bucket_cosine(ops)
-            if math.isnan(cosine):
-                text.append("?", style="cos.nan")
-            else:
-                text.append(LEVELS[level(cosine, low)],
-                            style="cos.bad" if any(op.flagged for op in ops) else "cos.good")
+            style = swatch(worst_state(ops)).style
+            text.append("?" if math.isnan(cosine) else LEVELS[level(cosine, low)], style=style)
             if first is not None and any(op is first for op in ops):
                 marked = column
         return text, marked
@@ -106,8 +116,9 @@ class CosineStrip:
         if marked is not None and first is not None:
             caret = " " * (len(LABEL) + marked) + "^"
             note = f"first introducer: {visible(first.name)} (Index {first.index})"
+            style = swatch(INTRODUCES).style
             if len(caret) + 1 + cell_len(note) <= options.max_width:
-                yield Text(f"{caret} {note}", style="cos.bad", no_wrap=True)
+                yield Text(f"{caret} {note}", style=style, no_wrap=True)
             else:  # the name would be cut at the edge: the caret alone, the note below, whole
-                yield Text(caret, style="cos.bad", no_wrap=True)
-                yield Words(Text(note, style="cos.bad"))
+                yield Text(caret, style=style, no_wrap=True)
+                yield Words(Text(note, style=style))

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from ..compare.devices import DeviceVerdict
 from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine
+from ..compare.verdict import LocalCheck
 
 SCHEMA_VERSION = 1
 _VERDICTS = ("present", "found", "flagged")
@@ -53,15 +54,29 @@ def _number(value: float | None) -> float | None:
 
 
 def tensor_json(tensor: TensorCosine, rule: FlagRule) -> dict:
-    """One input or output: slot, cosine, RED, NaN/Inf on the NPU, and whether it diverges."""
+    """One input or output: slot, cosine, RED, its state (:mod:`~precision_tool.compare.verdict`)
+    and the RED rounding explains there, NaN/Inf and on which side, whether it diverges."""
     return {"slot": tensor.slot, "cosine": _number(tensor.cosine), "red": _number(tensor.red),
-            "nonfinite": tensor.nonfinite, "diverges": tensor.diverges(rule)}
+            "state": tensor.state(rule), "rounding_limit": _number(tensor.limit),
+            "nonfinite": tensor.nonfinite, "nonfinite_side": tensor.nonfinite_side,
+            "diverges": tensor.diverges(rule)}
+
+
+def local_json(local: LocalCheck | None) -> dict | None:
+    """The replay's evidence of one op, None when none ran."""
+    if local is None:
+        return None
+    return {"replayed": local.replayed, "output": local.slot, "red": _number(local.red),
+            "nonfinite_mismatch": local.nonfinite_mismatch, "rounding_limit": local.noise.limit,
+            "beyond": local.beyond}
 
 
 def op_json(op: OpCosines) -> dict:
-    """One op: name, type, index, golden names, verdict, and every input and output."""
+    """One op: name, type, index, golden names, verdict (and what decided it), every input and
+    output."""
     return {"op": op.name, "type": op.op_type, "index": op.index, "ground_truth": op.ground_truth,
-            "introduces": op.introduces,
+            "state": op.state, "introduces": op.introduces, "amplifies": op.amplifies,
+            "decided_by": op.decided_by, "replay": local_json(op.local), "cause": op.cause,
             "inputs": [tensor_json(t, op.rule) for t in op.inputs],
             "outputs": [tensor_json(t, op.rule) for t in op.outputs]}
 
@@ -79,7 +94,8 @@ def divergence_json(csv: Path, divergence: Divergence) -> dict:
         "first_introducer": op_json(first) if first is not None else None,
         "lowest_output": ({"op": lowest.name, "cosine": _number(lowest.worst_output)}
                           if lowest is not None else None),
-        "near_threshold": [op.name for op in divergence.near_threshold()],
+        "near": [op.name for op in divergence.near],
+        "nonfinite": [op.name for op in divergence.nonfinite],
         "unjudged": [op.name for op in divergence.unjudged],
     }
 

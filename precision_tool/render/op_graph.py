@@ -2,9 +2,10 @@
 
 Each op is a record node: its input ports on top and output ports below, each with the device
 dtype, format and shape and the host (origin) format and shape; in the middle the name, the type
-and the newest result's output cosine. Nodes are filled by that result's verdict (red: flagged by
-the flag rule, amber: within 0.02 above the threshold, green: above it, grey: not compared); the
-op itself has a bold border. Data edges go port to port, control edges are dashed. The rich tree
+and the newest result's output cosine. Nodes are filled by that result's verdict in the one
+palette (:mod:`.palette`: introduces, inherits, non-finite, beyond rounding, clean, not
+compared), an introducer also with its marker and a thick border; the op itself has a bold
+border. Data edges go port to port, control edges are dashed. The rich tree
 of the same neighbourhood is :mod:`.op_tree`'s; writing the files is
 :mod:`precision_tool.formats.digraph_files`' job. ``graphviz`` is imported only when a digraph is
 built, so the shell starts fast.
@@ -21,15 +22,16 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..compare.divergence import NEAR_MARGIN, OpCosines
+from ..compare.divergence import OpCosines
+from ..compare.verdict import CLEAN, NEAR, NONFINITE, NOT_COMPARED as NOT_COMPARED_STATE
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.graph_query import Edge, Neighbourhood, neighbourhood
 from ..formats.text import shape_text
 from .lines import visible
+from .palette import INTRODUCES, LEGEND_ORDER, swatch
 
-MISSING_FILL = "#eeeeee"
-FILLS = {"flagged": "#ef9a9a", "near": "#ffe082", "good": "#c8e6c9", "none": MISSING_FILL}
+MISSING_FILL = "#eeeeee"  # an op named by an edge but absent from the graph
 _RECORD_SPECIAL = re.compile(r'([{}|<>"\\])')
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -39,26 +41,45 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 @dataclass(frozen=True)
 class NodeCosine:
-    """How one op is coloured: ``verdict`` (flagged / near / good / none) and its lowest output
-    cosine in the newest result (None when it has none)."""
+    """How one op is coloured: ``verdict`` (an op state of :mod:`~precision_tool.compare.verdict`,
+    or ``non-finite`` / ``near`` for an op not flagged) and its lowest output cosine in the
+    newest result (None when it has none)."""
 
     verdict: str
     cosine: float | None = None
 
     @property
     def fill(self) -> str:
-        return FILLS[self.verdict]
+        return swatch(self.verdict).colour
+
+    @property
+    def marker(self) -> str:
+        """The state's second cue (``▲`` for an introducer), empty for clean ops."""
+        return swatch(self.verdict).marker
+
+    @property
+    def introduces(self) -> bool:
+        return self.verdict == INTRODUCES
 
     def text(self, sep: str = " ") -> str:
         """``cos 0.363075``, ``cos NaN``, or ``not compared`` (``sep`` after ``cos``: ``=`` keeps
         the value with it where text wraps between words)."""
-        if self.verdict == "none" and self.cosine is None:
+        if self.verdict == NOT_COMPARED_STATE and self.cosine is None:
             return "not compared"
         value = "NaN" if self.cosine is None or math.isnan(self.cosine) else f"{self.cosine:.6f}"
         return f"cos{sep}{value}"
 
 
-NOT_COMPARED = NodeCosine("none")
+NOT_COMPARED = NodeCosine(NOT_COMPARED_STATE)
+
+
+def node_state(op: OpCosines) -> str:
+    """The state an op is drawn in: its verdict, with ``non-finite`` and ``near`` told apart
+    among the ops not flagged (the one rule: :attr:`OpCosines.state`)."""
+    state = op.state
+    if state == CLEAN:
+        return NONFINITE if op.nonfinite else NEAR if op.near else CLEAN
+    return state
 
 
 def node_cosine(op: OpCosines | None) -> NodeCosine:
@@ -66,11 +87,9 @@ def node_cosine(op: OpCosines | None) -> NodeCosine:
     if op is None:
         return NOT_COMPARED
     worst = op.worst_output
-    if op.flagged:
-        return NodeCosine("flagged", worst)
-    if worst is None:
-        return NodeCosine("none", math.nan if op.outputs else None)
-    return NodeCosine("near" if op.near(NEAR_MARGIN) else "good", worst)
+    if worst is None and not op.flagged:
+        return NodeCosine(NOT_COMPARED_STATE, math.nan if op.outputs else None)
+    return NodeCosine(node_state(op), worst)
 
 
 def node_cosines(hood: Neighbourhood, ops: dict[str, OpCosines]) -> dict[str, NodeCosine]:
@@ -139,6 +158,8 @@ def record_label(op: Op, cosine: NodeCosine | None = None) -> str:
     outs = [f"<out{i}> " + _field(port_text("out", i, op.output_desc(i))) for i in range(op.output_count)]
     middle = [record_escape(op.name), record_escape(op.type)]
     if cosine is not None:
+        if cosine.verdict != NOT_COMPARED_STATE:
+            middle.append(record_escape(f"{cosine.marker} {cosine.verdict}".strip()))
         middle.append(record_escape(cosine.text()))
     fields = ["\\n".join(middle)]
     if ins:
@@ -161,9 +182,12 @@ def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool, cosine
         dot.node(node_id, label=label, tooltip=dot_text(name), shape="box", style="dashed,filled",
                  fillcolor=MISSING_FILL)
         return
-    style = "filled,bold" if is_root else "filled"
+    introducer = cosine is not None and cosine.introduces
+    style = "filled,bold" if is_root or introducer else "filled"
     fill = cosine.fill if cosine is not None else MISSING_FILL
-    extra = {"penwidth": "3"} if is_root else {}
+    extra = {"penwidth": "3"} if is_root or introducer else {}
+    if introducer:
+        extra["peripheries"] = "2"  # the second cue: a double border, whatever the colours
     dot.node(node_id, label=graphviz.nohtml(record_label(op, cosine)), tooltip=dot_text(name),
              style=style, fillcolor=fill, **extra)
 
@@ -194,7 +218,19 @@ def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine
                   None if cosines is None else cosines.get(name, NOT_COMPARED))
     for edge in hood.edges:
         _add_edge(dot, ids, hood, edge)
+    if cosines is not None:
+        _add_legend(dot)
     return dot
+
+
+def _add_legend(dot) -> None:
+    """One small node per state, filled with its colour and named with its marker and words."""
+    with dot.subgraph(name="cluster_legend") as legend:
+        legend.attr(label="verdict", fontsize="10", style="dashed", color="#999999")
+        for k, state in enumerate(LEGEND_ORDER):
+            look = swatch(state)
+            legend.node(f"legend{k}", label=dot_text(f"{look.marker} {look.label}".strip()), shape="box",
+                        style="filled", fillcolor=look.colour, fontsize="9")
 
 
 __all__ = ["Edge", "MAX_RENDER_NODES", "Neighbourhood", "NodeCosine", "build_digraph", "device_text",

@@ -19,10 +19,10 @@ from ..formats.graph_query import Neighbourhood
 from .fit import FitTree as Tree
 from .lines import visible
 from .op_graph import NodeCosine, device_text, host_text
+from .palette import swatch
 
 MAX_TREE_NODES = 200
 MAX_TREE_LEVELS = 16
-_STYLES = {"flagged": "cos.bad", "near": "warn", "good": "cos.good", "none": "muted"}
 
 
 @dataclass
@@ -43,7 +43,9 @@ class _Budget:
 
 def _cosine(text: Text, cosine: NodeCosine | None) -> None:
     if cosine is not None:
-        text.append(f"  {cosine.text('=')}", style=_STYLES[cosine.verdict])
+        look = swatch(cosine.verdict)
+        marker = f"{look.marker} " if look.marker else ""
+        text.append(f"  {marker}{cosine.text('=')}", style=look.style)
 
 
 def _op_text(arrow: str, port: str, other: str, op: Op | None, desc: TensorDesc | None,

@@ -89,11 +89,11 @@ def _debug_lines(result: OverflowCheckResult) -> list[RenderableType]:
         return [absent_line(OVERFLOW_TITLE, result.absent, [result.looked_in])]
     if not result.found:
         return [nothing_found(f"no Opdebug file in the newest run of {result.looked_in}")]
-    shown, total = len(result.findings), result.debug_files
-    limited = f", the first {shown} (limit {result.limit})" if shown < total else ""
+    shown, total = len(result.shown), result.debug_files
+    limited = f", the first {shown} (limit {result.limit}; -l 0 shows all)" if shown < total else ""
     lines: list[RenderableType] = [Text(
         f"run {result.run}: {total} Opdebug file(s){limited}, oldest first", style="muted")]
-    for index, finding in enumerate(result.findings, start=1):
+    for index, finding in enumerate(result.shown, start=1):
         lines += _finding_lines(index, finding)
     return lines
 

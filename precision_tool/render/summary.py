@@ -1,18 +1,22 @@
 """The ``vcs`` summary of one comparison result as rich renderables.
 
-For each flagged op, in execution order: its type and name, whether it introduces the error or
-inherits it, the left (NPU) and right (GroundTruth) names, and the cosine of every input and output
-coloured against the threshold; then the first operator that introduces the error and the counts.
+For each flagged op, in execution order: its type and name, its verdict (introduces or inherits,
+and which rule decided: its replay or its inputs), the left (NPU) and right (GroundTruth) names,
+and the cosine of every input and output in its tensor state's colour; then the first operator
+that introduces the error and the counts. Every word and colour is the verdict's
+(:mod:`precision_tool.compare.verdict`, :mod:`.palette`): nothing is decided here.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from ..compare.divergence import NEAR_MARGIN, Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
+from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
+from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE
 from .cosine_strip import CosineStrip
 from .fit import FitPanel
 from .lines import visible
+from .palette import swatch
 
 
 def format_cosine(value: float) -> str:
@@ -33,11 +37,25 @@ def cosine_style(value: float, threshold: float) -> str:
 
 
 def tensor_style(tensor: TensorCosine, rule: FlagRule) -> str:
-    """``cos.bad`` when the tensor diverges by ``rule``, ``cos.nan`` for a NaN cosine that does
-    not, ``cos.good`` otherwise."""
-    if tensor.diverges(rule):
-        return "cos.bad"
-    return "cos.nan" if tensor.is_nan else "cos.good"
+    """The style of the tensor's state (:meth:`TensorCosine.state`): a diverging tensor in the
+    introducer's colour, the rest in their own."""
+    state = tensor.state(rule)
+    return swatch(INTRODUCES if state == DIVERGES else state).style
+
+
+def verdict_text(op: OpCosines) -> Text:
+    """``▲ introduces the error (replay: local RED 0.5 beyond its noise ...)``, ``● inherits an
+    upstream error, amplifies it``: the op's verdict and which rule decided it."""
+    look = swatch(op.state)
+    words = "introduces the error" if op.introduces else "inherits an upstream error"
+    if op.amplifies:
+        words += ", amplifies it"
+    text = Text(f"{look.marker} {words}", style=look.style)
+    how = op.local.describe() if op.local is not None else "no replay: decided by its inputs"
+    text.append(f" ({how})", style="muted")
+    if op.cause:
+        text.append(f"; cause: {op.cause}", style=look.style)
+    return text
 
 
 def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], rule: FlagRule) -> Text:
@@ -47,19 +65,22 @@ def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], rule: FlagRule)
     for i, tensor in enumerate(tensors):
         line.append("  " if i else "")
         line.append(f"{tensor.slot}: ", style="muted")
-        line.append(format_cosine(tensor.cosine), style=tensor_style(tensor, rule))
-        if tensor.diverges(rule) and not tensor.at_or_below(rule.cosine):
-            why = "NaN/Inf" if tensor.nonfinite else f"RED {tensor.red:.3g}"
-            line.append(f" ({why})", style="cos.bad")
+        style = tensor_style(tensor, rule)
+        line.append(format_cosine(tensor.cosine), style=style)
+        state = tensor.state(rule)
+        if state == NONFINITE:
+            line.append(f" (NaN/Inf: {tensor.nonfinite_side})", style=style)
+        elif state == DIVERGES and not tensor.at_or_below(rule.cosine):
+            line.append(f" (RED {tensor.red:.3g})", style=style)
+        elif state == NEAR:
+            line.append(f" ({swatch(NEAR).marker} RED {tensor.error:.3g} beyond rounding {tensor.limit:.3g})", style=style)
     return line
 
 
 def _op_lines(number: int, op: OpCosines) -> list[Text]:
-    verdict = (Text("introduces the error", style="cos.bad") if op.introduces
-               else Text("inherits an upstream error", style="muted"))
     head = Text.assemble(f"{number}. ", ("[", "muted"), (visible(op.op_type or "?"), "op.type"),
                          ("] ", "muted"), (visible(op.name), "op.name"), (f"  index {op.index}  ", "muted"),
-                         verdict)
+                         verdict_text(op))
     return [head,
             Text.assemble(("   left (NPU):          ", "muted"), visible(op.name)),
             Text.assemble(("   right (GroundTruth): ", "muted"), visible(op.ground_truth)),
@@ -79,12 +100,17 @@ def first_introducer_line(divergence: Divergence) -> Text | None:
             "first operator that introduces the error: none found; every flagged op has an input "
             "that already diverges, so look upstream of ",
             (visible(flagged[0].name), "op.name"), style="warn")
-    return Text.assemble(("first operator that introduces the error: ", "title"), (visible(op.name), "op.name"),
+    line = Text.assemble(("first operator that introduces the error: ", "title"), (visible(op.name), "op.name"),
                          " (", (visible(op.op_type or "?"), "op.type"), "), ",
-                         _drop_text(op, divergence.threshold))
+                         drop_text(op, divergence.threshold))
+    line.append(f"; {op.local.describe()}" if op.local is not None else "; no replay: decided by its inputs",
+                style="muted")
+    if op.cause:
+        line.append(f"; cause: {op.cause}", style=swatch(INTRODUCES).style)
+    return line
 
 
-def _drop_text(op: OpCosines, threshold: float) -> Text:
+def drop_text(op: OpCosines, threshold: float) -> Text:
     """How the op's output diverges: the cosine from its worst input to its worst output, and
     what else the rule saw (a RED beyond the threshold, NaN/Inf)."""
     drop = op.cosine_drop
@@ -108,18 +134,23 @@ def _count_lines(divergence: Divergence) -> list[Text]:
     flagged, dumped = len(divergence.flagged), len(divergence.dumped)
     style = "cos.bad" if flagged else "cos.good"
     lines = [Text(f"flagged: {flagged} of {dumped} ops ({divergence.rule.describe()})", style=style)]
+    nonfinite = divergence.nonfinite
+    if nonfinite:
+        lines.append(Text(f"{len(nonfinite)} op(s) with a NaN/Inf NPU output, the first: "
+                          f"{visible(nonfinite[0].name)}", style=swatch(NONFINITE).style))
     lowest = divergence.lowest_output
     if lowest is not None:
-        near = divergence.near_threshold()
-        line = Text.assemble(("lowest output cosine: ", "muted"),
+        near = divergence.near
+        what = "lowest finite output cosine: " if nonfinite else "lowest output cosine: "
+        line = Text.assemble((what, "muted"),
                              (format_cosine(lowest.worst_output), cosine_style(lowest.worst_output,
                                                                                 divergence.threshold)),
                              " at ", (visible(lowest.name), "op.name"))
-        line.append(f"; {len(near)} op(s) not flagged within {NEAR_MARGIN:g} above "
-                    f"{format_threshold(divergence.threshold)}", style="warn" if near else "muted")
+        line.append(f"; {len(near)} op(s) beyond rounding but not flagged",
+                    style=swatch(NEAR).style if near else "muted")
         if near:
             line.append(": " + ", ".join(visible(op.name) for op in near[:3]) + (", ..." if len(near) > 3 else ""),
-                        style="warn")
+                        style=swatch(NEAR).style)
         lines.append(line)
     unjudged = divergence.unjudged
     if unjudged:

@@ -13,8 +13,10 @@ from rich.theme import Theme
 
 from ..errors import OutputClosed
 from .lines import visible, visible_text
+from .palette import STYLES
 
 THEME = Theme({
+    **STYLES,
     "cos.good": "green",
     "cos.bad": "bold red",
     "cos.nan": "yellow",

@@ -6,16 +6,16 @@ import sys
 from pathlib import Path
 
 from precision_tool.sample import write_sample
-from precision_tool.sample.defects import DEFECTS
+from precision_tool.sample.defects import KINDS
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m precision_tool.sample",
                                      description="Write the sample precision_data tree.")
     parser.add_argument("root", nargs="?", default="precision_data", help="where to write it")
-    parser.add_argument("--defect", choices=sorted(DEFECTS),
+    parser.add_argument("--defect", choices=KINDS,
                         help="plant this kind of defect instead of the shipped one (conv2's kernel "
-                             "read with H and W swapped, a 'computation' defect)")
+                             "read with H and W swapped, a 'computation' defect); none: no defect")
     args = parser.parse_args(argv)
     root = Path(args.root)
     # Only the generated sources are replaced; the tool's own output under temp/ is kept.

@@ -20,7 +20,7 @@ from ..formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_
 from ..formats.layouts import to_device
 from ..formats.tree import normalise_op_name
 from . import network
-from .defects import DEFECTS
+from .defects import CLEAN, DEFECTS
 from .names import MODEL, RUN
 from .fusion import write_fusion_sample
 from .overflow import write_overflow_sample
@@ -198,10 +198,11 @@ def write_sample(root: str | os.PathLike, seed: int = 2026, defect: str | None =
     """Write the sample ``precision_data`` tree under ``root``; returns ``root``.
 
     ``defect``: a kind of :data:`.defects.DEFECTS` planted instead of the shipped defect (the
-    graph then carries GE attributes too); None writes the shipped sample.
+    graph then carries GE attributes too), or ``none`` for a network without one; None writes
+    the shipped sample.
     """
     root = Path(root)
-    planted = DEFECTS[defect] if defect is not None else network.KERNEL_SWAP
+    planted = (CLEAN if defect == CLEAN.kind else DEFECTS[defect]) if defect is not None else network.KERNEL_SWAP
     weights = network.make_weights(seed)
     if planted.weights is not None:
         weights = planted.weights(weights)

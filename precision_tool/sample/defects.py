@@ -64,3 +64,6 @@ DEFECTS: dict[str, Defect] = {
     "nan": Defect("nan", "resnet/pool/Mean", "resnet/pool/Mean", damage=_nan_first_image),
     "input": Defect("input", "trans_Cast_0", npu_input=lambda x: (x + CHANNEL_SHIFT).astype(np.float32)),
 }
+# ``--defect none``: the same network with nothing planted, every difference rounding
+CLEAN = Defect("none", "")
+KINDS = (*sorted(DEFECTS), CLEAN.kind)

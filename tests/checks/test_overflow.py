@@ -117,10 +117,21 @@ def test_each_finding_is_decoded_and_points_at_its_op(overflow_root):
 @pytest.mark.parametrize("limit, expected", [(1, [10]), (2, [10, 20]), (None, [10, 20, 25]),
                                              (DEFAULT_LIMIT, [10, 20, 25]), (9, [10, 20, 25, 30, 40]),
                                              (0, [10, 20, 25, 30, 40])])
-def test_the_limit_gives_exactly_that_many_in_timestamp_order(overflow_root, limit, expected):
+def test_the_limit_shows_exactly_that_many_in_timestamp_order(overflow_root, limit, expected):
     result = find_overflows(overflow_root / "overflow" / "dump", limit=limit)
-    assert [f.timestamp - T0 for f in result.findings] == expected
+    assert [f.timestamp - T0 for f in result.shown] == expected
+    assert [f.timestamp - T0 for f in result.findings] == [10, 20, 25, 30, 40]  # all, whatever -l
     assert result.debug_files == 5
+
+
+@pytest.mark.parametrize("limit", [1, None, 0])
+def test_the_conclusion_counts_every_file_and_names_the_first_to_overflow_first(overflow_root, limit):
+    """net/conv overflows at T0+10, net/add at T0+20: conv is named first (alphabetically it
+    would come last), and the count is 3 of 5 at every -l."""
+    from precision_tool.render.conclusion import overflow_line
+
+    line = overflow_line(find_overflows(overflow_root / "overflow" / "dump", limit=limit)).plain
+    assert "3 of 5 Opdebug file(s) report an overflow in net/conv, net/add" in line
 
 
 def test_no_matching_op_is_said(tmp_path):
@@ -181,7 +192,7 @@ def test_the_panel_shows_types_ids_op_and_tensors(overflow_root):
     result = find_overflows(overflow_root / "overflow" / "dump", limit=3)
     text = render_text(render_overflow(result))
     assert "overflow check" in text
-    assert f"run {RUN}: 5 Opdebug file(s), the first 3 (limit 3), oldest first" in text
+    assert f"run {RUN}: 5 Opdebug file(s), the first 3 (limit 3; -l 0 shows all), oldest first" in text
     assert ("AI Core status 0x28: sign-bit inversion overflow (NEG of the most negative integer); "
             "floating-point overflow") in text
     assert "task id 7, stream id 3 (from the AI Core info words), kernel_code 0x77, block_idx 2" in text

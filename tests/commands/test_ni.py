@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.commands import build_registry
 from precision_tool.commands.node_report import graph_file_stem, safe_part
 from precision_tool.commands.registry import run_words
@@ -354,7 +355,8 @@ def test_subgraph_is_exactly_the_depth_2_neighbourhood(fixture_data, root, op_ty
     assert edges == want_edges
     assert "penwidth=3" in attrs[root] and "filled,bold" in attrs[root]
     assert not any("penwidth" in a for name, a in attrs.items() if name != root)
-    assert all('fillcolor="#eeeeee"' in a for a in attrs.values())  # no result yet: all grey
+    grey = swatch("not compared").colour
+    assert all(f'fillcolor="{grey}"' in a for a in attrs.values())  # no result yet: all grey
     assert str(gv) in text.splitlines()[text.splitlines().index(next(
         line for line in text.splitlines() if line.startswith("subgraph: ")))]  # the path line is whole
 
@@ -386,7 +388,7 @@ def test_svg_is_rendered_with_dot(fixture_data):
     content = svg.read_text()
     assert content.lstrip().startswith("<?xml") and "<svg" in content
     want_nodes, want_edges = _expected_neighbourhood(_case(), "model/add/add", 2)
-    assert content.count('class="node"') == len(want_nodes)
+    assert content.count('class="node"') == len(want_nodes) + len(LEGEND_ORDER)  # and the legend
     assert content.count('class="edge"') == len(want_edges)
     assert any(type(r).__name__ == "FitTree" for r in result.renderables)  # the tree too, always
 

@@ -22,13 +22,14 @@ from precision_tool.formats.graph_model import GraphDesc, InputRef, Op
 from precision_tool.formats.graph_query import neighbourhood
 from precision_tool.render.lines import visible
 from precision_tool.render.op_tree import MAX_TREE_LEVELS, MAX_TREE_NODES, neighbourhood_tree
+from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.render.theme import make_console
 from tests import dotparse
 from tests.conftest import REPO_ROOT
 from tests.netdata import NetOp, write_net
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed")
-FILLS = {"flagged": "#ef9a9a", "near": "#ffe082", "good": "#c8e6c9", "none": "#eeeeee"}
+FILLS = {state: swatch(state).colour for state in LEGEND_ORDER}
 
 
 def _tool(root: Path, *args) -> subprocess.CompletedProcess:
@@ -47,9 +48,15 @@ def _nodes_by_name(graph: dotparse.Graph) -> dict[str, dict[str, str]]:
     return {dotparse.unescape(attrs["tooltip"]): attrs for attrs in graph.nodes.values()}
 
 
-def _csv_verdicts(result_dir: Path) -> dict[str, tuple[str, float]]:
-    """Each NPU op's verdict from the CSV text: flagged when an output has cosine <= 0.98 or
-    RED >= 0.2 (the RED of cosine 0.98), near within 0.02 above, good above."""
+def _csv_verdicts(root: Path, result_dir: Path) -> dict[str, tuple[str, float]]:
+    """Each NPU op's state: flagged read from the CSV text (an output with cosine <= 0.98 or
+    RED >= 0.2, the RED of cosine 0.98), checked against ``vcs --json``; whether a flagged op
+    introduces or inherits, and whether one not flagged is beyond rounding, is the verdict's,
+    as ``vcs --json`` tells it (the picture must tell the same)."""
+    summary = json.loads(_tool(root, "vcs", "--json", "-l", "0").stdout)
+    (result,) = summary["results"]
+    states = {op["op"]: op["state"] for op in result["flagged"]}
+    near, nonfinite = set(result["near"]), set(result["nonfinite"])
     outputs: dict[str, list[tuple[float, float]]] = {}
     for path in result_dir.glob("*.csv"):
         with path.open(newline="") as handle:
@@ -62,9 +69,10 @@ def _csv_verdicts(result_dir: Path) -> dict[str, tuple[str, float]]:
     for name, values in outputs.items():
         worst = min(c for c, _ in values)
         if any(c <= 0.98 or r >= math.sqrt(2 * (1 - 0.98)) for c, r in values):
-            verdicts[name] = ("flagged", worst)
+            verdicts[name] = (states.pop(name), worst)  # KeyError: vcs did not flag it
         else:
-            verdicts[name] = ("near" if worst - 0.98 <= 0.02 else "good", worst)
+            verdicts[name] = ("non-finite" if name in nonfinite else "near" if name in near else "clean", worst)
+    assert states == {}  # vcs flagged nothing the CSV does not
     return verdicts
 
 
@@ -73,20 +81,20 @@ def test_without_a_result_every_op_is_grey_and_it_says_so(sample_data):
     assert done.returncode == 0, done.stderr
     assert "colours: no comparison result yet, so every op is grey" in done.stdout
     graph = dotparse.parse(_gv(sample_data).read_text())
-    assert {attrs["fillcolor"] for attrs in graph.nodes.values()} == {FILLS["none"]}
+    assert {attrs["fillcolor"] for attrs in graph.nodes.values()} == {FILLS["not compared"]}
 
 
 def test_the_newest_result_colours_every_node_and_the_tree_is_printed(sample_data):
     assert _tool(sample_data, "vc").returncode == 1
     result_dir = latest_result_dir(sample_data / "temp")
-    want = _csv_verdicts(result_dir)
+    want = _csv_verdicts(sample_data, result_dir)
     seen = set()
     for root_op in ("resnet/conv2/Conv2D", "resnet/pool/Mean"):
         done = _tool(sample_data, "ni", root_op, "-s", "3")
         assert done.returncode == 0, done.stderr
         graph = dotparse.parse(_gv(sample_data).read_text())
         for name, attrs in _nodes_by_name(graph).items():
-            verdict, cosine = want.get(name, ("none", None))
+            verdict, cosine = want.get(name, ("not compared", None))
             assert attrs["fillcolor"] == FILLS[verdict], (name, verdict)
             label = dotparse.unescape(attrs["label"])
             assert (f"cos {cosine:.6f}" if cosine is not None else "not compared") in label, label
@@ -97,8 +105,9 @@ def test_the_newest_result_colours_every_node_and_the_tree_is_printed(sample_dat
         tree_root = lines.index(next(line for line in lines if line.startswith(root_op + " [")))
         assert "upstream (producers, depth 3)" in lines[tree_root + 1]
         assert f"cos={want[root_op][1]:.6f}" in lines[tree_root]
-    assert seen >= {"flagged", "good", "none"}
-    assert any(v == "near" for v, _ in want.values())  # the sample has ops within 0.02
+    assert seen >= {"introduces", "inherits", "clean", "not compared"}
+    legend = graph.subgraphs["cluster_legend"].nodes.values()
+    assert {a["fillcolor"] for a in legend} == set(FILLS.values())  # every colour, named
 
 
 def test_ports_show_device_format_and_shape_and_the_host_view(sample_data):
@@ -137,7 +146,7 @@ def test_hostile_names_parse_back_to_exactly_the_expected_nodes(hostile_root):
     assert set(graph.nodes) == {f"n{k}" for k in range(len(expected))}
     assert set(_nodes_by_name(graph)) == {visible(name) for name in expected}
     assert graph.html_values == []  # no attribute was read as an HTML-like label
-    assert all(set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape"}
+    assert all(set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape", "peripheries"}
                for attrs in graph.nodes.values())  # nothing injected (no URL, no href)
     assert len(graph.edges) == len(expected) - 1
 
@@ -149,7 +158,8 @@ def test_graphviz_reads_the_same_nodes_and_the_svg_is_inert(hostile_root):
     gv = _gv(hostile_root)
     parsed = subprocess.run(["dot", "-Tjson", str(gv)], capture_output=True, text=True, timeout=60)
     assert parsed.returncode == 0 and parsed.stderr == "", parsed.stderr
-    objects = json.loads(parsed.stdout)["objects"]
+    objects = [o for o in json.loads(parsed.stdout)["objects"]
+               if not o["name"].startswith(("legend", "cluster_legend"))]
     tooltips = {o["tooltip"].replace("\\\\", "\\") for o in objects}
     assert len(objects) == len(HOSTILE) + 2
     assert tooltips == {visible(n) for n in ("model/input", "net/first", *HOSTILE)}

@@ -8,6 +8,9 @@ import re
 import shutil
 
 
+from rich.text import Text
+
+from precision_tool.render.palette import swatch
 from precision_tool.commands import vcs
 from precision_tool.compare.divergence import analyse
 from precision_tool.compare.result import CompareRow
@@ -51,9 +54,9 @@ def test_reference_csv_names_add_and_marks_the_rest_as_inheriting(data_root, ref
     assert status == ExitStatus.FLAGGED
     assert FIRST_ADD in text
     assert "flagged: 8 of 13 ops (output cosine <= 0.98," in text
-    assert re.search(r"1\. \[Add\] model/add/add\s+index 14\s+introduces the error", text)
+    assert re.search(r"1\. \[Add\] model/add/add\s+index 14\s+▲ introduces the error", text)
     for name in ("model/relu2/Relu", "model/pool/Mean", "model/dense/MatMul", "model/softmax/Softmax"):
-        assert re.search(rf"\] {re.escape(name)}\s+index \d+\s+inherits an upstream error", text), name
+        assert re.search(rf"\] {re.escape(name)}\s+index \d+\s+● inherits an upstream error", text), name
     assert text.count("introduces the error\n") + text.count("introduces the error ") >= 1
     assert text.count("inherits an upstream error") == 7
     assert "right (GroundTruth): model/dense/MatMul,model/dense/BiasAdd" in text
@@ -91,20 +94,30 @@ def test_c_sets_the_threshold(data_root, reference):
     assert "flagged: 5 of 13" in text  # Mean, trans_TransData_3 (0.823) and Softmax (0.872) pass
 
 
-def test_cosines_are_coloured_against_the_threshold(reference):
+def _ansi(style: str) -> str:
+    """The escape codes the console writes before a text in ``style``."""
+    buffer = io.StringIO()
+    make_console(file=buffer, width=120, force_terminal=True).print(Text("X", style=style), end="")
+    return buffer.getvalue().split("X")[0]
+
+
+def test_cosines_are_coloured_by_their_state(reference):
+    """A diverging tensor in the introducer's colour, one within rounding in the clean colour,
+    one not compared in grey: the palette's, whatever the threshold."""
     buffer = io.StringIO()
     console = make_console(file=buffer, width=120, force_terminal=True)
     divergence = analyse(read_result_csv(reference) + rows((30, "z", "Relu", [None], [0.1, None])), 0.98)
     console.print(render_summary("r.csv", divergence, 0))
     text = buffer.getvalue()
-    red, green, yellow = "\x1b[1;31m", "\x1b[32m", "\x1b[33m"
+    bad, clean, grey = (_ansi(swatch(s).style) for s in ("introduces", "clean", "not compared"))
+    assert len({bad, clean, grey}) == 3
     outputs = next(line for line in text.splitlines() if "outputs:" in line and "0.505089" in line)
-    assert f"{red}0.505089" in outputs
+    assert f"{bad}0.505089" in outputs
     inputs = next(line for line in text.splitlines() if "inputs:" in line and "2: " in line)
-    assert f"{red}0.823154" in inputs and f"{green}1.000000" in inputs
+    assert f"{bad}0.823154" in inputs and f"{clean}1.000000" in inputs
     z_inputs = [line for line in text.splitlines() if "inputs:" in line][-1]
-    assert f"{yellow}NaN" in z_inputs
-    assert f"{red}0.100000" in text and text.count(f"{yellow}NaN") == 2
+    assert f"{grey}NaN" in z_inputs
+    assert f"{bad}0.100000" in text and text.count(f"{grey}NaN") == 2
 
 
 def test_header_variants(data_root):
@@ -119,7 +132,7 @@ def test_header_variants(data_root):
         status, text = vcs_text(data_root, f"vcs -f {path}")
         assert status == ExitStatus.FLAGGED, name
         assert "first operator that introduces the error: b (Add), cosine 0.990000 -> 0.200000" in text
-        assert re.search(r"\] c\s+index 3\s+inherits", text)
+        assert re.search(r"\] c\s+index 3\s+● inherits", text)
 
 
 def test_older_leftop_rightop_header(data_root):

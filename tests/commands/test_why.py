@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from precision_tool.explain import tensors as explain_tensors
+from precision_tool.compare import op_tensors as explain_tensors
 from precision_tool.explain.causes import CAUSES
 from precision_tool.explain.diagnosis import explain_newest
 from precision_tool.render.why import why_panel

@@ -65,7 +65,7 @@ def test_to_pandas_has_the_csv_columns(result, tmp_path):
     (path,) = result.write_csv(tmp_path / "out.csv")
     with path.open(newline="") as handle:
         header = next(csv.reader(handle))
-    assert list(frame.columns) == header
+    assert list(frame.columns) == header + ["Verdict", "OpVerdict"]
     assert len(frame) == len(result.rows)
     cosines = frame["CosineSimilarity"]
     assert cosines.dtype.kind == "f"
@@ -73,6 +73,30 @@ def test_to_pandas_has_the_csv_columns(result, tmp_path):
     assert cosines.iloc[row] == pytest.approx(result.rows[row].cosine)
     assert frame["Index"].dtype.kind == "i"
     assert frame["TensorIndex"].isna().sum() == sum(1 for r in result.rows if r.tensor_index is None)
+
+
+def test_the_api_tells_the_verdict_vcs_tells(result, sample_data_module):
+    """flagged(), first_divergence() and to_pandas()'s verdict columns are vcs --json's: the
+    same flagged ops, the same introducer (replay-decided), the same states."""
+    import json
+
+    from tests.conftest import make_context, run_command
+
+    context, buffer = make_context(sample_data_module, width=1000)
+    run_command(context, "vc")
+    buffer.truncate(0), buffer.seek(0)
+    run_command(context, "vcs --json -l 0")
+    (summary,) = json.loads(buffer.getvalue())["results"]
+    assert [op.name for op in result.flagged()] == [op["op"] for op in summary["flagged"]]
+    assert result.first_divergence().name == summary["first_introducer"]["op"] == PLANTED
+    assert result.first_divergence().decided_by == "replay"
+    frame = result.to_pandas()
+    outputs = frame[frame["TensorIndex"].fillna("").str.contains(":output:")]
+    states = {op["op"]: op["state"] for op in summary["flagged"]}
+    for name, state in states.items():
+        assert set(outputs[outputs["NPUDump"] == name]["OpVerdict"]) == {state}, name
+    assert set(outputs["Verdict"]) <= {"diverges", "near", "rounding", "non-finite", "not compared"}
+    assert (outputs[outputs["NPUDump"] == PLANTED]["Verdict"] == "diverges").all()
 
 
 def test_write_csv_reads_back_as_the_same_rows(result, tmp_path):

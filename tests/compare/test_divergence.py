@@ -197,13 +197,19 @@ def test_reference_csv_of_msaccucmp():
     assert len(result.dumped) == 13 and len(result.ops) == 25
 
 
-def test_lowest_output_and_ops_close_to_the_threshold():
+def test_lowest_output_and_ops_beyond_rounding_but_not_flagged():
+    """"Near" is beyond the noise model's rounding, not "a cosine just above the threshold": a
+    float16 output at cosine 0.999999 (RED ~1.4e-3, under 3 float16 ulps, from a cosine-only
+    row) is rounding at every threshold; 0.995 and 0.9576 are far beyond it."""
     rows = [row(1, "a", "output", 0, 0.995), row(2, "b", "output", 0, 0.9576),
             row(3, "c", "output", 0, 0.999999), row(4, "d", "output", 0, None)]
     result = analyse(rows, FlagRule(0.9, red=math.inf))
     assert result.flagged == ()
     assert result.lowest_output.name == "b"
-    assert names(result.near_threshold()) == []  # 0.9576 is 0.0576 above 0.9
-    assert names(analyse(rows, FlagRule(0.95, red=math.inf)).near_threshold()) == ["b"]
-    assert names(analyse(rows, FlagRule(0.98, red=math.inf)).near_threshold()) == ["a", "c"]
+    assert names(result.near) == ["a", "b"]
+    assert names(analyse(rows, FlagRule(0.95, red=math.inf)).near) == ["a", "b"]
+    assert names(analyse(rows, FlagRule(0.98, red=math.inf)).near) == ["a"]  # b is flagged now
+    c = result.ops[2]
+    assert c.outputs[0].state(result.rule) == "rounding" and c.state == "clean"
+    assert result.ops[3].state == "not compared"
     assert analyse([], 0.9).lowest_output is None

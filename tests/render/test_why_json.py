@@ -11,7 +11,7 @@ import numpy as np
 
 from precision_tool.explain.causes import Cause, ReplayCheck
 from precision_tool.explain.diagnosis import Explanation
-from precision_tool.explain.numbers import compare
+from precision_tool.compare.pair_stats import compare
 from precision_tool.render.json_out import dumps
 from precision_tool.render.json_out import plain as clean
 from precision_tool.render.lines import RawLines

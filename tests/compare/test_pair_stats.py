@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.explain.numbers import coarsest, compare, count_nonfinite, dtype_facts, pieces
+from precision_tool.compare.pair_stats import coarsest, compare, count_nonfinite, dtype_facts, pieces
 
 shapes = st.lists(st.integers(0, 5), min_size=0, max_size=4).map(tuple)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.explain.replay import REGISTRY, ReplayArgs, ReplayError, run_replay
+from precision_tool.compare.replay import REGISTRY, ReplayArgs, ReplayError, run_replay
 
 SETTINGS = settings(max_examples=40, deadline=None)
 

@@ -1,5 +1,5 @@
-"""All the data ``why`` reads, in one place: one op's NPU dump tensors and their goldens, and the
-ops of the newest comparison result that introduce error.
+"""All the data ``why`` and the verdict's replay read, in one place: one op's NPU dump tensors
+and their goldens, and the ops of the newest comparison result that introduce error.
 
 Pairing is ``vc``'s rule (``compare.pairing.golden_for``); the dump file is the op's latest launch in the
 newest run (``Context.step_listings``, ``DumpListing.latest``). Only the op's own dump file and
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compare.divergence import Divergence, FlagRule, OpCosines, analyse
-from ..compare.pairing import golden_for
-from ..compare.result_csv import newest_result_csvs, read_result_csv
-from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.golden import GoldenIndex, load_npy
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.tree import StepDir
+from .divergence import Divergence, OpCosines
+from .pairing import golden_for
+from .result_csv import newest_result_csvs
+from .workspace import OpRef, Workspace
 
 NETWORK_INPUT_TYPES = frozenset({"Data", "PlaceHolder", "Placeholder", "RefData", "AippData"})
 
@@ -109,7 +109,7 @@ def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInd
                       _golden_path(golden, source))
 
 
-def _steps_of(context: Context, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
+def _steps_of(context: Workspace, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
     """The op's latest launch in each selected step dir of its own graph (by the step dir's
     model name), else in every step dir that has one."""
     found = [(step, listing.latest(ref.op.name)) for step, listing in context.step_listings(ref.debug).items()]
@@ -118,7 +118,7 @@ def _steps_of(context: Context, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
     return own or found
 
 
-def op_tensors(context: Context, ref: OpRef) -> list[OpTensors]:
+def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
     """The tensors of ``ref``'s latest launch in each selected step dir (usually one).
 
     Raises:
@@ -138,7 +138,7 @@ def op_tensors(context: Context, ref: OpRef) -> list[OpTensors]:
     return found
 
 
-def resolve(context: Context, name: str, debug: str = "debug_0") -> OpRef | None:
+def resolve(context: Workspace, name: str, debug: str = "debug_0") -> OpRef | None:
     """The graph op a result row names (exact, else in dump-file spelling); None when no graph
     of ``debug`` has it."""
     for model in context.models(debug):
@@ -148,18 +148,13 @@ def resolve(context: Context, name: str, debug: str = "debug_0") -> OpRef | None
     return None
 
 
-def newest_result(context: Context) -> list[Path]:
+def newest_result(context: Workspace) -> list[Path]:
     """The CSVs of the newest ``temp/vector_compare`` result.
 
     Raises:
         PrecisionToolError: there is none (the message suggests running ``vc``).
     """
     return newest_result_csvs(context.config.temp_dir)
-
-
-def divergences(paths: list[Path], rule: FlagRule) -> list[Divergence]:
-    """The divergence analysis of each result CSV."""
-    return [analyse(read_result_csv(path), rule) for path in paths]
 
 
 def first_introducers(divergence: Divergence) -> list[OpCosines]:

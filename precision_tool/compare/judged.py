@@ -1,0 +1,127 @@
+"""The one verdict on a result: :func:`~precision_tool.compare.divergence.analyse` with the
+replay of its flagged ops attached, computed once per result file and session.
+
+Whether a flagged op introduces an error or only carries one in is a question about the op
+alone, so it is answered by recomputing the op from its *own* NPU inputs
+(:mod:`.replay`) and comparing that with its NPU output: the local error, against the noise of
+a correct kernel (:func:`~precision_tool.compare.noise.replay_noise`). Only flagged ops are
+replayed (the others are clean whatever the replay says), one at a time, each reading just its
+own dump file, so the cost follows the number of flagged ops, not the size of the network;
+MAX_REPLAYS bounds it. An op whose type has no replay, whose dump is missing or whose tensors
+cannot be read keeps the input rule, and the views say so (``decided_by``).
+
+Every view (``vcs``, ``ac``, ``report``, ``ni -s``, Model Explorer, ``why``) gets its
+divergence from :func:`judged_result`, so they all tell the same story.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import PrecisionToolError
+from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .noise import accumulation_length, replay_noise
+from .op_tensors import OpTensors, op_tensors, resolve
+from .pair_stats import compare
+from .replay import REGISTRY, ReplayError
+from .replay.launch import replay_op
+from .result_csv import read_result_csv
+from .verdict import LocalCheck
+from .workspace import Workspace
+
+MAX_REPLAYS = 2000  # flagged ops replayed per result; the rest keep the input rule
+
+
+def _read_all(tensors: OpTensors) -> tuple[list, list]:
+    def read(side):
+        try:
+            return side.npu()
+        except PrecisionToolError:
+            return None
+    return [read(s) for s in tensors.inputs], [read(s) for s in tensors.outputs]
+
+
+def local_check(tensors: OpTensors, slot: int) -> LocalCheck | None:
+    """Output ``slot`` of the op against its replay on its own NPU inputs; None when the op
+    cannot be replayed (the reason does not matter here: the input rule then decides)."""
+    inputs, outputs = _read_all(tensors)
+    if slot >= len(outputs) or outputs[slot] is None:
+        return None
+    try:
+        replayed, label, _ = replay_op(tensors, inputs, outputs)
+    except ReplayError:
+        return None
+    if slot >= len(replayed) or replayed[slot].size != outputs[slot].size:
+        return None
+    npu = outputs[slot]
+    stats = compare(npu, replayed[slot].reshape(npu.shape), tensors.outputs[slot].tensor.dtype)
+    shapes = [tuple(a.shape) if a is not None else None for a in inputs]
+    k = accumulation_length(tensors.op.type, shapes, tuple(npu.shape))
+    noise = replay_noise(tensors.outputs[slot].tensor.dtype, tensors.op.type, k)
+    return LocalCheck(stats.red, stats.nonfinite_mismatch, noise, label, slot)
+
+
+def _check_op(context: Workspace, op: OpCosines) -> LocalCheck | None:
+    ref = resolve(context, op.name)
+    worst = op.worst_output_tensor
+    if ref is None or worst is None or ref.op.type not in REGISTRY:  # no dump read for nothing
+        return None
+    try:
+        launches = op_tensors(context, ref)
+    except PrecisionToolError:
+        return None
+    return local_check(launches[0], worst.slot) if launches else None
+
+
+def local_checks(context: Workspace, divergence: Divergence) -> dict[tuple[int, str], LocalCheck]:
+    """The replay evidence of each flagged op that could be replayed (up to MAX_REPLAYS)."""
+    checks: dict[tuple[int, str], LocalCheck] = {}
+    for op in divergence.flagged[:MAX_REPLAYS]:
+        found = _check_op(context, op)
+        if found is not None:
+            checks[(op.index, op.name)] = found
+    return checks
+
+
+def _stamp(path: Path) -> tuple:
+    info = os.stat(path)
+    return str(Path(path).resolve()), info.st_size, info.st_mtime_ns
+
+
+def with_replay(context: Workspace, op: OpCosines) -> OpCosines:
+    """``op`` with its replay attached when it is flagged: an op's verdict depends on its own
+    replay alone, so one op's verdict costs one replay, not the whole result's."""
+    if not op.flagged or op.local is not None:
+        return op
+    check = _check_op(context, op)
+    return op if check is None else replace(op, local=check)
+
+
+def judge_rows(context: Workspace, rows, rule: FlagRule) -> Divergence:
+    """The verdict on ``rows`` by ``rule``, the replays of its flagged ops attached."""
+    divergence = analyse(rows, rule)
+    return divergence.with_local(local_checks(context, divergence))
+
+
+def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Divergence:
+    """:func:`judge_rows` of ``rows`` (read from result ``path``); remembered for the session,
+    so every view of one command (and of later ones) shares it."""
+    def judge() -> Divergence:
+        return judge_rows(context, rows, rule)
+
+    try:
+        key = ("verdict", _stamp(path), rule)
+    except OSError:
+        return judge()
+    return context.remembered(key, judge)
+
+
+def judged_result(context: Workspace, path: Path, rule: FlagRule, **read) -> Divergence:
+    """:func:`judged_rows` of the result CSV ``path`` (read with ``read``'s options).
+
+    Raises:
+        PrecisionToolError: the CSV cannot be read.
+    """
+    return judged_rows(context, path, read_result_csv(path, **read), rule)
