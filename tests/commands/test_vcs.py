@@ -85,7 +85,8 @@ def test_c_sets_the_threshold(data_root, reference):
     status, text = vcs_text(data_root, f"vcs -f {reference} -c 0.6 -l 0")
     assert status == ExitStatus.FLAGGED
     assert "flagged: 1 of 13 ops (output cosine <= 0.6," in text and FIRST_ADD in text
-    assert "model/relu2/Relu" not in text
+    assert not re.search(r"\] model/relu2/Relu\s+index", text)  # not flagged at 0.6 ...
+    assert "op(s) beyond rounding but not flagged: model/relu2/Relu" in text  # ... but far from rounding
     status, text = vcs_text(data_root, f"vcs -f {reference} -c 0.5")
     assert status == ExitStatus.OK
     assert "no op is flagged (output cosine <= 0.5" in text and "flagged: 0 of 13" in text
