@@ -146,8 +146,10 @@ def _write_report(context: Context, found: AutoCheck) -> None:
     from ..report import write_report
 
     panels = [Text(f"{c.title}: error: {e}", style="error") if e else c.render(r) for c, r, e in found.checks]
+    causes = {e.op: e.cause_text for e in found.explanations if e.cause_text}  # why's, on the ops
     try:
-        found.report = write_report(context, [path for path, _ in found.summaries.results], checks=panels)
+        found.report = write_report(context, [path for path, _ in found.summaries.results], checks=panels,
+                                    causes=causes)
     except PrecisionToolError as exc:
         found.report_error = str(exc)
 

@@ -71,6 +71,6 @@ COMMAND = Command(
     description="Write temp/report/{timestamp}/index.html (or -o DIR/index.html): one file that "
                 "opens offline, with the summary (the first operator that introduces the error), "
                 "the output cosine and RelativeEuclideanDistance along execution order, a sortable "
-                "table of the flagged ops, the graph around the first introducer coloured by "
-                "cosine, and ac's checks. --model-explorer also writes Model Explorer node data "
+                "table of the flagged ops, the graph around the first introducer filled by "
+                "each op's verdict, and ac's checks. --model-explorer also writes Model Explorer node data "
                 "and prints the model-explorer command that shows it.")

@@ -1,9 +1,11 @@
 """One result CSV as the report and Model Explorer see it: each op with every metric of its
 inputs and outputs.
 
-The verdicts (flagged, introduces, inherits) are :func:`~precision_tool.compare.divergence.analyse`'s;
-this module only attaches the CSV's other metrics to its ops, so every number the report shows
-or plots is a value read from the CSV by :func:`~precision_tool.compare.result_csv.read_result_csv`.
+The verdicts (flagged, introduces, inherits, and what decided) are the divergence's the view is
+built from: the one verdict with its replays (``explain.judged``) when the caller passes it, else
+:func:`~precision_tool.compare.divergence.analyse`'s input rule. This module only attaches the
+CSV's other metrics to its ops, so every number the report shows or plots is a value read from the
+CSV by :func:`~precision_tool.compare.result_csv.read_result_csv`.
 """
 
 from __future__ import annotations
@@ -48,11 +50,11 @@ def worst(tensors: tuple[TensorMetrics, ...], metric: str) -> float:
 
 @dataclass(frozen=True)
 class OpRecord:
-    """One op of the result: ``analyse``'s verdict and the metrics of its tensors.
+    """One op of the result: its verdict and the metrics of its tensors.
 
     Attributes:
         position: the op's place among the result's ops (0-based, execution order).
-        op: the op as :func:`~precision_tool.compare.divergence.analyse` judged it.
+        op: the op as the view's divergence judged it.
         inputs, outputs: every tensor row of the op, by slot.
     """
 
@@ -76,15 +78,9 @@ class OpRecord:
 
     @property
     def verdict(self) -> str:
-        """``introduces``, ``inherits``, ``nan`` (output cosine NaN, not judged), ``ok``, or
-        ``no data`` (no compared output)."""
-        if self.op.introduces:
-            return "introduces"
-        if self.op.flagged:
-            return "inherits"
-        if not self.outputs:
-            return "no data"
-        return "nan" if math.isnan(self.cosine) else "ok"
+        """The op's verdict, :attr:`~.divergence.OpCosines.state`: ``introduces``, ``inherits``,
+        ``clean`` or ``not compared`` (:mod:`.verdict`); nothing is decided here."""
+        return self.op.state
 
 
 @dataclass(frozen=True)
@@ -107,7 +103,7 @@ class ResultView:
 
     @property
     def first_introducer(self) -> OpRecord | None:
-        """The first op that introduces the error (``analyse``'s), None when none does."""
+        """The first op that introduces the error (the divergence's), None when none does."""
         first = self.divergence.first_introducer
         return None if first is None else self.record_of(first)
 
@@ -133,9 +129,14 @@ def _by_kind(tensors: list[TensorMetrics], kind: str) -> tuple[TensorMetrics, ..
     return tuple(sorted((t for t in tensors if t.kind == kind), key=lambda t: t.slot))
 
 
-def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float) -> ResultView:
-    """The view of ``rows`` (read from ``path``) judged by ``rule`` (or a cosine threshold)."""
-    divergence = analyse(rows, rule)
+def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float,
+               divergence: Divergence | None = None) -> ResultView:
+    """The view of ``rows`` (read from ``path``) judged by ``rule`` (or a cosine threshold).
+
+    ``divergence`` is the verdict on ``rows`` when the caller has it (the report passes the one
+    with replays and causes attached, ``explain.judged``); without it, :func:`analyse`'s.
+    """
+    divergence = analyse(rows, rule) if divergence is None else divergence
     tensors: dict[tuple[int, str], list[TensorMetrics]] = {}
     for row in rows:
         tensor = _tensor(row)

@@ -58,6 +58,13 @@ class Explanation:
         return self.causes[0].name
 
     @property
+    def cause_text(self) -> str | None:
+        """``scale: npu ~ 0.4999 * golden ...``: the most likely cause and its evidence, as the
+        verdict carries it (:meth:`~precision_tool.compare.divergence.Divergence.with_causes`);
+        None when the cause is unknown."""
+        return None if self.cause == "unknown" else f"{self.cause}: {self.causes[0].evidence}"
+
+    @property
     def is_defect(self) -> bool:
         """True unless the op is within rounding of its golden."""
         return self.cause != "precision"

@@ -1,15 +1,22 @@
-"""Per-op results as Model Explorer node data: one JSON file per metric, for ``--node_data_paths``.
+"""Per-op results as Model Explorer node data, for ``--node_data_paths``: the verdict, and one
+JSON file per metric.
 
 Each file has the shape of Model Explorer's ``node_data_builder.ModelNodeData``: graph id ->
 ``GraphNodeData`` with ``results`` keyed by the adapter's node ids (:mod:`.ids`), so it overlays
-the graphs :mod:`.main` shows. The value of an op is its worst output value of the metric (lowest
-cosine, highest error), as the report shows it. Colours follow the cosine threshold: the cosine
-file uses ``thresholds`` (red at or below, green above); the other metrics colour each node by
-its op's verdict (red: output cosine at or below the threshold, green above, yellow NaN), so the
-flagged ops stand out whatever the metric. A NaN value has no JSON form and is left out; an
-infinite one is written as the largest float, coloured red.
+the graphs :mod:`.main` shows. Every node is coloured by its op's verdict in the one palette
+(:mod:`precision_tool.render.palette`; the state ``ni -s`` and the report draw,
+:func:`~precision_tool.render.op_graph.node_cosine`), whatever the overlay, so the ops that
+introduce or inherit the error stand out in each. The verdict overlay's value is the state with
+its marker (``▲ introduces``, ``● inherits``, ``◆ near``, ``clean``, ``✕ non-finite``,
+``not compared``): Model Explorer has no legend for node data, but for text values it shows each
+value's share, count and colour on the layers (``showExpandedSummaryOnGroupNode``) and in the
+children table (``showLabelCountColumnsInChildrenStatsTable``), which is the legend. A metric's
+value is the op's worst output value (lowest cosine, highest error), as the report shows it; a
+NaN value has no JSON form and is left out, an infinite one is written as the largest float.
 
-Plain dicts and ``json``: writing node data does not need Model Explorer installed.
+The verdict file comes last in :attr:`NodeDataFiles.files`: Model Explorer selects each node data
+file as it adds it, in the order of ``--node_data_paths``, so the last one is shown when the graph
+opens. Plain dicts and ``json``: writing node data does not need Model Explorer installed.
 """
 
 from __future__ import annotations
@@ -22,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..compare.result_csv import NUMERIC_METRICS
-from ..compare.result_view import COSINE, OpRecord, ResultView
+from ..compare.result_view import OpRecord, ResultView
 from ..formats.atomic import OutputRoot
 from ..formats.graph_model import Model
-from ..render.summary import cosine_style
+from ..render.op_graph import node_cosine
+from ..render.palette import marked, swatch
 from .ids import graph_ids, node_id
 
-COLOURS = {"bad": "#ef9a9a", "good": "#a5d6a7", "nan": "#fff59d"}
-COSINE_CEILING = 2.0  # above any cosine: the "good" band of the thresholds ends here
+VERDICT = "verdict"  # the verdict overlay's file stem and name
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -47,15 +54,20 @@ def _json_number(value: float) -> float:
     return value
 
 
-def _matches(view: ResultView, model: Model) -> list[tuple[str, str, OpRecord]]:
-    """(graph id, node id, record) of every op of ``view`` with an output found in ``model``."""
+def _matches(view: ResultView, model: Model, compared: bool = True) -> list[tuple[str, str, OpRecord]]:
+    """(graph id, node id, record) of every op of ``view`` found in ``model`` (``compared``:
+    only those with a compared output)."""
     found = []
     for graph, graph_id in zip(model.graphs, graph_ids(model)):
         for record in view.records:
-            op = graph.find_op(record.op.name) if record.outputs else None
+            op = graph.find_op(record.op.name) if record.outputs or not compared else None
             if op is not None:
                 found.append((graph_id, node_id(op), record))
     return found
+
+
+def _result(value, record: OpRecord) -> dict:
+    return {"value": value, "bgColor": swatch(node_cosine(record.op).verdict).colour}
 
 
 def metric_node_data(view: ResultView, model: Model, metric: str) -> dict:
@@ -66,15 +78,19 @@ def metric_node_data(view: ResultView, model: Model, metric: str) -> dict:
         if math.isnan(value):
             continue
         entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{metric} ({view.path.name})"})
-        result = {"value": _json_number(value)}
-        if metric != COSINE:
-            result["bgColor"] = COLOURS["bad" if math.isinf(value) else
-                                        cosine_style(record.cosine, view.threshold).removeprefix("cos.")]
-        entry["results"][node] = result
-    if metric == COSINE:
-        for entry in graphs.values():
-            entry["thresholds"] = [{"value": view.threshold, "bgColor": COLOURS["bad"]},
-                                   {"value": COSINE_CEILING, "bgColor": COLOURS["good"]}]
+        entry["results"][node] = _result(_json_number(value), record)
+    return graphs
+
+
+def verdict_node_data(view: ResultView, model: Model) -> dict:
+    """The ``ModelNodeData`` JSON object of the verdict overlay: every op of ``view`` found in
+    ``model``, its value the state with its marker (module doc)."""
+    graphs: dict[str, dict] = {}
+    for graph_id, node, record in _matches(view, model, compared=False):
+        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{VERDICT} ({view.path.name})",
+                                             "showExpandedSummaryOnGroupNode": True,
+                                             "showLabelCountColumnsInChildrenStatsTable": True})
+        entry["results"][node] = _result(marked(node_cosine(record.op).verdict), record)
     return graphs
 
 
@@ -87,11 +103,13 @@ def best_model(view: ResultView, models: list[Model]) -> Model | None:
 
 def write_node_data(root: OutputRoot, view: ResultView, model: Model,
                     directory: Path) -> NodeDataFiles:
-    """One ``{metric}.json`` per numeric metric in ``directory`` under ``root`` (created), each
-    written atomically and never through a link."""
+    """One ``{metric}.json`` per numeric metric, then ``verdict.json`` (shown first: module
+    doc), in ``directory`` under ``root`` (created), each written atomically and never through a
+    link."""
+    documents = [(metric, metric_node_data(view, model, metric)) for metric in NUMERIC_METRICS]
+    documents.append((VERDICT, verdict_node_data(view, model)))
     files = []
-    for metric in NUMERIC_METRICS:
-        path = directory / f"{_SAFE.sub('_', metric)}.json"
-        text = json.dumps(metric_node_data(view, model, metric), ensure_ascii=True, allow_nan=False)
-        files.append(root.write_text(path, text))
+    for stem, document in documents:
+        text = json.dumps(document, ensure_ascii=True, allow_nan=False)
+        files.append(root.write_text(directory / f"{_SAFE.sub('_', stem)}.json", text))
     return NodeDataFiles(model.source_path, tuple(files))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compare.verdict import CLEAN, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED, ROUNDING
+from ..compare.verdict import CLEAN, DIVERGES, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED, ROUNDING
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ PALETTE: dict[str, Swatch] = {
 }
 PALETTE[ROUNDING] = PALETTE[CLEAN]  # a tensor within rounding looks like a clean op
 LEGEND_ORDER = (INTRODUCES, INHERITS, NONFINITE, NEAR, CLEAN, NOT_COMPARED)
+# tensor states shown as the legend entry of the same look: a diverging tensor in the
+# introducer's colour (as ``vcs`` prints it), one within rounding as a clean op
+_SHOWN_AS = {DIVERGES: INTRODUCES, ROUNDING: CLEAN}
 
 # rich styles of the states: the colour itself on a terminal (its own background is dark or
 # light, so the full colour reads on either)
@@ -54,6 +57,11 @@ STYLES = {swatch.style: ("bold " if state == INTRODUCES else "") + swatch.colour
 def swatch(state: str) -> Swatch:
     """The look of ``state`` (an op or tensor state); unknown states look not compared."""
     return PALETTE.get(state, PALETTE[NOT_COMPARED])
+
+
+def marked(state: str) -> str:
+    """``▲ introduces``: the state's marker (its cue besides the colour) and the state itself."""
+    return f"{swatch(state).marker} {state}".strip()
 
 
 def css_variables() -> str:
@@ -67,6 +75,21 @@ def _css(state: str) -> str:
     return state.replace(" ", "-")
 
 
+def css_var(state: str, text: bool = False) -> str:
+    """``var(--introduces)`` (``text``: ``var(--introduces-text)``, the shade for text on
+    white): the variable of ``state``'s legend entry in :func:`css_variables`."""
+    return f"var(--{_css(legend_state(state))}{'-text' if text else ''})"
+
+
+def legend_state(state: str) -> str:
+    """The legend entry ``state`` (an op or tensor state) is shown as: itself for the states
+    of :data:`LEGEND_ORDER`, ``introduces`` for a diverging tensor, ``clean`` for one within
+    rounding, ``not compared`` for anything else."""
+    state = _SHOWN_AS.get(state, state)
+    return state if state in LEGEND_ORDER else NOT_COMPARED
+
+
 def css_class(state: str) -> str:
-    """The CSS class of ``state`` (``not-compared`` for ``not compared``)."""
-    return "v-" + _css(state)
+    """The CSS class of ``state``'s legend entry (:func:`legend_state`): ``v-introduces``,
+    ``v-not-compared``..., each coloured by the variables of :func:`css_variables`."""
+    return "v-" + _css(legend_state(state))

@@ -15,15 +15,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 from .. import __version__
 from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import COSINE, RED, OpRecord, ResultView
-from ..render.summary import format_cosine
+from ..compare.verdict import CLEAN, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED
+from ..render.palette import css_class, marked, swatch
+from ..render.summary import drop_text
 from .escape import esc, json_for_script
+from .looks import legend_html, op_state, state_css
 from .plot import plot_svg, x_axis
-from .table import cosine_class, flagged_table
+from .table import evidence, flagged_table
 
 
 @dataclass
@@ -44,7 +47,6 @@ class ResultPart:
     view: ResultView | None = None
     error: str = ""
     subgraph: Subgraph = field(default_factory=Subgraph)
-    causes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,28 +71,58 @@ def script_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def _cos(value: float, threshold: float) -> str:
-    return f'<span class="{cosine_class(value, threshold)}">{format_cosine(value)}</span>'
-
-
 def verdict_html(view: ResultView) -> str:
-    """The line naming the first operator that introduces the error (or why there is none)."""
-    flagged, threshold = view.flagged, view.threshold
+    """The line naming the first operator that introduces the error (or why there is none):
+    what flagged it (the cosine drop, a RED, NaN/Inf: ``vcs``'s words), what decided that it
+    introduces (its replay, or its inputs) and, when ``why`` ran, the cause; in its colour."""
+    flagged = view.flagged
     if not view.divergence.dumped:
-        return '<p class="verdict-line nan">no compared tensors in this result</p>'
+        return f'<p class="verdict-line {css_class(NOT_COMPARED)}">no compared tensors in this result</p>'
     if not flagged:
-        return f'<p class="verdict-line good">no op is flagged ({esc(view.divergence.rule.describe())})</p>'
+        return (f'<p class="verdict-line {css_class(CLEAN)}">no op is flagged '
+                f'({esc(view.divergence.rule.describe())})</p>')
     first = view.first_introducer
     if first is None:
-        return (f'<p class="verdict-line nan">first operator that introduces the error: none found; '
-                f'every flagged op has an input that already diverges, '
-                f'so look upstream of <b class="name">{esc(flagged[0].op.name)}</b></p>')
-    drop = first.op.cosine_drop
-    how = (f'cosine {_cos(drop[0], threshold)} &rarr; {_cos(drop[1], threshold)}' if drop
-           else '<span class="bad">the NPU output holds NaN/Inf</span>')
+        return (f'<p class="verdict-line {css_class(INHERITS)}">first operator that introduces the '
+                f'error: none found; every flagged op has an input that already diverges, so look '
+                f'upstream of <b class="name">{esc(flagged[0].op.name)}</b></p>')
+    op = first.op
+    how = drop_text(op, view.threshold).plain
+    cause = f'<span class="cause {css_class(INTRODUCES)}">; cause: {esc(op.cause)}</span>' if op.cause else ""
     return (f'<p class="verdict-line">first operator that introduces the error: '
-            f'<b class="name">{esc(first.op.name)}</b> ({esc(first.op.op_type or "?")}), '
-            f'Index {first.op.index}, {how}</p>')
+            f'<b class="name">{esc(op.name)}</b> ({esc(op.op_type or "?")}), Index {op.index}, '
+            f'<span class="{css_class(INTRODUCES)}">{esc(swatch(INTRODUCES).marker)} {esc(how)}</span>'
+            f'<span class="evidence">; {esc(evidence(op))}</span>{cause}</p>')
+
+
+def _names(ops, limit: int) -> str:
+    shown = ", ".join(f'<span class="name">{esc(op.name)}</span>' for op in ops[:limit])
+    return shown + (", ..." if len(ops) > limit else "")
+
+
+def _count(ops, state: str, words: str) -> str:
+    text = f"{len(ops)} {words}"
+    return f'<span class="{css_class(state)}">{text}</span>' if ops else text
+
+
+def count_items(view: ResultView) -> list[tuple[str, str]]:
+    """(label, HTML) of the counts ``vcs`` prints, from the same properties of the verdict:
+    flagged (introduce / inherit, how many a replay judged), NaN/Inf NPU outputs, beyond
+    rounding but not flagged, not judged."""
+    divergence, flagged = view.divergence, view.flagged
+    introduce = sum(r.op.introduces for r in flagged)
+    nonfinite, near, unjudged = divergence.nonfinite, divergence.near, divergence.unjudged
+    return [("flagged", f"{len(flagged)} of {len(divergence.dumped)} ops are flagged "
+                        f"({esc(divergence.rule.describe())}): {introduce} introduce(s) the "
+                        f"error, {len(flagged) - introduce} inherit(s) it; a replay decided which for "
+                        f"{divergence.replayed} of them, their inputs for the rest"),
+            ("non-finite", _count(nonfinite, NONFINITE, "op(s) with a NaN/Inf NPU output")
+                           + (f', the first: <span class="name">{esc(nonfinite[0].name)}</span>'
+                              if nonfinite else "")),
+            ("near", _count(near, NEAR, "op(s) beyond rounding but not flagged")
+                     + (f": {_names(near, 3)}" if near else "")),
+            ("not judged", f"{len(unjudged)} op(s) with a NaN output cosine, not judged"
+                           + (f": {_names(unjudged, 5)}" if unjudged else ""))]
 
 
 def _stamp_text(path: Path) -> str:
@@ -104,15 +136,9 @@ def _stamp_text(path: Path) -> str:
 
 def summary_html(view: ResultView) -> str:
     """The verdict, the counts, and which result the section describes."""
-    flagged = view.flagged
-    introduces = sum(r.op.introduces for r in flagged)
-    unjudged = len(view.divergence.unjudged)
-    items = [("flagged", f"{len(flagged)} of {len(view.divergence.dumped)} ops are flagged "
-                         f"({esc(view.divergence.rule.describe())}): {introduces} introduce(s) the "
-                         f"error, {len(flagged) - introduces} inherit(s) it"),
-             ("not judged", f"{unjudged} op(s) with a NaN output cosine"),
-             ("result", f'<span class="name">{esc(view.path)}</span>{esc(_stamp_text(view.path))}'),
-             ("rows", f"{view.row_count} CSV rows, {len(view.records)} ops")]
+    items = count_items(view) + [
+        ("result", f'<span class="name">{esc(view.path)}</span>{esc(_stamp_text(view.path))}'),
+        ("rows", f"{view.row_count} CSV rows, {len(view.records)} ops")]
     rows = "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
     return verdict_html(view) + f'<dl class="summary">{rows}</dl>'
 
@@ -124,17 +150,15 @@ def op_data(view: ResultView) -> dict:
 
     def entry(r: OpRecord) -> list:
         return [r.position, r.op.index, round(xs.x(r.op.index), 2), r.op.name, r.op.op_type or "?",
-                r.verdict, r.op.ground_truth, [t.value(COSINE) for t in r.inputs],
+                marked(op_state(r.op)), r.op.ground_truth, [t.value(COSINE) for t in r.inputs],
                 [t.value(COSINE) for t in r.outputs], [r.output(m) for m in NUMERIC_METRICS]]
     return {"threshold": view.threshold, "metrics": list(NUMERIC_METRICS), "red": red,
             "ops": [entry(r) for r in view.records if r.outputs]}
 
 
-LEGEND = ('<p class="legend"><span><i style="background:var(--good)"></i>above the threshold</span>'
-          '<span><i style="background:var(--bad)"></i>at or below</span>'
-          '<span><i style="background:var(--nan)"></i>NaN (not judged)</span>'
-          '<span class="muted">hover for the op, click to pin it; lower panel: log axis, '
-          'hollow = 0</span></p>')
+PLOT_NOTE = (f"in the curve {swatch(INTRODUCES).marker} marks an introducer, {swatch(NEAR).marker} an "
+             f"op beyond rounding, {swatch(NONFINITE).marker} at the bottom a NaN cosine, a hollow "
+             f"mark a RED of 0 (log axis); hover for the op, click to pin it")
 
 
 def _subgraph_html(part: ResultPart, k: int) -> str:
@@ -143,8 +167,8 @@ def _subgraph_html(part: ResultPart, k: int) -> str:
     note = f'<p class="muted">{esc(sub.note)}</p>' if sub.note else ""
     if sub.svg is None:
         return head + (note or '<p class="muted">nothing flagged: no subgraph to show</p>')
-    legend = ('<p class="legend muted">filled by worst output cosine: green above the threshold, '
-              f'red at or below, yellow NaN, grey not in this result; drawn by {esc(sub.how)}</p>')
+    legend = legend_html(f"each op filled by its verdict in this result, an introducer with a "
+                         f"double border; drawn by {esc(sub.how)}", graph=True)
     return head + legend + note + f'<div class="subgraph-wrap" id="subgraph-{k}">{sub.svg}</div>'
 
 
@@ -156,12 +180,12 @@ def result_html(part: ResultPart, k: int) -> str:
                 f'</section>')
     view = part.view
     return (f'<section class="result" data-section="{k}">{title}{summary_html(view)}'
-            f'<h3>Output cosine along execution order</h3>{LEGEND}'
+            f'<h3>Output cosine along execution order</h3>{legend_html(PLOT_NOTE)}'
             f'<div class="plot-wrap">{plot_svg(view, k)}'
             f'<div class="tooltip" id="tip-{k}" hidden></div></div>'
             f'<div class="selected" id="sel-{k}">click the plot, a table row or a graph node for an '
             f'op\'s metrics</div>'
-            f'<h3>Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k, part.causes)}'
+            f'<h3>Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k)}'
             f'{_subgraph_html(part, k)}</section>'
             f'<script type="application/json" id="data-{k}">{json_for_script(op_data(view))}</script>')
 
@@ -186,7 +210,7 @@ def render_page(page: PageInput) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>PrecisionTool report</title><style>{style}</style></head><body>"
+            f"<title>PrecisionTool report</title><style>{state_css()}\n{style}</style></head><body>"
             f'<header><h1>PrecisionTool report</h1><p class="meta">{meta}</p>'
             f"{_nav(page.parts, bool(page.explorer_html))}</header>{sections}"
             f'<section id="checks"><h2>Checks</h2>{page.checks_html}</section>{explorer}'

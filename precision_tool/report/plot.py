@@ -3,10 +3,14 @@ RelativeEuclideanDistance on a log axis, with the threshold and the first introd
 
 Written by hand rather than with a plotting library: a few hundred bytes of markup per op, no
 script needed to see it, nothing fetched, and every coordinate is a plain function of a CSV
-value that a test can invert. Each point is a ``<circle>`` carrying ``data-pos`` (the op's place
-in the page's data) and ``data-v`` (the value plotted, as the CSV had it); the page's script
-turns hover and click on the plot into the op's name and metrics. Past :data:`MAX_MARKERS`
-ops only the flagged and NaN ones get a marker; the line still joins every value.
+value that a test can invert. Each point is a mark of class ``pt``
+carrying ``data-pos`` (the op's place in the page's data), ``data-v`` (the value plotted, as the
+CSV had it) and ``data-state`` (the op's verdict, :func:`.looks.op_state`), filled in that
+state's colour; its shape is the second cue: a triangle for an introducer, a diamond for an op
+beyond rounding, a circle otherwise (``<circle>``; the others are ``<path>`` with their centre in
+``data-cx``/``data-cy``), a cross at the foot of the cosine panel for a NaN cosine. The page's
+script turns hover and click on the plot into the op's name and metrics. Past
+:data:`MAX_MARKERS` ops only the ops not clean get a mark; the line still joins every value.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import math
 from dataclasses import dataclass
 
 from ..compare.result_view import RED, OpRecord, ResultView
+from ..compare.verdict import CLEAN, INTRODUCES, NEAR, NOT_COMPARED
+from ..render.palette import css_class, swatch
 from .escape import esc
+from .looks import op_state
 
 WIDTH, LEFT, RIGHT = 960, 70, 20
 COS_TOP, COS_HEIGHT = 30, 250
@@ -110,23 +117,43 @@ def _points(records: list[OpRecord], values: list[float], xs: XAxis, axis: Axis)
     return [(r, v, xs.x(r.op.index), axis.y(v)) for r, v in zip(records, values)]
 
 
+def _mark(css: str, x: float, y: float, state: str, record: OpRecord, value: float) -> str:
+    """One point: a triangle for an introducer, a diamond beyond rounding, else a circle."""
+    data = f'data-pos="{record.position}" data-v="{value!r}" data-state="{esc(state)}"'
+    cx, cy = _fmt(x), _fmt(y)
+    if state == INTRODUCES:
+        shape = f"M{cx},{_fmt(y - 4.5)} l4.5,9 h-9 z"
+    elif state == NEAR:
+        shape = f"M{cx},{_fmt(y - 4.5)} l4.5,4.5 l-4.5,4.5 l-4.5,-4.5 z"
+    else:
+        return f'<circle class="{css}" cx="{cx}" cy="{cy}" r="3" {data}/>'
+    return f'<path class="{css}" d="{shape}" data-cx="{cx}" data-cy="{cy}" {data}/>'
+
+
 def _series(points: list[tuple], name: str, all_markers: bool) -> list[str]:
     line = " ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in points)
     out = [f'<polyline class="line {name}" points="{line}"/>'] if points else []
     for record, value, x, y in points:
-        if all_markers or record.op.flagged:
-            state = "bad" if record.op.flagged else "good"
-            if name == "red" and value <= 0:
-                state += " zero"
-            out.append(f'<circle class="pt {name} {state}" cx="{_fmt(x)}" cy="{_fmt(y)}" r="3" '
-                       f'data-pos="{record.position}" data-v="{value!r}"/>')
+        state = op_state(record.op)
+        if all_markers or state not in (CLEAN, NOT_COMPARED):
+            css = f"pt {name} {css_class(state)}" + (" zero" if name == "red" and value <= 0 else "")
+            out.append(_mark(css, x, y, state, record, value))
     return out
 
 
 def _nan_marks(records: list[OpRecord], xs: XAxis) -> list[str]:
-    y = COS_TOP + COS_HEIGHT - 4
-    return [f'<path class="pt nan" d="M{_fmt(xs.x(r.op.index))},{_fmt(y - 6)} l4,7 h-8 z" '
-            f'data-pos="{r.position}" data-v="NaN"/>' for r in records]
+    """A cross (an introducer: its triangle) at the foot of the cosine panel per NaN cosine."""
+    y = COS_TOP + COS_HEIGHT - 6
+    out = []
+    for r in records:
+        state, x = op_state(r.op), xs.x(r.op.index)
+        data = f'data-pos="{r.position}" data-v="NaN" data-state="{esc(state)}"'
+        if state == INTRODUCES:
+            shape, css = f"M{_fmt(x)},{_fmt(y - 4.5)} l4.5,9 h-9 z", "pt nan"
+        else:
+            shape, css = f"M{_fmt(x - 3.5)},{_fmt(y - 3.5)} l7,7 m0,-7 l-7,7", "pt nan cross"
+        out.append(f'<path class="{css} {css_class(state)}" d="{shape}" {data}/>')
+    return out
 
 
 def _threshold(axis: Axis, threshold: float) -> str:
@@ -144,8 +171,8 @@ def _introducer(record: OpRecord, xs: XAxis) -> str:
     dx = "-4" if anchor == "end" else "4"
     return (f'<g class="introducer" data-pos="{record.position}"><title>{esc(name)}</title>'
             f'<line x1="{x}" x2="{x}" y1="{COS_TOP}" y2="{RED_TOP + RED_HEIGHT}"/>'
-            f'<text x="{x}" y="{COS_TOP - 8}" dx="{dx}" text-anchor="{anchor}">first introducer: '
-            f'{esc(short)}</text></g>')
+            f'<text x="{x}" y="{COS_TOP - 8}" dx="{dx}" text-anchor="{anchor}">'
+            f'{swatch(INTRODUCES).marker} first introducer: {esc(short)}</text></g>')
 
 
 def _frame(xs: XAxis, cos: Axis, red: Axis) -> list[str]:

@@ -1,12 +1,13 @@
-"""The graph around the op to look at first, as inline SVG with every op coloured by its cosine.
+"""The graph around the op to look at first, as inline SVG with every op filled by its verdict.
 
-The neighbourhood and the graphviz digraph are :mod:`precision_tool.render.op_graph`'s (the
-same ones ``ni -s`` writes); this module only fills each node by its worst output cosine. With
-graphviz's ``dot`` installed the digraph is rendered by it; the SVG it prints is then parsed,
-stripped of anything active (scripts, links, event attributes) and written back with every text
-made :func:`~.escape.visible`, so the page stays self-contained and inert. Without ``dot`` (or
-when it fails) a simple layered drawing is made here: one row per distance from the op,
-upstream above, downstream below.
+The neighbourhood, the graphviz digraph and each op's colour are
+:mod:`precision_tool.render.op_graph`'s -- the same ones ``ni -s`` writes: every op filled by its
+state in the one palette, an introducer also with its marker and a double border, the legend as a
+cluster. With graphviz's ``dot`` installed the digraph is rendered by it; the SVG it prints is then
+parsed, stripped of anything active (scripts, links, event attributes) and written back with every
+text made :func:`~.escape.visible`, so the page stays self-contained and inert. Without ``dot``
+(or when it fails) a simple layered drawing is made here with the same fills and borders: one row
+per distance from the op, upstream above, downstream below.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from ..compare.result_view import ResultView
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
-from ..render.op_graph import build_digraph, node_ids
+from ..render.op_graph import NodeCosine, build_digraph, node_cosines, node_ids
+from ..render.palette import css_class
 from .escape import esc, visible
-from .table import cosine_class
 
-FILLS = {"good": "#c8e6c9", "bad": "#ef9a9a", "nan": "#fff59d", "none": "#eeeeee"}
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
 _ALLOWED_TAGS = frozenset({"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text",
@@ -34,43 +34,14 @@ BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 210, 46, 24, 56, 16
 MAX_BOX_CHARS = 30
 
 
-@dataclass(frozen=True)
-class NodeColour:
-    """How one op of the neighbourhood is drawn: its worst output cosine and class."""
-
-    cosine: float
-    css: str  # good / bad / nan / none (no compared output in this result)
-
-    @property
-    def fill(self) -> str:
-        return FILLS[self.css]
+def colours(hood: Neighbourhood, view: ResultView) -> dict[str, NodeCosine]:
+    """Each op of ``hood`` with its state and cosine in ``view`` (``not compared`` when the
+    result lacks it): :func:`~precision_tool.render.op_graph.node_cosines`."""
+    return node_cosines(hood, {r.op.name: r.op for r in view.records})
 
 
-def colours(hood: Neighbourhood, view: ResultView) -> dict[str, NodeColour]:
-    """Each op of ``hood`` with its cosine in ``view`` (``none`` when the result lacks it)."""
-    by_name = {r.op.name: r for r in view.records}
-    out = {}
-    for name in hood.nodes:
-        record = by_name.get(name)
-        if record is None or not record.outputs:
-            out[name] = NodeColour(math.nan, "none")
-        else:
-            out[name] = NodeColour(record.cosine, cosine_class(record.cosine, view.threshold))
-    return out
-
-
-# --- with dot -----------------------------------------------------------------------------
-
-
-def _dot_source(hood: Neighbourhood, title: str, paint: dict[str, NodeColour]):
-    dot = build_digraph(hood, title)
-    ids = node_ids(hood)
-    for name, colour in paint.items():
-        if hood.nodes[name] is None:
-            continue  # keeps op_graph's dashed "not in this graph" look
-        style = "filled,bold" if name == hood.root.name else "filled"
-        dot.node(ids[name], style=style, fillcolor=colour.fill)  # DOT merges repeated node attrs
-    return dot
+def _cos(colour: NodeCosine) -> float:
+    return math.nan if colour.cosine is None else colour.cosine
 
 
 def _local(tag: str) -> str:
@@ -94,9 +65,27 @@ def _inert(element: ET.Element) -> None:
     element.tail = visible(element.tail) if element.tail else element.tail
 
 
-def sanitise_svg(svg_text: str, hood: Neighbourhood, paint: dict[str, NodeColour]) -> str:
+def _double_border(group: ET.Element) -> None:
+    """A second frame 4 units outside the node's box: dot draws record nodes with one border
+    whatever their ``peripheries``, and the double border is an introducer's second cue."""
+    box = next(group.iter(f"{{{SVG_NS}}}polygon"), None)
+    if box is None:
+        return
+    points = [tuple(float(v) for v in pair.split(",")) for pair in box.get("points", "").split()]
+    if not points:
+        return
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    x0, y0, x1, y1 = min(xs) - 4, min(ys) - 4, max(xs) + 4, max(ys) + 4
+    ring = ET.Element(f"{{{SVG_NS}}}polygon", {"class": "outer", "fill": "none", "stroke": "black",
+                                                "points": f"{x0},{y0} {x1},{y0} {x1},{y1} {x0},{y1} {x0},{y0}"})
+    parent = next(p for p in group.iter() if box in list(p))
+    parent.insert(list(parent).index(box), ring)
+
+
+def sanitise_svg(svg_text: str, hood: Neighbourhood, paint: dict[str, NodeCosine]) -> str:
     """dot's SVG made inert (see the module doc); each node group gets ``data-op`` (its op
-    name) and ``data-cos``. Raises ``ET.ParseError`` on text that is not XML."""
+    name), ``data-cos`` and ``data-state`` (its verdict). Raises ``ET.ParseError`` on text that
+    is not XML."""
     ET.register_namespace("", SVG_NS)
     ET.register_namespace("xlink", XLINK_NS)
     root = ET.fromstring(svg_text.encode("utf-8"))
@@ -109,13 +98,15 @@ def sanitise_svg(svg_text: str, hood: Neighbourhood, paint: dict[str, NodeColour
         name = by_id.get(title.text if title is not None else "")
         if group.get("class") == "node" and name is not None:
             group.set("data-op", visible(name))
-            group.set("data-cos", repr(paint[name].cosine))
-            group.set("data-css", paint[name].css)
+            group.set("data-cos", repr(_cos(paint[name])))
+            group.set("data-state", paint[name].verdict)
+            if paint[name].introduces:
+                _double_border(group)
     root.set("class", "subgraph dot")
     return ET.tostring(root, encoding="unicode")
 
 
-def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeColour]) -> tuple[str | None, str]:
+def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tuple[str | None, str]:
     """(the neighbourhood rendered by ``dot``, ""), or (None, why not): no ``dot``, more than
     MAX_RENDER_NODES ops, or ``dot`` failed on the source."""
     if shutil.which("dot") is None:
@@ -125,7 +116,7 @@ def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeColour]) -> tu
     import graphviz
 
     try:
-        text = _dot_source(hood, title, paint).pipe(format="svg", encoding="utf-8", quiet=True)
+        text = build_digraph(hood, title, paint).pipe(format="svg", encoding="utf-8", quiet=True)
         return sanitise_svg(text, hood, paint), ""
     except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError, ET.ParseError) as exc:
         return None, f"dot could not draw it ({type(exc).__name__})"
@@ -154,20 +145,23 @@ def _layout(hood: Neighbourhood) -> dict[str, tuple[float, float]]:
     return places
 
 
-def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeColour,
+def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosine,
          is_root: bool) -> str:
     x, y = corner
     kind = op.type if op is not None else "not in this graph"
-    cos = "" if colour.css == "none" else f" \u00b7 cos {colour.cosine:.6f}"
+    cos = f" \u00b7 {colour.text()}" if colour.cosine is not None else ""
     css = "node root" if is_root else "node"
-    return (f'<g class="{css}" data-op="{esc(name)}" data-cos="{colour.cosine!r}" '
-            f'data-css="{colour.css}"><title>{esc(name)} [{esc(kind)}]</title>'
+    inner = (f'<rect class="inner" x="{x + 3:.1f}" y="{y + 3:.1f}" width="{BOX_W - 6}" '
+             f'height="{BOX_H - 6}" rx="2" fill="none"/>' if colour.introduces else "")
+    marker = f"{colour.marker} " if colour.marker else ""
+    return (f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
+            f'data-state="{esc(colour.verdict)}"><title>{esc(name)} [{esc(kind)}]</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
-            f'fill="{colour.fill}"/>'
+            f'fill="{colour.fill}"/>{inner}'
             f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'
             f'{esc(_short(name))}</text>'
             f'<text class="sub" x="{x + BOX_W / 2:.1f}" y="{y + 35:.1f}" text-anchor="middle">'
-            f'{esc(_short(kind, 18))}{cos}</text></g>')
+            f'{esc(marker + _short(kind, 18))}{cos}</text></g>')
 
 
 def _edge(src: tuple[float, float], dst: tuple[float, float], control: bool, marker: str) -> str:
@@ -180,7 +174,7 @@ def _edge(src: tuple[float, float], dst: tuple[float, float], control: bool, mar
             f'marker-end="url(#{marker})"/>')
 
 
-def layered_svg(hood: Neighbourhood, paint: dict[str, NodeColour], section: int) -> str:
+def layered_svg(hood: Neighbourhood, paint: dict[str, NodeCosine], section: int) -> str:
     """The neighbourhood drawn without graphviz: boxes in rows by distance, straight edges."""
     places = _layout(hood)
     width = max(x for x, _ in places.values()) + BOX_W + MARGIN
@@ -207,7 +201,7 @@ class DrawnGraph:
 
 def subgraph_svg(graph: GraphDesc, hood: Neighbourhood, view: ResultView, section: int,
                  use_dot: bool = True) -> DrawnGraph:
-    """``hood`` coloured by ``view``: by dot when ``use_dot`` and it can, else layered."""
+    """``hood`` filled by ``view``'s verdict: by dot when ``use_dot`` and it can, else layered."""
     paint = colours(hood, view)
     title = f"{hood.root.name} [{hood.root.type}]  depth {hood.depth}  ({graph.name})"
     if use_dot:

@@ -17,10 +17,12 @@ from typing import Mapping, Sequence
 
 from rich.console import RenderableType
 
-from ..compare.divergence import FlagRule
-from ..compare.result_view import ResultView, read_view
+from ..compare.divergence import Divergence, FlagRule
+from ..compare.result_csv import read_result_csv
+from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..explain.judged import judged_rows
 from ..formats.atomic import OutputRoot, stamps
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_query import neighbourhood
@@ -100,17 +102,34 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
                                           f"{graph.name})", drawn.note)
 
 
+def _by_key(divergence: Divergence, causes: Mapping[str, str]) -> dict[tuple[int, str], str]:
+    return {(op.index, op.name): causes[op.name] for op in divergence.ops if op.name in causes}
+
+
+def judged_view(context: Context, path: Path, rule: FlagRule,
+                causes: Mapping[str, str] | None = None) -> ResultView:
+    """The view of the result CSV ``path`` built from the one verdict on it (replays attached,
+    :func:`~precision_tool.explain.judged.judged_rows`: what ``vcs`` says), with ``causes`` (op
+    name -> cause) on the ops of those names: the page and the node data show only it.
+
+    Raises:
+        PrecisionToolError: the CSV cannot be read.
+    """
+    rows = read_result_csv(path)
+    divergence = judged_rows(context, path, rows, rule)
+    return build_view(path, rows, rule, divergence.with_causes(_by_key(divergence, causes or {})))
+
+
 def _part(context: Context, path: Path, rule: FlagRule, section: int, depth: int,
           causes: Mapping[str, str] | None, use_dot: bool, strict: bool) -> ResultPart:
     """One result's section; an unreadable CSV is an error line, or raises when ``strict``."""
     try:
-        view = read_view(path, rule)
+        view = judged_view(context, path, rule, causes)
     except PrecisionToolError as exc:
         if strict:
             raise
         return ResultPart(path, error=str(exc))
-    return ResultPart(path, view, subgraph=focus_subgraph(context, view, section, depth, use_dot),
-                      causes=dict(causes or {}))
+    return ResultPart(path, view, subgraph=focus_subgraph(context, view, section, depth, use_dot))
 
 
 def _all_models(context: Context) -> list[Model]:
@@ -179,7 +198,8 @@ def write_report(context: Context, csv_paths: Sequence[Path], **options) -> Path
             in the page (the only one raises).
         **options: ``output`` (the directory; default ``temp/report/{stamp}``), ``threshold``
             (default the config's), ``depth`` of the subgraph (2), ``checks`` (renderables; run
-            here when None), ``causes`` (op name -> cause text, a table column), and
+            here when None), ``causes`` (op name -> cause text, ``why``'s: put on the ops of that
+            name, shown in the headline and as a table column), and
             ``model_explorer`` (also write node data), see :func:`make_report`.
     """
     return make_report(context, csv_paths, **options).index

@@ -64,14 +64,15 @@ def test_output_dir_and_file_option(data_root, tmp_path):
     assert "net/block1/op10" in (out / "index.html").read_text(encoding="utf-8")
 
 
-def test_model_explorer_writes_one_node_data_file_per_metric(data_root, tmp_path):
+def test_model_explorer_writes_node_data_per_metric_and_the_verdict_last(data_root, tmp_path):
     write_chain(data_root, 30, 10)
     result = cli("--data", str(data_root), "report", "--model-explorer", "-o", str(tmp_path / "r"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("model explorer: "))
     assert "--extensions=precision_tool.model_explorer" in line
     paths = line.split("--node_data_paths=")[1].split(",")
-    assert len(paths) == 9 and all(os.path.isfile(p) for p in paths)
+    assert len(paths) == 10 and all(os.path.isfile(p) for p in paths)
+    assert paths[-1].endswith("verdict.json")  # Model Explorer shows the last one it adds
     assert str(data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt") in line
     cosine = json.loads(open(paths[0], encoding="utf-8").read())
     assert list(cosine) == ["ge_default_20261129120000_1"]

@@ -38,8 +38,21 @@ def test_verdicts_focus_and_positions(data_root):
     assert [r.position for r in view.records] == list(range(30))
     assert view.first_introducer.op.name == "net/block1/op12" == view.focus.op.name
     verdicts = {r.op.name: r.verdict for r in view.records}
-    assert verdicts["net/block0/op3"] == "ok"
+    assert verdicts["net/block0/op3"] == "clean"  # the op's verdict (OpCosines.state), no other
     assert verdicts["net/block1/op13"] == "inherits"
-    assert verdicts["net/block2/op20"] == "nan"
+    assert verdicts["net/block2/op20"] == "not compared"
     assert verdicts["net/block2/op21"] == "introduces"  # its only input has no cosine
     assert len(view.flagged) == sum(1 for r in view.records if r.op.flagged)
+
+
+def test_a_view_built_from_a_given_verdict_shows_that_verdict(data_root):
+    """The report passes the judged divergence (replays, causes): the view must not judge again."""
+    from precision_tool.compare.result_view import build_view
+
+    path = write_chain(data_root, 30, 12)
+    rows = read_result_csv(path)
+    judged = analyse(rows, 0.98).with_causes({(12, "net/block1/op12"): "scale: x0.5"})
+    view = build_view(path, rows, 0.98, divergence=judged)
+    assert view.divergence is judged
+    assert view.first_introducer.op.cause == "scale: x0.5"
+    assert [r.op for r in view.records] == list(judged.ops)

@@ -1,6 +1,7 @@
 """The node data ``report --model-explorer`` writes: Model Explorer's own node_data_builder
-classes hold exactly it, its keys are the adapter's node ids, its values the CSV's, and its
-colours follow the cosine threshold."""
+classes hold exactly it, its keys are the adapter's node ids, its values the CSV's, every overlay
+is coloured by the one verdict, and the verdict overlay (shown when the graph opens) names each
+op's state."""
 
 from __future__ import annotations
 
@@ -16,11 +17,23 @@ from precision_tool.compare.result_csv import (
 )
 from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
-from precision_tool.model_explorer.node_data import COLOURS, metric_node_data
+from precision_tool.model_explorer.node_data import metric_node_data
+from precision_tool.render.palette import marked, swatch
 from precision_tool.report.write import make_report
 from tests.conftest import make_context
 from tests.model_explorer.explorer import convert, require_explorer
 from tests.report.synthetic import csv_ops, write_chain
+
+
+def expected_state(k: int) -> str:
+    """The verdict on op ``k`` of ``written``'s chain (``vcs`` agrees): ops 10.. at or below the
+    threshold, op 10 the first; op 20's output was not compared, so op 21, whose only input
+    has no cosine, introduces again."""
+    if k == 20:
+        return "not compared"
+    if k < 10:
+        return "clean"
+    return "introduces" if k in (10, 21) else "inherits"
 
 
 def written(data_root):
@@ -38,8 +51,8 @@ def as_builder(data: dict):
     for graph_id, graph in data.items():
         graphs[graph_id] = ndb.GraphNodeData(
             results={key: ndb.NodeDataResult(**value) for key, value in graph["results"].items()},
-            name=graph.get("name"),
-            thresholds=[ndb.ThresholdItem(**item) for item in graph.get("thresholds", [])])
+            thresholds=[ndb.ThresholdItem(**item) for item in graph.get("thresholds", [])],
+            **{k: v for k, v in graph.items() if k not in ("results", "thresholds")})
     return ndb.ModelNodeData(graphsData=graphs)
 
 
@@ -50,7 +63,7 @@ def test_node_data_builder_serialises_the_same_json(data_root):
     defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
                 for f in dataclasses.fields(ndb.GraphNodeData) if f.name != "results"}
     _, files = written(data_root)
-    assert [p.stem for p in files.files] == list(NUMERIC_METRICS)
+    assert [p.stem for p in files.files] == [*NUMERIC_METRICS, "verdict"]  # the last one shows first
     for path in files.files:
         ours = json.loads(path.read_text(encoding="utf-8"))
         theirs = json.loads(as_builder(ours).to_json_string())
@@ -66,7 +79,7 @@ def test_keys_are_the_adapters_node_ids_and_values_the_csvs(data_root):
     graph = convert(files.graph_file)["graphs"][0]
     node_ids = {n["id"] for n in graph["nodes"]}
     expected = {name: tensors["output"] for (_, name), tensors in csv_ops(csv_path).items()}
-    for path in files.files:
+    for path in files.files[:-1]:
         data = json.loads(path.read_text(encoding="utf-8"))
         assert list(data) == [graph["id"]]
         results = data[graph["id"]]["results"]
@@ -77,23 +90,28 @@ def test_keys_are_the_adapters_node_ids_and_values_the_csvs(data_root):
         for name, result in results.items():
             assert result["value"] == expected[name][metric]
         assert "net/block2/op20" not in results
+    verdict = json.loads(files.files[-1].read_text(encoding="utf-8"))[graph["id"]]
+    assert set(verdict["results"]) == set(expected) <= node_ids  # the NaN op too: not compared
 
 
-def test_colours_follow_the_cosine_threshold(data_root):
-    csv_path, files = written(data_root)
-    cosine = json.loads(files.files[0].read_text(encoding="utf-8"))
-    (graph,) = cosine.values()
-    assert graph["thresholds"] == [{"value": 0.98, "bgColor": COLOURS["bad"]},
-                                   {"value": 2.0, "bgColor": COLOURS["good"]}]
-    assert all("bgColor" not in r for r in graph["results"].values())
-    cosines = {name: t["output"].get("CosineSimilarity") for (_, name), t in csv_ops(csv_path).items()}
-    mae = json.loads(files.files[NUMERIC_METRICS.index("MeanAbsoluteError")].read_text(encoding="utf-8"))
-    for name, result in next(iter(mae.values()))["results"].items():
-        want = "bad" if cosines[name] <= 0.98 else "good"
-        assert result["bgColor"] == COLOURS[want], name
+def test_every_overlay_is_coloured_by_the_verdict(data_root):
+    _, files = written(data_root)
+    for path in files.files:
+        (graph,) = json.loads(path.read_text(encoding="utf-8")).values()
+        assert "thresholds" not in graph, path.name  # no colour by one metric's value
+        for name, result in graph["results"].items():
+            k = int(name.rsplit("op", 1)[1])
+            assert result["bgColor"] == swatch(expected_state(k)).colour, (path.name, name)
+            if path.stem == "verdict":
+                assert result["value"] == marked(expected_state(k)), name
+    verdict = json.loads(files.files[-1].read_text(encoding="utf-8"))
+    (graph,) = verdict.values()
+    assert graph["showExpandedSummaryOnGroupNode"] and graph["showLabelCountColumnsInChildrenStatsTable"]
+    assert {r["value"] for r in graph["results"].values()} == {
+        "clean", "\u25b2 introduces", "\u25cf inherits", "not compared"}
 
 
-def test_infinite_values_become_the_largest_float_coloured_bad(data_root):
+def test_infinite_values_become_the_largest_float(data_root):
     rows = read_result_csv(write_chain(data_root, 10, 5))
     rows = [dataclasses.replace(r, metrics={**r.metrics, "MaxAbsoluteError": math.inf})
             if r.tensor_index == "net/block0/op2:output:0" else r for r in rows]
@@ -104,6 +122,6 @@ def test_infinite_values_become_the_largest_float_coloured_bad(data_root):
     found = [(m, r) for m in NUMERIC_METRICS for g in metric_node_data(view, model, m).values()
              for r in g["results"].values() if r["value"] == sys.float_info.max]
     assert [m for m, _ in found] == ["MaxAbsoluteError"]
-    assert all(r["bgColor"] == COLOURS["bad"] for _, r in found)  # its cosine alone is fine
+    assert all(r["bgColor"] == swatch("clean").colour for _, r in found)  # the verdict's colour
     json.dumps(metric_node_data(view, model, found[0][0]), allow_nan=False)
     assert not any(math.isinf(r["value"]) for _, r in found)

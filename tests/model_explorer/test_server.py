@@ -16,10 +16,12 @@ import urllib.request
 
 import pytest
 
+from precision_tool.render.palette import swatch
 from tests.conftest import REPO_ROOT, make_context, run_command
 from tests.model_explorer.explorer import require_explorer
 
 STARTUP = 90.0  # seconds: the server imports flask and ipython on 2 shared cores
+INTRODUCER_FILL = swatch("introduces").colour  # conv2 introduces the error in the sample
 
 
 def free_port() -> int:
@@ -94,7 +96,11 @@ def test_model_explorer_shows_the_build_graph_and_reads_the_node_data(server):
     cosine = get(base, "/api/v1/read_text_file?path=" + urllib.parse.quote(paths[0]))
     data = json.loads(cosine["content"])
     results = data[graph["id"]]["results"]
-    assert set(results) <= ids and results["resnet/conv2/Conv2D"] == {"value": 0.363075}
+    assert set(results) <= ids and results["resnet/conv2/Conv2D"] == {"value": 0.363075, "bgColor": INTRODUCER_FILL}
+    assert paths[-1].endswith("verdict.json")  # the last one added is the one shown first
+    verdict = json.loads(get(base, "/api/v1/read_text_file?path=" + urllib.parse.quote(paths[-1]))["content"])
+    assert verdict[graph["id"]]["results"]["resnet/conv2/Conv2D"] == {"value": "\u25b2 introduces",
+                                                                     "bgColor": INTRODUCER_FILL}
 
 
 def test_a_broken_graph_comes_back_as_the_one_line_error(server, tmp_path):

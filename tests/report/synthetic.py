@@ -25,6 +25,7 @@ HOSTILE_NAMES = (
     "ctl/tab\there\x1b[31m",
 )
 GRAPH_NAME = "ge_default_20261129120000_1"
+NEAR_COSINE = 0.99
 
 
 def curve(count: int, drop: int) -> list[float]:
@@ -60,12 +61,14 @@ def chain_names(count: int, hostile: bool = False) -> list[str]:
 
 
 def write_chain(root: Path, count: int = 40, drop: int = 20, *, hostile: bool = False,
-                stamp: str = "20261201120000", nan_at: tuple[int, ...] = ()) -> Path:
+                stamp: str = "20261201120000", nan_at: tuple[int, ...] = (),
+                near_at: tuple[int, ...] = ()) -> Path:
     """A data root with a ``count``-op chain graph in npu/debug_0/graph and its result CSV in
     temp/vector_compare/{stamp}/; returns the CSV's path. Op k reads op k-1; ``nan_at`` ops have
-    an output cosine that was not computed (NaN)."""
+    an output cosine that was not computed (NaN); ``near_at`` ops an output cosine of 0.99 (RED
+    about 0.01: above the threshold, far beyond float16 rounding)."""
     names = chain_names(count, hostile)
-    cosines = curve(count, drop)
+    cosines = [NEAR_COSINE if k in near_at else c for k, c in enumerate(curve(count, drop))]
     desc = tensor_desc("DT_FLOAT16", "ND", (4, 8))
     specs = [OpSpec(name, "Add" if k % 2 else "Mul", [f"{names[k - 1]}:0"] if k else [],
                     input_descs=[desc] if k else [], output_descs=[desc])

@@ -15,13 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.report.escape import visible
 from precision_tool.report.write import make_report
 from tests.conftest import REPO_ROOT, make_context, run_command
 from tests.report.browser import CHROMIUM, Chromium
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
-GOOD, BAD = (46, 125, 50), (198, 40, 40)  # --good and --bad in report.css
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+# the palette's clean and introducer colours, and the introducer's shade for text
+GOOD, BAD = _rgb(swatch("clean").colour), _rgb(swatch("introduces").colour)
+BAD_TEXT = _rgb(swatch("introduces").text_colour)
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +63,9 @@ def sample_page(browser, sample_report):
     return csv_path, written, log
 
 
-def pixel_stats(browser: Chromium, png: bytes) -> dict:
-    """Distinct colours, the share of non-white pixels and whether GOOD/BAD occur, decoded by
-    the browser itself in a blank tab (drawn on a canvas)."""
+def pixel_stats(browser: Chromium, png: bytes, good=GOOD, bad=BAD) -> dict:
+    """Distinct colours, the share of non-white pixels and how many pixels are near ``good``
+    and ``bad``, decoded by the browser itself in a blank tab (drawn on a canvas)."""
     session = browser.session
     target = browser.send("Target.createTarget", {"url": "about:blank"}, session=False)
     browser.session = browser.send("Target.attachToTarget", {"targetId": target["targetId"],
@@ -72,7 +81,7 @@ def pixel_stats(browser: Chromium, png: bytes) -> dict:
             resolve({colours: seen.size, ink: ink / (d.length / 4), good: good, bad: bad,
                      width: c.width, height: c.height}); };
           img.src = 'data:image/png;base64,PNG'; })"""
-        script = script.replace("GOOD", json.dumps(GOOD)).replace("BAD", json.dumps(BAD))
+        script = script.replace("GOOD", json.dumps(good)).replace("BAD", json.dumps(bad))
         return browser.evaluate(script.replace("PNG", base64.b64encode(png).decode()))
     finally:
         browser.send("Target.closeTarget", {"targetId": target["targetId"]}, session=False)
@@ -99,12 +108,32 @@ def test_the_page_and_the_plot_are_drawn(browser, sample_page, tmp_path):
     assert page["colours"] > 100 and page["ink"] > 0.03, page
     plot = pixel_stats(browser, clip(browser, "svg.plot"))
     assert plot["width"] >= 900 and plot["good"] > 50 and plot["bad"] > 50, plot
-    table = pixel_stats(browser, clip(browser, "table.flagged"))
+    table = pixel_stats(browser, clip(browser, "table.flagged"), bad=BAD_TEXT)
     assert table["bad"] > 20 and table["ink"] > 0.05, table
     graph = pixel_stats(browser, clip(browser, ".subgraph-wrap svg"))
     assert graph["colours"] > 20, graph
     rows = browser.evaluate("document.querySelectorAll('table.flagged tbody tr').length")
     assert rows == len(written.parts[0].view.flagged) == 5
+
+
+def test_legends_and_marks_show_the_palette_on_screen(browser, sample_page):
+    """The colours reach the page only as CSS variables: what the browser computes for each
+    legend swatch, the introducer's mark and its table cell is the palette's."""
+    shown = browser.evaluate("""(() => {
+        const rgb = el => getComputedStyle(el).backgroundColor;
+        const legends = [...document.querySelectorAll('p.legend')].map(p =>
+            [...p.querySelectorAll('span[data-state]')].map(s => [s.dataset.state, rgb(s.querySelector('i'))]));
+        const mark = document.querySelector('svg.plot path.pt.cos[data-state=introduces]');
+        const cell = document.querySelector('table.flagged td.verdict[data-state=introduces]');
+        return {legends, mark: getComputedStyle(mark).fill, cell: getComputedStyle(cell).color,
+                cellText: cell.textContent}; })()""")
+    css = lambda colour: "rgb(%d, %d, %d)" % _rgb(colour)  # noqa: E731
+    assert len(shown["legends"]) == 2  # the curve's and the subgraph's
+    for legend in shown["legends"]:
+        assert legend == [[state, css(swatch(state).colour)] for state in LEGEND_ORDER]
+    assert shown["mark"] == css(swatch("introduces").colour)
+    assert shown["cell"] == css(swatch("introduces").text_colour)
+    assert shown["cellText"].startswith("\u25b2 introduces")
 
 
 def test_the_values_on_screen_are_the_csv_values(browser, sample_page):
@@ -116,7 +145,7 @@ def test_the_values_on_screen_are_the_csv_values(browser, sample_page):
         const screenY = el => { const r = el.getBoundingClientRect(); return r.y + r.height / 2; };
         const ticks = [...svg.querySelectorAll('g.tick[data-axis=cos] line')].map(l =>
             [parseFloat(l.parentNode.dataset.v), screenY(l)]);
-        const points = [...svg.querySelectorAll('circle.cos')].map(c =>
+        const points = [...svg.querySelectorAll('.pt.cos')].map(c =>
             [parseInt(c.dataset.pos), parseFloat(c.dataset.v), screenY(c)]);
         return {ticks, points}; })()""")
     (v0, y0), (v1, y1) = drawn["ticks"][0], drawn["ticks"][-1]
@@ -134,7 +163,7 @@ def test_hover_names_the_op_and_click_pins_it_in_the_table(browser, sample_page)
     _, written, _ = sample_page
     first = written.parts[0].view.first_introducer
     x, y = browser.evaluate(f"""(() => {{ const c = document.querySelector(
-        'circle.cos[data-pos="{first.position}"]'); c.scrollIntoView({{block: 'center'}});
+        '.pt.cos[data-pos="{first.position}"]'); c.scrollIntoView({{block: 'center'}});
         const r = c.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
     browser.hover(x, y)
     tip = browser.evaluate("(() => { const t = document.getElementById('tip-0'); return [t.hidden, t.textContent]; })()")

@@ -156,7 +156,7 @@ def test_results_with_little_in_them_still_make_a_page(data_root, case):
         csv_path.write_text(",".join(columns()) + "\r\n", encoding="utf-8")
     context, _ = make_context(data_root)
     text = make_report(context, [csv_path], output=data_root / case.replace(" ", "_")).index.read_text()
-    expected = {"nothing flagged": "no op has an output cosine &lt;= 0.98",
+    expected = {"nothing flagged": "no op is flagged (output cosine &lt;= 0.98, RED &gt;= 0.2 or NaN/Inf)",
                 "nothing compared": "12 op(s) with a NaN output cosine",  # vcs's reading too
                 "header only": "no compared tensors in this result"}[case]
     assert expected in text and "nothing flagged: no subgraph to show" in text

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from precision_tool.compare.result_view import read_view
+from precision_tool.render.palette import css_class
 from precision_tool.report import plot
 from tests.report.synthetic import csv_ops, write_chain
 
@@ -28,7 +29,15 @@ def tick_map(svg: ET.Element, axis: str, log: bool = False):
 
 
 def markers(svg: ET.Element, series: str) -> list[ET.Element]:
-    return [c for c in svg.iterfind("s:circle", NS) if series in c.get("class").split()]
+    """The marks of ``series`` in drawing order: circles, and the introducers' triangles and
+    the diamonds of ops beyond rounding."""
+    return [m for m in svg if m.tag.rsplit("}", 1)[-1] in ("circle", "path")
+            and {"pt", series} <= set(m.get("class").split())]
+
+
+def centre(mark: ET.Element) -> tuple[str, str]:
+    """(x, y) of a mark as written: a circle's cx/cy, a path's data-cx/data-cy."""
+    return mark.get("cx", mark.get("data-cx")), mark.get("cy", mark.get("data-cy"))
 
 
 @pytest.fixture
@@ -47,10 +56,14 @@ def test_each_cosine_marker_holds_the_csv_value_at_the_axis_position(chain):
         record = view.records[int(circle.get("data-pos"))]
         want = expected[(record.op.index, record.op.name)]["output"]["CosineSimilarity"]
         assert float(circle.get("data-v")) == want
-        assert float(circle.get("cy")) == pytest.approx(at(want), abs=0.011)
-        assert ("bad" in circle.get("class").split()) == (want <= 0.98)
+        assert float(centre(circle)[1]) == pytest.approx(at(want), abs=0.011)
+        # no replay in the chain: the input rule decides; op 41's only input (op 40) has no cosine
+        state = circle.get("data-state")
+        assert state == ("clean" if want > 0.98 else "introduces" if record.op.index in (25, 41) else "inherits")
+        assert css_class(state) in circle.get("class").split()
+        assert (circle.tag.endswith("path")) == (state == "introduces")  # the second cue: a triangle
     line = svg.find("s:polyline[@class='line cos']", NS).get("points").split()
-    assert line == [f"{c.get('cx')},{c.get('cy')}" for c in points]
+    assert line == [",".join(centre(c)) for c in points]
 
 
 def test_red_markers_use_a_log_axis_and_zero_sits_on_the_floor(chain):
@@ -65,9 +78,9 @@ def test_red_markers_use_a_log_axis_and_zero_sits_on_the_floor(chain):
         want = expected[(record.op.index, record.op.name)]["output"]["RelativeEuclideanDistance"]
         assert float(circle.get("data-v")) == want
         if want == 0:
-            assert "zero" in circle.get("class") and float(circle.get("cy")) == pytest.approx(floor, abs=0.011)
+            assert "zero" in circle.get("class") and float(centre(circle)[1]) == pytest.approx(floor, abs=0.011)
         else:
-            assert float(circle.get("cy")) == pytest.approx(at(want), abs=0.011)
+            assert float(centre(circle)[1]) == pytest.approx(at(want), abs=0.011)
 
 
 def test_threshold_introducer_and_nan_are_marked(chain):
@@ -81,12 +94,14 @@ def test_threshold_introducer_and_nan_are_marked(chain):
     first = view.first_introducer
     assert intro.get("data-pos") == str(first.position) and first.op.name == "net/block2/op25"
     marker = next(c for c in markers(svg, "cos") if c.get("data-pos") == str(first.position))
-    assert intro.find("s:line", NS).get("x1") == marker.get("cx")
+    assert intro.find("s:line", NS).get("x1") == centre(marker)[0]
+    assert "\u25b2 first introducer: net/block2/op25" in "".join(intro.itertext())
     nan = [p for p in svg.iterfind("s:path", NS) if "nan" in p.get("class")]
     assert [view.records[int(p.get("data-pos"))].op.name for p in nan] == ["net/block4/op40"]
+    assert nan[0].get("data-state") == "not compared" and "cross" in nan[0].get("class")
 
 
-def test_past_max_markers_only_flagged_ops_get_a_marker(chain, monkeypatch):
+def test_past_max_markers_only_ops_not_clean_get_a_marker(chain, monkeypatch):
     monkeypatch.setattr(plot, "MAX_MARKERS", 10)
     view = read_view(chain, 0.98)
     svg = parse(view)

@@ -1,5 +1,6 @@
 """The subgraph around the first introducer: op_graph's neighbourhood, each op filled by its
-cosine, drawn by dot (made inert) or by the layered fallback, names escaped either way."""
+verdict (an introducer with a double border), drawn by dot (made inert) or by the layered
+fallback, names escaped either way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
 from precision_tool.formats.graph_query import neighbourhood
+from precision_tool.render.palette import swatch
 from precision_tool.report import subgraph
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
@@ -47,17 +49,23 @@ def assert_inert(svg_text: str) -> None:
     assert "<script" not in svg_text.lower()
 
 
-def expected_css(path, name: str) -> str:
-    """good/bad/nan from the CSV text's worst output cosine; none when the CSV lacks the op."""
-    for (_, op_name), tensors in csv_ops(path).items():
+def expected_state(path, name: str) -> str:
+    """The verdict from the CSV text: a chain without replays, so the first op at or below the
+    threshold introduces and the later ones inherit; clean above it; not compared when the CSV
+    lacks the op or its cosine."""
+    ops = sorted(csv_ops(path).items())
+    flagged = [op_name for (_, op_name), t in ops if t["output"].get("CosineSimilarity", 2.0) <= 0.98]
+    for (_, op_name), tensors in ops:
         if op_name == name:
             cos = tensors["output"].get("CosineSimilarity", math.nan)
-            return "nan" if math.isnan(cos) else ("bad" if cos <= 0.98 else "good")
-    return "none"
+            if math.isnan(cos):
+                return "not compared"
+            return "clean" if cos > 0.98 else "introduces" if name == flagged[0] else "inherits"
+    return "not compared"
 
 
 @pytest.mark.parametrize("use_dot", [pytest.param(True, marks=needs_dot), False])
-def test_every_op_is_filled_by_its_csv_cosine_and_names_stay_text(data_root, use_dot):
+def test_every_op_is_filled_by_its_verdict_and_names_stay_text(data_root, use_dot):
     csv_path, graph, hood, view = hostile_case(data_root)
     drawn = subgraph.subgraph_svg(graph, hood, view, 0, use_dot=use_dot)
     svg, how = drawn.svg, drawn.how
@@ -67,9 +75,12 @@ def test_every_op_is_filled_by_its_csv_cosine_and_names_stay_text(data_root, use
     visible_names = {subgraph.visible(n): n for n in hood.nodes}
     assert set(drawn) == set(visible_names)
     for shown, node in drawn.items():
-        assert node.get("data-css") == expected_css(csv_path, visible_names[shown]), shown
-        fills = {e.get("fill") for e in node.iter() if e.get("fill")}
-        assert subgraph.FILLS[node.get("data-css")] in fills
+        state = expected_state(csv_path, visible_names[shown])
+        assert node.get("data-state") == state, shown
+        fills = {e.get("fill").lower() for e in node.iter() if e.get("fill")}
+        assert swatch(state).colour.lower() in fills
+        borders = [e for e in node.iter() if e.tag in (f"{NS}polygon", f"{NS}rect")]
+        assert len(borders) == (2 if state == "introduces" else 1), shown  # an introducer's double border
     assert any("\\u202e" in name for name in drawn)  # the bidi control is shown, not obeyed
 
 
@@ -128,7 +139,7 @@ def test_sanitise_drops_scripts_links_and_handlers(data_root):
     clean = subgraph.sanitise_svg(evil, hood, subgraph.colours(hood, view))
     assert_inert(clean)
     assert "x\\u202ey" in clean
-    assert nodes(clean)[subgraph.visible(hood.root.name)].get("data-css") == "bad"
+    assert nodes(clean)[subgraph.visible(hood.root.name)].get("data-state") == "introduces"
 
 
 @needs_dot
