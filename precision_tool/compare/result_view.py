@@ -2,7 +2,7 @@
 inputs and outputs.
 
 The verdicts (flagged, introduces, inherits, and what decided) are the divergence's the view is
-built from: the one verdict with its replays (``explain.judged``) when the caller passes it, else
+built from: the one verdict with its replays (``compare.judged``) when the caller passes it, else
 :func:`~precision_tool.compare.divergence.analyse`'s input rule. This module only attaches the
 CSV's other metrics to its ops, so every number the report shows or plots is a value read from the
 CSV by :func:`~precision_tool.compare.result_csv.read_result_csv`.
@@ -134,7 +134,7 @@ def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float,
     """The view of ``rows`` (read from ``path``) judged by ``rule`` (or a cosine threshold).
 
     ``divergence`` is the verdict on ``rows`` when the caller has it (the report passes the one
-    with replays and causes attached, ``explain.judged``); without it, :func:`analyse`'s.
+    with replays and causes attached, ``compare.judged``); without it, :func:`analyse`'s.
     """
     divergence = analyse(rows, rule) if divergence is None else divergence
     tensors: dict[tuple[int, str], list[TensorMetrics]] = {}

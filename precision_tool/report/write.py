@@ -17,12 +17,12 @@ from typing import Mapping, Sequence
 
 from rich.console import RenderableType
 
-from ..compare.divergence import Divergence, FlagRule
+from ..compare.divergence import FlagRule
 from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..explain.judged import judged_rows
+from ..compare.judged import judged_rows
 from ..formats.atomic import OutputRoot, stamps
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_query import neighbourhood
@@ -102,14 +102,10 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
                                           f"{graph.name})", drawn.note)
 
 
-def _by_key(divergence: Divergence, causes: Mapping[str, str]) -> dict[tuple[int, str], str]:
-    return {(op.index, op.name): causes[op.name] for op in divergence.ops if op.name in causes}
-
-
 def judged_view(context: Context, path: Path, rule: FlagRule,
                 causes: Mapping[str, str] | None = None) -> ResultView:
     """The view of the result CSV ``path`` built from the one verdict on it (replays attached,
-    :func:`~precision_tool.explain.judged.judged_rows`: what ``vcs`` says), with ``causes`` (op
+    :func:`~precision_tool.compare.judged.judged_rows`: what ``vcs`` says), with ``causes`` (op
     name -> cause) on the ops of those names: the page and the node data show only it.
 
     Raises:
@@ -117,7 +113,7 @@ def judged_view(context: Context, path: Path, rule: FlagRule,
     """
     rows = read_result_csv(path)
     divergence = judged_rows(context, path, rows, rule)
-    return build_view(path, rows, rule, divergence.with_causes(_by_key(divergence, causes or {})))
+    return build_view(path, rows, rule, divergence.with_causes(causes or {}))
 
 
 def _part(context: Context, path: Path, rule: FlagRule, section: int, depth: int,

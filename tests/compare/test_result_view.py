@@ -51,7 +51,7 @@ def test_a_view_built_from_a_given_verdict_shows_that_verdict(data_root):
 
     path = write_chain(data_root, 30, 12)
     rows = read_result_csv(path)
-    judged = analyse(rows, 0.98).with_causes({(12, "net/block1/op12"): "scale: x0.5"})
+    judged = analyse(rows, 0.98).with_causes({"net/block1/op12": "scale: x0.5"})
     view = build_view(path, rows, 0.98, divergence=judged)
     assert view.divergence is judged
     assert view.first_introducer.op.cause == "scale: x0.5"
