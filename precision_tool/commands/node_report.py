@@ -20,7 +20,7 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
-from ..formats.graph_model import GraphDesc, Op, TensorDesc
+from ..formats.graph_model import GraphDesc, Op, TensorDesc, TensorName
 from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
@@ -93,7 +93,7 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
 
 def _output_origin(graph: GraphDesc, op: Op, tensor: DumpTensor) -> str:
     source = golden_for(graph, op, "output", tensor.index)
-    return f"{source[0]}:{source[1]}" if source else ""
+    return str(source) if source else ""
 
 
 def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list:
@@ -115,8 +115,8 @@ def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list
 
 
 def golden_targets(graph: GraphDesc, op: Op,
-                   limit: int | None = None) -> tuple[list[tuple[str, int, str, int]], int]:
-    """``(kind, slot, TF tensor name, TF output index)`` for every data input and output of
+                   limit: int | None = None) -> tuple[list[tuple[str, int, TensorName]], int]:
+    """``(kind, slot, TF tensor)`` for every data input and output of
     ``op`` (the first ``limit`` of each): the golden tensor ``vc`` compares it with
     (:func:`~precision_tool.compare.pairing.golden_for`); and how many slots were left out."""
     targets, left_out = [], 0
@@ -126,17 +126,17 @@ def golden_targets(graph: GraphDesc, op: Op,
         for slot in slots:
             source = golden_for(graph, op, kind, slot)
             if source is not None:
-                targets.append((kind, slot, *source))
+                targets.append((kind, slot, source))
     return targets, left_out
 
 
-def golden_row(golden, kind: str, slot: int, name: str, index: int) -> node_info.TensorRow:
-    """Statistics of the golden tensor ``name:index`` that ``kind:slot`` is compared with; a note
+def golden_row(golden, kind: str, slot: int, source: TensorName) -> node_info.TensorRow:
+    """Statistics of the golden tensor ``source`` that ``kind:slot`` is compared with; a note
     instead when it is absent or bad."""
-    label = f"{kind}:{slot} = {name}:{index}"
+    label = f"{kind}:{slot} = {source}"
     try:
-        entry = golden.entry(name, index)
-        array = golden.lookup(name, index)
+        entry = golden.entry(*source)
+        array = golden.lookup(*source)
     except PrecisionToolError as exc:
         return node_info.TensorRow(label, "", "", "", None, exc.problem)
     stats = tensor_stats(array, str(array.dtype))

@@ -20,7 +20,7 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.golden import GoldenIndex, load_npy
-from ..formats.graph_model import GraphDesc, Op
+from ..formats.graph_model import GraphDesc, Op, TensorName
 from ..formats.tree import StepDir
 
 NETWORK_INPUT_TYPES = frozenset({"Data", "PlaceHolder", "Placeholder", "RefData", "AippData"})
@@ -34,7 +34,7 @@ class TensorSide:
         kind, slot: ``input``/``output`` and its number.
         tensor: the dump tensor (data not read yet).
         origin_format: the host layout to convert it to.
-        source: the golden ``(name, index)``; ``golden_path`` its file, None when absent.
+        source: the golden tensor; ``golden_path`` its file, None when absent.
         network_input: True when the value is the network's input data (a Data op's output).
     """
 
@@ -42,7 +42,7 @@ class TensorSide:
     slot: int
     tensor: DumpTensor
     origin_format: str | None
-    source: tuple[str, int] | None
+    source: TensorName | None
     golden_path: Path | None
     network_input: bool = False
 
@@ -54,7 +54,7 @@ class TensorSide:
     @property
     def source_text(self) -> str:
         """``name:index`` of the golden, empty when there is none."""
-        return f"{self.source[0]}:{self.source[1]}" if self.source else ""
+        return str(self.source) if self.source else ""
 
     @property
     def host_format(self) -> str | None:
@@ -85,7 +85,7 @@ class OpTensors:
         return self.ref.op
 
 
-def _golden_path(golden: GoldenIndex, source: tuple[str, int]) -> Path | None:
+def _golden_path(golden: GoldenIndex, source: TensorName) -> Path | None:
     return golden.path_for(*source) if source in golden else None
 
 
