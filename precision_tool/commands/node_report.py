@@ -28,25 +28,11 @@ from ..formats.text import safe_file_name
 from ..render import node_info, op_graph, op_tree
 from ..render.limits import LIST_LIMIT, head
 from ..render.lines import OneLine, OneLineText, visible
-from .lookup import graph_label, lookup_ops
+from ..compare.lookup import graph_label, lookup_ops
 from .registry import CommandResult
 
 MAX_PART_CHARS = 60
 MAX_DRAWN_NODES = MAX_RENDER_NODES  # ni -s draws at most the nearest this many ops
-
-
-def _step_files(context: Context, ref: OpRef) -> list[tuple[StepDir, DumpFileRef]]:
-    """The latest launch of the op in each selected step dir of its own graph: dump dirs named
-    after another loaded graph are left out; when none is named after any, all are used."""
-    found = [(step, listing.latest(ref.op.name))
-             for step, listing in context.step_listings(ref.debug).items()]
-    found = [(step, file) for step, file in found if file is not None]
-    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
-    if own:
-        return own
-    others = {name for model in context.models(ref.debug)
-              for name in (model.name, *(graph.name for graph in model.graphs))}
-    return [item for item in found if item[0].model_name not in others]
 
 
 def _origin_format(desc: TensorDesc | None) -> str | None:
@@ -100,7 +86,7 @@ def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list
     """The op's NPU dump tensors (latest launch per selected step dir; the first ``limit``
     inputs and outputs of each), or a line saying why not."""
     try:
-        files = _step_files(context, ref)
+        files = context.op_dumps(ref)
     except PrecisionToolError as exc:
         return [Text(f"NPU dump: none ({exc})", style="warn")]
     if not files:

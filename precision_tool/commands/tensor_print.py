@@ -23,7 +23,7 @@ from ..render.lines import data_text, visible
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import CommandResult, UsageError
 from ..formats.text import safe_file_name
-from .tensors import ResolvedTensor, host_layout, resolve_tensor
+from ..compare.tensor_names import ResolvedTensor, host_layout, resolve_tensor
 
 _CHUNK = 1 << 20  # values formatted per step of the export
 

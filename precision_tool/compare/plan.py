@@ -198,15 +198,12 @@ def golden_counterpart(workspace: Workspace, op_name: str, kind: str, index: int
     caller shows the tensor anyway)."""
     for debug in workspace.debug_names():
         try:
-            models = workspace.models(debug)
-        except PrecisionToolError:
-            continue
-        for model in models:
-            for graph in model.graphs:
-                op = graph.find_op(op_name)
-                source = golden_for(graph, op, kind, index) if op is not None else None
+            for ref in workspace.find_ops(op_name, debug):
+                source = golden_for(ref.graph, ref.op, kind, index)
                 if source is not None:
                     return GoldenCounterpart(*source, _golden_path(workspace, source))
+        except PrecisionToolError:  # this debug dir's graphs cannot be read: the next one's
+            continue
     return None
 
 

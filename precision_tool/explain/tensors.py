@@ -2,7 +2,7 @@
 ops of the newest comparison result that introduce error.
 
 Pairing is ``vc``'s rule (``compare.pairing.golden_for``); the dump file is the op's latest launch in the
-newest run (``Context.step_listings``, ``DumpListing.latest``). Only the op's own dump file and
+newest run (``Workspace.op_dumps``). Only the op's own dump file and
 the golden files it pairs with are opened, and their data is memory-mapped.
 """
 
@@ -109,43 +109,24 @@ def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInd
                       _golden_path(golden, source))
 
 
-def _steps_of(context: Context, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
-    """The op's latest launch in each selected step dir of its own graph (by the step dir's
-    model name), else in every step dir that has one."""
-    found = [(step, listing.latest(ref.op.name)) for step, listing in context.step_listings(ref.debug).items()]
-    found = [(step, file.path, file.name.file_name) for step, file in found if file is not None]
-    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
-    return own or found
-
-
 def op_tensors(context: Context, ref: OpRef) -> list[OpTensors]:
     """The tensors of ``ref``'s latest launch in each selected step dir (usually one).
 
     Raises:
         PrecisionToolError: no dump file of the op in the newest run, or it cannot be read.
     """
-    steps = _steps_of(context, ref)
+    steps = context.op_dumps(ref)
     if not steps:
         raise PrecisionToolError(f"no dump file of {ref.op.name} in the newest run of {ref.debug} "
                                  f"(TF_DUMP_STEP={context.config.tf_dump_step or 'all'})")
     golden = context.golden()
     found = []
-    for step, path, file_name in steps:
-        dump = read_dump(path, file_name)
-        found.append(OpTensors(ref, step, path,
+    for step, file in steps:
+        dump = read_dump(file.path, file.name.file_name)
+        found.append(OpTensors(ref, step, file.path,
                                tuple(_input_side(ref.graph, ref.op, t, golden) for t in dump.inputs),
                                tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs)))
     return found
-
-
-def resolve(context: Context, name: str, debug: str = "debug_0") -> OpRef | None:
-    """The graph op a result row names (exact, else in dump-file spelling); None when no graph
-    of ``debug`` has it."""
-    for model in context.models(debug):
-        found = model.find_op(name)
-        if found is not None:
-            return OpRef(debug, model, found[0], found[1])
-    return None
 
 
 def newest_result(context: Context) -> list[Path]:
