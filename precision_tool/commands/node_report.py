@@ -172,7 +172,7 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     by the newest result; (renderables: the files, notes and the tree, written files)."""
     hood = neighbourhood(ref.graph, ref.op, depth, max_nodes=MAX_DRAWN_NODES)
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.config.temp_dir, rule)
+    newest = newest_result(context.output_dir, rule)
     cosines = op_graph.node_cosines(hood, newest.ops)
     title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)

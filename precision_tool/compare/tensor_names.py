@@ -31,6 +31,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -139,8 +140,15 @@ def host_layout(tensor: DumpTensor) -> str:
                                tensor.origin_format(), max(tensor.sub_format, 1))
 
 
+def _places(workspace: Workspace, text: str) -> Iterator[Path]:
+    yield Path(text).expanduser()
+    yield workspace.data.path / text  # only when the path as given is not there: it needs a data root
+
+
 def _existing_path(workspace: Workspace, text: str) -> Path | None:
-    for path in (Path(text).expanduser(), workspace.data.path / text):
+    """``text`` as a path that is there (as given, else under the data root), else the file dc
+    wrote of that name, else None."""
+    for path in _places(workspace, text):
         try:
             if path.exists():
                 return path

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..config import Config
 from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
-from ..formats.datadir import DataRoot
+from ..formats.datadir import DataRoot, require_data_root
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_names import BUILD_STAGE, find_graph_files, prefer_ge_proto
@@ -52,20 +52,30 @@ class Workspace:
 
     @property
     def data(self) -> DataRoot:
-        """Where each kind of data lives under the data root."""
-        return DataRoot(self.config.data_root_dir)
+        """Where each kind of data lives under the data root; PrecisionToolError when there is no
+        such directory (checked at each use: a shell may outlive the directory, or see it made)."""
+        return require_data_root(self.config.data_root_dir)
+
+    @property
+    def output_dir(self) -> Path:
+        """Where this session's results are: OUTPUT_ROOT (``--out``), else ``temp/`` of the data
+        root, which must then exist (PrecisionToolError otherwise, not "no result there")."""
+        if self.config.output_root is None:
+            require_data_root(self.config.data_root_dir)
+        return self.config.temp_dir
 
     @property
     def output(self) -> OutputRoot:
-        """Where this session writes: OUTPUT_ROOT (``--out``), else ``temp/`` of the data root."""
-        return self.output_at(self.config.temp_dir)
+        """Where this session writes: :attr:`output_dir` (never a data root that is not there)."""
+        return self.output_at(self.output_dir)
 
     def output_at(self, directory: str | Path) -> OutputRoot:
         """``directory`` (a command's ``-o``, or the output root) as the root of what a command
         writes; PrecisionToolError when it lies inside the NPU dumps or the golden directory,
         which the tool never writes to."""
         path = Path(directory).expanduser()
-        for protected in (self.data.npu, self.data.golden_dir):
+        layout = DataRoot(self.config.data_root_dir)  # no data root: nothing to protect
+        for protected in (layout.npu, layout.golden_dir):
             if protected.exists() and _inside(path, protected):
                 raise PrecisionToolError(f"refusing to write into the input data under {protected}", path)
         return OutputRoot(path)

@@ -135,7 +135,7 @@ def newest_result(context: Context) -> list[Path]:
     Raises:
         PrecisionToolError: there is none (the message suggests running ``vc``).
     """
-    return newest_result_csvs(context.config.temp_dir)
+    return newest_result_csvs(context.output_dir)
 
 
 def divergences(paths: list[Path], rule: FlagRule) -> list[Divergence]:
