@@ -139,10 +139,8 @@ class Workspace:
         """
         for each in [debug] if debug else self.debug_names():
             for model in self.models(each):
-                for graph in model.graphs:
-                    op = graph.find_op(name)
-                    if op is not None:
-                        yield OpRef(each, model, graph, op)
+                for graph, op in model.find_ops(name):
+                    yield OpRef(each, model, graph, op)
 
     def find_op(self, name: str, debug: str | None = None) -> OpRef | None:
         """The first of :meth:`find_ops`, or None when no loaded graph holds ``name``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 from .dump_names import normalise_op_name
 from .graph_names import file_graph_id
@@ -214,10 +214,13 @@ class Model:
         """The graph called ``name``, or None."""
         return next((g for g in self.graphs if g.name == name), None)
 
-    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
-        """The first graph holding an op found by :meth:`GraphDesc.find_op`, and that op."""
+    def find_ops(self, name: str) -> Iterator[tuple[GraphDesc, Op]]:
+        """Each graph holding an op found by :meth:`GraphDesc.find_op`, and that op, in order."""
         for graph in self.graphs:
             op = graph.find_op(name)
             if op is not None:
-                return graph, op
-        return None
+                yield graph, op
+
+    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
+        """The first of :meth:`find_ops`, or None."""
+        return next(self.find_ops(name), None)
