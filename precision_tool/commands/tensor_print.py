@@ -76,7 +76,7 @@ def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
         return "golden", Text(f"unknown: no Build graph holds {visible(tensor.op_name)}", style="muted")
     where = (f" -> {found.path.name}" if found.path is not None
              else " (no such golden file in tf/dump)")
-    return "golden", Text(visible(f"{found.name}:{found.index}{where}"), style="muted" if found.path is None else "")
+    return "golden", Text(visible(f"{found.tensor}{where}"), style="muted" if found.path is None else "")
 
 
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:

@@ -111,17 +111,13 @@ def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> TensorName | 
     return golden_source(graph, edges[index]) if 0 <= index < len(edges) else None
 
 
-def _golden_side(golden: GoldenIndex, source: TensorName) -> NpySide | None:
-    return NpySide(golden.path_for(*source)) if source in golden else None
-
-
 def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex,
                  source: TensorName) -> PairTask:
-    right = _golden_side(golden, source)
-    if right is None:
+    path = golden.latest_path(*source)
+    if path is None:
         return PairTask(**{**base, "ground_truth": "*"}, tensor_index=tensor_index, left=left, right=None,
                         reason=f"no ground truth dump file for {tensor_index} ({source})")
-    return PairTask(**base, tensor_index=tensor_index, left=left, right=right)
+    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(path))
 
 
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:

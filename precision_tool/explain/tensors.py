@@ -85,10 +85,6 @@ class OpTensors:
         return self.ref.op
 
 
-def _golden_path(golden: GoldenIndex, source: TensorName) -> Path | None:
-    return golden.path_for(*source) if source in golden else None
-
-
 def _is_network_input(graph: GraphDesc, name: str) -> bool:
     producer = graph.find_op(name)
     return producer is not None and producer.type in NETWORK_INPUT_TYPES
@@ -98,7 +94,7 @@ def _input_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInde
     desc = op.input_desc(tensor.index)
     source = golden_for(graph, op, "input", tensor.index)
     return TensorSide("input", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      _golden_path(golden, source) if source else None,
+                      golden.latest_path(*source) if source else None,
                       bool(source) and _is_network_input(graph, source[0]))
 
 
@@ -106,7 +102,7 @@ def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInd
     desc = op.output_desc(tensor.index)
     source = golden_for(graph, op, "output", tensor.index)
     return TensorSide("output", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      _golden_path(golden, source))
+                      golden.latest_path(*source))
 
 
 def op_tensors(context: Context, ref: OpRef) -> list[OpTensors]:
