@@ -22,6 +22,7 @@ from ..checks.overflow import check_overflow
 from ..compare.divergence import FlagRule
 from ..context import Context
 from ..errors import PrecisionToolError
+from ..formats.datadir import require_data_root
 from ..render.checks import render_casts, render_fusion, render_graph_diff
 from ..render.conclusion import (
     casts_line,
@@ -111,7 +112,12 @@ def _summarise(context: Context, found: AutoCheck, paths: list[Path] | None) -> 
 
 def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False) -> AutoCheck:
     """Run ``ac``: with ``compare`` a vc first, then the summary of its result (else of the newest
-    result), then every check; a part that fails is kept as its error and the rest still run."""
+    result), then every check; a part that fails is kept as its error and the rest still run.
+
+    Raises:
+        PrecisionToolError: there is no data root (every part reads it: one line, not one a part).
+    """
+    require_data_root(context.config.data_root_dir)  # before any part: not once per part
     found = AutoCheck()
     paths = _compare(context, found, quiet) if compare else None
     if not found.comparison_error:  # after a failed comparison an older result would mislead

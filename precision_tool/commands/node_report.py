@@ -22,7 +22,7 @@ from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
-from ..formats.graph_model import GraphDesc, Op, TensorDesc
+from ..formats.graph_model import GraphDesc, Op, TensorDesc, TensorName
 from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
@@ -34,25 +34,11 @@ from ..render.palette import LEGEND_ORDER, swatch
 from ..render.summary import verdict_text
 from ..render.limits import LIST_LIMIT, head
 from ..render.lines import OneLine, OneLineText, visible
-from .lookup import graph_label, lookup_ops
+from ..compare.lookup import graph_label, lookup_ops
 from .registry import CommandResult
 
 MAX_PART_CHARS = 60
 MAX_DRAWN_NODES = MAX_RENDER_NODES  # ni -s draws at most the nearest this many ops
-
-
-def _step_files(context: Context, ref: OpRef) -> list[tuple[StepDir, DumpFileRef]]:
-    """The latest launch of the op in each selected step dir of its own graph: dump dirs named
-    after another loaded graph are left out; when none is named after any, all are used."""
-    found = [(step, listing.latest(ref.op.name))
-             for step, listing in context.step_listings(ref.debug).items()]
-    found = [(step, file) for step, file in found if file is not None]
-    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
-    if own:
-        return own
-    others = {name for model in context.models(ref.debug)
-              for name in (model.name, *(graph.name for graph in model.graphs))}
-    return [item for item in found if item[0].model_name not in others]
 
 
 def _origin_format(desc: TensorDesc | None) -> str | None:
@@ -99,14 +85,14 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
 
 def _output_origin(graph: GraphDesc, op: Op, tensor: DumpTensor) -> str:
     source = golden_for(graph, op, "output", tensor.index)
-    return f"{source[0]}:{source[1]}" if source else ""
+    return str(source) if source else ""
 
 
 def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list:
     """The op's NPU dump tensors (latest launch per selected step dir; the first ``limit``
     inputs and outputs of each), or a line saying why not."""
     try:
-        files = _step_files(context, ref)
+        files = context.op_dumps(ref)
     except PrecisionToolError as exc:
         return [Text(f"NPU dump: none ({exc})", style="warn")]
     if not files:
@@ -121,8 +107,8 @@ def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list
 
 
 def golden_targets(graph: GraphDesc, op: Op,
-                   limit: int | None = None) -> tuple[list[tuple[str, int, str, int]], int]:
-    """``(kind, slot, TF tensor name, TF output index)`` for every data input and output of
+                   limit: int | None = None) -> tuple[list[tuple[str, int, TensorName]], int]:
+    """``(kind, slot, TF tensor)`` for every data input and output of
     ``op`` (the first ``limit`` of each): the golden tensor ``vc`` compares it with
     (:func:`~precision_tool.compare.pairing.golden_for`); and how many slots were left out."""
     targets, left_out = [], 0
@@ -132,17 +118,17 @@ def golden_targets(graph: GraphDesc, op: Op,
         for slot in slots:
             source = golden_for(graph, op, kind, slot)
             if source is not None:
-                targets.append((kind, slot, *source))
+                targets.append((kind, slot, source))
     return targets, left_out
 
 
-def golden_row(golden, kind: str, slot: int, name: str, index: int) -> node_info.TensorRow:
-    """Statistics of the golden tensor ``name:index`` that ``kind:slot`` is compared with; a note
+def golden_row(golden, kind: str, slot: int, source: TensorName) -> node_info.TensorRow:
+    """Statistics of the golden tensor ``source`` that ``kind:slot`` is compared with; a note
     instead when it is absent or bad."""
-    label = f"{kind}:{slot} = {name}:{index}"
+    label = f"{kind}:{slot} = {source}"
     try:
-        entry = golden.entry(name, index)
-        array = golden.lookup(name, index)
+        entry = golden.entry(*source)
+        array = golden.lookup(*source)
     except PrecisionToolError as exc:
         return node_info.TensorRow(label, "", "", "", None, exc.problem)
     stats = tensor_stats(array, str(array.dtype))
@@ -191,7 +177,7 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     by the newest result; (renderables: the files, notes and the tree, written files)."""
     hood = neighbourhood(ref.graph, ref.op, depth, max_nodes=MAX_DRAWN_NODES)
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.config.temp_dir, rule, partial(judged_rows, context))
+    newest = newest_result(context.output_dir, rule, partial(judged_rows, context))
     cosines = op_graph.node_cosines(hood, newest.ops)
     title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
@@ -218,7 +204,7 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 def verdict_line(context: Context, ref: OpRef) -> Text | None:
     """The op's verdict in the newest result (the one every view gives), None without one."""
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.config.temp_dir, rule)
+    newest = newest_result(context.output_dir, rule)
     op = newest.ops.get(ref.op.name)
     if newest.directory is None:
         return None

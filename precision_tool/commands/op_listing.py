@@ -14,7 +14,7 @@ from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS
 from ..render.fit import FitTable
 from ..render.lines import data_text, visible
-from .lookup import fused_note, fused_tf_names, graph_label, graph_refs
+from ..compare.lookup import fused_note, fused_tf_names, graph_label, graph_refs
 from .registry import CommandResult
 
 

@@ -36,7 +36,7 @@ from ..context import Context
 from ..errors import PrecisionToolError
 from ..explain.diagnosis import output_noise_of
 from ..compare.pair_stats import PairStats, compare
-from ..compare.op_tensors import op_tensors, resolve
+from ..compare.op_tensors import op_tensors
 from ..render.lines import visible
 from ..render.palette import swatch
 from ..render.summary import cosine_style
@@ -96,7 +96,7 @@ class PairVerdict:
 def _noise(context: Context, tensor: ResolvedTensor, left: np.ndarray, right: np.ndarray) -> tuple[Noise, str]:
     """The noise of an NPU op output from its inputs (as ``why`` has it), else of the dtypes."""
     dump = tensor.dump_tensor
-    ref = resolve(context, tensor.op_name) if dump is not None and dump.kind == "output" else None
+    ref = context.find_op(tensor.op_name, "debug_0") if dump is not None and dump.kind == "output" else None
     if ref is not None:
         try:
             launch = next((t for t in op_tensors(context, ref) if t.dump_path == tensor.path), None)

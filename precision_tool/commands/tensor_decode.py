@@ -33,7 +33,7 @@ from ..render.fit import FitTable
 from ..render.lines import visible
 from .registry import CommandResult
 from ..formats.text import safe_file_name
-from .tensors import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
+from ..compare.tensor_names import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from ..render.lines import data_text, visible
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import CommandResult, UsageError
 from ..formats.text import safe_file_name
-from .tensors import ResolvedTensor, host_layout, resolve_tensor
+from ..compare.tensor_names import ResolvedTensor, host_layout, resolve_tensor
 
 _CHUNK = 1 << 20  # values formatted per step of the export
 
@@ -76,7 +76,7 @@ def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
         return "golden", Text(f"unknown: no Build graph holds {visible(tensor.op_name)}", style="muted")
     where = (f" -> {found.path.name}" if found.path is not None
              else " (no such golden file in tf/dump)")
-    return "golden", Text(visible(f"{found.name}:{found.index}{where}"), style="muted" if found.path is None else "")
+    return "golden", Text(visible(f"{found.tensor}{where}"), style="muted" if found.path is None else "")
 
 
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:

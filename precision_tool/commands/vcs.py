@@ -118,7 +118,7 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
         return _csvs_in(path) if path.is_dir() else [path]
     from ..compare.result_csv import newest_result_csvs
 
-    return newest_result_csvs(context.config.temp_dir)
+    return newest_result_csvs(context.output_dir)
 
 
 @dataclass

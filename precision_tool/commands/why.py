@@ -35,10 +35,10 @@ def run(args, context: Context) -> CommandResult:
     from ..render.lines import RawLines
     from ..render.why import render_why
     from ..render.why_json import to_json_data
-    from .lookup import find_op
+    from ..compare.lookup import lookup_op
 
     if args.op:
-        explanations = explain_ref(context, find_op(context, args.op, debug="debug_0"))
+        explanations = explain_ref(context, lookup_op(context, args.op, debug="debug_0"))
     else:
         explanations = explain_newest(context, args.limit)
     status = ExitStatus.FLAGGED if any(e.is_defect for e in explanations) else ExitStatus.OK

@@ -7,7 +7,7 @@ collects everything into a :class:`CompareResult`::
     import precision_tool as pt
     result = pt.compare("precision_data")
     result.first_divergence()          # the first op that introduces the error, or None
-    result.to_pandas()                 # one DataFrame row per CSV row, the CSV's columns
+    result.to_pandas()                 # one DataFrame row per CSV row (NPUDataType, GroundTruthDataType...)
     result.write_csv("out.csv")
 """
 
@@ -155,14 +155,16 @@ class CompareResult:
     def to_pandas(self):
         """A ``pandas.DataFrame``: one row per CSV row, with the CSV's columns (the metrics asked
         for, custom ones after CompareFailReason, as floats, NaN when not compared; text cells
-        the CSV writes as ``NaN`` are None; two columns are named ``DataType``, as in the CSV),
-        then ``Verdict`` (the row's tensor state: diverges, non-finite, near, rounding, not
-        compared) and ``OpVerdict`` (its op's: introduces, inherits, clean, not compared)."""
+        the CSV writes as ``NaN`` are None), except that each side's ``DataType`` and ``Address``
+        is named by its side: ``NPUDataType``, ``NPUAddress``, ``GroundTruthDataType`` (and
+        ``GroundTruthAddress`` NPU against NPU), so every column name is one column; then
+        ``Verdict`` (the row's tensor state: diverges, non-finite, near, rounding, not compared)
+        and ``OpVerdict`` (its op's: introduces, inherits, clean, not compared)."""
         import pandas as pd
 
         golden_address = any(p.comparison.npu_vs_npu for p in self.parts)
         metrics = self.parts[0].metrics if self.parts else METRICS
-        header = columns(golden_address=golden_address, metrics=metrics)
+        header = columns(golden_address=golden_address, metrics=metrics, named_sides=True)
         numbers = {m.name for m in metrics if not m.text}
         numeric = {i for i, name in enumerate(header) if name in numbers}
         records = []

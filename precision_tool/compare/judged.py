@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import PrecisionToolError
 from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .noise import accumulation_length, replay_noise
-from .op_tensors import OpTensors, op_tensors, resolve
+from .op_tensors import OpTensors, op_tensors
 from .pair_stats import compare
 from .replay import REGISTRY, ReplayError
 from .replay.launch import replay_op
@@ -64,7 +64,7 @@ def local_check(tensors: OpTensors, slot: int) -> LocalCheck | None:
 
 
 def _check_op(context: Workspace, op: OpCosines) -> LocalCheck | None:
-    ref = resolve(context, op.name)
+    ref = context.find_op(op.name, "debug_0")
     worst = op.worst_output_tensor
     if ref is None or worst is None or ref.op.type not in REGISTRY:  # no dump read for nothing
         return None

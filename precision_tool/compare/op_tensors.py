@@ -2,7 +2,7 @@
 and their goldens, and the ops of the newest comparison result that introduce error.
 
 Pairing is ``vc``'s rule (``compare.pairing.golden_for``); the dump file is the op's latest launch in the
-newest run (``Context.step_listings``, ``DumpListing.latest``). Only the op's own dump file and
+newest run (``Workspace.op_dumps``). Only the op's own dump file and
 the golden files it pairs with are opened, and their data is memory-mapped.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.golden import GoldenIndex, load_npy
-from ..formats.graph_model import GraphDesc, Op
+from ..formats.graph_model import GraphDesc, Op, TensorName
 from ..formats.tree import StepDir
 from .divergence import Divergence, OpCosines
 from .pairing import golden_for
@@ -34,7 +34,7 @@ class TensorSide:
         kind, slot: ``input``/``output`` and its number.
         tensor: the dump tensor (data not read yet).
         origin_format: the host layout to convert it to.
-        source: the golden ``(name, index)``; ``golden_path`` its file, None when absent.
+        source: the golden tensor; ``golden_path`` its file, None when absent.
         network_input: True when the value is the network's input data (a Data op's output).
     """
 
@@ -42,7 +42,7 @@ class TensorSide:
     slot: int
     tensor: DumpTensor
     origin_format: str | None
-    source: tuple[str, int] | None
+    source: TensorName | None
     golden_path: Path | None
     network_input: bool = False
 
@@ -54,7 +54,7 @@ class TensorSide:
     @property
     def source_text(self) -> str:
         """``name:index`` of the golden, empty when there is none."""
-        return f"{self.source[0]}:{self.source[1]}" if self.source else ""
+        return str(self.source) if self.source else ""
 
     @property
     def host_format(self) -> str | None:
@@ -85,10 +85,6 @@ class OpTensors:
         return self.ref.op
 
 
-def _golden_path(golden: GoldenIndex, source: tuple[str, int]) -> Path | None:
-    return golden.path_for(*source) if source in golden else None
-
-
 def _is_network_input(graph: GraphDesc, name: str) -> bool:
     producer = graph.find_op(name)
     return producer is not None and producer.type in NETWORK_INPUT_TYPES
@@ -98,7 +94,7 @@ def _input_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInde
     desc = op.input_desc(tensor.index)
     source = golden_for(graph, op, "input", tensor.index)
     return TensorSide("input", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      _golden_path(golden, source) if source else None,
+                      golden.latest_path(*source) if source else None,
                       bool(source) and _is_network_input(graph, source[0]))
 
 
@@ -106,16 +102,7 @@ def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenInd
     desc = op.output_desc(tensor.index)
     source = golden_for(graph, op, "output", tensor.index)
     return TensorSide("output", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      _golden_path(golden, source))
-
-
-def _steps_of(context: Workspace, ref: OpRef) -> list[tuple[StepDir, Path, str]]:
-    """The op's latest launch in each selected step dir of its own graph (by the step dir's
-    model name), else in every step dir that has one."""
-    found = [(step, listing.latest(ref.op.name)) for step, listing in context.step_listings(ref.debug).items()]
-    found = [(step, file.path, file.name.file_name) for step, file in found if file is not None]
-    own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
-    return own or found
+                      golden.latest_path(*source))
 
 
 def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
@@ -124,28 +111,18 @@ def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
     Raises:
         PrecisionToolError: no dump file of the op in the newest run, or it cannot be read.
     """
-    steps = _steps_of(context, ref)
+    steps = context.op_dumps(ref)
     if not steps:
         raise PrecisionToolError(f"no dump file of {ref.op.name} in the newest run of {ref.debug} "
                                  f"(TF_DUMP_STEP={context.config.tf_dump_step or 'all'})")
     golden = context.golden()
     found = []
-    for step, path, file_name in steps:
-        dump = read_dump(path, file_name)
-        found.append(OpTensors(ref, step, path,
+    for step, file in steps:
+        dump = read_dump(file.path, file.name.file_name)
+        found.append(OpTensors(ref, step, file.path,
                                tuple(_input_side(ref.graph, ref.op, t, golden) for t in dump.inputs),
                                tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs)))
     return found
-
-
-def resolve(context: Workspace, name: str, debug: str = "debug_0") -> OpRef | None:
-    """The graph op a result row names (exact, else in dump-file spelling); None when no graph
-    of ``debug`` has it."""
-    for model in context.models(debug):
-        found = model.find_op(name)
-        if found is not None:
-            return OpRef(debug, model, found[0], found[1])
-    return None
 
 
 def newest_result(context: Workspace) -> list[Path]:
@@ -154,7 +131,7 @@ def newest_result(context: Workspace) -> list[Path]:
     Raises:
         PrecisionToolError: there is none (the message suggests running ``vc``).
     """
-    return newest_result_csvs(context.config.temp_dir)
+    return newest_result_csvs(context.output_dir)
 
 
 def first_introducers(divergence: Divergence) -> list[OpCosines]:

@@ -14,7 +14,7 @@ from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.golden import GoldenIndex
-from ..formats.graph_model import GraphDesc, InputRef, Op
+from ..formats.graph_model import GraphDesc, InputRef, Op, TensorName
 
 # Layout and dtype conversions the NPU compiler inserts: they carry the value they convert.
 STEP_OVER_TYPES = frozenset({"Cast", "TransData"})
@@ -66,11 +66,12 @@ def _inserted(op: Op) -> bool:
     return op.type in STEP_OVER_TYPES and not op.original_op_names
 
 
-def golden_source(graph: GraphDesc, ref: InputRef) -> tuple[str, int]:
-    """The TF tensor ``(name, index)`` that the value on edge ``ref`` equals.
+def golden_source(graph: GraphDesc, ref: InputRef) -> TensorName:
+    """The TF tensor that the value on edge ``ref`` equals.
 
     Walks back through NPU-inserted Cast/TransData to the first other producer, then takes that
-    output's ``_datadump_origin_name`` / index, else the producer's own name and index.
+    output's origin (:meth:`~precision_tool.formats.graph_model.TensorDesc.origin`), else the
+    producer's own name and index.
     """
     seen: set[str] = set()
     op = graph.find_op(ref.src)
@@ -79,26 +80,25 @@ def golden_source(graph: GraphDesc, ref: InputRef) -> tuple[str, int]:
         ref = op.data_inputs[0]
         op = graph.find_op(ref.src)
     if op is None:
-        return ref.src, ref.index
+        return TensorName(ref.src, ref.index)
     return _output_source(op, ref.index)
 
 
-def _output_source(op: Op, index: int) -> tuple[str, int]:
+def _output_source(op: Op, index: int) -> TensorName:
     desc = op.output_desc(index)
-    if desc is not None and desc.origin_name:
-        return desc.origin_name, desc.origin_output_index or 0
-    return op.name, index
+    origin = desc.origin(index) if desc is not None else None
+    return origin if origin is not None else TensorName(op.name, index)
 
 
-def output_golden_source(graph: GraphDesc, op: Op, index: int) -> tuple[str, int]:
+def output_golden_source(graph: GraphDesc, op: Op, index: int) -> TensorName:
     """The TF tensor output ``index`` of ``op`` equals (inserted ops: the value they convert)."""
     if _inserted(op) and op.data_inputs:
         return golden_source(graph, op.data_inputs[0])
     return _output_source(op, index)
 
 
-def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> tuple[str, int] | None:
-    """The one pairing rule: the TF tensor ``(name, output index)`` that input or output
+def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> TensorName | None:
+    """The one pairing rule: the TF tensor (name, output index) that input or output
     ``index`` of ``op`` is compared with; None for an input the graph does not have.
 
     ``vc`` compares with it, ``ni`` and ``pt`` show it, the overflow check reads it: outputs take
@@ -111,17 +111,13 @@ def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> tuple[str, in
     return golden_source(graph, edges[index]) if 0 <= index < len(edges) else None
 
 
-def _golden_side(golden: GoldenIndex, name: str, index: int) -> NpySide | None:
-    return NpySide(golden.path_for(name, index)) if (name, index) in golden else None
-
-
 def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex,
-                 source: tuple[str, int]) -> PairTask:
-    right = _golden_side(golden, *source)
-    if right is None:
+                 source: TensorName) -> PairTask:
+    path = golden.latest_path(*source)
+    if path is None:
         return PairTask(**{**base, "ground_truth": "*"}, tensor_index=tensor_index, left=left, right=None,
-                        reason=f"no ground truth dump file for {tensor_index} ({source[0]}:{source[1]})")
-    return PairTask(**base, tensor_index=tensor_index, left=left, right=right)
+                        reason=f"no ground truth dump file for {tensor_index} ({source})")
+    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(path))
 
 
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
@@ -209,7 +205,8 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
         for tensor in dump.outputs:
             # The dump's OriginalOp names the TF tensor a fused output stands for.
             origin = tensor.original_op
-            source = (origin.name, origin.output_index) if origin and origin.name else (name, tensor.index)
+            source = (TensorName(origin.name, origin.output_index) if origin and origin.name
+                      else TensorName(name, tensor.index))
             tasks.append(_tensor_task(base, f"{name}:output:{tensor.index}",
                                       DumpSide(ref.path, "output", tensor.index), golden, source))
     return tasks

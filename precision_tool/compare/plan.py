@@ -23,7 +23,7 @@ from ..errors import PrecisionToolError
 from ..formats.dump_names import DumpListing
 from ..formats.golden import GoldenIndex
 from ..formats.graph import read_graph
-from ..formats.graph_model import GraphDesc, Model
+from ..formats.graph_model import GraphDesc, Model, TensorName
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
 from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
@@ -186,8 +186,7 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
 class GoldenCounterpart:
     """The golden tensor an NPU tensor is compared with, and its file (None: not dumped)."""
 
-    name: str
-    index: int
+    tensor: TensorName
     path: Path | None
 
 
@@ -198,21 +197,18 @@ def golden_counterpart(workspace: Workspace, op_name: str, kind: str, index: int
     caller shows the tensor anyway)."""
     for debug in workspace.debug_names():
         try:
-            models = workspace.models(debug)
-        except PrecisionToolError:
-            continue
-        for model in models:
-            for graph in model.graphs:
-                op = graph.find_op(op_name)
-                source = golden_for(graph, op, kind, index) if op is not None else None
+            for ref in workspace.find_ops(op_name, debug):
+                source = golden_for(ref.graph, ref.op, kind, index)
                 if source is not None:
-                    return GoldenCounterpart(*source, _golden_path(workspace, source))
+                    return GoldenCounterpart(source, _golden_path(workspace, source))
+        except PrecisionToolError:  # this debug dir's graphs cannot be read: the next one's
+            continue
     return None
 
 
-def _golden_path(workspace: Workspace, source: tuple[str, int]) -> Path | None:
+def _golden_path(workspace: Workspace, source: TensorName) -> Path | None:
     try:
         golden = workspace.golden()
     except PrecisionToolError:
         return None
-    return golden.path_for(*source) if source in golden else None
+    return golden.latest_path(*source)

@@ -57,11 +57,17 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
 
 
 def columns(*, op_sequence: bool = False, overflow: bool = False, golden_address: bool = False,
-            metrics: Sequence[Metric] = METRICS) -> list[str]:
-    """The header in msaccucmp's order, with the optional columns and the metrics asked for."""
+            metrics: Sequence[Metric] = METRICS, named_sides: bool = False) -> list[str]:
+    """The header in msaccucmp's order, with the optional columns and the metrics asked for.
+
+    msaccucmp names both sides' columns ``DataType`` (and ``Address``); ``named_sides`` names
+    them ``NPUDataType``/``NPUAddress`` and ``GroundTruthDataType``/``GroundTruthAddress``
+    instead, for tables whose column names must be unique (``to_pandas()``).
+    """
+    npu, golden = ("NPU", "GroundTruth") if named_sides else ("", "")
     head = ["Index"] + (["OpSequence"] if op_sequence else [])
-    head += ["OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType"]
-    head += (["Address"] if golden_address else []) + ["TensorIndex", "Shape"]
+    head += ["OpType", "NPUDump", f"{npu}DataType", f"{npu}Address", "GroundTruth", f"{golden}DataType"]
+    head += ([f"{golden}Address"] if golden_address else []) + ["TensorIndex", "Shape"]
     known, extra = _split(metrics)
     head += (["OverFlow"] if overflow else []) + [m.name for m in known]
     return head + [REASON_COLUMN] + [m.name for m in extra]

@@ -11,15 +11,15 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import PrecisionToolError
 from ..formats.atomic import OutputRoot
-from ..formats.datadir import DataRoot
-from ..formats.dump_names import DumpListing
+from ..formats.datadir import DataRoot, require_data_root
+from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_names import BUILD_STAGE, find_graph_files, prefer_ge_proto
 from ..formats.tree import DumpTree, StepDir
@@ -52,20 +52,30 @@ class Workspace:
 
     @property
     def data(self) -> DataRoot:
-        """Where each kind of data lives under the data root."""
-        return DataRoot(self.config.data_root_dir)
+        """Where each kind of data lives under the data root; PrecisionToolError when there is no
+        such directory (checked at each use: a shell may outlive the directory, or see it made)."""
+        return require_data_root(self.config.data_root_dir)
+
+    @property
+    def output_dir(self) -> Path:
+        """Where this session's results are: OUTPUT_ROOT (``--out``), else ``temp/`` of the data
+        root, which must then exist (PrecisionToolError otherwise, not "no result there")."""
+        if self.config.output_root is None:
+            require_data_root(self.config.data_root_dir)
+        return self.config.temp_dir
 
     @property
     def output(self) -> OutputRoot:
-        """Where this session writes: OUTPUT_ROOT (``--out``), else ``temp/`` of the data root."""
-        return self.output_at(self.config.temp_dir)
+        """Where this session writes: :attr:`output_dir` (never a data root that is not there)."""
+        return self.output_at(self.output_dir)
 
     def output_at(self, directory: str | Path) -> OutputRoot:
         """``directory`` (a command's ``-o``, or the output root) as the root of what a command
         writes; PrecisionToolError when it lies inside the NPU dumps or the golden directory,
         which the tool never writes to."""
         path = Path(directory).expanduser()
-        for protected in (self.data.npu, self.data.golden_dir):
+        layout = DataRoot(self.config.data_root_dir)  # no data root: nothing to protect
+        for protected in (layout.npu, layout.golden_dir):
             if protected.exists() and _inside(path, protected):
                 raise PrecisionToolError(f"refusing to write into the input data under {protected}", path)
         return OutputRoot(path)
@@ -122,6 +132,25 @@ class Workspace:
         return [OpRef(d, m, g, op) for d in debugs for m in self.models(d, stage)
                 for g in m.graphs for op in g.ops]
 
+    def find_ops(self, name: str, debug: str | None = None) -> Iterator[OpRef]:
+        """The ops of the loaded Build graphs called ``name``, exactly or in dump-file spelling
+        (:meth:`~precision_tool.formats.graph_model.GraphDesc.find_op`), one per graph holding
+        it: of ``debug``, else of every debug dir (debug_0's first). How an op a result row or a
+        dump file names is found; names users type go through :mod:`.lookup`. Lazy: a debug
+        dir's graphs are loaded only when the ops before do not end the search.
+
+        Raises:
+            PrecisionToolError: a graph dump that cannot be read.
+        """
+        for each in [debug] if debug else self.debug_names():
+            for model in self.models(each):
+                for graph, op in model.find_ops(name):
+                    yield OpRef(each, model, graph, op)
+
+    def find_op(self, name: str, debug: str | None = None) -> OpRef | None:
+        """The first of :meth:`find_ops`, or None when no loaded graph holds ``name``."""
+        return next(self.find_ops(name, debug), None)
+
     def dump_tree(self, debug: str = "debug_0") -> DumpTree:
         """The dump tree of one debug dir; PrecisionToolError when it has no dumps."""
         root = self.data.dump_root(debug)
@@ -135,6 +164,19 @@ class Workspace:
             tree = self.dump_tree(debug)
             return tree.listings(tree.select(steps=self.config.tf_dump_step))
         return self._cached(("listings", debug), load)
+
+    def op_dumps(self, ref: OpRef) -> list[tuple[StepDir, DumpFileRef]]:
+        """The op's latest launch in each selected step dir of the newest run that holds one,
+        of the op's own graph: the step dirs named after it (the dump's model name), else those
+        named after no other graph loaded (a same-named op of another graph is not this one)."""
+        found = [(step, listing.latest(ref.op.name)) for step, listing in self.step_listings(ref.debug).items()]
+        found = [(step, file) for step, file in found if file is not None]
+        own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
+        if own:
+            return own
+        others = {name for model in self.models(ref.debug)
+                  for name in (model.name, *(graph.name for graph in model.graphs))}
+        return [item for item in found if item[0].model_name not in others]
 
     def golden(self) -> GoldenIndex:
         """The TF golden index; PrecisionToolError when the golden directory is missing."""

@@ -34,7 +34,8 @@ SPECIFICITY = ("nan", "overflow", "underflow", "permutation", "sign", "scale", "
                "computation", "input", "precision", "unknown")
 CAUSES = SPECIFICITY  # every cause name ``why`` can give
 UNDERFLOW_SHARE = 0.1  # flushed values must carry this share of the squared error
-MIN_SHARE = 0.1  # input / computation: the share of the error the replay attributes to them
+MIN_SHARE = 0.1  # input / computation / an inherited form: the least share of the error a
+# named cause explains
 
 
 def _g(value: float | None) -> str:
@@ -234,8 +235,11 @@ def diagnose(s: Subject) -> tuple[Cause, ...]:
     """Every cause that holds for ``s``, most likely first; ``unknown`` when none does.
 
     The form causes (:data:`FORMS`) are weighed by :func:`own_share`: on an op that computes
-    faithfully from inputs already wrong, a permuted or scaled output is inherited."""
+    faithfully from inputs already wrong, a permuted or scaled output is inherited, and a form
+    left explaining less than :data:`MIN_SHARE` of the difference is not named (reversed
+    channels carried in from the inputs are the inputs' doing, not a second cause at 0%)."""
     held = [cause for cause in (test(s) for test in hypotheses()) if cause is not None]
     own = own_share(s) if any(c.name in FORMS for c in held) else 1.0
     held = [_inherited(c, own) if c.name in FORMS and own < 1.0 else c for c in held]
+    held = [c for c in held if c.name not in FORMS or own == 1.0 or c.score >= MIN_SHARE]
     return rank(held or [unknown(s)])

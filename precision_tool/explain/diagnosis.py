@@ -25,7 +25,6 @@ from ..compare.op_tensors import (
     first_introducers,
     newest_result,
     op_tensors,
-    resolve,
 )
 
 
@@ -191,7 +190,7 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
         divergence = judged_result(context, path, criterion.rule)
         ops = first_introducers(divergence)
         for op in ops[:limit] if limit else ops:
-            ref = resolve(context, op.name)
+            ref = context.find_op(op.name, "debug_0")
             if ref is None:
                 found.append(_not_found(op.name, op.op_type, f"{op.name} is not in the Build graph"))
                 continue

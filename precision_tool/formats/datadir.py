@@ -51,6 +51,15 @@ class DataRoot:
         return self.path / "temp"
 
 
+def require_data_root(path: str | os.PathLike) -> DataRoot:
+    """The layout of the data root ``path``; a PrecisionToolError naming it when there is no
+    such directory (every reader of the data root says so in these words)."""
+    root = DataRoot(Path(path))
+    if not root.path.is_dir():
+        raise PrecisionToolError("no such data root (give --data DIR or set DATA_ROOT_DIR)", root.path)
+    return root
+
+
 @dataclass(frozen=True)
 class DebugSurvey:
     """What one ``npu/debug_N`` directory holds."""
@@ -101,9 +110,7 @@ def _survey_debug(root: DataRoot, debug_dir: Path, problems: list[str]) -> Debug
 
 def survey(path: str | os.PathLike) -> DataSurvey:
     """Count what a data root holds without reading any tensor data."""
-    root = DataRoot(Path(path))
-    if not root.path.is_dir():
-        raise PrecisionToolError("data root not found (use --data DIR or DATA_ROOT_DIR)", root.path)
+    root = require_data_root(path)
     problems: list[str] = []
     debug = [_survey_debug(root, d, problems) for d in root.debug_dirs()]
     golden_count = golden_invalid = 0

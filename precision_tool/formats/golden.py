@@ -126,6 +126,12 @@ class GoldenIndex:
         """The path of one tensor's file (see :meth:`entry`)."""
         return self.entry(name, output_index, timestamp).path
 
+    def latest_path(self, name: str, output_index: int) -> Path | None:
+        """The latest file of one tensor (spelled as :meth:`entry` takes it), None when the
+        directory has none: what a tensor is paired with, when it can be."""
+        group = self._groups.get((normalise_tensor_name(name), output_index))
+        return group[-1].path if group else None
+
     def lookup(self, name: str, output_index: int, timestamp: int | None = None) -> np.ndarray:
         """Load one tensor, memory-mapped read-only: the latest, or the given timestamp's."""
         return load_npy(self.entry(name, output_index, timestamp).path)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, NamedTuple
 
 from .dump_names import normalise_op_name
 from .graph_names import file_graph_id
@@ -37,6 +37,20 @@ class InputRef:
         return f"{self.src}:{-1 if self.is_control else self.index}"
 
 
+class TensorName(NamedTuple):
+    """A TF tensor: output ``index`` of the TF op ``name``, the golden file ``{name}.{index}.*``.
+
+    ``str()`` gives ``name:index``, the one spelling pairing, ``ni``, ``why`` and Model
+    Explorer show; as a tuple it is ``(name, index)``.
+    """
+
+    name: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.index}"
+
+
 @dataclass(slots=True)
 class TensorDesc:
     """An op's input or output tensor: device dtype/layout/shape and the host (origin) view."""
@@ -51,6 +65,19 @@ class TensorDesc:
     origin_data_type: str | None
     attrs: dict[str, Any]
     name: str = ""
+
+    def origin(self, position: int) -> TensorName | None:
+        """The TF tensor output ``position`` (this desc) equals, by its ``_datadump_origin_name``
+        and ``_datadump_origin_output_index``; None without an origin name.
+
+        Without an index (absent, or not a number 0 or more) it is output ``position`` of the
+        origin op: GE's fusion passes give an output the index of the origin output it comes
+        from, and Huawei's own graph parser (msquickcmp) falls back to the output's position.
+        """
+        if not self.origin_name:
+            return None
+        index = self.origin_output_index
+        return TensorName(self.origin_name, position if index is None or index < 0 else index)
 
 
 @dataclass(slots=True)
@@ -187,10 +214,13 @@ class Model:
         """The graph called ``name``, or None."""
         return next((g for g in self.graphs if g.name == name), None)
 
-    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
-        """The first graph holding an op found by :meth:`GraphDesc.find_op`, and that op."""
+    def find_ops(self, name: str) -> Iterator[tuple[GraphDesc, Op]]:
+        """Each graph holding an op found by :meth:`GraphDesc.find_op`, and that op, in order."""
         for graph in self.graphs:
             op = graph.find_op(name)
             if op is not None:
-                return graph, op
-        return None
+                yield graph, op
+
+    def find_op(self, name: str) -> tuple[GraphDesc, Op] | None:
+        """The first of :meth:`find_ops`, or None."""
+        return next(self.find_ops(name), None)

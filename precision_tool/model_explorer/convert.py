@@ -47,8 +47,10 @@ def _kv(key: str, value: Any) -> gb.KeyValue:
     return gb.KeyValue(key=key, value=value_text(value))
 
 
-def desc_attrs(desc: TensorDesc | None) -> list[gb.KeyValue]:
-    """The descriptor of one input or output as key/value pairs."""
+def desc_attrs(desc: TensorDesc | None, position: int | None = None) -> list[gb.KeyValue]:
+    """The descriptor of one input or output as key/value pairs. An output's (``position`` its
+    number) shows its origin as pairing reads it (``name:index``); an input's origin
+    attributes, which pairing does not read, stay raw attributes."""
     if desc is None:
         return [_kv("desc", "none in the graph")]
     pairs = [("dtype", desc.dtype), ("format", desc.layout), ("shape", shape_text(desc.shape))]
@@ -56,14 +58,16 @@ def desc_attrs(desc: TensorDesc | None) -> list[gb.KeyValue]:
         pairs.append(("origin_format", desc.origin_format))
     if desc.origin_shape is not None:
         pairs.append(("origin_shape", shape_text(desc.origin_shape)))
-    if desc.origin_name is not None:
-        pairs.append(("origin_name", f"{desc.origin_name}:{desc.origin_output_index}"))
+    origin = desc.origin(position) if position is not None else None
+    if origin is not None:
+        pairs.append(("origin_name", str(origin)))
     if desc.origin_data_type is not None:
         pairs.append(("origin_data_type", desc.origin_data_type))
     if desc.name:
         pairs.append(("name", desc.name))
-    shown = {"origin_format", "origin_shape", "_datadump_origin_name",
-             "_datadump_origin_output_index", "_datadump_origin_data_type"}
+    shown = {"origin_format", "origin_shape", "_datadump_origin_data_type"}
+    if origin is not None:
+        shown |= {"_datadump_origin_name", "_datadump_origin_output_index"}
     pairs += [(f"attr {k}", v) for k, v in sorted(desc.attrs.items()) if k not in shown]
     return [_kv(k, v) for k, v in pairs]
 
@@ -102,7 +106,7 @@ def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphN
     inputs = [gb.MetadataItem(id=str(port), attrs=[_kv(TENSOR_TAG, str(ref)),
                                                    *desc_attrs(op.input_desc(port))])
               for port, ref in enumerate(op.data_inputs)]
-    outputs = [gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc)])
+    outputs = [gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc, i)])
                for i, desc in enumerate(op.output_descs)]
     return gb.GraphNode(id=node_id(op), label=label, namespace=namespace,
                         subgraphIds=[subgraph_ids[s] for s in op.subgraph_names if s in subgraph_ids],

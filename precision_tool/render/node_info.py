@@ -130,14 +130,12 @@ def outputs_table(op: Op, limit: int | None = None) -> FitTable | Text:
     table.caption = more_note(hidden, "outputs") or None
     for index in indexes:
         desc = op.output_desc(index)
-        origin = ""
-        if desc is not None and desc.origin_name:
-            origin_index = desc.origin_output_index
-            origin = f"{desc.origin_name}:{index if origin_index is None else origin_index}"
+        origin = desc.origin(index) if desc is not None else None
         users, more = head(op.consumers[index] if index < len(op.consumers) else [], limit)
         consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
         consumers += f", {more_note(more)}" if more else ""
-        table.add_row(str(index), data_text(origin), *_desc_cells(desc), data_text(consumers, "op.name"))
+        table.add_row(str(index), data_text(str(origin or "")), *_desc_cells(desc),
+                      data_text(consumers, "op.name"))
     return table
 
 

@@ -24,7 +24,7 @@ from ..context import Context
 from ..errors import PrecisionToolError
 from ..compare.judged import judged_rows
 from ..formats.atomic import OutputRoot, stamps
-from ..formats.graph_model import GraphDesc, Model, Op
+from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
 from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
 from .checks_html import checks_html, run_checks
@@ -72,16 +72,6 @@ def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot,
     return root, root.new_directory(["report"], stamps(datetime.now()))
 
 
-def find_in_graphs(context: Context, name: str) -> tuple[GraphDesc, Op] | None:
-    """The first loaded Build graph (debug_0 first) holding the op ``name``."""
-    for debug in context.debug_names():
-        for model in context.models(debug):
-            found = model.find_op(name)
-            if found is not None:
-                return found
-    return None
-
-
 def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
                    use_dot: bool = True) -> Subgraph:
     """The neighbourhood of ``view``'s focus op (first introducer, else first flagged op)."""
@@ -90,12 +80,12 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
         return Subgraph()
     name = focus.op.name
     try:
-        found = find_in_graphs(context, name)
+        found = context.find_op(name)  # debug_0's graphs first
     except PrecisionToolError as exc:
         return Subgraph(caption=name, note=f"the Build graph could not be read: {exc}")
     if found is None:
         return Subgraph(caption=name, note="no Build graph under npu/*/graph holds this op")
-    graph, op = found
+    graph, op = found.graph, found.op
     hood = neighbourhood(graph, op, depth)
     drawn = subgraph_svg(graph, hood, view, section, use_dot)
     return Subgraph(drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden
-from precision_tool.commands.tensors import parse_name, resolve_tensor
+from precision_tool.compare.tensor_names import parse_name, resolve_tensor
 from precision_tool.formats.text import safe_file_name
 from precision_tool.errors import PrecisionToolError
 from precision_tool.render.tensor_view import format_value

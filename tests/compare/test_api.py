@@ -60,12 +60,28 @@ def test_first_divergence_and_flagged(result):
     assert result.flagged(threshold=-1.0) == [] and result.first_divergence(threshold=-1.0) is None
 
 
+SIDES = {"DataType": ("NPUDataType", "GroundTruthDataType"), "Address": ("NPUAddress", "GroundTruthAddress")}
+
+
+def _named_sides(header: list[str]) -> list[str]:
+    """The CSV header with each side's DataType and Address named by its side, in order."""
+    seen: dict[str, int] = {}
+    named = []
+    for name in header:
+        if name in SIDES:
+            named.append(SIDES[name][seen.get(name, 0)])
+            seen[name] = seen.get(name, 0) + 1
+        else:
+            named.append(name)
+    return named
+
+
 def test_to_pandas_has_the_csv_columns(result, tmp_path):
     frame = result.to_pandas()
     (path,) = result.write_csv(tmp_path / "out.csv")
     with path.open(newline="") as handle:
         header = next(csv.reader(handle))
-    assert list(frame.columns) == header + ["Verdict", "OpVerdict"]
+    assert list(frame.columns) == _named_sides(header) + ["Verdict", "OpVerdict"]
     assert len(frame) == len(result.rows)
     cosines = frame["CosineSimilarity"]
     assert cosines.dtype.kind == "f"
@@ -97,6 +113,27 @@ def test_the_api_tells_the_verdict_vcs_tells(result, sample_data_module):
         assert set(outputs[outputs["NPUDump"] == name]["OpVerdict"]) == {state}, name
     assert set(outputs["Verdict"]) <= {"diverges", "near", "rounding", "non-finite", "not compared"}
     assert (outputs[outputs["NPUDump"] == PLANTED]["Verdict"] == "diverges").all()
+
+
+def test_to_pandas_names_the_npu_and_golden_columns_apart(result, sample_data_module, tmp_path):
+    """The CSV has two DataType columns (and two Address columns NPU against NPU); the frame
+    names them by side, so ``frame["NPUDataType"]`` is one column holding the first's values."""
+    frame = result.to_pandas()
+    assert frame.columns.is_unique
+    assert [c for c in frame.columns if c.endswith(("DataType", "Address"))] == [
+        "NPUDataType", "NPUAddress", "GroundTruthDataType"]
+    (path,) = result.write_csv(tmp_path / "out.csv")
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    first, second = (k for k, name in enumerate(rows[0]) if name == "DataType")
+    planted = next(k for k, row in enumerate(rows[1:]) if row[rows[0].index("TensorIndex")] == f"{PLANTED}:output:0")
+    assert (frame["NPUDataType"].iloc[planted], frame["GroundTruthDataType"].iloc[planted]) == (
+        rows[1 + planted][first], rows[1 + planted][second]) == ("float16", "float32")
+    npu = str(sample_data_module / "npu" / "debug_0")
+    both = precision_tool.compare(left=npu, right=npu, workers=1).to_pandas()
+    assert both.columns.is_unique
+    assert [c for c in both.columns if c.endswith(("DataType", "Address"))] == [
+        "NPUDataType", "NPUAddress", "GroundTruthDataType", "GroundTruthAddress"]
 
 
 def test_write_csv_reads_back_as_the_same_rows(result, tmp_path):

@@ -4,6 +4,7 @@ plain loop over the elements finds."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -74,6 +75,17 @@ def test_equal_infinities_and_both_nan_are_no_mismatch():
     values = np.array([np.inf, -np.inf, np.nan, 1.0])
     assert compare(values, values).nonfinite_mismatch == 0
     assert compare(np.array([np.inf, 1.0]), np.array([-np.inf, 1.0])).nonfinite_mismatch == 1
+
+
+def test_both_infinities_in_one_piece_warn_of_nothing():
+    """+inf and -inf on one side sum to NaN: numpy's 'invalid value' is the pass's business, not
+    the user's (it printed as a raw RuntimeWarning under ``why``)."""
+    npu = np.array([np.inf, -np.inf, 1.0, np.nan], np.float16)
+    golden = np.array([1.0, 2.0, 1.0, 3.0], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = compare(npu, golden)
+    assert (stats.inf.count, stats.nan.count, stats.nonfinite_mismatch, stats.finite) == (2, 1, 3, 1)
 
 
 def test_all_zero_sides():

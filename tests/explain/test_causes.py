@@ -168,15 +168,22 @@ def test_a_replay_that_matches_neither_side_claims_nothing():
     assert "computation" not in names(Subject.build(npu_out, golden_out, replay=check))
 
 
-def test_forms_carried_in_from_the_inputs_rank_below_input():
-    golden_in = GOLDEN
-    npu_in = half(GOLDEN * 0.5)
+def _doubled(input_factor: float, own_factor: float):
+    """A Mul by 2 fed ``GOLDEN * input_factor`` that scales its own result by ``own_factor``."""
+    npu_in = half(GOLDEN * input_factor)
     golden_out, replay = GOLDEN * 2.0, npu_in.astype(np.float64) * 2.0
-    npu_out = half(replay)
+    npu_out = half(replay * own_factor)
     check = ReplayCheck(True, "replayed Mul", (), compare(npu_out, replay), compare(golden_out, replay))
-    result = diagnose(Subject.build(npu_out, golden_out, inputs=[_input(compare(npu_in, golden_in))], replay=check))
-    assert [c.name for c in result] == ["input", "scale"]
-    assert result[1].score < 0.1 and "carried in from the inputs" in result[1].evidence
+    return diagnose(Subject.build(npu_out, golden_out, inputs=[_input(compare(npu_in, GOLDEN))], replay=check))
+
+
+def test_forms_carried_in_from_the_inputs_rank_below_input_or_go_unnamed():
+    # all of the halving comes in with the input: the scale it shows explains nothing here
+    assert [c.name for c in _doubled(0.5, 1.0)] == ["input"]
+    # the op scales by 0.9 on top of an input 0.9 off: it adds under half of the difference
+    result = {c.name: c for c in _doubled(0.9, 0.9)}
+    assert list(result)[0] == "input" and set(result) == {"input", "scale", "computation"}
+    assert 0.1 <= result["scale"].score < 0.5 and "carried in from the inputs" in result["scale"].evidence
 
 
 def test_rank_orders_by_score_then_specificity():

@@ -31,7 +31,7 @@ def test_survey_counts_invalid_golden_names_and_second_debug_dir(sample_data):
 
 
 def test_missing_root_is_an_error(tmp_path):
-    with pytest.raises(PrecisionToolError, match="data root not found"):
+    with pytest.raises(PrecisionToolError, match="no such data root"):
         survey(tmp_path / "nowhere")
 
 

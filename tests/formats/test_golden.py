@@ -119,6 +119,8 @@ def test_latest_timestamp_wins_and_explicit_timestamp(tmp_path):
         index.lookup("model/conv1/Relu", 0, timestamp=5)
     with pytest.raises(PrecisionToolError, match="no golden tensor model_nope.0"):
         index.lookup("model/nope", 0)
+    assert index.latest_path("model/conv1/Relu", 0) == tmp_path / f"model_conv1_Relu.0.{TS + 20}.npy"
+    assert index.latest_path("model/conv1/Relu", 1) is None and index.latest_path("model/nope", 0) is None
 
 
 def test_extra_field_is_same_tensor(tmp_path):

@@ -18,7 +18,7 @@ from precision_tool.formats.graph import (
     parse_input,
     read_graph,
 )
-from precision_tool.formats.graph_model import InputRef
+from precision_tool.formats.graph_model import InputRef, TensorName
 from precision_tool.formats.graph_write import (
     OpSpec,
     build_model,
@@ -206,6 +206,22 @@ def test_builder_gives_what_the_reader_gives(tmp_path):
     assert json.loads(path.read_text())["graph"][0]["op"][0]["input"] == [""]
     assert read_graph(path) == model
 
+
+
+@pytest.mark.parametrize("attrs, origin", [
+    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": 0}, TensorName("tf/a", 0)),
+    ({"_datadump_origin_name": "tf/a"}, TensorName("tf/a", 2)),  # no index: the output's own
+    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": -1}, TensorName("tf/a", 2)),
+    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": True}, TensorName("tf/a", 2)),
+    ({"_datadump_origin_output_index": 1}, None),  # no name: no origin
+    ({"_datadump_origin_name": ""}, None),
+])
+def test_an_outputs_origin_is_one_tensor_name(attrs, origin):
+    """Output 2's origin, read from the attributes as GE writes them; ``name:index`` as text."""
+    desc = tensor_desc(attrs=attrs)
+    assert desc.origin(2) == origin
+    if origin is not None:
+        assert str(desc.origin(2)) == f"tf/a:{origin.index}" and desc.origin(2) == ("tf/a", origin.index)
 
 _names = st.text("abc/_.:", min_size=1, max_size=6)
 _floats = st.floats(allow_nan=False, width=32)

@@ -97,7 +97,7 @@ def test_a_missing_data_root_is_one_warning_and_the_shell_starts(tmp_path):
     context, out = make_context(tmp_path / "nowhere", width=400)  # the tmp path is long
     assert drive(context, f"ls\rhelp\r{CTRL_D}") == ExitStatus.OK
     text = out.getvalue()
-    assert "warning:" in text and "data root not found" in text
+    assert "warning:" in text and "no such data root" in text
     assert "commands (help CMD for details)" in text and "Traceback" not in text
 
 

@@ -2,7 +2,9 @@
 then ``/``-``_`` equivalent), then the name of a TensorFlow op fused into it (users search by
 the TF name: ``model/mlp/gelu/mul_3`` finds ``model/mlp/gelu/Gelu`` through its
 ``_datadump_original_op_names``), then a substring of either; a name that matches nothing gets
-close names suggested.
+close names suggested. Every command that takes an op name (``ni``, ``ls -n``, ``why OP``) finds it
+here, over a :class:`~.workspace.Workspace`, so explain/, report/ and the checks can too; what
+a result row or a dump file names exactly is :meth:`.Workspace.find_op`'s.
 
 ``-g GRAPH`` names a graph or model (its name), a graph dump file (its file name), a GE graph id
 (the ``31`` of ``ge_proto_00000001_graph_31_Build.txt``), or a compilation stage other than
@@ -15,10 +17,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.graph_names import BUILD_FILE_FORMS, BUILD_STAGE, graph_stages, parse_graph_file_name
 from ..formats.tree import normalise_op_name
+from .workspace import OpRef, Workspace
 
 MAX_CANDIDATES = 10
 MAX_FULL_NAME_SCAN = 20000  # beyond this, close names are sought by the last part of names only
@@ -30,13 +32,13 @@ def graph_label(ref: OpRef) -> str:
     return ref.graph.name if graph_id is None else f"{ref.graph.name} (graph id {graph_id})"
 
 
-def _stage_of(context: Context, graph: str, debug: str | None) -> str | None:
+def _stage_of(workspace: Workspace, graph: str, debug: str | None) -> str | None:
     """The stage ``graph`` names: a stage present in a graph dir, or that of a dump file name."""
     parsed = parse_graph_file_name(graph)
     if parsed is not None:
         return parsed.stage
-    for name in [debug] if debug else context.debug_names():
-        directory = context.data.graph_dir(name)
+    for name in [debug] if debug else workspace.debug_names():
+        directory = workspace.data.graph_dir(name)
         if directory.is_dir() and graph in graph_stages(directory):
             return graph
     return None
@@ -51,16 +53,16 @@ def _names_graph(ref: OpRef, graph: str, stage: str | None) -> bool:
         graph_id is not None and graph == str(graph_id))
 
 
-def graph_refs(context: Context, graph: str | None = None, debug: str | None = None) -> list[OpRef]:
+def graph_refs(workspace: Workspace, graph: str | None = None, debug: str | None = None) -> list[OpRef]:
     """Every op of the Build graphs, or only of those ``graph`` names (see the module doc).
 
     Raises:
         PrecisionToolError: ``graph`` names nothing loaded.
     """
     if not graph:
-        return context.ops(debug)
-    stage = _stage_of(context, graph, debug)
-    refs = context.ops(debug, stage or BUILD_STAGE)
+        return workspace.ops(debug)
+    stage = _stage_of(workspace, graph, debug)
+    refs = workspace.ops(debug, stage or BUILD_STAGE)
     kept = [r for r in refs if _names_graph(r, graph, stage)]
     if not kept and (stage or BUILD_STAGE) != BUILD_STAGE:
         raise PrecisionToolError(f"no graph named '{graph}' (no {stage} graph dump of that name)")
@@ -149,7 +151,7 @@ def _no_match(refs: list[OpRef], name: str) -> PrecisionToolError:
     return PrecisionToolError(f"no operator matches '{name}'{hint}")
 
 
-def lookup_ops(context: Context, name: str, graph: str | None = None,
+def lookup_ops(workspace: Workspace, name: str, graph: str | None = None,
                debug: str | None = None) -> Lookup:
     """Every op ``name`` designates in one debug dir, one per graph holding it, and the other
     debug dirs that hold it too (shown with ``-d``). ``name`` may be the NPU op name or the name
@@ -159,9 +161,9 @@ def lookup_ops(context: Context, name: str, graph: str | None = None,
         PrecisionToolError: nothing matches (the error suggests close names), or several ops of
             different names do (the error lists them: the possible operators).
     """
-    refs = graph_refs(context, graph, debug)
+    refs = graph_refs(workspace, graph, debug)
     if not refs:
-        raise PrecisionToolError(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu} "
+        raise PrecisionToolError(f"no Build graph ({BUILD_FILE_FORMS}) under {workspace.data.npu} "
                                  f"to look '{name}' up in")
     found, tf_name = _matches(refs, name)
     if not found:
@@ -177,16 +179,10 @@ def lookup_ops(context: Context, name: str, graph: str | None = None,
     return Lookup(here, others, tf_name)
 
 
-def find_ops(context: Context, name: str, graph: str | None = None,
-             debug: str | None = None) -> tuple[list[OpRef], list[str]]:
-    """:func:`lookup_ops` as ``(refs, other debug dirs)``."""
-    found = lookup_ops(context, name, graph, debug)
-    return found.refs, found.other_debugs
-
-
-def find_op(context: Context, name: str, graph: str | None = None, debug: str | None = None) -> OpRef:
+def lookup_op(workspace: Workspace, name: str, graph: str | None = None,
+              debug: str | None = None) -> OpRef:
     """The first op ``name`` designates (see :func:`lookup_ops`)."""
-    return lookup_ops(context, name, graph, debug).refs[0]
+    return lookup_ops(workspace, name, graph, debug).refs[0]
 
 
 def fused_tf_names(ref: OpRef, text: str) -> list[str]:
