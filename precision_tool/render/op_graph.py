@@ -78,7 +78,9 @@ def node_state(op: OpCosines) -> str:
     among the ops not flagged (the one rule: :attr:`OpCosines.state`)."""
     state = op.state
     if state == CLEAN:
-        return NONFINITE if op.nonfinite else NEAR if op.near else CLEAN
+        if any(t.state(op.rule) == NONFINITE for t in op.outputs):  # a golden that is not finite
+            return NONFINITE
+        return NEAR if op.near else CLEAN
     return state
 
 
@@ -186,8 +188,8 @@ def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool, cosine
     style = "filled,bold" if is_root or introducer else "filled"
     fill = cosine.fill if cosine is not None else MISSING_FILL
     extra = {"penwidth": "3"} if is_root or introducer else {}
-    if introducer:
-        extra["peripheries"] = "2"  # the second cue: a double border, whatever the colours
+    if introducer:  # the second cue besides the fill and the marker: a thick dark border (dot
+        extra["color"] = swatch(INTRODUCES).text_colour  # draws no double border on records)
     dot.node(node_id, label=graphviz.nohtml(record_label(op, cosine)), tooltip=dot_text(name),
              style=style, fillcolor=fill, **extra)
 
@@ -202,9 +204,11 @@ def _add_edge(dot, ids: dict[str, str], hood: Neighbourhood, edge: Edge) -> None
     dot.edge(src_port, f"{dst}:in{edge.dst_port}:n")
 
 
-def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine] | None = None):
+def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine] | None = None,
+                  legend: bool = True):
     """A ``graphviz.Digraph`` of ``hood``: record nodes with per-port device and host views, the
-    root in bold, each node filled by ``cosines`` (grey without), data edges
+    root in bold, each node filled by ``cosines`` (grey without) with a legend of the colours
+    (unless ``legend`` is False: a page that has its own), data edges
     ``producer:out_i -> consumer:in_j``, control edges dashed."""
     import graphviz
 
@@ -218,7 +222,7 @@ def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine
                   None if cosines is None else cosines.get(name, NOT_COMPARED))
     for edge in hood.edges:
         _add_edge(dot, ids, hood, edge)
-    if cosines is not None:
+    if cosines is not None and legend:
         _add_legend(dot)
     return dot
 

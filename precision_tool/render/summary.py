@@ -16,7 +16,7 @@ from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE
 from .cosine_strip import CosineStrip
 from .fit import FitPanel
 from .lines import visible
-from .palette import swatch
+from .palette import legend_state, swatch
 
 
 def format_cosine(value: float) -> str:
@@ -39,8 +39,7 @@ def cosine_style(value: float, threshold: float) -> str:
 def tensor_style(tensor: TensorCosine, rule: FlagRule) -> str:
     """The style of the tensor's state (:meth:`TensorCosine.state`): a diverging tensor in the
     introducer's colour, the rest in their own."""
-    state = tensor.state(rule)
-    return swatch(INTRODUCES if state == DIVERGES else state).style
+    return swatch(legend_state(tensor.state(rule))).style
 
 
 def verdict_text(op: OpCosines) -> Text:

@@ -116,7 +116,7 @@ def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tu
     import graphviz
 
     try:
-        text = build_digraph(hood, title, paint).pipe(format="svg", encoding="utf-8", quiet=True)
+        text = build_digraph(hood, title, paint, legend=False).pipe(format="svg", encoding="utf-8", quiet=True)
         return sanitise_svg(text, hood, paint), ""
     except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError, ET.ParseError) as exc:
         return None, f"dot could not draw it ({type(exc).__name__})"

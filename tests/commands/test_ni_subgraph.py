@@ -146,7 +146,7 @@ def test_hostile_names_parse_back_to_exactly_the_expected_nodes(hostile_root):
     assert set(graph.nodes) == {f"n{k}" for k in range(len(expected))}
     assert set(_nodes_by_name(graph)) == {visible(name) for name in expected}
     assert graph.html_values == []  # no attribute was read as an HTML-like label
-    assert all(set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape", "peripheries"}
+    assert all(set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape", "color"}
                for attrs in graph.nodes.values())  # nothing injected (no URL, no href)
     assert len(graph.edges) == len(expected) - 1
 
