@@ -213,3 +213,42 @@ def test_lowest_output_and_ops_beyond_rounding_but_not_flagged():
     assert c.outputs[0].state(result.rule) == "rounding" and c.state == "clean"
     assert result.ops[3].state == "not compared"
     assert analyse([], 0.9).lowest_output is None
+
+
+def _red_row(index, op, kind, slot, red, op_type="LayerNorm"):
+    return CompareRow(index=index, op_type=op_type, npu_name=op, npu_dtype="float16", npu_address=None,
+                      ground_truth=f"tf/{op}", golden_dtype="float32", tensor_index=f"{op}:{kind}:{slot}",
+                      shape=(4, 8), metrics={"CosineSimilarity": 1.0, "RelativeEuclideanDistance": red})
+
+
+def test_the_replay_decides_introduces_or_inherits_and_says_so():
+    """The issue's LayerNorm: its input's RED 0.192 is just under 0.2, its output's 0.21 over
+    it. By the input rule it introduces; its replay from its own NPU inputs matches its NPU
+    output, so it inherits (without amplifying it: 0.21 is less than 1.5 x 0.192); a replay that
+    differs beyond its noise, or makes NaN the replay does not, makes it an introducer."""
+    from precision_tool.compare.noise import replay_noise
+    from precision_tool.compare.verdict import LocalCheck
+
+    rows = [_red_row(1, "ln", "input", 0, 0.192), _red_row(1, "ln", "output", 0, 0.21)]
+    by_inputs = analyse(rows, T)
+    (ln,) = by_inputs.flagged
+    assert ln.introduces and ln.decided_by == "inputs"
+    faithful = LocalCheck(3e-4, 0, replay_noise("float16", "LayerNorm"), "LayerNorm")
+    (ln,) = by_inputs.with_local({(1, "ln"): faithful}).flagged
+    assert ln.inherits and not ln.introduces and ln.decided_by == "replay" and not ln.amplifies
+    assert ln.state == "inherits"
+    wrong = LocalCheck(0.2, 0, replay_noise("float16", "LayerNorm"), "LayerNorm")
+    (ln,) = by_inputs.with_local({(1, "ln"): wrong}).flagged
+    assert ln.introduces and ln.state == "introduces"
+    nan_made = LocalCheck(0.0, 3, replay_noise("float16", "LayerNorm"), "LayerNorm")
+    assert by_inputs.with_local({(1, "ln"): nan_made}).flagged[0].introduces
+
+
+def test_an_op_that_inherits_and_doubles_the_error_amplifies_it():
+    from precision_tool.compare.noise import replay_noise
+    from precision_tool.compare.verdict import LocalCheck
+
+    rows = [_red_row(1, "mul", "input", 0, 0.25, "Mul"), _red_row(1, "mul", "output", 0, 0.5, "Mul")]
+    faithful = LocalCheck(1e-4, 0, replay_noise("float16", "Mul"), "Mul")
+    (op,) = analyse(rows, T).with_local({(1, "mul"): faithful}).flagged
+    assert op.inherits and op.amplifies
