@@ -233,7 +233,8 @@ def _writes(path: Path, root: Path = PACKAGE) -> list[str]:
     for call in _calls(tree):
         name = _name(call.func)
         module, _, last = name.rpartition(".")
-        if _first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call):
+        if (_first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call)
+                or _opens_to_read(call)):
             continue  # into a file the output root opened; the OutputRoot (`root`, `self.root`)
         mode = (call.args[1] if len(call.args) > 1 else _keyword(call, "mode")) if name in ("open", "io.open") else None
         if ((mode is not None and not (isinstance(mode, ast.Constant) and mode.value in ("r", "rb")))
@@ -253,6 +254,16 @@ def _output_handles(tree: ast.AST) -> set[str]:
 
 def _opens_devnull(call: ast.Call) -> bool:
     return bool(call.args) and _name(call.args[0]) == "os.devnull"
+
+
+_WRITING_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND", "O_EXCL"}
+
+
+def _opens_to_read(call: ast.Call) -> bool:
+    """An ``os.open`` whose flags name ``os.O_RDONLY`` and no flag that writes."""
+    flags = call.args[1] if _name(call.func) == "os.open" and len(call.args) > 1 else None
+    named = {_name(node) for node in ast.walk(flags)} if flags is not None else set()
+    return "os.O_RDONLY" in named and not {f"os.{flag}" for flag in _WRITING_FLAGS} & named
 
 
 def _first_arg(call: ast.Call) -> str | None:
@@ -276,8 +287,9 @@ def test_the_write_checker_catches_what_it_is_for(tmp_path):
                    "shutil.copy('a', 'b')\nPath('d').mkdir()\nopen('f', mode='ab')\n"
                    "open('f')\n'a'.replace('b', 'c')\nshutil.which('dot')\n"
                    "with root.create('x') as out:\n    np.save(out, 1)\nnp.save(other, 1)\n"
-                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n")
-    assert len(_writes(bad, tmp_path)) == 9, _writes(bad, tmp_path)
+                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n"
+                   "os.open('f', os.O_RDONLY | os.O_NONBLOCK)\nos.open('f', os.O_RDONLY | os.O_CREAT)\n")
+    assert len(_writes(bad, tmp_path)) == 10, _writes(bad, tmp_path)
 
 
 # --- no formula from a name in the result CSV --------------------------------------------------
