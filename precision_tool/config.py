@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import PrecisionToolError
+from .formats.files import read_regular
 from .formats.tree import parse_step_spec
 
 CONFIG_ENV = "PRECISION_TOOL_CONFIG"
@@ -211,10 +212,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """The settings a config.py assigns, as ``{NAME: value}``; unknown names are ignored."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise PrecisionToolError(f"config file is larger than {MAX_CONFIG_BYTES >> 20} MiB", path)
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_regular(path, "config file", MAX_CONFIG_BYTES).decode("utf-8")
+        tree = ast.parse(text, filename=str(path))
+    except UnicodeDecodeError as exc:
         raise PrecisionToolError(f"cannot read config ({exc})", path) from None
     except SyntaxError as exc:
         where = f" at line {exc.lineno}" if exc.lineno else ""
@@ -247,7 +247,7 @@ def find_config_file(flag: str | None, environ: Mapping[str, str], cwd: Path) ->
     """``--config``, else ``$PRECISION_TOOL_CONFIG``, else ``./config.py`` when present."""
     chosen = flag or environ.get(CONFIG_ENV)
     if chosen:
-        if not Path(chosen).is_file():
+        if not Path(chosen).exists():  # a FIFO or a directory: read_config_file says what it is
             raise PrecisionToolError("config file not found", chosen)
         return Path(chosen)
     local = cwd / "config.py"

@@ -7,7 +7,8 @@ Where the file is looked for, first match wins:
 2. ``<data root>/fusion/fusion_result.json`` -- where the user (or the sample) files it.
 
 The file is read where it is; it is never copied or moved. A file that goes wrong part way keeps
-the graphs read before the bad offset, and the result says what went wrong (``problem``).
+the graphs read before the bad offset, and the result says what went wrong (``problem``); so
+does one that is not a regular file (a FIFO, a directory), which is not read.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def check_fusion(context: Context, cwd: Path | None = None) -> FusionCheckResult
     """Read the first fusion_result.json of :func:`fusion_candidates` (``cwd`` defaults to the
     process's working directory). Problems with the file go into ``problem``, never raised."""
     candidates = fusion_candidates(context, cwd)
-    source = next((path for path in candidates if path.is_file()), None)
+    # whatever is there counts, not only a regular file: a FIFO there is a problem to report
+    source = next((path for path in candidates if path.exists()), None)
     if source is None:
         return FusionCheckResult(candidates)
     try:

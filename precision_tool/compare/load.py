@@ -42,6 +42,7 @@ from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
+from ..formats.files import open_regular
 from ..formats.golden import load_npy
 from ..formats.shapes import element_problem
 from .pairing import DumpSide, NpySide
@@ -139,7 +140,7 @@ def _read_flat(path: Path, offset: int, dtype: np.dtype, count: int, chunk: int,
     sequential, willneed = (getattr(os, name, None) for name in ("POSIX_FADV_SEQUENTIAL", "POSIX_FADV_WILLNEED"))
     step = chunk * dtype.itemsize
     try:
-        with open(path, "rb", buffering=0) as handle:
+        with open_regular(path, "tensor file", buffering=0) as handle:
             if sequential is not None:
                 advise(handle, offset, count * dtype.itemsize, sequential)
             for start in range(0, count, chunk):

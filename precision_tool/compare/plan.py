@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrecisionToolError
-from ..formats.dump_names import DumpListing
+from ..formats.dump_names import MAPPING_FILE, DumpListing
 from ..formats.golden import GoldenIndex
 from ..formats.graph import read_graph
 from ..formats.graph_model import GraphDesc, Model, TensorName
@@ -101,14 +101,24 @@ def step_label(step: StepDir) -> str:
     return f"device {step.device}, {step.model_name}, step {step.step}"
 
 
+def unread_mapping_notes(*sides: DumpListing | GoldenIndex) -> list[str]:
+    """A note for each side's ``mapping.csv`` that was not read at all (a FIFO, too large):
+    the files it aliases are left out of the comparison, and this says why."""
+    return [f"{side.directory / MAPPING_FILE}: {side.unread_mapping}"
+            for side in sides if side.unread_mapping]
+
+
 def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex,
                   graph: GraphDesc | None) -> Comparison:
     """One step directory against the golden index, through ``graph`` (by name without one)."""
+    notes = unread_mapping_notes(listing, golden)
     if graph is None:
-        note = (f"{step_label(step)}: no Build graph for {step.model_name}: paired by name "
-                "(inputs not compared)")
-        return Comparison(step_label(step), step_tag(step), pair_by_name(listing, golden), [note], step=step)
-    return Comparison(step_label(step), step_tag(step), pair_with_graph(graph, listing, golden), step=step)
+        notes.insert(0, f"{step_label(step)}: no Build graph for {step.model_name}: paired by name "
+                        "(inputs not compared)")
+        tasks = pair_by_name(listing, golden)
+    else:
+        tasks = pair_with_graph(graph, listing, golden)
+    return Comparison(step_label(step), step_tag(step), tasks, notes, step=step)
 
 
 def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
@@ -152,9 +162,10 @@ def _plan_npu_npu(lside: DirSide, rside: DirSide) -> list[Comparison]:
     for lstep, rstep in match_steps(lside.steps, rside.steps):
         if rstep is None:
             raise PrecisionToolError(f"no step directory in {rside.path} matches {lstep.path}")
-        tasks = pair_npu_npu(lside.tree.listing(lstep), rside.tree.listing(rstep))
+        left, right = lside.tree.listing(lstep), rside.tree.listing(rstep)
         label = f"{step_label(lstep)} vs {rstep.path.name}"
-        plans.append(Comparison(label, step_tag(lstep), tasks, npu_vs_npu=True, step=lstep))
+        plans.append(Comparison(label, step_tag(lstep), pair_npu_npu(left, right),
+                                unread_mapping_notes(left, right), npu_vs_npu=True, step=lstep))
     return plans
 
 
@@ -178,8 +189,18 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
     if (left is None) != (right is None):
         raise PrecisionToolError("give both -lt and -rt, or neither")
     if left is not None:
-        return _plan_dirs(workspace, left, right, graph, steps, devices)
-    return _plan_default(workspace, graph, steps, devices)
+        return _noted_once(_plan_dirs(workspace, left, right, graph, steps, devices))
+    return _noted_once(_plan_default(workspace, graph, steps, devices))
+
+
+def _noted_once(plans: list[Comparison]) -> list[Comparison]:
+    """``plans`` with each note kept only where it first appears (the golden side's, for one,
+    is every step's)."""
+    seen: set[str] = set()
+    for plan in plans:
+        plan.notes = [note for note in plan.notes if note not in seen]
+        seen.update(plan.notes)
+    return plans
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ deeper than the parser's recursion allows, a list where an object belongs, a num
 name belongs. Each is one :class:`~precision_tool.errors.PrecisionToolError` naming the file,
 never an internal error or a hang.
 
-(formats/files.py is getting a bounded reader of regular files for the side files; this one
-can become a caller of it.)
+The bytes are read by :func:`~precision_tool.formats.files.read_regular`, the one bounded
+reader of regular files every side file goes through.
 """
 
 from __future__ import annotations
@@ -22,34 +22,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import PrecisionToolError
+from ..formats.files import read_regular
 
 MAX_STATE_BYTES = 64 << 20  # far above any run.json or comparisons.json vc writes (100k CSVs: ~30 MB)
 _SHOWN_CHARS = 40
-
-
-def _read_bounded(path: Path, limit: int) -> bytes:
-    # non-blocking: a FIFO opens at once (a plain open waits for a writer), and is refused below
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-                 | getattr(os, "O_BINARY", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PrecisionToolError("not a regular file", path)
-        if info.st_size > limit:
-            raise PrecisionToolError(f"{info.st_size} bytes, more than vc ever writes ({limit})", path)
-        chunks, size = [], 0
-        while size <= limit:  # one byte past the limit at most: the file may have grown
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        raise PrecisionToolError(f"more than {limit} bytes, more than vc ever writes", path)
-    return data
 
 
 def read_json_file(path: str | os.PathLike, limit: int = MAX_STATE_BYTES) -> object:
@@ -61,12 +37,9 @@ def read_json_file(path: str | os.PathLike, limit: int = MAX_STATE_BYTES) -> obj
             read, is not UTF-8 or not JSON, or is nested too deeply to parse.
     """
     path = Path(path)
-    try:
-        data = _read_bounded(path, limit)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise PrecisionToolError(f"cannot read ({exc.strerror or exc})", path) from None
+    if not os.path.lexists(path):
+        raise FileNotFoundError(path)
+    data = read_regular(path, path.name, limit)
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dump_names import list_dump_files, normalise_op_name, read_mapping
+from ..formats.files import open_regular
 from ..formats.golden import load_npy, normalise_tensor_name
 from ..formats import layouts
 from .workspace import Workspace
@@ -187,7 +188,7 @@ def _is_npy(path: Path) -> bool:
     if path.suffix == ".npy":
         return True
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "tensor file") as handle:
             return handle.read(len(_NPY_MAGIC)) == _NPY_MAGIC
     except OSError as exc:
         raise PrecisionToolError(f"cannot read file ({exc.strerror or exc})", path) from None

@@ -27,6 +27,7 @@ from ..errors import PrecisionToolError
 from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
 from .dump_names import parse_dump_name
+from .files import open_regular
 from .proto.dumpdata import FORMAT_NAMES, DumpData
 from .shapes import rank_problem, shape_problem
 
@@ -139,15 +140,21 @@ class DumpTensor:
         shape = self.shape or (count,)
         if count == 0 or self.size == 0:
             return np.zeros(shape, dtype.dtype)
-        try:
-            if dtype.packed:
-                raw = np.memmap(self.path, np.uint8, "r", self.offset, (self.size,))
-                return unpack_bits(np.asarray(raw), dtype, count).reshape(shape)
-            return np.memmap(self.path, dtype.dtype, "r", self.offset, shape)
-        except (ValueError, OSError) as exc:  # "mmap length is greater than file size"
-            raise PrecisionToolError(f"{self.name}: cannot map its {self.size} bytes at offset "
-                                     f"{self.offset} ({getattr(exc, 'strerror', None) or exc}): "
-                                     "truncated since its header was read?", self.path) from None
+        try:  # the file is opened once more for the mapping: it may have changed since its header
+            handle = open_regular(self.path, "dump file")
+        except PrecisionToolError as exc:
+            raise PrecisionToolError(f"{self.name}: {exc.problem}", self.path) from None
+        with handle:
+            try:
+                if dtype.packed:
+                    raw = np.memmap(handle, np.uint8, "r", self.offset, (self.size,))
+                    return unpack_bits(np.asarray(raw), dtype, count).reshape(shape)
+                return np.memmap(handle, dtype.dtype, "r", self.offset, shape)
+            except (ValueError, OSError) as exc:  # "mmap length is greater than file size"
+                raise PrecisionToolError(
+                    f"{self.name}: cannot map its {self.size} bytes at offset {self.offset} "
+                    f"({getattr(exc, 'strerror', None) or exc}): truncated since its header was "
+                    "read?", self.path) from None
 
     def origin_format(self, fallback: str | None = None) -> str | None:
         """The host layout: OriginalOp.format when the dump has it, else ``fallback``."""
@@ -259,11 +266,9 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     """
     path = Path(path)
     try:
-        file_size = path.stat().st_size
-        with open(path, "rb") as handle:
+        with open_regular(path, "dump file") as handle:
+            file_size = os.fstat(handle.fileno()).st_size  # the only bound its header needs
             message, data_start = _read_header(path, handle, file_size)
-    except IsADirectoryError:
-        raise PrecisionToolError("is a directory, not a dump file", path) from None
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
     except MemoryError:  # a header length under _MAX_HEADER, still more than this machine has

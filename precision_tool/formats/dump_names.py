@@ -21,7 +21,10 @@ from pathlib import Path
 
 from precision_tool.errors import PrecisionToolError
 
+from .files import read_regular
+
 MAPPING_FILE = "mapping.csv"
+MAX_MAPPING_BYTES = 64 << 20  # a line of two file names per aliased file: far more is not one
 _MIN_TIMESTAMP_DIGITS = 13
 _OP_TYPE = re.compile(r"^[A-Za-z0-9_\-]+$")
 
@@ -62,6 +65,16 @@ class Mapping:
 
     aliases: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def unread(self) -> str | None:
+        """Why the file as a whole was not read (a FIFO, too large, unreadable), or None."""
+        return next((why for line, why in self.problems if line == 0), None)
+
+    def skipped(self, directory: Path) -> list[tuple[Path, str]]:
+        """The problems as a listing's ``(path, reason)`` entries for ``directory``."""
+        return [(directory / MAPPING_FILE, f"line {line}: {why}" if line else why)
+                for line, why in self.problems]
 
 
 def parse_dump_name(name: str) -> DumpName | None:
@@ -106,15 +119,17 @@ def read_mapping(directory: str | os.PathLike) -> Mapping:
 
     Bad lines, unsafe targets (path separators, ``..``) and duplicates are collected in
     ``problems`` instead of raising: one bad line must not hide every other alias. The first
-    entry for a short name (or for a target) wins. A missing file gives an empty mapping.
+    entry for a short name (or for a target) wins. A missing file gives an empty mapping; one
+    that is not a regular file, or is larger than :data:`MAX_MAPPING_BYTES`, is not read (its
+    problem is line 0's).
     """
     path = Path(directory) / MAPPING_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         return Mapping()
-    except OSError as exc:
-        return Mapping(problems=[(0, f"cannot read {MAPPING_FILE}: {exc.strerror or exc}")])
+    try:
+        raw = read_regular(path, MAPPING_FILE, MAX_MAPPING_BYTES)
+    except PrecisionToolError as exc:
+        return Mapping(problems=[(0, exc.problem)])
     mapping, targets = Mapping(), set()
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Windows editors) is no part of a name
     for number, line in enumerate(raw.splitlines(), start=1):
@@ -147,11 +162,13 @@ def _add_mapping_line(aliases: dict[str, str], targets: set[str], line: bytes) -
 
 @dataclass(frozen=True)
 class DumpListing:
-    """The dump files of one step directory, sorted by timestamp, plus what was skipped."""
+    """The dump files of one step directory, sorted by timestamp, plus what was skipped, and why
+    its ``mapping.csv`` was not read at all (None when it was, or there is none)."""
 
     directory: Path
     files: list[DumpFileRef]
     skipped: list[tuple[Path, str]]
+    unread_mapping: str | None = None
 
     @cached_property
     def _by_op(self) -> dict[str, list[DumpFileRef]]:
@@ -215,7 +232,7 @@ def list_dump_files(directory: str | os.PathLike) -> DumpListing:
     check_dir(directory)
     entries = scan_dir(directory)
     mapping = read_mapping(directory)
-    skipped = [(directory / MAPPING_FILE, f"line {n}: {why}") for n, why in mapping.problems]
+    skipped = mapping.skipped(directory)
     files: list[DumpFileRef] = []
     present: set[str] = set()
     for entry in entries:
@@ -235,7 +252,7 @@ def list_dump_files(directory: str | os.PathLike) -> DumpListing:
         skipped.append((directory / short, f"{MAPPING_FILE} names it but there is no such file"))
     files.sort(key=lambda ref: (ref.name.timestamp, ref.name.file_name, ref.path.name))
     skipped.sort(key=lambda item: (str(item[0]), item[1]))
-    return DumpListing(directory, files, skipped)
+    return DumpListing(directory, files, skipped, mapping.unread)
 
 
 def _resolve_entry(path: Path, mapping: Mapping) -> tuple[DumpFileRef | None, str]:

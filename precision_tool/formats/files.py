@@ -1,20 +1,133 @@
-"""Reading a user's file whole, with the one clear error every reader gives."""
+"""Opening a file of the user's data for reading: regular files only, never blocking, read with a
+bound. Every reader of the data root opens its files here.
+
+A FIFO at ``mapping.csv`` made ``open`` wait forever for a writer that never came, and
+``/dev/zero`` there was read until the memory ran out. So a file is opened with ``O_NONBLOCK``
+(an open never waits for a FIFO's writer, nor for a device), checked with ``fstat`` on the
+descriptor itself (what was opened, not what the name pointed to a moment before), and refused
+unless it is a regular file; only then is ``O_NONBLOCK`` cleared, so reads behave as always.
+:func:`read_regular` reads whole files of a kind that has a sane size (``mapping.csv``,
+``fusion_result.json``, a graph, ``config.py``) and refuses one past that kind's limit before
+reading it, saying the limit. Files that are large by nature (dumps, golden ``.npy``) are
+opened with :func:`open_regular` and read within their own ``fstat`` size.
+
+Symbolic links in the user's data are followed: they are the user's to make, and nothing here
+writes (writes go through :class:`~.atomic.OutputRoot`, which never follows one).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import stat
+from typing import BinaryIO
 
 from ..errors import PrecisionToolError
 
+# what a file that is not a regular file is, in the words of the message
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+_BLOCK = 1 << 20  # bytes read at a time past the size fstat gave
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # none on Windows, which has no FIFO to wait for
 
-def read_user_bytes(path: Path, kind: str) -> bytes:
-    """All bytes of ``path``; PrecisionToolError naming it when it is missing, a directory, or
-    unreadable. ``kind`` says what the file should be (``"graph file"``)."""
+
+def size_text(count: int) -> str:
+    """``count`` bytes for a reader: ``1.5 GiB``, ``12.0 KiB``; a whole number of units (a limit)
+    without decimals, ``64 MiB``; ``300 bytes``."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count // size} {unit}" if count % size == 0 else f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def _what(mode: int) -> str:
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "a file of another kind")
+
+
+def _refused(path: str | os.PathLike, kind: str, mode: int) -> PrecisionToolError:
+    return PrecisionToolError(f"{kind} is {_what(mode)}, not a regular file: not read", path)
+
+
+def _open_problem(path: str | os.PathLike, kind: str, exc: OSError) -> PrecisionToolError:
+    """The error for an open that failed: what the file is when that is the reason (a socket
+    cannot be opened at all), else the system's words."""
     try:
-        return path.read_bytes()
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG
+    if not stat.S_ISREG(mode):
+        return _refused(path, kind, mode)
+    return PrecisionToolError(f"cannot read {kind}: {exc.strerror or exc}", path)
+
+
+def _read_only_nonblocking(path: str, _flags: int) -> int:
+    """The ``opener`` of :func:`open`: the flags of ``"rb"``, spelt out at the call (the write
+    checker of tests/test_security.py reads them there), and: never wait in open, never become a
+    terminal's, never leak to a child process."""
+    return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                   | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+
+
+def open_regular(path: str | os.PathLike, kind: str, buffering: int = -1) -> BinaryIO:
+    """``path`` open for reading in binary mode, when it is a regular file (a link to one is
+    followed). ``kind`` says what the file should be (``"dump file"``); ``buffering`` is
+    :func:`open`'s.
+
+    Costs one ``fstat`` and two ``fcntl`` calls more than a plain :func:`open`.
+
+    Raises:
+        PrecisionToolError: naming ``path``: it is missing, a directory, a FIFO, a device or a
+            socket, or cannot be opened.
+    """
+    try:
+        handle = open(os.fspath(path), "rb", buffering=buffering, opener=_read_only_nonblocking)
     except FileNotFoundError:
         raise PrecisionToolError(f"{kind} not found", path) from None
     except IsADirectoryError:
-        raise PrecisionToolError(f"is a directory, not a {kind}", path) from None
+        raise _refused(path, kind, stat.S_IFDIR) from None
     except OSError as exc:
-        raise PrecisionToolError(f"cannot read {kind}: {exc.strerror or exc}", path) from None
+        raise _open_problem(path, kind, exc) from None
+    try:
+        mode = os.fstat(handle.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refused(path, kind, mode)
+        if _O_NONBLOCK:
+            os.set_blocking(handle.fileno(), True)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+def read_regular(path: str | os.PathLike, kind: str, limit: int) -> bytes:
+    """All bytes of the regular file ``path`` (see :func:`open_regular`), at most ``limit``.
+
+    Raises:
+        PrecisionToolError: naming ``path``: as :func:`open_regular`, or the file is larger
+            than ``limit`` (checked before reading, and again while reading, should it grow).
+    """
+    with open_regular(path, kind) as handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            data = _read_at_most(handle, size, limit + 1) if size <= limit else b""
+        except OSError as exc:
+            raise PrecisionToolError(f"cannot read {kind}: {exc.strerror or exc}", path) from None
+    if size > limit or len(data) > limit:  # the size is known only when fstat told it
+        known = f" ({size:,} bytes)" if size > limit else ""
+        raise PrecisionToolError(f"{kind} is larger than {size_text(limit)}{known}: not read", path)
+    return data
+
+
+def _read_at_most(handle: BinaryIO, size: int, most: int) -> bytes:
+    """At most ``most`` bytes of ``handle``: the ``size`` fstat gave in one read (a read asks
+    for memory for all it may return, so never for ``most`` up front), then a block at a time
+    while there is more (the file grew, or is one whose size fstat does not know)."""
+    parts, total, ask = [], 0, size + 1
+    while total < most:
+        part = handle.read(min(ask, most - total))
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+        ask = _BLOCK
+    return b"".join(parts)

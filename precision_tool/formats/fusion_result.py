@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PrecisionToolError
-from .files import read_user_bytes
+from .files import read_regular
 
 SECTIONS = ("graph_fusion", "ub_fusion")
+MAX_FUSION_RESULT_BYTES = 256 << 20  # a few rules a fusion pass a graph: megabytes at most
 GRAPH_KEYS = frozenset({*SECTIONS, "session_and_graph_id", "graphId", "sessionId"})
 """Keys of which an object needs one to be a graph's entry (forms 1-3)."""
 
@@ -312,7 +313,7 @@ def read_fusion_result(path: str | os.PathLike) -> list[FusionGraph]:
         FusionResultError: its content goes wrong (see :func:`parse_fusion_result`).
     """
     path = Path(path)
-    raw = read_user_bytes(path, "fusion result file")
+    raw = read_regular(path, "fusion result file", MAX_FUSION_RESULT_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -28,12 +28,14 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from .dump_names import MAPPING_FILE, read_mapping
+from .files import open_regular
 from .shapes import element_problem, shape_problem
 from .text import shape_text
 
 GOLDEN_NAME = re.compile(r"^([A-Za-z0-9_-]+)\.([0-9]+)(\.[0-9]+)?\.([0-9]{1,255})\.npy$")
 MAX_NAME_LENGTH = 255
 _NPY_MAGIC = b"\x93NUMPY"
+_PICKLED = "it holds pickled Python objects, which are never loaded"
 
 
 @dataclass(frozen=True)
@@ -68,14 +70,16 @@ class GoldenIndex:
     """Golden tensors of one directory, keyed by ``(normalised name, output_index)``.
 
     ``invalid`` lists ``(path, reason)`` for every file that cannot be used, and for problems in
-    ``mapping.csv``. ``len()`` is the number of distinct tensors.
+    ``mapping.csv``; ``unread_mapping`` says why ``mapping.csv`` was not read at all (None when
+    it was, or there is none). ``len()`` is the number of distinct tensors.
     """
 
     def __init__(self, directory: Path, groups: dict[tuple[str, int], list[GoldenEntry]],
-                 invalid: list[tuple[Path, str]]):
+                 invalid: list[tuple[Path, str]], unread_mapping: str | None = None):
         self.directory = directory
         self._groups = groups
         self.invalid = invalid
+        self.unread_mapping = unread_mapping
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -140,36 +144,47 @@ class GoldenIndex:
 def load_npy(path: str | os.PathLike) -> np.ndarray:
     """Memory-map a ``.npy`` file without ever unpickling; bad files raise PrecisionToolError.
 
-    The header is read and checked first (:func:`check_npy_header`), so a shape or element
-    type no array can have, or more data than the file holds, is refused in words before numpy
-    is asked to map anything.
+    The file is opened once (a regular file only: :func:`~.files.open_regular`); its header is
+    read and checked first (:func:`check_npy_header`), so a shape or element type no array can
+    have, or more data than the file holds, is refused in words before anything is mapped.
     """
     path = Path(path)
-    check_npy_header(path)
-    try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError, OverflowError) as exc:
-        raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
-    if not isinstance(array, np.ndarray):  # defensive: np.load could hand back an archive
-        raise PrecisionToolError("not a single-array .npy file", path)
-    return array
+    with open_regular(path, "golden file") as handle:
+        header = _read_npy_header(handle, path)
+        check_npy_header(header, path)
+        try:
+            return np.memmap(handle, header.dtype, "r", header.offset, header.shape,
+                             order="F" if header.fortran_order else "C")
+        except (ValueError, OSError, OverflowError) as exc:  # shorter since its header was read
+            raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
 
 
-def _read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, int]:
-    """(shape, dtype, data offset, file size) from a ``.npy`` header; PrecisionToolError when
-    the file cannot be read or is not a ``.npy`` file."""
+@dataclass(frozen=True)
+class NpyHeader:
+    """What a ``.npy`` header says, where its data starts, and the size of the file."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fortran_order: bool
+    offset: int
+    file_size: int
+
+
+def _read_npy_header(handle, path: Path) -> NpyHeader:
+    """The header of the ``.npy`` file open in ``handle``; PrecisionToolError naming ``path``
+    when it cannot be read or is not a ``.npy`` file."""
     try:
-        with open(path, "rb") as handle:
-            if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
-                raise PrecisionToolError("not a .npy file (bad magic)", path)
-            handle.seek(0)
-            version = np.lib.format.read_magic(handle)
-            # 3.0 is 2.0 with a UTF-8 header; reading it as 2.0 only garbles non-Latin-1 field
-            # names, which do not matter here (structured arrays are not compared)
-            npy = np.lib.format
-            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape, _, dtype = read(handle)
-            return tuple(shape), dtype, handle.tell(), os.fstat(handle.fileno()).st_size
+        if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+            raise PrecisionToolError("not a .npy file (bad magic)", path)
+        handle.seek(0)
+        version = np.lib.format.read_magic(handle)
+        # 3.0 is 2.0 with a UTF-8 header; reading it as 2.0 only garbles non-Latin-1 field
+        # names, which do not matter here (structured arrays are not compared)
+        npy = np.lib.format
+        read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        shape, fortran_order, dtype = read(handle)
+        return NpyHeader(tuple(shape), dtype, bool(fortran_order), handle.tell(),
+                         os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
     except (RecursionError, MemoryError):  # a header of at most 10,000 bytes nested that deep
@@ -178,12 +193,11 @@ def _read_npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype, int, int]:
         raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
 
 
-def check_npy_header(path: str | os.PathLike) -> None:
-    """Raise PrecisionToolError unless the ``.npy`` header at ``path`` describes an array that
-    holds numbers (not structured records or raw bytes), can exist, and whose data the file
-    holds (object arrays are left to :func:`load_npy`, which refuses them)."""
-    path = Path(path)
-    shape, dtype, offset, file_size = _read_npy_header(path)
+def check_npy_header(header: NpyHeader, path: Path) -> None:
+    """Raise PrecisionToolError naming ``path`` unless ``header`` describes an array that
+    holds numbers (not objects, structured records or raw bytes), can exist, and whose data
+    the file holds."""
+    shape, dtype = header.shape, header.dtype
     if dtype.subdtype is not None and dtype.names is None:  # numpy makes (2,) of (3,)<f4 a (2, 3)
         dtype, shape = dtype.subdtype[0], shape + dtype.subdtype[1]
     problem = element_problem(dtype)
@@ -192,17 +206,20 @@ def check_npy_header(path: str | os.PathLike) -> None:
     problem = shape_problem(shape, dtype.itemsize)
     if problem:
         raise PrecisionToolError(f"cannot load golden file: {problem}", path)
+    if dtype.hasobject:  # numpy could only unpickle it
+        raise PrecisionToolError(f"cannot load golden file: {_PICKLED}", path)
     needed = math.prod(shape) * dtype.itemsize
-    if not dtype.hasobject and needed > file_size - offset:
+    if needed > header.file_size - header.offset:
         raise PrecisionToolError(
             f"cannot load golden file: truncated (shape {shape_text(shape)} of {dtype.str} needs "
-            f"{needed} bytes of data, the file holds {max(file_size - offset, 0)})", path)
+            f"{needed} bytes of data, the file holds {max(header.file_size - header.offset, 0)})",
+            path)
 
 
 def _describe(exc: Exception) -> str:
     text = str(exc)
     if "Python objects" in text or "pickle" in text:
-        return "it holds pickled Python objects, which are never loaded"
+        return _PICKLED
     if "mmap length" in text or isinstance(exc, EOFError) or "EOF" in text:
         return f"truncated ({text})"
     return text
@@ -225,7 +242,7 @@ def read_golden(directory: str | os.PathLike) -> GoldenIndex:
         raise PrecisionToolError(f"cannot list directory: {exc.strerror or exc}",
                                  directory) from exc
     mapping = read_mapping(directory)
-    invalid = [(directory / MAPPING_FILE, f"line {n}: {why}") for n, why in mapping.problems]
+    invalid = mapping.skipped(directory)
     groups: dict[tuple[str, int], list[GoldenEntry]] = {}
     for file_name in names:
         entry, reason = _classify(directory / file_name, mapping.aliases.get(file_name))
@@ -237,7 +254,7 @@ def read_golden(directory: str | os.PathLike) -> GoldenIndex:
         invalid.append((directory / short, f"{MAPPING_FILE} names it but there is no such file"))
     for group in groups.values():
         group.sort(key=lambda e: (e.timestamp, -1 if e.extra is None else e.extra, e.file_name))
-    return GoldenIndex(directory, groups, invalid)
+    return GoldenIndex(directory, groups, invalid, mapping.unread)
 
 
 def golden_name_problem(file_name: str) -> str | None:

@@ -24,13 +24,15 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from ..idle_cores import cpu_mark
-from .files import read_user_bytes
+from .files import read_regular
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
 from .proto import atc_json, ge_ir, onnx_ir
+
+MAX_GRAPH_BYTES = 8 << 30  # a graph is read whole, and needs several times its size in memory
 
 __all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input", "read_graph",
            "read_graph_proto", "tensor_desc_from_proto"]
@@ -40,7 +42,7 @@ __all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input
 
 
 def _read_text(path: Path) -> str:
-    raw = read_user_bytes(path, "graph file")
+    raw = read_regular(path, "graph file", MAX_GRAPH_BYTES)
     try:
         return raw.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as err:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import PrecisionToolError
+from .files import open_regular, size_text
 
 BLOCK = 1 << 20  # bytes read at a time when the file is measured after a MemoryError
 LONG_LINE = 1 << 20  # longer lines than this are named in the message
@@ -43,8 +44,8 @@ def out_of_memory_problem(path: Path) -> str:
     except OSError:
         return "not enough memory to read this graph"
     longest = longest_line(path)
-    line = f", with a line of {_bytes(longest)}" if longest is not None and longest >= LONG_LINE else ""
-    return (f"not enough memory to read this graph ({_bytes(size)}{line}; a graph is read whole, "
+    line = f", with a line of {size_text(longest)}" if longest is not None and longest >= LONG_LINE else ""
+    return (f"not enough memory to read this graph ({size_text(size)}{line}; a graph is read whole, "
             "so it needs several times its size)")
 
 
@@ -53,20 +54,14 @@ def longest_line(path: Path, block: int = BLOCK) -> int | None:
     time; None when it cannot be read."""
     longest = current = 0
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "graph file") as handle:
             while chunk := handle.read(block):
                 start = 0
                 while (end := chunk.find(b"\n", start)) >= 0:
                     longest = max(longest, current + end - start)
                     current, start = 0, end + 1
                 current += len(chunk) - start
-    except OSError:
+    except (OSError, PrecisionToolError):
         return None
     return max(longest, current)
 
-
-def _bytes(count: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return f"{count} bytes"

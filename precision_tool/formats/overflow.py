@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from .dump import read_dump
 from .dump_write import TensorSpec, write_dump
+from .files import open_regular
 
 PAYLOAD_SIZE = 2048
 NANO_MAGIC = 0x5A5A5A5A
@@ -199,9 +200,9 @@ def read_overflow_payload(path: str | os.PathLike, name: str | None = None) -> O
         raise PrecisionToolError(f"no output: expected one {PAYLOAD_SIZE}-byte overflow payload", path)
     tensor = dump.outputs[0]
     try:
-        with open(tensor.path, "rb") as handle:
+        with open_regular(tensor.path, "overflow dump file") as handle:
             handle.seek(tensor.offset)
-            raw = handle.read(tensor.size)
+            raw = handle.read(tensor.size)  # within the file: read_dump checked the sizes
     except OSError as exc:
         raise PrecisionToolError(f"cannot read overflow payload ({exc.strerror or exc})", path) from None
     try:

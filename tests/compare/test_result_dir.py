@@ -79,10 +79,10 @@ def test_read_json_file_is_bounded_and_names_the_file(tmp_path):
         read_json_file(path)
     path.write_bytes(b'{"a": 1}')
     assert read_json_file(path) == {"a": 1}
-    with pytest.raises(PrecisionToolError, match="bytes, more than vc ever writes"):
+    with pytest.raises(PrecisionToolError, match="state.json is larger than 4 bytes"):
         read_json_file(path, limit=4)
     os.symlink("/dev/zero", tmp_path / "zero.json")
-    with pytest.raises(PrecisionToolError, match="not a regular file") as caught:
+    with pytest.raises(PrecisionToolError, match="a character device, not a regular file") as caught:
         read_json_file(tmp_path / "zero.json")
     assert caught.value.path == str(tmp_path / "zero.json")
 

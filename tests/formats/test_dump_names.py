@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,14 @@ from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_names import (
+    MAX_MAPPING_BYTES,
     list_dump_files,
     normalise_op_name,
     parse_dump_name,
     read_mapping,
 )
 from precision_tool.formats.tree import DumpTree
+from tests.blocking import without_blocking
 
 TS = 1718170000000000
 
@@ -157,6 +160,32 @@ def test_read_mapping_ignores_a_byte_order_mark(tmp_path):
     mapping = read_mapping(tmp_path)
     assert mapping.aliases == {"1": f"Relu.r.1.0.{TS}", "2": f"Add.a.2.0.{TS}"}
     assert mapping.problems == []
+
+
+def _mapping_too_big(directory: Path) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "mapping.csv").touch()
+    os.truncate(directory / "mapping.csv", MAX_MAPPING_BYTES + 1)  # a hole: no disk used
+    return f"mapping.csv is larger than 64 MiB ({MAX_MAPPING_BYTES + 1:,} bytes): not read"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_mapping_csv_that_is_a_fifo_or_too_big_is_not_read_and_says_so(tmp_path):
+    os.mkfifo(tmp_path / "mapping.csv")  # reading it waited for ever for a writer
+    fifo = "mapping.csv is a FIFO (named pipe), not a regular file: not read"
+    for directory, why in ((tmp_path, fifo), (tmp_path / "big", _mapping_too_big(tmp_path / "big"))):
+        _touch(directory, "1001", f"Add.model_add.5.0.{TS}")
+        mapping = without_blocking(directory / "mapping.csv", lambda: read_mapping(directory))
+        assert (mapping.aliases, mapping.problems, mapping.unread) == ({}, [(0, why)], why)
+        listing = list_dump_files(directory)
+        assert [ref.path.name for ref in listing.files] == [f"Add.model_add.5.0.{TS}"]
+        assert listing.unread_mapping == why
+        assert (directory / "mapping.csv", why) in listing.skipped  # the file's, not "line 0"'s
+
+
+def test_a_mapping_csv_read_whole_is_not_unread(tmp_path):
+    listing = list_dump_files(_aliased_dir(tmp_path))
+    assert listing.unread_mapping is None and read_mapping(tmp_path / "step").unread is None
 
 
 def test_listing_resolves_aliases_and_reports_the_rest(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from precision_tool.formats.golden import (
     write_golden,
 )
 
+from tests.blocking import without_blocking
 from tests.conftest import FIXTURES_SKIP_REASON
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -223,6 +225,27 @@ def test_mapping_aliases_resolved_in_memory(tmp_path):
     assert ("7777", "mapping.csv names it but there is no such file") in reasons
     assert sum(p.name == "mapping.csv" for p, _ in index.invalid) == 2
     assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_golden_mapping_csv_that_is_a_fifo_is_not_read_and_says_so(tmp_path):
+    write_golden(tmp_path, "short", 0, TS, np.arange(4, dtype=np.float32))
+    os.mkfifo(tmp_path / "mapping.csv")  # reading it waited for ever for a writer
+    index = without_blocking(tmp_path / "mapping.csv", lambda: read_golden(tmp_path))
+    why = "mapping.csv is a FIFO (named pipe), not a regular file: not read"
+    assert index.keys() == [("short", 0)] and index.unread_mapping == why
+    assert index.invalid == [(tmp_path / "mapping.csv", why)]
+    assert read_golden(tmp_path / "..").unread_mapping is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_golden_file_that_is_a_fifo_is_refused_at_lookup(tmp_path):
+    path = write_golden(tmp_path, "short", 0, TS, np.arange(4, dtype=np.float32))
+    index = read_golden(tmp_path)
+    path.unlink()
+    os.mkfifo(path)  # swapped after the listing: the open must not wait for a writer
+    with pytest.raises(PrecisionToolError, match="golden file is a FIFO"):
+        without_blocking(path, lambda: index.lookup("short", 0))
 
 
 def test_alias_to_a_name_that_breaks_the_rule(tmp_path):

@@ -1,0 +1,95 @@
+"""Opening the user's files: regular files only, never blocking, read with a bound
+(:mod:`precision_tool.formats.files`). The command-line cases are in tests/test_side_files.py."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.files import open_regular, read_regular, size_text
+from tests.blocking import without_blocking
+
+def _refusal(path: Path, call=lambda p: open_regular(p, "side file")) -> str:
+    """The problem ``call(path)`` raises, naming ``path``; the test fails, rather than hangs,
+    should it wait in ``open``."""
+    with pytest.raises(PrecisionToolError) as caught:
+        without_blocking(path, lambda: call(path).close())
+    assert caught.value.path == str(path)
+    return caught.value.problem
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "mapping.csv"
+    os.mkfifo(fifo)
+    assert _refusal(fifo) == "side file is a FIFO (named pipe), not a regular file: not read"
+    reading = lambda p: read_regular(p, "mapping.csv", 100)  # noqa: E731
+    assert _refusal(fifo, reading) == "mapping.csv is a FIFO (named pipe), not a regular file: not read"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_a_device_and_a_link_to_one_are_refused(tmp_path):
+    link = tmp_path / "mapping.csv"
+    link.symlink_to("/dev/zero")
+    for path in (Path("/dev/zero"), link):
+        assert _refusal(path) == "side file is a character device, not a regular file: not read"
+
+
+def test_a_directory_is_refused(tmp_path):
+    assert _refusal(tmp_path) == "side file is a directory, not a regular file: not read"
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets here")
+def test_a_socket_is_refused(tmp_path):
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        assert _refusal(path) == "side file is a socket, not a regular file: not read"
+
+
+def test_missing_and_dangling_link_are_not_found(tmp_path):
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for name in ("nowhere", "dangling"):
+        assert _refusal(tmp_path / name) == "side file not found"
+
+
+def test_a_link_to_a_regular_file_is_read_and_the_file_is_blocking_again(tmp_path):
+    (tmp_path / "real.csv").write_bytes(b"1,a\n")
+    (tmp_path / "mapping.csv").symlink_to(tmp_path / "real.csv")
+    with open_regular(tmp_path / "mapping.csv", "mapping.csv") as handle:
+        if sys.platform != "win32":
+            assert os.get_blocking(handle.fileno())
+        assert handle.read() == b"1,a\n"
+    assert read_regular(tmp_path / "mapping.csv", "mapping.csv", 4) == b"1,a\n"
+
+
+def test_a_file_past_the_limit_is_refused_unread_and_one_at_it_is_read(tmp_path):
+    path = tmp_path / "mapping.csv"
+    path.write_bytes(b"x" * 1024)
+    assert read_regular(path, "mapping.csv", 1024) == b"x" * 1024
+    with pytest.raises(PrecisionToolError) as caught:
+        read_regular(path, "mapping.csv", 1023)
+    assert str(caught.value) == f"{path}: mapping.csv is larger than 1023 bytes (1,024 bytes): not read"
+    os.truncate(path, 1 << 40)  # a terabyte of hole: refused before a byte is read
+    with pytest.raises(PrecisionToolError, match=r"larger than 64 MiB \(1,099,511,627,776 bytes\)"):
+        read_regular(path, "mapping.csv", 64 << 20)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no /proc here")
+def test_a_file_whose_size_fstat_does_not_know_is_still_read_within_the_limit():
+    """/proc files are regular files of size 0 that hold text: read a block at a time."""
+    path = Path("/proc/self/status")
+    data = read_regular(path, "status file", 1 << 20)
+    assert data.startswith(b"Name:") and len(data) > 100
+    with pytest.raises(PrecisionToolError, match=r"status file is larger than 100 bytes: not read"):
+        read_regular(path, "status file", 100)
+
+
+def test_sizes_read_as_people_write_them():
+    assert [size_text(n) for n in (300, 1024, 1536, 64 << 20, (1 << 30) + 2, 8 << 30)] == [
+        "300 bytes", "1 KiB", "1.5 KiB", "64 MiB", "1.0 GiB", "8 GiB"]
