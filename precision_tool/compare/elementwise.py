@@ -13,8 +13,13 @@ the reference):
   when the two are equal (same-signed infinities), or when both are NaN;
 * ``max_abs_error`` is the largest ``|left - right|`` over the pairs where it is a number (pairs
   with a NaN on either side are left out; an Inf against a finite value gives Inf);
-* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64; it is NaN when
-  either tensor holds a NaN or Inf, or when either tensor is all zeros (the angle is undefined).
+* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64 as the metrics
+  accumulate it (:func:`.kernels.fold_first`: scaled where huge values overflow the sums); it is
+  NaN when either tensor holds a NaN or Inf, or when either tensor is all zeros (the angle is
+  undefined).
+
+Only real numbers are compared: dates, text, complex values... are refused by
+:func:`.metrics.dtype_problem`, naming the tensor.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PrecisionToolError
+from .kernels import fold_first
+from .metric_types import Stats
+from .metrics import dtype_problem
+from .stat_groups import COSINE_GROUPS, stat_group
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -72,10 +81,19 @@ class ElementwiseResult:
         return self.mismatches / self.total if self.total else 0.0
 
 
+_COSINE_SUMS = tuple(stat_group(name) for name in sorted(COSINE_GROUPS))
+
+
+def check_numbers(values: np.ndarray, name: str) -> None:
+    """PrecisionToolError naming the tensor ``name`` unless ``values`` holds real numbers."""
+    problem = dtype_problem(np.asarray(values).dtype)
+    if problem:
+        raise PrecisionToolError(f"cannot compare {name}: {problem} is not compared")
+
+
 def as_float64(values: np.ndarray) -> np.ndarray:
     """``values`` as float64 (bool, integers, float16, bfloat16 and fp8 upcast exactly)."""
-    if values.dtype.kind == "c":
-        raise PrecisionToolError("complex tensors cannot be compared element by element")
+    check_numbers(values, "the tensor")
     return np.asarray(values).astype(np.float64, copy=False)
 
 
@@ -100,15 +118,9 @@ class _Scratch:
         """The two blocks as float64 in the buffers (bool, integers, float16, bfloat16: exact)."""
         n = left.size
         a, b = self.left[:n], self.right[:n]
-        np.copyto(a, _real(left), casting="unsafe")
-        np.copyto(b, _real(right), casting="unsafe")
+        np.copyto(a, left, casting="unsafe")
+        np.copyto(b, right, casting="unsafe")
         return a, b
-
-
-def _real(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind == "c":
-        raise PrecisionToolError("complex tensors cannot be compared element by element")
-    return values
 
 
 def _compare_chunk(left: np.ndarray, right: np.ndarray, atol: float, rtol: float,
@@ -155,9 +167,7 @@ class _Accumulator:
 
     limit: int
     mismatches: int = 0
-    dot: float = 0.0
-    left_sq: float = 0.0
-    right_sq: float = 0.0
+    sums: Stats = field(default_factory=Stats)  # the cosine's three sums, possibly scaled
     max_abs: float = float("nan")
     max_index: int | None = None
     nan_left: int = 0
@@ -175,11 +185,7 @@ class _Accumulator:
         self.mismatches += bad
         if chunk.peak is not None and (self.max_index is None or chunk.diff[chunk.peak] > self.max_abs):
             self.max_abs, self.max_index = float(chunk.diff[chunk.peak]), start + chunk.peak
-        with np.errstate(invalid="ignore", over="ignore"):
-            # einsum, not np.dot: no BLAS thread pool to wake up for each block
-            self.dot += float(np.einsum("i,i->", left, right))
-            self.left_sq += float(np.einsum("i,i->", left, left))
-            self.right_sq += float(np.einsum("i,i->", right, right))
+        self.sums = fold_first(self.sums, left, right, _COSINE_SUMS)
         if chunk.special:
             self.nan_left += int(np.count_nonzero(np.isnan(left)))
             self.nan_right += int(np.count_nonzero(np.isnan(right)))
@@ -202,9 +208,11 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         chunk_size: elements per step (tests use tiny ones). Defaults to 64 Ki.
 
     Raises:
-        PrecisionToolError: the sizes differ, or a tensor is complex.
+        PrecisionToolError: the sizes differ, or a tensor does not hold real numbers.
     """
     a, b = _flat(left), _flat(right)
+    for values, name in ((a, "the left tensor"), (b, "the right tensor")):
+        check_numbers(values, name)
     if a.size != b.size:
         raise PrecisionToolError(f"the tensors have different sizes ({a.size} and {b.size} elements)")
     if atol < 0 or rtol < 0 or chunk_size < 1 or limit < 0:
@@ -216,7 +224,7 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         acc.add(start, a[start:stop], b[start:stop], atol, rtol, scratch)
     return ElementwiseResult(
         total=int(a.size), mismatches=acc.mismatches,
-        cosine=cosine_from_sums(acc.dot, acc.left_sq, acc.right_sq),
+        cosine=cosine_from_sums(acc.sums.sum_xy, acc.sums.sum_xx, acc.sums.sum_yy),  # a ratio: any scale
         max_abs_error=acc.max_abs, max_abs_index=acc.max_index,
         first_mismatches=tuple(acc.first), nan_left=acc.nan_left, nan_right=acc.nan_right,
         atol=float(atol), rtol=float(rtol))
