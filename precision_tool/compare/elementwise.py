@@ -13,10 +13,11 @@ the reference):
   when the two are equal (same-signed infinities), or when both are NaN;
 * ``max_abs_error`` is the largest ``|left - right|`` over the pairs where it is a number (pairs
   with a NaN on either side are left out; an Inf against a finite value gives Inf);
-* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64 as the metrics
-  accumulate it (:func:`.kernels.fold_first`: scaled where huge values overflow the sums); it is
-  NaN when either tensor holds a NaN or Inf, or when either tensor is all zeros (the angle is
-  undefined).
+* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64 by the metrics'
+  folds of those sums; when finite values overflow them (beyond about 1e154), they are taken
+  again as the metrics take them, scaled (:func:`.kernels.fold_first`: a second pass, only
+  then). It is NaN when either tensor holds a NaN or Inf, or when either tensor is all zeros
+  (the angle is undefined).
 
 Only real numbers are compared: dates, text, complex values... are refused by
 :func:`.metrics.dtype_problem`, naming the tensor.
@@ -33,7 +34,7 @@ from ..errors import PrecisionToolError
 from .kernels import fold_first
 from .metric_types import Stats
 from .metrics import dtype_problem
-from .stat_groups import COSINE_GROUPS, stat_group
+from .stat_groups import COSINE_GROUPS, stat_group, sums_finite
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -167,7 +168,8 @@ class _Accumulator:
 
     limit: int
     mismatches: int = 0
-    sums: Stats = field(default_factory=Stats)  # the cosine's three sums, possibly scaled
+    sums: Stats = field(default_factory=Stats)  # the cosine's three sums
+    nonfinite: bool = False  # a NaN or Inf among the values
     max_abs: float = float("nan")
     max_index: int | None = None
     nan_left: int = 0
@@ -185,8 +187,11 @@ class _Accumulator:
         self.mismatches += bad
         if chunk.peak is not None and (self.max_index is None or chunk.diff[chunk.peak] > self.max_abs):
             self.max_abs, self.max_index = float(chunk.diff[chunk.peak]), start + chunk.peak
-        self.sums = fold_first(self.sums, left, right, _COSINE_SUMS)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for group in _COSINE_SUMS:  # in place: one Stats for the whole tensor
+                group.fold(self.sums, left, right)
         if chunk.special:
+            self.nonfinite = self.nonfinite or not (np.isfinite(left).all() and np.isfinite(right).all())
             self.nan_left += int(np.count_nonzero(np.isnan(left)))
             self.nan_right += int(np.count_nonzero(np.isnan(right)))
 
@@ -224,10 +229,19 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         acc.add(start, a[start:stop], b[start:stop], atol, rtol, scratch)
     return ElementwiseResult(
         total=int(a.size), mismatches=acc.mismatches,
-        cosine=cosine_from_sums(acc.sums.sum_xy, acc.sums.sum_xx, acc.sums.sum_yy),  # a ratio: any scale
+        cosine=_cosine(a, b, acc),
         max_abs_error=acc.max_abs, max_abs_index=acc.max_index,
         first_mismatches=tuple(acc.first), nan_left=acc.nan_left, nan_right=acc.nan_right,
         atol=float(atol), rtol=float(rtol))
+
+
+def _cosine(left: np.ndarray, right: np.ndarray, acc: _Accumulator) -> float:
+    """The cosine of the sums ``acc`` folded; when finite values overflowed them, of the sums
+    folded again, scaled (a ratio: the same at any scale)."""
+    sums = acc.sums
+    if not acc.nonfinite and not sums_finite(sums):
+        sums = fold_first(Stats(), left, right, _COSINE_SUMS)
+    return cosine_from_sums(sums.sum_xy, sums.sum_xx, sums.sum_yy)
 
 
 def first_elements(left: np.ndarray, right: np.ndarray, count: int = DEFAULT_LIMIT) -> tuple[ElementPair, ...]:
