@@ -30,7 +30,7 @@ from rich.text import Text
 from ..compare.divergence import FlagRule, TensorCosine
 from ..compare.noise import Noise, output_noise
 from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, ROUNDING
-from ..compare.elementwise import ElementwiseResult, compare_elementwise, first_elements
+from ..compare.elementwise import ElementwiseResult, check_numbers, compare_elementwise, first_elements
 from ..compare.tolerance import Tolerance, pair_tolerance
 from ..context import Context
 from ..errors import PrecisionToolError
@@ -187,6 +187,8 @@ def compare_tensors(args, context: Context) -> CommandResult:
     """Compare LEFT with RIGHT: mismatches, optionally the first elements, and a summary."""
     left, right = _load(context, args.left), _load(context, args.right)
     (lt, a), (rt, b) = left, right
+    for tensor, values in left, right:  # dates, text, complex...: refused before anything else
+        check_numbers(values, tensor.label)
     if a.size != b.size:
         raise PrecisionToolError(f"cannot compare: {lt.label} has {a.size} elements {list(a.shape)}, "
                                  f"{rt.label} has {b.size} {list(b.shape)}")

@@ -13,8 +13,14 @@ the reference):
   when the two are equal (same-signed infinities), or when both are NaN;
 * ``max_abs_error`` is the largest ``|left - right|`` over the pairs where it is a number (pairs
   with a NaN on either side are left out; an Inf against a finite value gives Inf);
-* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64; it is NaN when
-  either tensor holds a NaN or Inf, or when either tensor is all zeros (the angle is undefined).
+* ``cosine`` is ``sum(l*r) / sqrt(sum(l*l) * sum(r*r))``, accumulated in float64 by the metrics'
+  folds of those sums; when finite values overflow them (beyond about 1e154), they are taken
+  again as the metrics take them, scaled (:func:`.kernels.fold_first`: a second pass, only
+  then). It is NaN when either tensor holds a NaN or Inf, or when either tensor is all zeros
+  (the angle is undefined).
+
+Only real numbers are compared: dates, text, complex values... are refused by
+:func:`.metrics.dtype_problem`, naming the tensor.
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PrecisionToolError
+from .kernels import fold_first
+from .metric_types import Stats
+from .metrics import dtype_problem
+from .stat_groups import COSINE_GROUPS, stat_group, sums_finite
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -72,10 +82,19 @@ class ElementwiseResult:
         return self.mismatches / self.total if self.total else 0.0
 
 
+_COSINE_SUMS = tuple(stat_group(name) for name in sorted(COSINE_GROUPS))
+
+
+def check_numbers(values: np.ndarray, name: str) -> None:
+    """PrecisionToolError naming the tensor ``name`` unless ``values`` holds real numbers."""
+    problem = dtype_problem(np.asarray(values).dtype)
+    if problem:
+        raise PrecisionToolError(f"cannot compare {name}: {problem} is not compared")
+
+
 def as_float64(values: np.ndarray) -> np.ndarray:
     """``values`` as float64 (bool, integers, float16, bfloat16 and fp8 upcast exactly)."""
-    if values.dtype.kind == "c":
-        raise PrecisionToolError("complex tensors cannot be compared element by element")
+    check_numbers(values, "the tensor")
     return np.asarray(values).astype(np.float64, copy=False)
 
 
@@ -100,15 +119,9 @@ class _Scratch:
         """The two blocks as float64 in the buffers (bool, integers, float16, bfloat16: exact)."""
         n = left.size
         a, b = self.left[:n], self.right[:n]
-        np.copyto(a, _real(left), casting="unsafe")
-        np.copyto(b, _real(right), casting="unsafe")
+        np.copyto(a, left, casting="unsafe")
+        np.copyto(b, right, casting="unsafe")
         return a, b
-
-
-def _real(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind == "c":
-        raise PrecisionToolError("complex tensors cannot be compared element by element")
-    return values
 
 
 def _compare_chunk(left: np.ndarray, right: np.ndarray, atol: float, rtol: float,
@@ -155,9 +168,8 @@ class _Accumulator:
 
     limit: int
     mismatches: int = 0
-    dot: float = 0.0
-    left_sq: float = 0.0
-    right_sq: float = 0.0
+    sums: Stats = field(default_factory=Stats)  # the cosine's three sums
+    nonfinite: bool = False  # a NaN or Inf among the values
     max_abs: float = float("nan")
     max_index: int | None = None
     nan_left: int = 0
@@ -176,11 +188,10 @@ class _Accumulator:
         if chunk.peak is not None and (self.max_index is None or chunk.diff[chunk.peak] > self.max_abs):
             self.max_abs, self.max_index = float(chunk.diff[chunk.peak]), start + chunk.peak
         with np.errstate(invalid="ignore", over="ignore"):
-            # einsum, not np.dot: no BLAS thread pool to wake up for each block
-            self.dot += float(np.einsum("i,i->", left, right))
-            self.left_sq += float(np.einsum("i,i->", left, left))
-            self.right_sq += float(np.einsum("i,i->", right, right))
+            for group in _COSINE_SUMS:  # in place: one Stats for the whole tensor
+                group.fold(self.sums, left, right)
         if chunk.special:
+            self.nonfinite = self.nonfinite or not (np.isfinite(left).all() and np.isfinite(right).all())
             self.nan_left += int(np.count_nonzero(np.isnan(left)))
             self.nan_right += int(np.count_nonzero(np.isnan(right)))
 
@@ -202,9 +213,11 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         chunk_size: elements per step (tests use tiny ones). Defaults to 64 Ki.
 
     Raises:
-        PrecisionToolError: the sizes differ, or a tensor is complex.
+        PrecisionToolError: the sizes differ, or a tensor does not hold real numbers.
     """
     a, b = _flat(left), _flat(right)
+    for values, name in ((a, "the left tensor"), (b, "the right tensor")):
+        check_numbers(values, name)
     if a.size != b.size:
         raise PrecisionToolError(f"the tensors have different sizes ({a.size} and {b.size} elements)")
     if atol < 0 or rtol < 0 or chunk_size < 1 or limit < 0:
@@ -216,10 +229,19 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         acc.add(start, a[start:stop], b[start:stop], atol, rtol, scratch)
     return ElementwiseResult(
         total=int(a.size), mismatches=acc.mismatches,
-        cosine=cosine_from_sums(acc.dot, acc.left_sq, acc.right_sq),
+        cosine=_cosine(a, b, acc),
         max_abs_error=acc.max_abs, max_abs_index=acc.max_index,
         first_mismatches=tuple(acc.first), nan_left=acc.nan_left, nan_right=acc.nan_right,
         atol=float(atol), rtol=float(rtol))
+
+
+def _cosine(left: np.ndarray, right: np.ndarray, acc: _Accumulator) -> float:
+    """The cosine of the sums ``acc`` folded; when finite values overflowed them, of the sums
+    folded again, scaled (a ratio: the same at any scale)."""
+    sums = acc.sums
+    if not acc.nonfinite and not sums_finite(sums):
+        sums = fold_first(Stats(), left, right, _COSINE_SUMS)
+    return cosine_from_sums(sums.sum_xy, sums.sum_xx, sums.sum_yy)
 
 
 def first_elements(left: np.ndarray, right: np.ndarray, count: int = DEFAULT_LIMIT) -> tuple[ElementPair, ...]:

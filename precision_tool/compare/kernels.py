@@ -28,7 +28,9 @@ blocks merge by Chan's formula, so a large mean does not cancel the spread. KL's
 float64 series within 5e-13 absolutely (numba; KL is a p-weighted mean of such logs, so within
 5e-13 too) or numpy's float64 log. The ranges, maxima and
 NaN/Inf counts are exact. msaccucmp computes in float32 (FORMATS.md), so where the printed
-values differ at all it is msaccucmp's last digit (the tests allow for that).
+values differ at all it is msaccucmp's last digit (the tests allow for that). float64 values
+beyond about 1e154 overflow the sums of squares; such a chunk (finite values, sums not finite:
+one test per chunk) is folded again at scaled magnitudes (:mod:`.scaled_sums`).
 """
 
 from __future__ import annotations
@@ -39,14 +41,15 @@ import os
 import stat
 import tempfile
 import warnings
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .metric_types import Range, StatGroup, Stats
-from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl
+from .scaled_sums import refold_if_overflowed
+from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
 
 BLOCK = 1 << 15  # numpy path: elements per step, so the float64 buffers stay in the cache
 NUMBA_MIN_SIZE = 1 << 18  # smaller tensors take the numpy path: no numba import for them
@@ -265,24 +268,45 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
 
     ``kernels`` (from :func:`numba_for`) folds every built-in group in one fused pass; groups
     registered from outside, and everything when it is None, fold float64 blocks with numpy.
-    Returns the updated statistics (``stats`` itself, or a combined copy).
+    A chunk of finite values whose sums overflow float64 is folded again, scaled
+    (:mod:`.scaled_sums`). Returns the updated statistics (``stats`` itself, or a combined copy).
     """
     builtin = [g for g in groups if g.name in BUILTIN]
     custom = [g for g in groups if g.name not in BUILTIN]
     fused = kernels is not None and bool(builtin)
-    if fused:
-        cosine_only = {g.name for g in builtin} <= COSINE_GROUPS
-        stats = combine(stats, _fused_stats(kernels, x, y, cosine_only), custom)
+    in_place = not fused and not stats.count  # a first chunk folds into stats: no combine
+    part = _fused_stats(kernels, x, y, _cosine_only(builtin)) if fused else stats if in_place else Stats()
     folds = custom if fused else builtin + custom
-    if not folds:
-        stats.count += 0 if fused else x.size
-        return stats
+    if folds:
+        with np.errstate(all="ignore"):
+            for xb, yb in _float64_pieces(x, y, BLOCK):
+                for group in folds:
+                    group.fold(stats if fused else part, xb, yb)
+                if not fused:  # the fused kernel counted them
+                    part.count += xb.size
+    elif not fused:
+        part.count += x.size
+    if not sums_finite(part):  # a NaN or Inf, or an overflow
+        counted = (fused and not _cosine_only(builtin)) or any(g.name == "range" for g in builtin)
+        part = refold_if_overflowed(part, x, y, builtin, partial(fresh_fold, kernels=kernels), counted)
+    return part if in_place else combine(stats, part, () if fused else custom)
+
+
+def _cosine_only(groups: Sequence[StatGroup]) -> bool:
+    return {g.name for g in groups} <= COSINE_GROUPS
+
+
+def fresh_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], kernels) -> Stats:
+    """The statistics of built-in ``groups`` over one chunk, in a new Stats (with ``kernels``
+    from :func:`numba_for`, or numpy when None)."""
+    if kernels is not None:
+        return _fused_stats(kernels, x, y, _cosine_only(groups))
+    stats = Stats()
     with np.errstate(all="ignore"):
         for xb, yb in _float64_pieces(x, y, BLOCK):
-            for group in folds:
+            for group in groups:
                 group.fold(stats, xb, yb)
-            if not fused:  # the fused kernel counted them
-                stats.count += xb.size
+            stats.count += xb.size
     return stats
 
 
@@ -301,9 +325,20 @@ def kl_scaling(rng: Range) -> tuple[float, float] | None:
     return (rng.lo, inv) if math.isfinite(inv) else None
 
 
+def _kl_side(values: np.ndarray, rng: Range) -> tuple[np.ndarray, Range]:
+    """The values and range KL normalises, ``(v - lo)/(hi - lo)``: as they are, or halved, values
+    and range, when the span of finite ``lo`` and ``hi`` overflows float64 (the ratio is the same;
+    only then is the chunk copied)."""
+    if math.isinf(rng.hi - rng.lo) and math.isfinite(rng.lo) and math.isfinite(rng.hi):
+        return as_float64(values) * 0.5, Range(rng.lo * 0.5, rng.hi * 0.5)
+    return values, rng
+
+
 def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup],
                 ranges: tuple[Range, Range], kernels=None) -> None:
     """Fold a pair of chunks into ``stats`` for the groups that need the ``ranges`` (KL...)."""
+    (x, x_range), (y, y_range) = _kl_side(x, ranges[0]), _kl_side(y, ranges[1])
+    ranges = (x_range, y_range)
     scaling = [kl_scaling(rng) for rng in ranges]
     for group in groups:
         if group.name == "kl" and kernels is not None and None not in scaling:
@@ -317,5 +352,5 @@ def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Sta
                 group.fold(stats, xb, yb, ranges)
 
 
-__all__ = ["BLOCK", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "fold_first", "fold_second",
+__all__ = ["BLOCK", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "fold_first", "fold_second", "fresh_fold",
            "kernel_operand", "kl_scaling", "numba_cache_dir", "numba_for", "numba_kernels", "numba_pays_off"]

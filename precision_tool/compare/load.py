@@ -44,7 +44,7 @@ from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
 from ..formats.files import open_regular
 from ..formats.golden import load_npy
-from ..formats.shapes import element_problem
+from .metrics import dtype_problem
 from .pairing import DumpSide, NpySide
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
@@ -312,21 +312,14 @@ def aligned(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray]) -> Iterator[tupl
 # --- opening sides ---------------------------------------------------------------------------
 
 def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
-    """Raise PrecisionToolError unless ``dtype`` converts to float64 as real numbers.
+    """Raise PrecisionToolError unless ``dtype`` holds real numbers (:func:`.metrics.dtype_problem`).
 
-    Structured, sub-array and raw-bytes types (numpy's ``void``; ml_dtypes' bfloat16 and fp8
-    are not) are refused by their kind, before one element is allocated: ``|V2147483647`` is a
-    2 GiB element.
+    Decided by the dtype's kind, before one element is allocated: ``|V2147483647`` is a 2 GiB
+    element, and a datetime64 converts to float64 without complaint.
     """
-    if dtype.kind == "c":
-        raise PrecisionToolError(f"{what}: complex data ({dtype.name}) is not compared", path)
-    kind = element_problem(dtype)
-    if kind:
-        raise PrecisionToolError(f"{what}: {kind} is not compared", path)
-    try:
-        np.zeros(1, dtype).astype(np.float64)
-    except (TypeError, ValueError):
-        raise PrecisionToolError(f"{what}: data type {dtype} is not numeric", path) from None
+    problem = dtype_problem(dtype)
+    if problem:
+        raise PrecisionToolError(f"{what}: {problem} is not compared", path)
 
 
 class HeaderCache:

@@ -26,6 +26,10 @@ class Stats:
     does not cancel the variance away). The ranges are numpy's min/max (NaN when a NaN was seen);
     ``nan_*``/``inf_*`` count the NaN and infinite elements. ``extra`` holds the state of
     statistic groups registered outside this package, by group name.
+
+    ``scale_x``, ``scale_y`` and ``scale_d`` are 0 unless the plain sums overflowed float64:
+    then the sums were folded over ``x * 2**-scale_x``, ``y * 2**-scale_y`` and ``(x - y) *
+    2**-scale_d``; :data:`.stat_groups.SCALED_FIELDS` says which fields scale by which.
     """
 
     count: int = 0
@@ -52,6 +56,9 @@ class Stats:
     kl_sp: float = 0.0
     kl_sq: float = 0.0
     kl_cross: float = 0.0  # sum P (ln P - ln Q)
+    scale_x: int = 0
+    scale_y: int = 0
+    scale_d: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -48,8 +48,10 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from . import kernels, stat_groups
+from ..formats.shapes import element_problem
 from ..formats.text import shape_text
 from .metric_types import Metric, MetricResult, Outcome, Range, StatGroup, Stats
+from .stat_groups import unscaled
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -58,17 +60,18 @@ EPS = float(np.finfo(np.float64).eps)
 
 
 def _cosine(s: Stats) -> Outcome:
-    nx, ny = math.sqrt(s.sum_xx), math.sqrt(s.sum_yy)
-    if nx <= EPS and ny <= EPS:
+    nx, ny = math.sqrt(s.sum_xx), math.sqrt(s.sum_yy)  # the ratio is the same at any scale
+    zero_x, zero_y = unscaled(nx, s.scale_x) <= EPS, unscaled(ny, s.scale_y) <= EPS
+    if zero_x and zero_y:
         return Outcome(1.0)
-    if nx <= EPS or ny <= EPS:
-        side = "NPU" if nx <= EPS else "golden"
+    if zero_x or zero_y:
+        side = "NPU" if zero_x else "golden"
         return Outcome(None, f"Cannot compare by CosineSimilarity: all data is zero in the {side} tensor.")
     return Outcome(float(np.minimum(s.sum_xy / (nx * ny), 1.0)))
 
 
 def _max_abs(s: Stats) -> float:
-    return s.max_abs
+    return unscaled(s.max_abs, s.scale_d)
 
 
 def _accumulated_relative(s: Stats) -> float:
@@ -76,9 +79,11 @@ def _accumulated_relative(s: Stats) -> float:
 
 
 def _relative_euclidean(s: Stats) -> float:
-    if math.sqrt(s.sum_yy) <= EPS:
+    norm_y = math.sqrt(s.sum_yy)
+    if unscaled(norm_y, s.scale_y) <= EPS:
         return 0.0
-    return math.sqrt(s.sum_sq / s.sum_yy)
+    # a ratio of norms, not the root of a ratio: that ratio can underflow where the norms do not
+    return unscaled(math.sqrt(s.sum_sq) / norm_y, s.scale_d - s.scale_y)
 
 
 def _kl(s: Stats) -> float:
@@ -90,8 +95,8 @@ def _kl(s: Stats) -> float:
 def _std_text(s: Stats) -> str:
     n = s.count
     parts = []
-    for total, m2 in ((s.sum_x, s.m2_x), (s.sum_y, s.m2_y)):
-        mean, std = total / n, float(np.sqrt(m2 / n))
+    for total, m2, scale in ((s.sum_x, s.m2_x, s.scale_x), (s.sum_y, s.m2_y, s.scale_y)):
+        mean, std = unscaled(total / n, scale), unscaled(float(np.sqrt(m2 / n)), scale)
         parts.append("(%.3f;%.3f)" % (_zero_small(mean), _zero_small(std)))
     return ",".join(parts)
 
@@ -101,11 +106,11 @@ def _zero_small(value: float) -> float:
 
 
 def _mean_abs(s: Stats) -> float:
-    return s.sum_abs / s.count
+    return unscaled(s.sum_abs / s.count, s.scale_d)
 
 
 def _root_mean_square(s: Stats) -> float:
-    return math.sqrt(s.sum_sq / s.count)
+    return unscaled(math.sqrt(s.sum_sq / s.count), s.scale_d)
 
 
 def _max_relative(s: Stats) -> float:
@@ -271,6 +276,29 @@ class Accumulator:
         return value if isinstance(value, Outcome) else Outcome(value if metric.text else float(value))
 
 
+_NOT_NUMBERS = {"M": "dates and times", "m": "durations", "U": "text", "S": "bytes", "O": "Python objects"}
+
+
+def dtype_problem(dtype) -> str | None:
+    """What elements of ``dtype`` are when they are not real numbers the metrics can take
+    (``"datetime64[s] data (dates and times)"``), or None when they are.
+
+    bool, integers and real floats are numbers, ml_dtypes' bfloat16, fp8 and int4 included.
+    Dates and durations would convert to float64 (a date to its count of units since 1970) and
+    compare as numbers they are not; complex values would lose their imaginary part; text, bytes
+    and Python objects, and numpy's void types (structured records, raw bytes), hold no numbers.
+    """
+    dtype = np.dtype(dtype)
+    kind = dtype.kind
+    if kind in "biuf":
+        return None
+    if kind == "c":
+        return f"complex data ({dtype.name})"
+    if kind == "V":
+        return element_problem(dtype)  # None for ml_dtypes' types (kind V, not numpy's void)
+    return f"{dtype} data ({_NOT_NUMBERS.get(kind, 'not numbers')})"
+
+
 def not_compared(reason: str) -> MetricResult:
     """A result with no metric compared (all ``NaN``) and ``reason``."""
     return MetricResult({}, (reason,))
@@ -291,10 +319,14 @@ def compare_arrays(x: np.ndarray, y: np.ndarray, metrics: Sequence[Metric] = MET
                    chunk: int = 1 << 22) -> MetricResult:
     """Every selected metric of two whole arrays (host layout), streamed in chunks.
 
-    Decides scalar (x's dims all 1), bool (both bool) and shape mismatch itself; runs the
-    second pass only when KL is selected. Defaults to all ten metrics and 4 Mi-element chunks.
+    Decides non-numeric data (:func:`dtype_problem`), scalar (x's dims all 1), bool (both bool)
+    and shape mismatch itself; runs the second pass only when KL is selected. Defaults to all ten metrics and 4 Mi-element chunks.
     """
     x, y = np.asarray(x), np.asarray(y)
+    for side, values in (("NPU", x), ("golden", y)):
+        problem = dtype_problem(values.dtype)
+        if problem:
+            return not_compared(f"The {side} tensor: {problem} is not compared.")
     if x.shape != y.shape:
         return shape_mismatch(x.shape, y.shape)
     boolean = x.dtype == np.bool_ and y.dtype == np.bool_

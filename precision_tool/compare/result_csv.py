@@ -19,6 +19,8 @@ metrics, and accepts every variant of FORMATS.md: ``OpSequence`` after ``Index``
 golden-side ``Address`` after the second ``DataType``, the older ``Index, LeftOp, RightOp,
 TensorIndex, ...`` header, a UTF-8 BOM, and ``nan``/``NaN``/``Nan``/``*`` for not-a-number
 (lower-case ``nan`` is a computed value; the others, and an empty cell, mean not compared).
+A cell of any length the writer writes is read back (a fused op's GroundTruth can pass the csv
+module's field limit; :mod:`~precision_tool.formats.csv_records` reads it, the limit untouched).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Iterable, Iterator, Sequence
 from precision_tool.errors import PrecisionToolError
 
 from ..formats.atomic import STAMP, OutputRoot, PendingFile
+from ..formats.csv_records import csv_records
 from ..formats.text import shape_text
 from .manifest import result_csvs
 from .metric_types import Metric
@@ -361,11 +364,11 @@ def iter_result_csv(path: str | os.PathLike, require: Sequence[str] = ()) -> Ite
     path = Path(path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle)
-            header = _Header(next(reader, []), path, require)
-            for cells in reader:
+            records = csv_records(handle)  # a GroundTruth cell may be over csv's field limit
+            header = _Header(next(records, (0, []))[1], path, require)
+            for line, cells in records:
                 if any(cell.strip() for cell in cells):
-                    yield _row(cells, header, f"line {reader.line_num}")
+                    yield _row(cells, header, f"line {line}")
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise PrecisionToolError(f"cannot read the result CSV: {exc}", path) from None
 

@@ -15,10 +15,19 @@ kl         sum P, sum Q, sum P ln(P/Q): a second pass, once the ranges are known
 Their fold functions here are the numpy implementation (float64 blocks); :mod:`.kernels` folds
 all built-in groups at once with numba when it can. Partial statistics merge (:func:`combine`),
 so a tensor may be folded in ranges, in any number of calls or processes, and combined.
+
+Scaled sums: float64 sums of squares overflow for elements beyond about 1e154, though every
+element is finite. A part whose sums overflowed is folded again over its values times a power
+of two (:func:`.kernels.fold_first`; powers of two scale exactly), and says so in its
+``scale_x``/``scale_y``; :data:`SCALED_FIELDS` lists the fields that scale, :func:`at_scale`
+moves a part to other scales, :func:`combine` merges parts of different scales (and scales
+again when two finite parts overflow only together), and the metrics take the scales out
+(:func:`unscaled`). Ratios (cosine, the relative errors, KL) need no unscaling.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Iterable
 
@@ -26,7 +35,8 @@ import numpy as np
 
 from .metric_types import BUILTIN_GROUP_NAMES, Range, StatGroup, Stats, register_group, stat_group
 
-__all__ = ["BUILTIN", "BUILTIN_GROUPS", "combine", "merge_kl", "register_group", "stat_group"]
+__all__ = ["BUILTIN", "BUILTIN_GROUPS", "SCALED_FIELDS", "at_scale", "combine", "merge_kl", "register_group",
+           "stat_group", "sums_finite", "unscaled"]
 
 EPS = float(np.finfo(np.float64).eps)
 F32_EPS = float(np.finfo(np.float32).eps)
@@ -182,13 +192,70 @@ for _group in BUILTIN_GROUPS:
     register_group(_group)
 
 
+# --- scaled sums (see the module docstring) ---------------------------------------------------
+
+# The fields a scaled part holds scaled, and by which power of each scale: (of scale_x, of
+# scale_y, of scale_d, the scale of the differences).
+SCALED_FIELDS = {"sum_xy": (1, 1, 0), "sum_xx": (2, 0, 0), "sum_yy": (0, 2, 0), "sum_x": (1, 0, 0),
+                 "m2_x": (2, 0, 0), "sum_y": (0, 1, 0), "m2_y": (0, 2, 0), "max_abs": (0, 0, 1),
+                 "sum_abs": (0, 0, 1), "sum_sq": (0, 0, 2)}
+_RESCALE_STEP = 16  # how much smaller two parts get when they overflow only together
+
+
+def _scales(s: Stats) -> tuple[int, int, int]:
+    return s.scale_x, s.scale_y, s.scale_d
+
+
+def at_scale(s: Stats, scales: tuple[int, int, int]) -> Stats:
+    """A copy of ``s`` at ``scales`` (x, y, d), each at least its own: the scaled fields made
+    smaller to match (a term that underflows was below 2**-1074 of the largest, nothing to
+    its sum)."""
+    out = replace(s, scale_x=scales[0], scale_y=scales[1], scale_d=scales[2], extra=dict(s.extra))
+    moves = [old - new for old, new in zip(_scales(s), scales)]
+    for name, powers in SCALED_FIELDS.items():
+        shift = sum(power * move for power, move in zip(powers, moves))
+        if shift:
+            setattr(out, name, math.ldexp(getattr(s, name), shift))
+    return out
+
+
+def sums_finite(s: Stats) -> bool:
+    """Whether every scaled field but ``max_abs`` (which starts at -inf) is finite: one test,
+    each term taken at 1/16 so that finite terms cannot overflow their sum."""
+    return math.isfinite(0.0625 * s.sum_xy + 0.0625 * s.sum_xx + 0.0625 * s.sum_yy + 0.0625 * s.sum_x
+                         + 0.0625 * s.sum_y + 0.0625 * s.m2_x + 0.0625 * s.m2_y + 0.0625 * s.sum_abs
+                         + 0.0625 * s.sum_sq)
+
+
+def unscaled(value: float, exponent: int) -> float:
+    """``value * 2**exponent``; +-inf when that is beyond float64 (then the true value is too)."""
+    try:
+        return math.ldexp(value, exponent)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def combine(a: Stats, b: Stats, groups: Iterable[StatGroup] = ()) -> Stats:
     """The statistics of two parts together (``a`` and ``b`` are not changed).
 
     The built-in fields always merge (a field neither part folded stays at its start value);
     ``groups`` adds the merges of groups registered from outside, which keep their state in
-    ``extra``. KL partials merge by addition: fold them with the same, combined, ranges.
+    ``extra``. KL partials merge by addition: fold them with the same, combined, ranges. Parts
+    of different scales merge at the larger ones; two finite parts whose sums overflow only
+    when added merge at smaller ones.
     """
+    groups = tuple(groups)
+    if _scales(a) != _scales(b):
+        scales = tuple(max(pair) for pair in zip(_scales(a), _scales(b)))
+        a, b = at_scale(a, scales), at_scale(b, scales)
+    out = _merged(a, b, groups)
+    if not sums_finite(out) and sums_finite(a) and sums_finite(b):
+        smaller = tuple(scale + _RESCALE_STEP for scale in _scales(a))
+        out = _merged(at_scale(a, smaller), at_scale(b, smaller), groups)
+    return out
+
+
+def _merged(a: Stats, b: Stats, groups: tuple[StatGroup, ...]) -> Stats:
     out = replace(a, extra=dict(a.extra))
     merges = [g.merge for g in BUILTIN_GROUPS] + [g.merge for g in groups if g.name not in BUILTIN]
     for merge in merges:

@@ -100,7 +100,12 @@ def candidates(npu_shape: tuple[int, ...], golden_shape: tuple[int, ...]) -> lis
 
 def _gather(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """``array``'s values at C-order flat positions, without copying the rest (works on strided
-    views and memory maps)."""
+    views and memory maps).
+
+    Axes of length 1 move no C-order position, so they are dropped first (a view): numpy takes
+    at most 63 index arrays, and a rank-64 tensor (numpy's most) has at most 62 longer axes.
+    """
+    array = np.squeeze(array)
     if array.ndim == 0:
         return as_float64(array)[np.zeros(flat.size, np.int64)]
     return as_float64(array[np.unravel_index(flat, array.shape)])

@@ -14,10 +14,12 @@ root unless OUTPUT_ROOT or ``--out`` says otherwise), by these rules:
   (``O_CREAT | O_EXCL | O_NOFOLLOW``, so neither an existing file nor a link is ever opened), and
   renamed to its name only once the last byte is written and the file closed, replacing what was
   there (a link planted at the name is replaced, never followed). Ctrl-C, a full disk (seen at
-  ``write`` or only at ``close``) or any error removes the temporary file.
+  ``write`` or only at ``close``) or any error removes the temporary file. A set of files that
+  belong together (the report's node data) is written into a directory under a hidden name,
+  renamed into place whole (:class:`~.pending_dir.PendingDirectory`).
 - **Nothing is left by a process that is gone.** A temporary name holds the writer's pid, so
-  :meth:`OutputRoot.remove_stale_parts` (``vc`` calls it when it starts) removes those of
-  processes that no longer exist (killed with SIGKILL, or by a power cut), and never a live
+  :meth:`OutputRoot.remove_stale_parts` (``vc`` calls it when it starts) removes those (files,
+  and directories being filled) of processes that no longer exist (killed with SIGKILL, or by a power cut), and never a live
   process's file. Pids are of this machine: an output root shared over the network with a
   machine writing into it at the same moment is not supported.
 - **Failures are one line.** A read-only file system, a full disk, a missing permission or a
@@ -394,6 +396,25 @@ class OutputRoot:
         except (OSError, PrecisionToolError):
             pass
 
+    def rename(self, path: str | os.PathLike, name: str) -> Path:
+        """Give the file or directory ``path`` the name ``name`` in its directory, replacing a
+        file or an empty directory of that name (``os.replace``: neither name is followed when
+        it is a link); returns the new path. OSError as the system raises it."""
+        parent, old = self._split(path)
+        with self._directory(parent, create=False) as here:
+            os.replace(here.at(old), here.at(name), **here.kw("src_dir_fd", "dst_dir_fd"))
+        return self.path.joinpath(*parent, name)
+
+    def remove_tree(self, path: str | os.PathLike) -> None:
+        """Remove a file, or a directory with everything in it; a link is removed itself, never
+        followed. Nothing when it is absent; never raises OSError."""
+        try:
+            parent, name = self._split(path)
+            with self._directory(parent, create=False) as here:
+                _remove_entry(here, name)
+        except (OSError, PrecisionToolError):
+            pass
+
     def remove_empty_dir(self, path: str | os.PathLike) -> None:
         """Remove a directory if it is empty (complete files in it stay); the root itself too."""
         try:
@@ -416,11 +437,11 @@ def _sweep(here: _Dir, depth: int) -> int:
                   for e in entries]
     for name, is_dir, is_file in listed:
         pid = temp_name_pid(name)
-        if is_file and pid is not None and not process_exists(pid):
-            try:
-                os.unlink(here.at(name), **here.kw("dir_fd"))
+        if (is_file or is_dir) and pid is not None and not process_exists(pid):
+            try:  # a file, or a directory being filled (formats/pending_dir.py), of a dead writer
+                _remove_entry(here, name)
                 removed += 1
-            except OSError:
+            except (OSError, PrecisionToolError):
                 pass  # removed meanwhile, or not ours to remove
         elif is_dir and depth > 0:
             removed += _sweep_below(here, name, depth - 1)
@@ -438,3 +459,19 @@ def _sweep_below(here: _Dir, name: str, depth: int) -> int:
         return 0
     finally:
         below.close()
+
+
+def _remove_entry(here: _Dir, name: str) -> None:
+    """Remove ``name`` in ``here``: a file or link by unlinking it, a directory with all below
+    it (opened without following links, so one swapped for a link meanwhile is refused)."""
+    info = os.stat(here.at(name), follow_symlinks=False, **here.kw("dir_fd"))
+    if not stat.S_ISDIR(info.st_mode):
+        os.unlink(here.at(name), **here.kw("dir_fd"))
+        return
+    below = here.child(name, create=False)
+    try:
+        for entry in os.listdir(below.fd if below.fd is not None else below.path):
+            _remove_entry(below, entry)
+    finally:
+        below.close()
+    os.rmdir(here.at(name), **here.kw("dir_fd"))

@@ -4,13 +4,16 @@
 Everything is written under the one output directory, each file under a temporary name and
 renamed when complete, never through a link (:class:`~precision_tool.formats.atomic.OutputRoot`);
 a new ``{stamp}`` directory is created exclusively, so two reports of the same second never
-share one.
+share one. A report appears whole or not at all: the node data are written into a hidden
+directory (:class:`~precision_tool.formats.pending_dir.PendingDirectory`), the page's bytes are
+written next, and only then do both take their names (:func:`_put_in_place`); a full disk at
+any point leaves neither, nor an empty ``{stamp}`` directory.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -26,6 +29,7 @@ from ..compare.judged import judged_rows
 from ..formats.atomic import OutputRoot, stamps
 from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
+from ..formats.pending_dir import PendingDirectory
 from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
 from .checks_html import checks_html, run_checks
 from . import DEFAULT_DEPTH
@@ -126,13 +130,45 @@ def _all_models(context: Context) -> list[Model]:
 
 
 def _node_data(context: Context, parts: list[ResultPart], root: OutputRoot,
-               directory: Path) -> list[NodeDataFiles]:
+               directory: PendingDirectory) -> list[NodeDataFiles]:
+    """Each result's node data, written into ``directory`` (not yet in place), with the paths
+    they will have once it is."""
     models, written = _all_models(context), []
     for part in parts:
         model = best_model(part.view, models) if part.view is not None else None
         if model is not None:
-            written.append(write_node_data(root, part.view, model, directory / part.path.stem))
+            files = write_node_data(root, part.view, model, directory.path / part.path.stem)
+            written.append(replace(files, files=tuple(directory.final(f) for f in files.files)))
     return written
+
+
+def _put_in_place(root: OutputRoot, index: Path, data: bytes, node_data: PendingDirectory | None) -> Path:
+    """Write the page ``data`` to ``index`` and put it and the node data in place together.
+
+    The page's bytes are written first (a full disk shows there, and the node data are still
+    hidden); then the node data take their name, then the page; node data whose page fails at
+    the last step are removed again.
+    """
+    pending = root.begin(index, binary=True)
+    try:
+        pending.handle.write(data)
+        pending.handle.flush()
+    except OSError as exc:
+        raise pending.failed(exc) from None
+    except BaseException:
+        pending.discard()
+        raise
+    try:
+        placed = node_data.commit() if node_data is not None else None
+    except BaseException:
+        pending.discard()
+        raise
+    try:
+        return pending.commit()  # a failed commit removes the page's file itself
+    except BaseException:
+        if placed is not None:
+            root.remove_tree(placed)
+        raise
 
 
 def _explorer_html(node_data: list[NodeDataFiles]) -> str:
@@ -158,15 +194,18 @@ def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Pa
     parts = [_part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1)
              for k, p in enumerate(csv_paths)]
     root, directory = report_dir(context, output)
+    explorer = None
     try:
-        node_data = (_node_data(context, parts, root, directory / "model_explorer")
-                     if model_explorer else [])
+        explorer = PendingDirectory(root, directory / "model_explorer") if model_explorer else None
+        node_data = _node_data(context, parts, root, explorer) if explorer is not None else []
         page = PageInput(context.config.data_root_dir, parts,
                          checks_html(run_checks(context) if checks is None else checks),
                          _explorer_html(node_data) if model_explorer else "")
         data = render_page(page).encode("utf-8")
-        index = root.write_bytes(directory / "index.html", data)
-    except BaseException:  # Ctrl-C, a full disk: no empty report directory is left
+        index = _put_in_place(root, directory / "index.html", data, explorer)
+    except BaseException:  # Ctrl-C, a full disk: no part of the report, no empty directory left
+        if explorer is not None:
+            explorer.discard()
         root.remove_empty_dir(directory)
         raise
     return WrittenReport(index, len(data), parts, node_data)

@@ -176,3 +176,28 @@ def test_writes_nothing(fixture_data, tmp_path):
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
     _run(fixture_data, "cp model/add/add model_add_add.0 -s")
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+
+@pytest.mark.parametrize("values, what", [
+    (np.arange(4).astype("datetime64[s]"), "datetime64[s] data (dates and times) is not compared"),
+    (np.arange(4).astype("timedelta64[ms]"), "timedelta64[ms] data (durations) is not compared"),
+    (np.array(["1", "2", "3", "4"]), "<U1 data (text) is not compared"),
+    (np.arange(4) * (1 + 1j), "complex data (complex128) is not compared"),
+])
+def test_tensors_that_hold_no_numbers_are_refused_naming_the_file(sample_data, npys, tmp_path, values, what):
+    """Issue 27.7: a datetime64 tensor was compared as its seconds since 1970 (cosine 1.0)."""
+    odd = tmp_path / "odd.npy"
+    np.save(odd, values)
+    good = npys("g.npy", [1.0, 2.0, 3.0, 4.0])
+    for line in (f"cp {good} {odd}", f"cp {odd} {good}"):
+        status, text = _run(sample_data, line)
+        assert status == ExitStatus.ERROR
+        assert text.strip() == f"error: cannot compare odd.npy: {what}", line
+
+
+def test_identical_huge_tensors_have_cosine_one(sample_data, npys):
+    """Issue 27.7: sum x*x of 1e300s overflows float64; cp's cosine was a bare NaN."""
+    huge = npys("h.npy", np.full(1000, 1e300), dtype=np.float64)
+    status, text = _run(sample_data, f"cp {huge} {huge}")
+    assert status == ExitStatus.OK
+    assert _row(text, "cosine") == "1.00000000"

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from precision_tool.compare import op_tensors as explain_tensors
@@ -241,3 +242,23 @@ def test_nan_made_from_an_inf_input_is_inherited(diagnosed):
     (entry,) = json.loads(out.getvalue())
     assert entry["cause"] == "input" and "nan" not in [c["cause"] for c in entry["causes"]]
     assert "non-finite mismatch" in entry["causes"][0]["evidence"]
+
+
+@pytest.mark.parametrize("kind", ["permutation", "overflow"])
+def test_why_on_rank_64_goldens(tmp_path, kind):
+    """Issue 27.8: every golden reshaped to rank 64 (numpy's most, padded with axes of 1): why
+    was an internal IndexError (a gather with 64 index arrays, one more than numpy takes); now
+    it diagnoses as before, and says nothing on standard error (a NaN from inf - inf in a check
+    of the overflow kind printed numpy's RuntimeWarning)."""
+    root = write_sample(tmp_path / "precision_data", defect=kind)
+    for path in (root / "tf" / "dump").glob("*.npy"):
+        values = np.load(path)
+        np.save(path, values.reshape((1,) * (64 - values.ndim) + values.shape))
+    assert cli("--data", str(root), "vc").returncode == ExitStatus.FLAGGED
+    done = cli("--data", str(root), "-e", f"why --json; why {DEFECTS[kind].op} --json")
+    assert done.returncode == ExitStatus.FLAGGED and done.stderr == ""
+    decoder, text = json.JSONDecoder(), done.stdout.lstrip()
+    first, end = decoder.raw_decode(text)
+    (second,) = decoder.raw_decode(text[end:].lstrip())[0]
+    assert [(e["op"], e["cause"]) for e in first] == [(DEFECTS[kind].op, kind)]
+    assert second["cause"] == kind

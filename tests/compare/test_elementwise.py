@@ -106,6 +106,26 @@ def test_complex_tensors_are_refused():
         compare_elementwise(np.ones(2, np.complex64), np.ones(2))
 
 
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[ns]", "<U3", "|S2", object])
+def test_tensors_without_numbers_are_refused(dtype):
+    odd = np.array([1, 2], dtype=dtype)
+    with pytest.raises(PrecisionToolError, match=r"cannot compare the right tensor: .* is not compared"):
+        compare_elementwise(np.ones(2), odd)
+
+
+def test_the_cosine_of_huge_values_is_scaled_not_nan():
+    """Issue 27.7: sum x*x overflows for values of 1e300 (and of 1e160); every chunk's does."""
+    rng = np.random.default_rng(5)
+    for magnitude in (1e300, 1e160):
+        right = rng.standard_normal(10_000) * magnitude
+        left = right * (1 + 1e-6 * rng.standard_normal(right.size))
+        exact = np.dot(left / magnitude, right / magnitude) / np.linalg.norm(left / magnitude) \
+            / np.linalg.norm(right / magnitude)
+        result = compare_elementwise(left, right, chunk_size=1000)
+        assert result.cosine == pytest.approx(exact, abs=1e-12)
+    assert compare_elementwise(np.full(5, 1e300), np.full(5, 1e300)).cosine == pytest.approx(1.0, abs=1e-15)
+
+
 def test_narrow_and_integer_dtypes_are_upcast_exactly():
     half = np.array([0.1, 65504], np.float16)
     bf16 = np.array([0.1, 3.0], ml_dtypes.bfloat16)

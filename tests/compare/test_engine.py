@@ -196,6 +196,30 @@ def test_empty_tensors_are_not_compared_with_a_reason(tmp_path):
     assert not row.compared and "empty" in row.fail_reason
 
 
+def test_a_golden_of_dates_is_not_compared_with_a_reason(tmp_path, kernel_backend):
+    """Issue 27.7: datetime64 converts to float64 without complaint, and was compared as numbers."""
+    values = np.arange(1, 13, dtype=np.float32)
+    dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [], [TensorSpec(values, "FLOAT")])
+    dates = write_golden(tmp_path, "a", 0, 1, values.astype("datetime64[s]"))
+    good = write_golden(tmp_path, "b", 0, 2, values)
+    rows = list(compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(dates)),
+                               _task(1, "b", DumpSide(dump, "output", 0), NpySide(good))]))
+    assert not rows[0].compared and rows[0].metrics == {}
+    assert rows[0].fail_reason == f"{dates}: {dates.name}: datetime64[s] data (dates and times) is not compared"
+    assert rows[1].compared and rows[1].cosine == pytest.approx(1.0)
+
+
+def test_huge_float64_tensors_get_their_metrics_not_nan(tmp_path, kernel_backend):
+    """Issue 27.7: two identical float64 tensors of 1e300 had cosine NaN and no reason."""
+    values = np.full((4, 250), 1e300)
+    dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [], [TensorSpec(values, "DOUBLE")])
+    gold = write_golden(tmp_path, "a", 0, 1, values)
+    row, = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
+    assert row.fail_reason == ""
+    assert row.cosine == pytest.approx(1.0, abs=1e-12)
+    assert row.metric("RootMeanSquareError") == 0.0 and row.metric("RelativeEuclideanDistance") == 0.0
+
+
 # --- interruption -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("workers", [1, 2])

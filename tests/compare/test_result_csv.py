@@ -112,6 +112,19 @@ def test_round_trip_keeps_every_field(tmp_path):
     assert _same(back[0], flagged[0])
 
 
+def test_a_cell_over_the_csv_field_limit_is_read_back_and_the_lines_after_it_too(tmp_path):
+    """Issue 27.6: a fused op of 3,000 TF ops has a GroundTruth cell over 128 KiB."""
+    fused = ",".join(f"model/block_{i}/fused/op_name_{i}" for i in range(5000))
+    rows = [_row(), _row(index=6, ground_truth=fused, fail_reason="x" * 140_000), _row(index=7)]
+    back = read_result_csv(write_result_csv(tmp_path / "r.csv", rows))
+    assert len(fused) > 131072 and [r.ground_truth for r in back] == [r.ground_truth for r in rows]
+    assert all(_same(a, b) for a, b in zip(rows, back))
+    path = _write(tmp_path, "Index,NPUDump,TensorIndex,CosineSimilarity\n" + "0,a,a:output:0,1\n"
+                  + f'1,"{fused}",b:output:0,high\n')
+    with pytest.raises(PrecisionToolError, match="line 3: CosineSimilarity is 'high'"):
+        read_result_csv(path)
+
+
 def test_values_print_six_decimals_and_nan_texts(tmp_path):
     line = (write_result_csv(tmp_path / "r.csv", [_row()]).read_text().splitlines()[1])
     assert line == ('5,Conv2D,model/conv1/Conv2D,float16,NaN,"model/conv1/Conv2D,model/conv1/Relu",'
@@ -225,6 +238,12 @@ def test_malformed_cells_and_unreadable_files_are_user_errors(tmp_path):
         read_result_csv(_write(tmp_path, "Index,NPUDump,TensorIndex,CosineSimilarity\nx,a,a:output:0,1\n"))
     with pytest.raises(PrecisionToolError, match="cannot read"):
         read_result_csv(tmp_path / "absent.csv")
+    damaged = tmp_path / "damaged.csv"  # a quote never closed: the rest of the file is one field
+    with damaged.open("w", encoding="utf-8") as handle:
+        handle.write('Index,NPUDump,TensorIndex,CosineSimilarity\n0,"a quote never closed\n')
+        handle.writelines(("0,a,b,1 " * 2**17 + "\n") for _ in range(70))  # 70 lines of 1 MiB
+    with pytest.raises(PrecisionToolError, match="damaged.csv: cannot read the result CSV: a record over 64 MiB"):
+        read_result_csv(damaged)
     latin = tmp_path / "latin.csv"
     latin.write_bytes(b"Index,NPUDump,TensorIndex,CosineSimilarity\n0,caf\xe9,a:output:0,1\n")
     with pytest.raises(PrecisionToolError, match="cannot read"):

@@ -103,3 +103,22 @@ def test_verify_streams_in_small_pieces():
     whole = verify(npu, golden, candidate)
     pieces = verify(npu, golden, candidate, chunk=7)
     assert pieces.red == pytest.approx(whole.red) and pieces.finite == whole.finite == npu.size
+
+
+RANK_64 = (1,) * 30 + (2, 3) + (1,) * 30 + (4, 5)  # numpy's most dimensions
+
+
+def test_a_rank_64_golden_is_screened_without_an_index_error():
+    """Issue 27.8: gathering sampled positions from a rank-64 golden took 64 index arrays, one
+    more than numpy takes (an IndexError inside why)."""
+    golden = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    npu = golden.reshape(2, 4, 3, 5).transpose(0, 2, 1, 3)  # the golden's values read in another shape
+    cause = found(half(npu), golden.reshape(RANK_64))
+    assert cause.numbers["kind"] == "read_as" and cause.numbers["axes"] == [0, 2, 1, 3]
+    assert found(half(golden.reshape(RANK_64)), golden.reshape(RANK_64)) is None  # healthy
+    every_other = np.zeros((4, 3, 4, 5), np.float32)
+    every_other[::2] = golden
+    unit = (None,) * 30
+    strided = every_other[::2][unit + (slice(None),) * 2 + unit]  # a strided view of rank 64, no copy
+    assert strided.ndim == 64 and not strided.flags.c_contiguous and np.shares_memory(strided, every_other)
+    assert found(half(golden), strided) is None
