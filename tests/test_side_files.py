@@ -154,3 +154,15 @@ def test_a_mapping_csv_past_its_limit_is_one_line_and_not_read(sample_data, size
     os.truncate(mapping, size)
     _vc_says_once(sample_data, mapping, f"mapping.csv is larger than 64 MiB ({size:,} bytes): not read",
                   memory_limit=2 * GIB)
+
+
+@pytest.mark.parametrize("command", ["vcs -f {fifo}", "report -f {fifo}"])
+def test_a_fifo_given_as_a_result_csv_is_one_line(sample_data, command):
+    """The result readers (``vcs``, ``report``: ``compare.result_csv``) open through the same
+    bounded reader: a FIFO named as the CSV is refused at once, never waited on."""
+    fifo = sample_data.parent / "result.csv"
+    os.mkfifo(fifo)
+    done = _cli(sample_data, command.format(fifo=fifo))
+    assert done.returncode == ERROR, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert [line for line in _lines_naming(done, fifo) if f"result CSV {NOT_REGULAR}" in line]

@@ -26,6 +26,7 @@ module's field limit; :mod:`~precision_tool.formats.csv_records` reads it, the l
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -37,6 +38,7 @@ from precision_tool.errors import PrecisionToolError
 
 from ..formats.atomic import STAMP, OutputRoot, PendingFile
 from ..formats.csv_records import csv_records
+from ..formats.files import open_regular
 from ..formats.text import shape_text
 from .manifest import result_csvs
 from .metric_types import Metric
@@ -363,7 +365,8 @@ def iter_result_csv(path: str | os.PathLike, require: Sequence[str] = ()) -> Ite
     """
     path = Path(path)
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
+        # a regular file, or one line: a FIFO given as -f, or left in a result directory, never waits
+        with io.TextIOWrapper(open_regular(path, "result CSV"), encoding="utf-8-sig", newline="") as handle:
             records = csv_records(handle)  # a GroundTruth cell may be over csv's field limit
             header = _Header(next(records, (0, []))[1], path, require)
             for line, cells in records:

@@ -236,7 +236,7 @@ def test_malformed_cells_and_unreadable_files_are_user_errors(tmp_path):
         read_result_csv(path)
     with pytest.raises(PrecisionToolError, match="line 2: Index is 'x'"):
         read_result_csv(_write(tmp_path, "Index,NPUDump,TensorIndex,CosineSimilarity\nx,a,a:output:0,1\n"))
-    with pytest.raises(PrecisionToolError, match="cannot read"):
+    with pytest.raises(PrecisionToolError, match="absent.csv: result CSV not found"):
         read_result_csv(tmp_path / "absent.csv")
     damaged = tmp_path / "damaged.csv"  # a quote never closed: the rest of the file is one field
     with damaged.open("w", encoding="utf-8") as handle:
