@@ -83,7 +83,8 @@ def test_vcs_with_nothing_flagged_still_shows_how_close_it_came(compared):
     text = " ".join(re.sub("[│╭╮╰╯─]", " ", done.stdout).split())  # COLUMNS=40: a narrow panel
     assert "no op is flagged (output cosine <= 0.35" in text
     assert "lowest output cosine: 0.363075 at resnet/conv2/Conv2D" in text
-    assert "1 op(s) not flagged within 0.02 above 0.35: resnet/conv2/Conv2D" in text
+    # conv2 and the ops after it are far beyond rounding, though not flagged at -c 0.35
+    assert re.search(r"\d+ op\(s\) beyond rounding but not flagged: resnet/conv2/Conv2D,", text), text
 
 
 @pytest.mark.parametrize("kind", ["scale", "overflow", "nan"])

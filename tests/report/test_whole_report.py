@@ -25,7 +25,7 @@ from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
 PAGE = 4096  # tmpfs counts whole pages
-NODE_DATA = 9  # one file per numeric metric
+NODE_DATA = 10  # one node-data file per metric of the sample's CSV, and the verdict overlay
 
 
 class SmallDisk:
