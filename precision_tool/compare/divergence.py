@@ -32,11 +32,9 @@ anyway.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
-from .noise import EXPONENTIAL, accumulation_length, output_noise, unmeasured_noise
 from .result import GOLDEN_NONFINITE_NOTE, CompareRow
 from .verdict import (
     AMPLIFY_FACTOR,
@@ -49,11 +47,12 @@ from .verdict import (
     NEAR,
     NONFINITE,
     NOT_COMPARED,
+    RED,
     ROUNDING,
     LocalCheck,
+    tensor_limits,
 )
 
-RED = "RelativeEuclideanDistance"
 
 
 def cosine_flags(cosine: float, threshold: float) -> bool:
@@ -371,45 +370,6 @@ def _tensor(row: CompareRow, limit: float = math.nan) -> TensorCosine:
                         row.npu_nonfinite, limit, GOLDEN_NONFINITE_NOTE in row.fail_reason)
 
 
-_MOMENTS = re.compile(r"\(([^;()]+);([^;()]+)\)")
-
-
-def golden_rms(row: CompareRow) -> float | None:
-    """The golden's root mean square from the StandardDeviation text ``(mean;std),(mean;std)``
-    (the second pair is the golden's); None when the row has none."""
-    pairs = _MOMENTS.findall(row.std_text or "")
-    try:
-        mean, std = (float(v) for v in pairs[-1])
-    except (IndexError, ValueError):
-        return None
-    return math.hypot(mean, std)
-
-
-def _size(shape) -> int:
-    return math.prod(shape) if shape else 1
-
-
-def _limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
-    """The noise limit of each tensor row (by position in ``rows``): outputs from the op's
-    dtypes, sums and its inputs' measured REDs; inputs as tensors of unmeasured history."""
-    inputs = sorted((r for r in rows if r.kind == "input" and r.slot is not None), key=lambda r: r.slot)
-    reds = [r.metric(RED) for r in inputs] or [None]  # no input row: one of unmeasured history
-    shapes = [r.shape for r in inputs]
-    limits = {}
-    for i, row in enumerate(rows):
-        if row.kind == "output":
-            k = accumulation_length(op_type, shapes, row.shape)
-            scale = golden_rms(inputs[0]) if inputs and op_type in EXPONENTIAL else None
-            noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
-                                 k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
-        elif row.kind == "input":
-            noise = unmeasured_noise(row.npu_dtype, row.golden_dtype)
-        else:
-            continue
-        limits[i] = noise.limit
-    return limits
-
-
 def op_key(row: CompareRow) -> tuple[int, str]:
     """The op a row belongs to: ``(Index, NPU name)``."""
     return row.index, row.npu_name or row.op_name
@@ -424,7 +384,7 @@ def _group(rows: Iterable[CompareRow]) -> dict[tuple[int, str], list[CompareRow]
 
 def _op(key: tuple[int, str], rows: list[CompareRow], rule: FlagRule) -> OpCosines:
     op_type = next((r.op_type for r in rows if r.op_type), "")
-    limits = _limits(rows, op_type)
+    limits = tensor_limits(rows, op_type)
     tensors = [_tensor(row, limits[i]) for i, row in enumerate(rows) if i in limits]
     by_slot = lambda kind: tuple(sorted((t for t in tensors if t.kind == kind),  # noqa: E731
                                         key=lambda t: t.slot))

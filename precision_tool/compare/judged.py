@@ -16,11 +16,11 @@ divergence from :func:`judged_result`, so they all tell the same story.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import PrecisionToolError
+from ..formats.file_identity import FileIdentities
 from .divergence import Divergence, FlagRule, OpCosines, analyse
 from .noise import accumulation_length, replay_noise
 from .op_tensors import OpTensors, op_tensors
@@ -85,11 +85,6 @@ def local_checks(context: Workspace, divergence: Divergence) -> dict[tuple[int, 
     return checks
 
 
-def _stamp(path: Path) -> tuple:
-    info = os.stat(path)
-    return str(Path(path).resolve()), info.st_size, info.st_mtime_ns
-
-
 def with_replay(context: Workspace, op: OpCosines) -> OpCosines:
     """``op`` with its replay attached when it is flagged: an op's verdict depends on its own
     replay alone, so one op's verdict costs one replay, not the whole result's."""
@@ -111,10 +106,10 @@ def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Diverge
     def judge() -> Divergence:
         return judge_rows(context, rows, rule)
 
-    try:
-        key = ("verdict", _stamp(path), rule)
-    except OSError:
+    identity = FileIdentities().of(Path(path))  # what the file is, as the row cache keys it
+    if identity is None:
         return judge()
+    key = ("verdict", identity, rule)
     return context.remembered(key, judge)
 
 

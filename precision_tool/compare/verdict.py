@@ -16,21 +16,23 @@ op recomputed on its own NPU inputs; beyond the replay's noise the op introduces
 it the op only carries one in. Without a replay the input rule decides: the op introduces when
 none of its inputs diverges. :data:`BY_REPLAY` / :data:`BY_INPUTS` say which rule spoke.
 
-Every view shows these words and asks these objects; none decides again.
+Every view shows these words and asks these objects; none decides again. The noise limit
+of each tensor of one op's CSV rows is :func:`tensor_limits`' (:mod:`.noise` fed with the rows).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
-from .noise import Noise
+from .noise import EXPONENTIAL, Noise, accumulation_length, output_noise, unmeasured_noise
+from .result import CompareRow
 
 DIVERGES, NONFINITE, NEAR, ROUNDING, NOT_COMPARED = "diverges", "non-finite", "near", "rounding", "not compared"
-TENSOR_STATES = (DIVERGES, NONFINITE, NEAR, ROUNDING, NOT_COMPARED)
 INTRODUCES, INHERITS, CLEAN = "introduces", "inherits", "clean"
-OP_STATES = (INTRODUCES, INHERITS, CLEAN, NOT_COMPARED)
 BY_REPLAY, BY_INPUTS = "replay", "inputs"
+RED = "RelativeEuclideanDistance"
 AMPLIFY_FACTOR = 1.5  # an inheriting op whose output RED is this much above its inputs' amplifies
 
 
@@ -66,3 +68,42 @@ class LocalCheck:
                     f"side only")
         sign = ">" if self.beyond else "<="
         return f"replay of {self.replayed}: local RED {self.red:.3g} {sign} rounding {self.noise.limit:.3g}"
+
+
+_MOMENTS = re.compile(r"\(([^;()]+);([^;()]+)\)")
+
+
+def golden_rms(row: CompareRow) -> float | None:
+    """The golden's root mean square from the StandardDeviation text ``(mean;std),(mean;std)``
+    (the second pair is the golden's); None when the row has none."""
+    pairs = _MOMENTS.findall(row.std_text or "")
+    try:
+        mean, std = (float(v) for v in pairs[-1])
+    except (IndexError, ValueError):
+        return None
+    return math.hypot(mean, std)
+
+
+def _size(shape) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def tensor_limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
+    """The noise limit of each tensor row (by position in ``rows``): outputs from the op's
+    dtypes, sums and its inputs' measured REDs; inputs as tensors of unmeasured history."""
+    inputs = sorted((r for r in rows if r.kind == "input" and r.slot is not None), key=lambda r: r.slot)
+    reds = [r.metric(RED) for r in inputs] or [None]  # no input row: one of unmeasured history
+    shapes = [r.shape for r in inputs]
+    limits = {}
+    for i, row in enumerate(rows):
+        if row.kind == "output":
+            k = accumulation_length(op_type, shapes, row.shape)
+            scale = golden_rms(inputs[0]) if inputs and op_type in EXPONENTIAL else None
+            noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
+                                 k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
+        elif row.kind == "input":
+            noise = unmeasured_noise(row.npu_dtype, row.golden_dtype)
+        else:
+            continue
+        limits[i] = noise.limit
+    return limits
