@@ -204,7 +204,7 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 def verdict_line(context: Context, ref: OpRef) -> Text | None:
     """The op's verdict in the newest result (the one every view gives), None without one."""
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.output_dir, rule)
+    newest = newest_result(context.output_dir, rule, only=ref.op.name)
     op = newest.ops.get(ref.op.name)
     if newest.directory is None:
         return None

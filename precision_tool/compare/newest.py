@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import PrecisionToolError
-from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .manifest import result_csvs
 from .result import CompareRow
 from .result_csv import latest_result_dir, read_result_csv
@@ -43,10 +43,13 @@ def _worse(op: OpCosines, than: OpCosines | None) -> bool:
     return mine is not None and (theirs is None or mine < theirs)
 
 
-def newest_result(output_root: str | os.PathLike, rule: FlagRule, judge: Judge = _by_inputs) -> NewestResult:
+def newest_result(output_root: str | os.PathLike, rule: FlagRule, judge: Judge = _by_inputs,
+                  only: str | None = None) -> NewestResult:
     """Every op of the newest result of the output root, judged by ``rule`` through ``judge``
     (the caller's one verdict, with replays; default: the input rule alone; see the module
-    doc); a CSV that cannot be read is named in ``errors`` and the others still count."""
+    doc); a CSV that cannot be read is named in ``errors`` and the others still count.
+    ``only`` (an NPU op name) judges that op's rows alone: an op's verdict rests on its own
+    rows, so ``ni OP`` does not analyse a whole network for one line."""
     directory = latest_result_dir(output_root)
     if directory is None:
         return NewestResult(None)
@@ -54,7 +57,10 @@ def newest_result(output_root: str | os.PathLike, rule: FlagRule, judge: Judge =
     errors = []
     for path in result_csvs(directory):
         try:
-            divergence = judge(path, read_result_csv(path), rule)
+            rows = read_result_csv(path)
+            if only is not None:
+                rows = [row for row in rows if op_key(row)[1] == only]
+            divergence = judge(path, rows, rule)
         except PrecisionToolError as exc:
             errors.append(str(exc))
             continue
