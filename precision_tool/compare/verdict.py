@@ -30,7 +30,9 @@ from .noise import EXPONENTIAL, Noise, accumulation_length, output_noise, unmeas
 from .result import CompareRow
 
 DIVERGES, NONFINITE, NEAR, ROUNDING, NOT_COMPARED = "diverges", "non-finite", "near", "rounding", "not compared"
+TENSOR_STATES = (DIVERGES, NONFINITE, NEAR, ROUNDING, NOT_COMPARED)
 INTRODUCES, INHERITS, CLEAN = "introduces", "inherits", "clean"
+OP_STATES = (INTRODUCES, INHERITS, CLEAN, NOT_COMPARED)
 BY_REPLAY, BY_INPUTS = "replay", "inputs"
 RED = "RelativeEuclideanDistance"
 AMPLIFY_FACTOR = 1.5  # an inheriting op whose output RED is this much above its inputs' amplifies
