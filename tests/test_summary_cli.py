@@ -112,3 +112,16 @@ def test_the_sample_writer_help_writes_nothing(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "--defect" in done.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ac_reads_a_fusion_result_of_null_as_no_rule_and_a_repeated_key_once(sample_data):
+    fusion = sample_data / "fusion" / "fusion_result.json"
+    fusion.write_bytes(b"null")  # a torch_npu run where nothing fused
+    done = _tool(sample_data, "ac", "--json")
+    checks = json.loads(done.stdout)["checks"]
+    assert checks["fusion"]["present"] is True and checks["fusion"]["problem"] is None
+    assert checks["fusion"]["graphs"] == []
+    entry = '"session_and_graph_id_0_1": {"graph_fusion": {"APass": {"effect_times": "2"}}}'
+    fusion.write_text("{" + ", ".join([entry] * 4) + "}")  # four processes wrote one key
+    text = _tool(sample_data, "ac").stdout
+    assert "read as one graph" in text and text.count("APass") == 1 and "damaged" not in text

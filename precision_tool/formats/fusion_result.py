@@ -16,7 +16,12 @@ GE writes one entry per compiled graph, and real installations have written it i
 
 :func:`parse_fusion_result` reads any mix of these as a sequence of JSON values
 (:meth:`json.JSONDecoder.raw_decode` in a loop), walking arrays item by item and keyed objects
-key by key, so an error keeps every graph read before it. Counts are strings in real files;
+key by key, so an error keeps every graph read before it. A ``null`` where a graph's entry
+could stand (the whole file is ``null`` when a torch_npu run fused nothing) is no graph. A key
+written more than once in one object (several processes of one job appending to the keyed form)
+is read key by key, not through a dict, which would keep only the last silently: a repeat with
+the same content is the same graph (:attr:`FusionGraph.copies` counts them); a repeat with other
+content is a graph of its own (both are kept, :func:`repeated_keys` says so). Counts are strings in real files;
 integers are taken too. A graph's ids are ``session_and_graph_id`` ("S_G"), the ``_X_Y`` of its
 key in the keyed form, or ``graphId`` with ``sessionId`` in older files: the session is kept,
 since graph 1 of two sessions are two graphs. Unknown fields (``repository_hit_times``, ...) are
@@ -33,7 +38,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +83,7 @@ class FusionGraph:
     ub_fusion: tuple[FusionRule, ...]
     index: int = 0
     offset: int = 0
+    copies: int = 1  # entries of the same key and content the file holds (folded into this one)
 
     @property
     def key(self) -> str | None:
@@ -90,6 +96,37 @@ class FusionGraph:
     def effective(self, section: str) -> list[FusionRule]:
         """The rules of ``section`` (``"graph_fusion"`` or ``"ub_fusion"``) with effect_times > 0."""
         return [rule for rule in getattr(self, section) if rule.effect_times > 0]
+
+
+@dataclass(frozen=True)
+class RepeatedKey:
+    """A graph key written more than once: ``entries`` times in all, in ``variants`` contents."""
+
+    key: str
+    entries: int
+    variants: int
+
+    @property
+    def note(self) -> str:
+        """One line for a view: what the repeat is and what the reader made of it."""
+        if self.variants == 1:
+            return (f"graph {self.key} is written {self.entries} times with the same rules: "
+                    "read as one graph")
+        return (f"graph {self.key} is written {self.entries} times with {self.variants} "
+                "different sets of rules: each set is kept")
+
+
+def repeated_keys(graphs: list[FusionGraph] | tuple[FusionGraph, ...]) -> list[RepeatedKey]:
+    """The graph keys of ``graphs`` the file wrote more than once, in first-seen order."""
+    entries: dict[str, int] = {}
+    variants: dict[str, int] = {}
+    for graph in graphs:
+        if graph.key is None:  # id-less entries are never one graph (see _Reader.add)
+            continue
+        entries[graph.key] = entries.get(graph.key, 0) + graph.copies
+        variants[graph.key] = variants.get(graph.key, 0) + 1
+    return [RepeatedKey(key, count, variants[key]) for key, count in entries.items()
+            if count > 1]
 
 
 class FusionResultError(PrecisionToolError):
@@ -179,6 +216,7 @@ class _Reader:
     def __init__(self, text: str, path: str | os.PathLike | None):
         self.text, self.path = text, path
         self.graphs: list[FusionGraph] = []
+        self.contents: dict[str, list[tuple[int, Any]]] = {}  # key -> (graph index, content)
 
     def fail(self, message: str, offset: int):
         raise FusionResultError(message, self.path, offset, self.graphs)
@@ -199,9 +237,19 @@ class _Reader:
     def add(self, value: Any, offset: int, where: str,
             ids: tuple[str | None, str | None] | None = None) -> None:
         try:
-            self.graphs.append(fusion_graph_from_json(value, len(self.graphs), offset, ids))
+            graph = fusion_graph_from_json(value, len(self.graphs), offset, ids)
         except _BadEntry as exc:
             self.fail(f"{where}: {exc}", offset)
+        if graph.key is None:  # nothing says two id-less entries are one graph
+            self.graphs.append(graph)
+            return
+        earlier = self.contents.setdefault(graph.key, [])
+        for index, content in earlier:
+            if content == value:  # the same graph written again
+                self.graphs[index] = replace(self.graphs[index], copies=self.graphs[index].copies + 1)
+                return
+        earlier.append((len(self.graphs), value))
+        self.graphs.append(graph)
 
     def read(self) -> list[FusionGraph]:
         position = self.skip(1 if self.text.startswith("\ufeff") else 0)
@@ -214,7 +262,10 @@ class _Reader:
             elif char == "{":
                 position = self.object(position, f"object {number}")
             else:
-                value, _ = self.decode(position)
+                value, end = self.decode(position)
+                if value is None:  # what a run that fused nothing writes
+                    position = self.skip(end)
+                    continue
                 self.fail(f"value {number}: found a JSON {json_kind(value)}, "
                           "not an object or an array of objects", position)
             position = self.skip(position)
@@ -243,7 +294,8 @@ class _Reader:
                 end = self.object(position, where)
             else:
                 value, end = self.decode(position)
-                self.add(value, position, where)
+                if value is not None:
+                    self.add(value, position, where)
             more, position = self._after_item(end, "]")
         return position
 
@@ -255,12 +307,8 @@ class _Reader:
             if KEYED_GRAPH.match(key):
                 return self.keyed(position, where)
         value, end = self.decode(start)
-        keyed = [key for key in value if KEYED_GRAPH.match(key)]
-        if keyed:  # keyed, after some other key first
-            for key in keyed:
-                offset = self.text.find(json.dumps(key), start, end)
-                self.add_keyed(key, value[key], offset if offset >= 0 else start, where)
-            return end
+        if any(KEYED_GRAPH.match(key) for key in value):  # keyed, after some other key first
+            return self.keyed(position, where)  # member by member: a dict drops repeated keys
         if value and not GRAPH_KEYS & value.keys():
             keys = ", ".join(sorted(value)[:5])
             self.fail(f"{where}: not a fusion result: none of graph_fusion, ub_fusion, "
@@ -286,6 +334,8 @@ class _Reader:
         return position
 
     def add_keyed(self, key: str, value: Any, offset: int, where: str) -> None:
+        if value is None:  # a graph with nothing to say, as a whole file of null
+            return
         if not isinstance(value, dict):
             self.fail(f"{where}, key {key!r}: found a JSON {json_kind(value)}, "
                       "not an object of fusion rules", offset)

@@ -18,7 +18,7 @@ from rich.text import Text
 from ..checks.casts import CastCheckResult
 from ..checks.fusion import FUSION_FILE_NAME, FusionCheckResult
 from ..checks.graph_diff import SKIPPED_TYPES, GraphDiffResult, GraphPairDiff
-from ..formats.fusion_result import FusionGraph
+from ..formats.fusion_result import FusionGraph, repeated_keys
 from .fit import FitPanel, FitTable
 from .lines import visible
 
@@ -79,13 +79,15 @@ def render_fusion(result: FusionCheckResult) -> RenderableType:
     if not result.present:
         return absent_line(FUSION_TITLE, FUSION_FILE_NAME, (p.parent for p in result.looked_in))
     lines: list[RenderableType] = [_source_line("read", [result.source])]
+    lines += [Text(visible(repeat.note), style="muted") for repeat in repeated_keys(result.graphs)]
     if result.problem:
         kept = f"; showing the {len(result.graphs)} graph(s) before it" if result.graphs else ""
         lines.append(Text(f"problem: {visible(result.problem)}{kept}", style="warn"))
     if not result.found:
         # after a problem "nothing found" would claim more than was read
         if not result.problem:
-            lines.append(nothing_found(f"no fusion rule took effect in {len(result.graphs)} graph(s)"))
+            where = f"in {len(result.graphs)} graph(s)" if result.graphs else "(the file lists no graph)"
+            lines.append(nothing_found(f"no fusion rule took effect {where}"))
         elif result.graphs:
             lines.append(Text("no fusion rule took effect in those graph(s)", style="muted"))
         return check_panel(FUSION_TITLE, lines)

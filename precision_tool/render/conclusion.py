@@ -61,6 +61,8 @@ def fusion_line(result: FusionCheckResult) -> Text:
         return _line("fusion", "no fusion_result.json", "muted")
     rules = sum(len(g.effective("graph_fusion")) + len(g.effective("ub_fusion")) for g in result.graphs)
     text = f"{rules} rule(s) took effect in {len(result.graphs)} graph(s) ({result.source})"
+    if not result.graphs and not result.problem:
+        text = f"no fusion rule took effect: the file lists no graph ({result.source})"
     if result.problem:
         text += f"; the file is damaged: {result.problem}"
     return _line("fusion", text, "warn" if result.problem else "")

@@ -136,13 +136,39 @@ def test_unreadable_file_is_a_problem_not_a_crash(dirs):
     assert "nothing found" not in text and "problem:" in text
 
 
-def test_repeated_graph_ids_are_told_apart(dirs):
+def test_repeated_graph_ids_with_other_rules_are_told_apart(dirs):
     root, cwd = dirs
-    write(root / "fusion" / "fusion_result.json", [OBJECTS[1], OBJECTS[1]])
+    other = dict(OBJECTS[1], graph_fusion={"MatMulBiasAddFusionPass": {"effect_times": "1"}})
+    write(root / "fusion" / "fusion_result.json", [OBJECTS[1], other])
     context, _ = make_context(root)
-    text = rendered(check_fusion(context, cwd=cwd))
+    text = flat(rendered(check_fusion(context, cwd=cwd)))
     assert "graph 3_2 (entry 1): graph fusion" in text
     assert "graph 3_2 (entry 2): graph fusion" in text
+    assert "graph 3_2 is written 2 times with 2 different sets of rules: each set is kept" in text
+
+
+def test_a_graph_written_again_unchanged_is_shown_once_and_said(dirs):
+    root, cwd = dirs
+    write(root / "fusion" / "fusion_result.json", [OBJECTS[1], OBJECTS[1], OBJECTS[1]])
+    context, _ = make_context(root)
+    result = check_fusion(context, cwd=cwd)
+    assert [(g.key, g.copies) for g in result.graphs] == [("3_2", 3)]
+    text = flat(rendered(result))
+    assert "graph 3_2 is written 3 times with the same rules: read as one graph" in text
+    assert text.count("MatMulBiasAddFusionPass") == 1 and "(entry" not in text
+
+
+def test_a_file_of_null_is_no_graph_and_no_rule(dirs):
+    root, cwd = dirs
+    path = root / "fusion" / "fusion_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"null")  # what a torch_npu run that fused nothing wrote
+    context, _ = make_context(root)
+    result = check_fusion(context, cwd=cwd)
+    assert result.present and result.problem is None and result.graphs == ()
+    text = flat(rendered(result))
+    assert "nothing found: no fusion rule took effect (the file lists no graph)" in text
+    assert "problem" not in text and "damaged" not in text
 
 
 def test_sample_fusion_file_shows_its_passes(sample_data, tmp_path):

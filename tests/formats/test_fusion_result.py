@@ -12,8 +12,10 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.fusion_result import (
     FusionResultError,
     FusionRule,
+    RepeatedKey,
     parse_fusion_result,
     read_fusion_result,
+    repeated_keys,
 )
 from precision_tool.sample.build import network_ops
 from precision_tool.sample.fusion import fusion_objects, write_fusion_sample
@@ -226,6 +228,79 @@ def test_keyed_values_that_are_not_objects_are_one_error_at_their_key():
     assert [g.key for g in caught.value.graphs] == ["0_0"]
 
 
+# --- null, and keys written more than once --------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["null", "null\n", " null ", "[null]", "[null, null]",
+                                  '{"session_and_graph_id_0_0": null}', "null[]null"])
+def test_null_is_no_graph(text, tmp_path):
+    assert parse_fusion_result(text) == []
+    path = tmp_path / "fusion_result.json"
+    path.write_text(text)
+    assert read_fusion_result(path) == []
+
+
+def test_null_among_graphs_is_skipped_and_the_graphs_are_kept():
+    text = "null" + json.dumps(FIRST) + "\n" + json.dumps([None, THIRD])
+    assert [g.key for g in parse_fusion_result(text)] == ["1_1", "2_5"]
+
+
+def _member(key: str, entry: dict) -> str:
+    return f'"session_and_graph_id_{key}": {json.dumps(entry, indent=4)}'
+
+
+def _appended_by_processes(distinct: int, processes: int) -> str:
+    """One keyed object whose every key is written once per process, as a job of several
+    processes left it (json.dumps cannot write a key twice, so the members are joined by hand)."""
+    entries = {f"0_{g}": {"graph_fusion": {f"Pass{g}": {"effect_times": str(g % 3),
+                                                          "match_times": "3"}},
+                          "ub_fusion": {}} for g in range(distinct)}
+    members = [_member(key, entry) for _ in range(processes) for key, entry in entries.items()]
+    return "{\n" + ",\n".join(members) + "\n}"
+
+
+def test_a_key_written_by_four_processes_is_one_graph():
+    text = _appended_by_processes(18, 4)
+    import re
+    written = re.findall(r'"session_and_graph_id_(\d+_\d+)"', text)  # counted on the raw text
+    assert len(written) == 72 and len(set(written)) == 18
+    graphs = parse_fusion_result(text)
+    assert [g.key for g in graphs] == list(dict.fromkeys(written))
+    assert [g.copies for g in graphs] == [4] * 18 and [g.index for g in graphs] == list(range(18))
+    assert graphs[5].graph_fusion == (FusionRule("Pass5", 2, 3),)
+    assert text[graphs[5].offset:].startswith('"session_and_graph_id_0_5"')  # its first writing
+    assert repeated_keys(graphs) == [RepeatedKey(key, 4, 1) for key in dict.fromkeys(written)]
+    assert repeated_keys(graphs)[0].note == "graph 0_0 is written 4 times with the same rules: read as one graph"
+
+
+def test_a_key_written_again_with_other_rules_keeps_both_and_says_so():
+    one = {"graph_fusion": {"A": {"effect_times": "1", "match_times": "1"}}}
+    two = {"graph_fusion": {"A": {"effect_times": "0", "match_times": "1"}}}
+    text = "{" + ",".join([_member("0_1", one), _member("0_2", one), _member("0_1", two),
+                           _member("0_1", one)]) + "}"
+    graphs = parse_fusion_result(text)
+    assert [(g.key, g.copies, g.graph_fusion[0].effect_times) for g in graphs] == [
+        ("0_1", 2, 1), ("0_2", 1, 1), ("0_1", 1, 0)]
+    (repeat,) = repeated_keys(graphs)
+    assert (repeat.key, repeat.entries, repeat.variants) == ("0_1", 3, 2)
+    assert repeat.note == "graph 0_1 is written 3 times with 2 different sets of rules: each set is kept"
+
+
+def test_repeated_keys_after_another_key_first_are_read_member_by_member():
+    entry = {"graph_fusion": {"A": {"effect_times": "2"}}}
+    text = '{"version": "8.0", ' + ", ".join([_member("3_3", entry)] * 3) + "}"
+    assert json.loads(text).keys() == {"version", "session_and_graph_id_3_3"}  # a dict keeps one
+    (graph,) = parse_fusion_result(text)
+    assert (graph.key, graph.copies) == ("3_3", 3)
+
+
+def test_graphs_without_ids_are_never_folded():
+    entry = {"graph_fusion": {"A": {"effect_times": "2"}}}
+    graphs = parse_fusion_result(json.dumps(entry) + json.dumps(entry))
+    assert [(g.key, g.copies) for g in graphs] == [(None, 1), (None, 1)]
+    assert repeated_keys(graphs) == []
+
+
 # --- random files in every form (property) ------------------------------------------------------
 
 _names = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh", min_size=1, max_size=12)
@@ -295,8 +370,17 @@ def _expected_graphs(text: str) -> list[tuple[str, str, int, int, int]]:
                 rules = [c for s in ("graph_fusion", "ub_fusion") for c in entry.get(s, {}).values()]
                 out.append((str(session), str(graph), len(entry.get("graph_fusion", {})),
                             len(entry.get("ub_fusion", {})),
-                            sum(int(c["effect_times"]) > 0 for c in rules)))
+                            sum(int(c["effect_times"]) > 0 for c in rules),
+                            json.dumps(entry, sort_keys=True)))
     return out
+
+
+def _folded(graphs: list[tuple]) -> list[tuple[tuple, int]]:
+    """Each distinct (ids, content) once, in first-seen order, with how often it is written."""
+    counts: dict[tuple, int] = {}
+    for graph in graphs:
+        counts[graph] = counts.get(graph, 0) + 1
+    return [(graph[:5], count) for graph, count in counts.items()]
 
 
 REAL_FUSION = ["objects_concatenated.json", "graphid_sessionid.json", "json_array.json",
@@ -308,12 +392,23 @@ def test_real_files_give_the_graphs_and_rules_the_json_holds(real_dir, name):
     path = real_dir / "fusion" / name
     text = path.read_text(encoding="utf-8")
     graphs = read_fusion_result(path)
-    want = _expected_graphs(text)
-    assert [(g.session_id, g.graph_id, len(g.graph_fusion), len(g.ub_fusion),
-             len(g.effective("graph_fusion") + g.effective("ub_fusion"))) for g in graphs] == want
+    want = _folded(_expected_graphs(text))
+    assert [((g.session_id, g.graph_id, len(g.graph_fusion), len(g.ub_fusion),
+              len(g.effective("graph_fusion") + g.effective("ub_fusion"))), g.copies)
+            for g in graphs] == want
     # every rule of the file, counted on the raw text
-    assert sum(len(g.graph_fusion) + len(g.ub_fusion) for g in graphs) == text.count('"effect_times"')
+    assert sum((len(g.graph_fusion) + len(g.ub_fusion)) * g.copies
+               for g in graphs) == text.count('"effect_times"')
     assert len(graphs) >= 1
+
+
+def test_real_arrays_appended_by_four_processes_are_one_graph(real_dir):
+    path = real_dir / "fusion" / "arrays_concatenated.json"
+    text = path.read_text(encoding="utf-8")
+    assert text.count('"session_and_graph_id": "0_0"') == 4 and text.count("}][{") == 3
+    (graph,) = read_fusion_result(path)
+    assert (graph.key, graph.copies) == ("0_0", 4)
+    assert graph.graph_fusion == (FusionRule("RefreshInt64ToInt32FusionPass", 1, 1),)
 
 
 def test_real_older_file_keeps_session_and_graph_apart(real_dir):
