@@ -4,9 +4,9 @@ Blocked 4-D formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, FRACTAL_Z_C04, C1HWNCoC0) 
 from a canonical NCHW host array, blocked 5-D formats (NDC1HWC0, FRACTAL_Z_3D) from NCDHW: each is a
 :class:`BlockedFormat` of :data:`BLOCKED_FORMATS`, whose codec gives the device shape and
 converts to and from the canonical array. FRACTAL_NZ tiles the last two dims of any rank
-(:func:`nz_shape`, :func:`nz_to_host`, :func:`nz_from_host`). Which host layout a tensor is in,
-and the transposes into it, are :mod:`.layouts`' business. Everything here is pure numpy and
-vectorised.
+(:func:`nz_shape`, :func:`nz_to_host`, :func:`nz_from_host`). C0, the channel block, follows
+the element width (:func:`c0_for`). Which host layout a tensor is in, and the transposes into
+it, are :mod:`.layouts`' business. Everything here is pure numpy and vectorised.
 """
 
 from __future__ import annotations
@@ -18,9 +18,32 @@ import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
+from .dtypes import DumpDType, element_bits
+
 FRACTAL_BLOCK = 16  # rows of a fractal: N block of FRACTAL_Z, H block of FRACTAL_NZ
+_CUBE_ROW_BITS = 256  # a cube row (C0 elements) is 32 bytes
+_MIN_C0 = 16  # wider types are not packed tighter: float32 keeps C0 = 16
 
 Shape = tuple[int, ...]
+
+
+def c0_for(dtype: DumpDType | np.dtype | type | str) -> int:
+    """The C0 block of the blocked formats for tensors of ``dtype``: the cube's K size.
+
+    32 bytes of elements, at least 16: float16/bfloat16 16, float32 (and wider) 16 too, 8-bit
+    types 32, int4 64, 2-bit 128, 1-bit 256. This is GE's cube size by data type (32 for 1-byte
+    types, else 16) and the ``[DtypeMKN]`` K column of CANN's platform ini files
+    (``Default=16,16,16``, ``DT_INT8=16,32,16``, ``DT_INT4=16,64,16``). It sets C0 of NC1HWC0,
+    NDC1HWC0, FRACTAL_Z (grouped too), FRACTAL_Z_3D and C1HWNCoC0, the fractal width of
+    FRACTAL_NZ and the cube of FRACTAL_Z_C04; the N block of FRACTAL_Z and the H block of
+    FRACTAL_NZ stay 16, and NC1HWC0_C04 keeps C0 = 4. A dump read back takes C0 from its device
+    shape instead, which wins when the two disagree (FE gives some float32 ops C0 = 8).
+
+    Args:
+        dtype: a dump data type, its name (``"INT8"``, ``"DT_INT4"``, ``"float16"``) or a numpy
+            dtype. Packed types need the dump type or its name: an unpacked int4 array is int8.
+    """
+    return max(_MIN_C0, _CUBE_ROW_BITS // element_bits(dtype))
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -185,7 +208,8 @@ class _FractalZC04:
     transpose to ``[N, H, W, 4]``, view it as ``[N, H*W*4]`` and pad that second dim to
     ``K1 * C0`` (K1 = ceil(H*W*4 / C0)), view as ``[N/C0, C0, K1, C0]`` and transpose it to
     ``[K1, N/C0, C0, C0]``. So an NCHW (64, 3, 7, 7) float16 weight is (13, 4, 16, 16) on the
-    device. The device's last two dims give the blocks when reading.
+    device, an int8 one (7, 2, 32, 32): the cube follows the dtype, the channels stay 4. The
+    device's last two dims give the blocks when reading.
     """
 
     MAX_C = 4

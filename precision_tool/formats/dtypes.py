@@ -61,6 +61,9 @@ _TYPES = dict((
     _d("FLOAT4_E2M1", ml_dtypes.float4_e2m1fn, bits=4),
 ))
 
+# numpy's names of the types whose enum names differ, so "bfloat16" finds BF16
+_NUMPY_SPELLING = {"BFLOAT16": "BF16", "FLOAT32": "FLOAT", "FLOAT64": "DOUBLE"}
+
 # Display names for the CSV DataType column and tables (numpy's own spelling).
 _DISPLAY = {"BF16": "bfloat16", "FLOAT4_E2M1": "float4_e2m1fn", "INT4": "int4", "INT2": "int2",
             "UINT2": "uint2", "UINT1": "uint1"}
@@ -80,6 +83,41 @@ def dump_dtype(value: int) -> DumpDType:
         if name.startswith("UNKNOWN"):
             raise PrecisionToolError(f"unknown data_type {value}") from None
         raise PrecisionToolError(f"unsupported data_type {name} ({value})") from None
+
+
+def named_dtype(name: str) -> DumpDType | None:
+    """The dump data type called ``name`` (``"INT4"``, ``"DT_INT8"``, ``"float16"``, any case),
+    or None when no dump data type has that name."""
+    key = str(name).strip().upper()
+    key = key[3:] if key.startswith("DT_") else key
+    return _TYPES.get(key) or _TYPES.get(_NUMPY_SPELLING.get(key, ""))
+
+
+def element_bits(dtype: DumpDType | np.dtype | type | str) -> int:
+    """Bits per element of ``dtype``: a dump data type, its name, or a numpy dtype.
+
+    Sub-byte types count their packed width (INT4: 4), whatever numpy unpacks them to; a name
+    is a dump data type name first, so ``"int4"`` is 4 bits (numpy alone reads it otherwise).
+    """
+    if isinstance(dtype, str):
+        dtype = named_dtype(dtype) or _numpy_named(dtype)
+    if isinstance(dtype, DumpDType):
+        return dtype.bits if dtype.packed else dtype.dtype.itemsize * 8
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 1:  # ml_dtypes' int4, int2, float4 are one byte each in numpy
+        for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
+            try:
+                return int(info(dtype).bits)
+            except ValueError:
+                continue
+    return dtype.itemsize * 8
+
+
+def _numpy_named(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise PrecisionToolError(f"unknown data type {name!r}") from None
 
 
 def display_name(dtype: DumpDType) -> str:

@@ -8,6 +8,10 @@ canonical array is then transposed into the origin format. FRACTAL_NZ works on t
 dims of any rank. The tiling of each is in :mod:`.blocked_formats`. Plain layouts (ND, NCHW,
 NHWC, ...) are transposed into each other.
 
+C0 is read from the device shape (its last dim) when a tensor comes back to the host, so a dump
+keeps whatever C0 it was written with; going to the device it follows the dtype
+(:func:`~.blocked_formats.c0_for`: 16 for float16/bfloat16/float32, 32 for int8, 64 for int4).
+
 Origin-format inference in :func:`to_host` (``origin_format=None``, or an origin format that
 cannot describe ``original_shape``):
 
@@ -37,6 +41,7 @@ from .blocked_formats import (
     BLOCKED_FORMATS,
     BlockedFormat,
     Shape,
+    c0_for,
     nz_fits,
     nz_from_host,
     nz_shape,
@@ -330,7 +335,9 @@ def host_layout(device_shape: Sequence[int], device_format: str, original_shape:
         spec = BLOCKED_FORMATS[fmt]
         if len(original) < len(spec.canon):
             return "ND"
-        c0 = spec.fixed_c0 or (shape[-1] if shape else 16)
+        if not shape or not shape[-1]:  # no C0 to infer the layout by
+            return _layout_for(spec, original, origin) or spec.canon
+        c0 = spec.fixed_c0 or shape[-1]
         return _blocked_layout(spec, shape, original, origin, c0, max(int(groups or 1), 1)) or spec.canon
     if fmt in PLAIN_LAYOUTS and len(shape) == len(fmt):
         if origin in PLAIN_LAYOUTS and origin != fmt and sorted(origin) == sorted(fmt):
@@ -340,8 +347,15 @@ def host_layout(device_shape: Sequence[int], device_format: str, original_shape:
     return "ND"
 
 
+def _block_c0(c0: int | None, dtype, host: np.ndarray | None = None) -> int:
+    """The C0 to write with: the caller's when given, else the dtype's (or the host array's)."""
+    if c0:
+        return int(c0)
+    return c0_for(host.dtype if dtype is None and host is not None else dtype)
+
+
 def to_device(host: np.ndarray, device_format: str, host_format: str, groups: int = 1,
-              c0: int = 16) -> np.ndarray:
+              c0: int | None = None, dtype=None) -> np.ndarray:
     """Lay a host tensor out in a device format, zero-padded: the inverse of :func:`to_host`.
 
     Args:
@@ -349,8 +363,11 @@ def to_device(host: np.ndarray, device_format: str, host_format: str, groups: in
         device_format: the device format name.
         host_format: the host layout (``"NHWC"``, ``"HWCN"``, ``"ND"``, ...).
         groups: groups of a grouped FRACTAL_Z weight. Defaults to 1.
-        c0: the C0 block: 16 for float16/float32, 32 for int8, 64 for int4. NC1HWC0_C04 always
-            uses 4; FRACTAL_NZ fractals are 16 x c0. Defaults to 16.
+        c0: the C0 block, overriding the dtype's (a device that used another). NC1HWC0_C04
+            always uses 4; FRACTAL_NZ fractals are 16 x c0. Defaults to None: the dtype's.
+        dtype: the data type C0 follows (:func:`~.blocked_formats.c0_for`): a dump data type,
+            its name or a numpy dtype; packed types need the name (``"INT4"``: C0 64) since
+            their host array is unpacked to int8. Defaults to None: ``host.dtype``.
 
     Returns:
         A C-contiguous device-shaped array of ``host``'s dtype.
@@ -364,9 +381,9 @@ def to_device(host: np.ndarray, device_format: str, host_format: str, groups: in
             canon = host.reshape(dims)  # a short shape padded NCHW-style
         else:
             canon = convert_host_format(host, layout, spec.canon)
-        device = spec.codec.from_canon(canon, spec.fixed_c0 or c0, groups)
+        device = spec.codec.from_canon(canon, spec.fixed_c0 or _block_c0(c0, dtype, host), groups)
     elif fmt == "FRACTAL_NZ":
-        device = nz_from_host(host, c0)
+        device = nz_from_host(host, _block_c0(c0, dtype, host))
     elif fmt in PLAIN_LAYOUTS or fmt == "ND":
         device = convert_host_format(host, layout_name, fmt)
     else:
@@ -375,17 +392,20 @@ def to_device(host: np.ndarray, device_format: str, host_format: str, groups: in
 
 
 def device_shape(host_shape: Sequence[int], device_format: str, host_format: str,
-                 groups: int = 1, c0: int = 16) -> tuple[int, ...]:
-    """The device shape :func:`to_device` gives a host tensor of ``host_shape``."""
+                 groups: int = 1, c0: int | None = None, dtype=np.float16) -> tuple[int, ...]:
+    """The device shape :func:`to_device` gives a host tensor of ``host_shape`` and ``dtype``.
+
+    ``c0`` and ``dtype`` are :func:`to_device`'s; ``dtype`` defaults to float16 (C0 16).
+    """
     shape = tuple(int(d) for d in host_shape)
     fmt, layout_name = _name(device_format), _name(host_format)
     groups = max(int(groups or 1), 1)
     if fmt in BLOCKED_FORMATS:
         spec = BLOCKED_FORMATS[fmt]
         dims = _resolve(spec, shape, layout_name, fmt)[1]
-        return spec.codec.shape(dims, spec.fixed_c0 or c0, groups)
+        return spec.codec.shape(dims, spec.fixed_c0 or _block_c0(c0, dtype), groups)
     if fmt == "FRACTAL_NZ":
-        return nz_shape(shape, c0)
+        return nz_shape(shape, _block_c0(c0, dtype))
     if fmt in PLAIN_LAYOUTS or fmt == "ND":
         return _permute(shape, layout_name, fmt)
     raise PrecisionToolError(f"unsupported format {device_format}")
