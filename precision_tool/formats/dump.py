@@ -1,9 +1,13 @@
-"""Read NPU binary dump files (FORMATS.md section 1).
+"""Read NPU binary dump files (FORMATS.md section 1), in either of the two forms Ascend writes.
 
-A dump file is an 8-byte little-endian header length, a ``toolkit.dumpdata.DumpData`` protobuf
-header, then the raw bytes of every input, output, buffer and workspace, back to back. Only the
-header is read up front; a tensor's bytes are memory-mapped when it is asked for, so asking for
-one tensor of a 2 GB dump reads that tensor only.
+A DumpData dump is an 8-byte little-endian header length, a ``toolkit.dumpdata.DumpData``
+protobuf header, then the raw bytes of every input, output, buffer and workspace, back to back.
+A nano dump has the same 8-byte length, then a TLV header starting with the magic 0x5A5A5A5A
+(:mod:`.nano_dump` describes it), then the bytes of its inputs and outputs. :func:`read_dump`
+tells them apart by the magic at byte 8 and gives both as the same :class:`DumpFile`; each of
+its errors says which form it read the file as (``DumpData dump: ...``, ``nano dump: ...``).
+Only the header is read up front; a tensor's bytes are memory-mapped when it is asked for, so
+asking for one tensor of a 2 GB dump reads that tensor only.
 
 What a header claims is checked before anything is allocated for it (:mod:`.shapes`): a shape
 of more dimensions than numpy allows, or too big for any array (``[0, 2**62]``), is that
@@ -28,11 +32,12 @@ from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
 from .dump_names import parse_dump_name
 from .files import open_regular
+from .nano_dump import (MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano,
+                        read_nano_header)
 from .proto.dumpdata import FORMAT_NAMES, DumpData
 from .shapes import rank_problem, shape_problem
 
-NANO_MAGIC = 0x5A5A5A5A
-_MAX_HEADER = 1 << 30  # a header is a few KB; anything near this is a corrupt length field
+_DUMPDATA = "DumpData dump: "  # how every error about the DumpData envelope starts
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class DumpTensor:
     original_op: OriginalOp | None = None
     defect: str | None = None  # a device shape no array can have (the shapes are left empty)
     original_defect: str | None = None  # an original shape no array can have (left empty)
+    foreign_type: str | None = None  # a nano data type OutputDataType lacks ("HIFLOAT4 (nano 42)")
 
     @property
     def name(self) -> str:
@@ -84,7 +90,7 @@ class DumpTensor:
         try:
             return display_name(self._dump_dtype())
         except PrecisionToolError:
-            return data_type_name(self.data_type)
+            return self.foreign_type or data_type_name(self.data_type)
 
     @property
     def problem(self) -> str | None:
@@ -117,6 +123,8 @@ class DumpTensor:
         self._check_shape(self.original_shape, self.original_defect, "original ")
 
     def _dump_dtype(self) -> DumpDType:
+        if self.foreign_type:
+            raise PrecisionToolError(f"{self.name}: unsupported data_type {self.foreign_type}")
         try:
             return dump_dtype(self.data_type)
         except PrecisionToolError as exc:  # every problem of a tensor starts with its name
@@ -202,17 +210,21 @@ class DumpFile:
 def _read_header(path: Path, handle, file_size: int) -> tuple[DumpData, int]:
     head = handle.read(8)
     if len(head) < 8:
-        raise PrecisionToolError(f"truncated dump: {file_size} bytes, shorter than the 8-byte header length", path)
-    if struct.unpack("<I", head[:4])[0] == NANO_MAGIC:
-        raise PrecisionToolError("nano dump format (magic 0x5A5A5A5A) is not supported", path)
+        raise PrecisionToolError(
+            f"{_DUMPDATA}truncated: {file_size} bytes, shorter than the 8-byte header length", path)
+    if struct.unpack("<I", head[:4])[0] == NANO_MAGIC:  # as a length, more than any header's
+        raise PrecisionToolError(
+            f"{_DUMPDATA}the nano dump format's magic 0x5A5A5A5A at byte 0, where the header length "
+            f"belongs, is not supported (a nano dump has it at byte {MAGIC_OFFSET})", path)
     length = struct.unpack("<Q", head)[0]
-    if length == 0 or length > min(file_size - 8, _MAX_HEADER):
-        raise PrecisionToolError(f"header length {length} does not fit a file of {file_size} bytes", path)
+    if length == 0 or length > min(file_size - 8, MAX_HEADER):
+        raise PrecisionToolError(
+            f"{_DUMPDATA}header length {length} does not fit a file of {file_size} bytes", path)
     message = DumpData()
     try:
         message.ParseFromString(handle.read(length))
     except DecodeError as exc:
-        raise PrecisionToolError(f"header is not a valid DumpData protobuf ({exc})", path) from None
+        raise PrecisionToolError(f"{_DUMPDATA}header is not a valid DumpData protobuf ({exc})", path) from None
     return message, 8 + length
 
 
@@ -254,25 +266,70 @@ def _check_sizes(path: Path, message: DumpData, data_start: int, file_size: int)
     expected = data_start + sum(p.size for p in parts)
     if expected != file_size:
         raise PrecisionToolError(
-            f"sizes do not add up: header and tensor sizes give {expected} bytes, file has {file_size}"
-            f" ({'truncated' if expected > file_size else 'trailing bytes'})", path)
+            f"{_DUMPDATA}sizes do not add up: header and tensor sizes give {expected} bytes, file has "
+            f"{file_size} ({'truncated' if expected > file_size else 'trailing bytes'})", path)
+
+
+def _nano_tensors(path: Path, kind: str, descriptors: tuple[NanoTensor, ...],
+                  offset: int) -> tuple[list[DumpTensor], int]:
+    """The DumpTensors of nano descriptors whose data starts at ``offset``, and where it ends."""
+    tensors = []
+    for index, desc in enumerate(descriptors):
+        original = desc.original
+        original_op = None if original is None else OriginalOp(
+            original.name, original.index, original.data_type.label, format_name(original.format))
+        known = desc.data_type.value is not None
+        tensors.append(DumpTensor(
+            path=path, kind=kind, index=index, data_type=desc.data_type.value if known else 0,
+            format=format_name(desc.format), shape=desc.shape, original_shape=desc.original_shape,
+            size=desc.size, offset=offset, defect=desc.defect, original_defect=desc.original_defect,
+            foreign_type=None if known else desc.data_type.label,
+            original_op=original_op))
+        offset += desc.size
+    return tensors, offset
+
+
+def _nano_file(path: Path, header: NanoHeader, name: str | None) -> DumpFile:
+    """A nano dump's DumpFile: its op and time come from the file name only."""
+    inputs, offset = _nano_tensors(path, "input", header.inputs, header.data_start)
+    outputs, _ = _nano_tensors(path, "output", header.outputs, offset)
+    parsed = parse_dump_name(name or path.name)
+    return DumpFile(
+        path=path, op_type=parsed.op_type if parsed else "",
+        op_name=parsed.op_name if parsed else path.name,
+        task_id=parsed.task_id if parsed else None, stream_id=parsed.stream_id if parsed else None,
+        timestamp=parsed.timestamp if parsed else 0, version=str(header.version),
+        inputs=inputs, outputs=outputs)
+
+
+def _read_either(path: Path, handle) -> NanoHeader | tuple[DumpData, int, int]:
+    """A nano dump's header, or a DumpData header, where its data starts and the file size."""
+    file_size = os.fstat(handle.fileno()).st_size  # the only bound a header needs
+    nano = is_nano(handle.read(MAGIC_OFFSET + 4))
+    handle.seek(0)
+    if nano:
+        return read_nano_header(path, handle, file_size)
+    return (*_read_header(path, handle, file_size), file_size)
 
 
 def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     """Read a dump file's header and index its tensors (their data stays on disk).
 
+    Both forms are read, DumpData and nano (told apart by the magic 0x5A5A5A5A at byte 8).
     ``name`` is the file's real name when ``path`` is an alias from ``mapping.csv``.
     Raises PrecisionToolError naming the file for anything that is not a well-formed dump.
     """
     path = Path(path)
     try:
         with open_regular(path, "dump file") as handle:
-            file_size = os.fstat(handle.fileno()).st_size  # the only bound its header needs
-            message, data_start = _read_header(path, handle, file_size)
+            header = _read_either(path, handle)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
-    except MemoryError:  # a header length under _MAX_HEADER, still more than this machine has
+    except MemoryError:  # a header length under MAX_HEADER, still more than this machine has
         raise PrecisionToolError("not enough memory to read the dump's header", path) from None
+    if isinstance(header, NanoHeader):
+        return _nano_file(path, header, name)
+    message, data_start, file_size = header
     _check_sizes(path, message, data_start, file_size)
     inputs, offset = _tensors(path, "input", message.input, data_start)
     outputs, _ = _tensors(path, "output", message.output, offset)

@@ -5,10 +5,14 @@ renamed or deleted (FORMATS.md section 2).
 
 How :func:`parse_dump_name` tells the forms apart: split on ``.``; the first field is the op
 type, then come op-name fields, then a tail of all-digit fields. The timestamp is the first tail
-field with at least 13 digits (real ones have 16; task and stream ids never get near 13). One id
-before it is the older ``{type}.{name}.{task}.{timestamp}`` form (stream_id None), two ids are
-task and stream; with more, the surplus leading ones belong to a dotted op name (``x.1``). Digit
-fields after the timestamp are FFTS+ extras. No id before it, or no timestamp: not a dump name.
+field with at least 13 digits (real ones have 16; task and stream ids never get near 13). Not
+every writer counts in microseconds since 1970: a nano dump's is 9 digits
+(``ConcatV2D.concatv2.0.0.550288648``, msprobe's sample); so without a 13-digit field the
+timestamp is the longest tail field after the first (the last of them on a tie), since ids and
+FFTS+ extras are short numbers. One id before it is the older ``{type}.{name}.{task}.{timestamp}``
+form (stream_id None), two ids are task and stream; with more, the surplus leading ones belong
+to a dotted op name (``x.1``). Digit fields after the timestamp are FFTS+ extras. No id before
+it, or no timestamp: not a dump name.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def parse_dump_name(name: str) -> DumpName | None:
     while tail_start > 2 and all_digits(parts[tail_start - 1]):
         tail_start -= 1
     tail = parts[tail_start:]
-    ts_pos = next((i for i, p in enumerate(tail) if len(p) >= _MIN_TIMESTAMP_DIGITS), None)
+    ts_pos = _timestamp_position(tail)
     if not ts_pos:  # None (no timestamp) or 0 (no task id before it)
         return None
     ids = [int(p) for p in tail[:ts_pos]]
@@ -97,6 +101,14 @@ def parse_dump_name(name: str) -> DumpName | None:
     task, stream = (ids[-2], ids[-1]) if len(ids) >= 2 else (ids[0], None)
     return DumpName(parts[0], op_name, task, stream, int(tail[ts_pos]),
                     tuple(int(p) for p in tail[ts_pos + 1:]), name)
+
+
+def _timestamp_position(tail: list[str]) -> int | None:
+    """Where the timestamp is among the all-digit ``tail`` fields (see the module's docstring)."""
+    long = next((i for i, p in enumerate(tail) if len(p) >= _MIN_TIMESTAMP_DIGITS), None)
+    if long is not None or len(tail) < 2:
+        return long
+    return max(range(1, len(tail)), key=lambda i: (len(tail[i]), i))
 
 
 _NORMALISE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_"})

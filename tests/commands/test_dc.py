@@ -192,7 +192,7 @@ def test_bad_tensors_and_files_are_reported_and_skipped(tmp_path, sample_data):
     assert [p.name for p in out.iterdir()] == ["Add.a.1.0.1718170000000001.input.0.2x3.npy"]
     np.testing.assert_array_equal(np.load(out / "Add.a.1.0.1718170000000001.input.0.2x3.npy"), good)
     assert "not decoded: Add.a.1.0.1718170000000001 output:0: output:0: shape [4, 4] of float32 needs 64 bytes" in text
-    assert "not decoded: " in text and "Add.b.2.0.1718170000000002: header length" in text
+    assert "not decoded: " in text and "Add.b.2.0.1718170000000002: DumpData dump: header length" in text
     assert "skipped notes.txt: not a dump file name" in text
     assert list(step.iterdir()) and not any(p.suffix == ".npy" for p in step.iterdir())
 
@@ -224,7 +224,7 @@ def test_a_single_bad_file_is_an_error_naming_it(tmp_path, sample_data):
     bad = tmp_path / "Conv2D.x.1.0.1718170000000001"
     bad.write_bytes(b"\x00" * 3)
     status, text = _run(sample_data, f"dc {bad}")
-    assert status == ExitStatus.ERROR and str(bad) in text and "truncated dump" in text
+    assert status == ExitStatus.ERROR and str(bad) in text and "DumpData dump: truncated" in text
     npy = tmp_path / "a.npy"
     np.save(npy, np.zeros(2))
     status, text = _run(sample_data, f"dc {npy}")

@@ -210,7 +210,7 @@ CASES = [
          lambda c: write_relu(c, struct.pack("<I", 0x5A5A5A5A) + relu_dump()[4:]),
          _broken("nano dump format")),
     Case("dump_zero_bytes", "an empty file named like a dump", lambda c: write_relu(c, b""),
-         _broken("truncated dump: 0 bytes")),
+         _broken("DumpData dump: truncated: 0 bytes")),
     Case("dump_shape_too_big", "output shape [0, 2**62]: no bytes, but no array can have it",
          _relu_with(None, [TensorSpec(np.zeros(0, np.float32), "FLOAT", shape=(0, 2 ** 62))]),
          _broken("shape [0,4611686018427387904] of 4-byte elements is too big for any array", dc=False)

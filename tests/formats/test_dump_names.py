@@ -76,8 +76,23 @@ def test_parse_tolerates_13_digit_timestamp_and_dotted_name():
     assert (name.op_name, name.task_id, name.stream_id) == ("blk.3", 1, 2)
 
 
+@pytest.mark.parametrize("name, fields", [
+    # msprobe's nano dump sample: a 9-digit timestamp
+    ("ConcatV2D.concatv2.0.0.550288648", ("concatv2", 0, 0, 550288648, ())),
+    ("Conv2D.x.1.0.171817000000", ("x", 1, 0, 171817000000, ())),
+    ("Relu.r.7.550288648", ("r", 7, None, 550288648, ())),
+    ("Conv2D.n_lxslice0.2.9.550288648.4.487.0.0", ("n_lxslice0", 2, 9, 550288648, (4, 487, 0, 0))),
+    ("Add.blk.3.1.2.550288648", ("blk.3", 1, 2, 550288648, ())),
+    ("Add.x.1.2.3", ("x", 1, 2, 3, ())),  # a tie of lengths: the last is the timestamp
+    ("Add.x.12.3", ("x", 12, None, 3, ())),  # never the first field: an id comes before it
+])
+def test_parse_short_timestamps(name, fields):
+    parsed = parse_dump_name(name)
+    assert (parsed.op_name, parsed.task_id, parsed.stream_id, parsed.timestamp, parsed.extra) == fields
+
+
 @pytest.mark.parametrize("name", [
-    "mapping.csv", "foo", "", "a.b", "a.b.c.d", f"Conv2D.x.{TS}", "Conv2D.x.1.0.171817000000",
+    "mapping.csv", "foo", "", "a.b", "a.b.c.d", f"Conv2D.x.{TS}", "Conv2D.x.550288648",
     f"Conv2D.x.1.0.{TS}.npy", f".x.1.0.{TS}", f"Conv2D..1.0.{TS}", f"Con v.x.1.0.{TS}",
     "1234567890", "ge_proto_00001_Build.txt",
 ])
@@ -86,9 +101,11 @@ def test_parse_rejects_non_dump_names(name):
 
 
 _IDENT = st.from_regex(r"[A-Za-z0-9_]{1,30}", fullmatch=True)
+# an all-digit op name would join the tail of ids (``T.5.1.TS``: name 5, or task 5 stream 1?)
+_OP_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,29}", fullmatch=True)
 
 
-@given(op_type=_IDENT, op_name=_IDENT, task=st.integers(0, 10**6),
+@given(op_type=_IDENT, op_name=_OP_NAME, task=st.integers(0, 10**6),
        stream=st.none() | st.integers(0, 10**6), stamp=st.integers(10**15, 10**16 - 1),
        extra=st.lists(st.integers(0, 10**6), max_size=4))
 def test_parse_round_trip(op_type, op_name, task, stream, stamp, extra):
@@ -98,6 +115,19 @@ def test_parse_round_trip(op_type, op_name, task, stream, stamp, extra):
     assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (
         op_type, op_name, task, stream)
     assert (name.timestamp, name.extra, name.file_name) == (stamp, tuple(extra), file_name)
+
+
+@given(op_type=_IDENT, op_name=_OP_NAME, task=st.integers(0, 999),
+       stream=st.none() | st.integers(0, 999), stamp=st.integers(10**3, 10**12 - 1),
+       extra=st.lists(st.integers(0, 999), max_size=4))
+def test_parse_round_trip_of_short_timestamps(op_type, op_name, task, stream, stamp, extra):
+    """A timestamp of 4 to 12 digits, longer than every id and extra, is found wherever it is."""
+    ids = [task] if stream is None else [task, stream]
+    file_name = ".".join(map(str, [op_type, op_name, *ids, stamp, *extra]))
+    name = parse_dump_name(file_name)
+    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (
+        op_type, op_name, task, stream)
+    assert (name.timestamp, name.extra) == (stamp, tuple(extra))
 
 
 @given(st.text(max_size=40))
