@@ -99,16 +99,17 @@ def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
 
 def _archive(handle: BinaryIO, path) -> zipfile.ZipFile:
     """The zip archive open in ``handle``; the legacy format and a non-zip named in words."""
-    if handle.read(len(_LEGACY_MAGIC)) == _LEGACY_MAGIC:
-        raise PrecisionToolError(
-            "legacy torch format (torch.save with _use_new_zipfile_serialization=False, or "
-            "torch before 1.6): not read; save it again with torch 1.6 or later", path)
-    handle.seek(0)
     try:
-        return zipfile.ZipFile(handle)
+        legacy = handle.read(len(_LEGACY_MAGIC)) == _LEGACY_MAGIC
+        if not legacy:
+            handle.seek(0)
+            return zipfile.ZipFile(handle)
     except _ZIP_PROBLEMS as exc:
         raise PrecisionToolError(f"not a torch .pt zip archive, or a truncated one ({exc})",
                                  path) from None
+    raise PrecisionToolError(
+        "legacy torch format (torch.save with _use_new_zipfile_serialization=False, or torch "
+        "before 1.6): not read; save it again with torch 1.6 or later", path)
 
 
 def _layout(archive: zipfile.ZipFile, path) -> _Layout:
@@ -213,8 +214,11 @@ def _storage(handle: BinaryIO, archive: zipfile.ZipFile, layout: _Layout, path) 
 def _data_start(handle: BinaryIO, member: zipfile.ZipInfo, path) -> int:
     """Where a stored member's bytes begin: after its local header, whose extra field may
     differ in length from the central directory's."""
-    handle.seek(member.header_offset)
-    header = handle.read(_LOCAL_HEADER.size)
+    try:
+        handle.seek(member.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read {KIND}: {exc.strerror or exc}", path) from None
     if len(header) < _LOCAL_HEADER.size or not header.startswith(b"PK\x03\x04"):
         raise PrecisionToolError(f"bad zip local header for {shown(member.filename)}", path)
     _, name_length, extra_length = _LOCAL_HEADER.unpack(header)
