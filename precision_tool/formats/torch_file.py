@@ -1,0 +1,225 @@
+"""PyTorch ``.pt`` tensor files (msprobe's ``dump_tensor_data/*.pt``) read without torch.
+
+msprobe writes each dumped tensor with ``torch.save(tensor.clone().contiguous().detach())``,
+on the device it was on (float8 ones with ``.detach().to("cpu")``), sliced afterwards when the
+dump config asks for a slice: so a file may hold a strided view with a storage offset, and the
+whole storage beside it. ``torch.save`` (torch 1.6 and later, torch_npu likewise) writes a zip
+archive of one folder (``archive/`` by default; torch reads any name, the first record's):
+
+- ``data.pkl``: a pickle that rebuilds the tensor (:mod:`.torch_pickle` reads it, running
+  nothing);
+- ``data/<key>``: each storage's raw bytes, stored uncompressed (torch reads deflated ones too);
+- ``byteorder``: ``little`` or ``big`` (absent from older files, which were little-endian);
+- ``version``, ``.format_version``, ``.storage_alignment``, ``.data/serialization_id``: unused.
+
+The pickle is small and read up front; the storage is memory-mapped straight out of the zip (a
+stored member's bytes are contiguous in the file) and viewed with the tensor's offset, size and
+strides, checked to stay inside the storage. The pre-1.6 ("legacy") format, a bare pickle
+stream, is refused: msprobe supports torch 2.1 and later, whose ``torch.save`` never writes it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import sys
+import zipfile
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+
+from ..errors import PrecisionToolError
+from .files import open_regular, size_text
+from .shapes import shape_problem
+from .text import shape_text
+from .torch_pickle import TensorRecord, read_tensor_pickle, shown
+
+KIND = "tensor file"
+PICKLE_LIMIT = 1 << 20  # a tensor's data.pkl is a few hundred bytes
+# a legacy torch.save stream begins with the pickle of its magic number 0x1950a86a20f9469cfc6c
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra length
+_ZIP_PROBLEMS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error,
+                 NotImplementedError, RuntimeError, OSError)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a ``.pt`` file's tensor is: what ``data.pkl`` says and the record of its storage."""
+
+    record: TensorRecord
+    member: zipfile.ZipInfo
+    byteorder: str
+    elements: int  # elements of the tensor's dtype the storage holds
+
+
+def pt_header(path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape of the tensor in the ``.pt`` file ``path``, from its zip directory
+    and ``data.pkl`` alone (no tensor data is read), with every check :func:`read_pt` makes on
+    them.
+
+    Raises:
+        PrecisionToolError: as :func:`read_pt`.
+    """
+    with open_regular(path, KIND) as handle, _archive(handle, path) as archive:
+        record = _layout(archive, path).record
+    return record.dtype, record.shape
+
+
+def read_pt(path: str | os.PathLike) -> np.ndarray:
+    """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array memory-mapped
+    from the file (bfloat16 and float8 as ml_dtypes' types; a copy only for a deflated storage
+    or a byte order other than this machine's).
+
+    Raises:
+        PrecisionToolError: naming ``path``: not a regular file, not a torch zip archive (or a
+            truncated one), the legacy format, a pickle that does more than rebuild one tensor
+            (the refused global or opcode is named), a missing or short storage record, or a
+            shape, offset or stride that reaches outside the storage.
+    """
+    with open_regular(path, KIND) as handle, _archive(handle, path) as archive:
+        layout = _layout(archive, path)
+        storage = _storage(handle, archive, layout, path)
+    return _strided(storage, layout.record)
+
+
+def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
+    """The tensor's view of its storage. as_strided goes through the array interface, which
+    cannot name ml_dtypes' 8-bit floats: those are strided as bytes and viewed back."""
+    dtype, itemsize = storage.dtype, storage.dtype.itemsize
+    if dtype.isbuiltin != 1:  # ml_dtypes' (2)
+        storage = storage.view(f"u{itemsize}")
+    view = np.lib.stride_tricks.as_strided(storage[record.offset:], record.shape,
+                                           tuple(s * itemsize for s in record.stride),
+                                           writeable=False)
+    return view if view.dtype == dtype else view.view(dtype)
+
+
+def _archive(handle: BinaryIO, path) -> zipfile.ZipFile:
+    """The zip archive open in ``handle``; the legacy format and a non-zip named in words."""
+    try:
+        legacy = handle.read(len(_LEGACY_MAGIC)) == _LEGACY_MAGIC
+        if not legacy:
+            handle.seek(0)
+            return zipfile.ZipFile(handle)
+    except _ZIP_PROBLEMS as exc:
+        raise PrecisionToolError(f"not a torch .pt zip archive, or a truncated one ({exc})",
+                                 path) from None
+    raise PrecisionToolError(
+        "legacy torch format (torch.save with _use_new_zipfile_serialization=False, or torch "
+        "before 1.6): not read; save it again with torch 1.6 or later", path)
+
+
+def _layout(archive: zipfile.ZipFile, path) -> _Layout:
+    """What ``data.pkl`` rebuilds and the storage record it needs, all checked."""
+    members = archive.infolist()
+    prefix = members[0].filename.split("/", 1)[0] if members else ""
+    pickle_name = f"{prefix}/data.pkl"
+    try:
+        info = archive.getinfo(pickle_name)
+    except KeyError:
+        raise PrecisionToolError(f"not a torch.save archive: no {shown(pickle_name)}", path) from None
+    if info.file_size > PICKLE_LIMIT:
+        raise PrecisionToolError(f"{shown(pickle_name)} is larger than {size_text(PICKLE_LIMIT)} "
+                                 f"({info.file_size:,} bytes): not one tensor's", path)
+    record = read_tensor_pickle(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    byteorder = _byteorder(archive, prefix, path)
+    name = f"{prefix}/data/{record.storage.key}"
+    try:
+        member = archive.getinfo(name)
+    except KeyError:
+        raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing",
+                                 path) from None
+    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, path) -> bytes:
+    try:
+        with archive.open(info) as member:
+            return member.read(limit)
+    except _ZIP_PROBLEMS as exc:
+        raise PrecisionToolError(f"cannot read {shown(info.filename)} from the archive ({exc})",
+                                 path) from None
+
+
+def _byteorder(archive: zipfile.ZipFile, prefix: str, path) -> str:
+    try:
+        info = archive.getinfo(f"{prefix}/byteorder")
+    except KeyError:
+        return "little"
+    order = _read_member(archive, info, 16, path).decode("ascii", "replace").strip()
+    if order not in ("little", "big"):
+        raise PrecisionToolError(f"byteorder record says {shown(order)!r}, not little or big", path)
+    return order
+
+
+def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
+    """The elements of the tensor's dtype in its storage, once the storage record is known to
+    hold the storage and the tensor's last element is known to lie inside it."""
+    problem = shape_problem(record.shape, record.dtype.itemsize)
+    if problem:
+        raise PrecisionToolError(problem, path)
+    if member.flag_bits & 0x1:
+        raise PrecisionToolError(f"record {shown(member.filename)} is encrypted: not read", path)
+    storage_bytes = record.storage.numel * record.storage.dtype.itemsize
+    held = member.file_size if member.compress_type != zipfile.ZIP_STORED else \
+        min(member.file_size, member.compress_size)  # a stored record's bytes are both
+    if held < storage_bytes:
+        raise PrecisionToolError(
+            f"truncated: record {shown(member.filename)} holds {held} bytes, the "
+            f"tensor's storage is {storage_bytes}", path)
+    elements = storage_bytes // record.dtype.itemsize
+    if math.prod(record.shape) == 0:
+        return elements
+    last = record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
+    if last >= elements:
+        raise PrecisionToolError(
+            f"tensor of shape {shape_text(record.shape)}, stride {shape_text(record.stride)} at "
+            f"offset {record.offset} reaches element {last} of a storage of {elements}: out of "
+            "bounds", path)
+    return elements
+
+
+def _storage(handle: BinaryIO, archive: zipfile.ZipFile, layout: _Layout, path) -> np.ndarray:
+    """The storage as a 1-d read-only array of the tensor's dtype (native byte order)."""
+    dtype, count = layout.record.dtype, layout.elements
+    swap = layout.byteorder != sys.byteorder and dtype.itemsize > 1
+    numeric = dtype.isbuiltin == 1  # ml_dtypes' types (2) have no swapped form: their bits do
+    raw = (dtype.newbyteorder() if numeric else np.dtype(f"u{dtype.itemsize}")) if swap else dtype
+    if count == 0:
+        return np.empty(0, dtype)
+    member = layout.member
+    if member.compress_type == zipfile.ZIP_STORED:
+        start = _data_start(handle, member, path)
+        if start + count * dtype.itemsize > os.fstat(handle.fileno()).st_size:
+            raise PrecisionToolError(f"truncated: record {shown(member.filename)} ends past the "
+                                     "end of the file", path)
+        try:
+            storage = np.memmap(handle, raw, "r", start, (count,))
+        except (ValueError, OSError) as exc:
+            raise PrecisionToolError(f"cannot map {shown(member.filename)}: {exc}", path) from None
+    else:
+        data = _read_member(archive, member, count * dtype.itemsize, path)
+        if len(data) < count * dtype.itemsize:
+            raise PrecisionToolError(f"truncated: record {shown(member.filename)}", path)
+        storage = np.frombuffer(data, raw, count)
+    if swap:
+        storage = storage.astype(dtype) if numeric else storage.byteswap().view(dtype)
+        storage.flags.writeable = False
+    return storage
+
+
+def _data_start(handle: BinaryIO, member: zipfile.ZipInfo, path) -> int:
+    """Where a stored member's bytes begin: after its local header, whose extra field may
+    differ in length from the central directory's."""
+    try:
+        handle.seek(member.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read {KIND}: {exc.strerror or exc}", path) from None
+    if len(header) < _LOCAL_HEADER.size or not header.startswith(b"PK\x03\x04"):
+        raise PrecisionToolError(f"bad zip local header for {shown(member.filename)}", path)
+    _, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    return member.header_offset + _LOCAL_HEADER.size + name_length + extra_length
