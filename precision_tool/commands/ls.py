@@ -18,8 +18,9 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
     parser.add_argument("-d", "--debug", metavar="DEBUG_DIR", help="only this NPU debug dir (debug_0, debug_1)")
     parser.add_argument("-g", "--graph",
-                        help="only this graph: a graph or model name, a graph file name, a graph "
-                             "id, or a stage other than Build (PreRunBegin...)")
+                        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
+                             "a graph or model name, a graph file name, a graph id, or a stage "
+                             "other than Build (PreRunBegin...)")
 
 
 def run(args, context: Context) -> CommandResult:
@@ -32,4 +33,5 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="ls", summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
     add_arguments=_add_arguments, run=run,
-    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype"})
+    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype", "-g": "path",
+                 "--graph": "path"})

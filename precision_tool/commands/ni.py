@@ -16,8 +16,9 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME",
                         help="the op name (same as the positional)")
     parser.add_argument("-g", "--graph",
-                        help="only this graph: a graph or model name, a graph file name, a graph "
-                             "id, or a stage other than Build (PreRunBegin...)")
+                        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
+                             "a graph or model name, a graph file name, a graph id, or a stage "
+                             "other than Build (PreRunBegin...)")
     parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
                         help="also show every attribute of the op and its tensor descs")
     parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
@@ -62,7 +63,7 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="ni", summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
     add_arguments=_add_arguments, run=run,
-    completions={"": "op", "-n": "op", "--name": "op"},
+    completions={"": "op", "-n": "op", "--name": "op", "-g": "path", "--graph": "path"},
     flag_hints={"-d": ORIGINAL_D, "--debug": ORIGINAL_D},
     description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
                  "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "

@@ -11,10 +11,10 @@ from collections import Counter
 from rich.text import Text
 
 from ..context import Context, OpRef
-from ..formats.graph_names import BUILD_FILE_FORMS
+from ..formats.graph_names import BUILD_FILE_FORMS, is_content_named
 from ..render.fit import FitTable
 from ..render.lines import data_text, visible
-from ..compare.lookup import fused_note, fused_tf_names, graph_label, graph_refs
+from ..compare.lookup import fused_note, fused_tf_names, graph_file_given, graph_label, graph_refs
 from .registry import CommandResult
 
 
@@ -62,6 +62,23 @@ def _graph_files(refs: list[OpRef]) -> FitTable:
     return table
 
 
+def _chosen_notes(refs: list[OpRef], graph: str | None) -> list[Text]:
+    """Which file was read, for each graph file without a GE dump name: the one ``-g`` gave,
+    or one a graph directory holds a GE model in under a name of the user's."""
+    notes, seen = [], set()
+    for ref in refs:
+        path = ref.model.source_path
+        if path is None or path in seen or not is_content_named(path):
+            continue
+        seen.add(path)
+        if graph_file_given(graph):
+            why = "the graph file -g gives"
+        else:
+            why = f"{ref.debug}'s Build graph, by its content (no ge_proto_*_Build.txt there)"
+        notes.append(Text.assemble((visible(str(path)), "path"), (f": {why}", "muted")))
+    return notes
+
+
 def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
     passes = ",".join(ref.op.pass_name)
     where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
@@ -82,7 +99,7 @@ def list_ops(args, context: Context) -> CommandResult:
                                    style="warn")])
     if not any((args.type, args.name, args.pass_name, args.kernel)):
         return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs),
-                              _graph_files(refs)])
+                              _graph_files(refs), *_chosen_notes(refs, args.graph)])
     kept = [r for r in refs if _keep(r, args)]
     with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
     lines = [_op_line(r, with_graph, args.name) for r in kept]

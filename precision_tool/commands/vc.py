@@ -345,8 +345,9 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="right directory, as -lt: npy (NPU vs TF), NPU (NPU vs NPU, by op name) "
                              "or npy with an npy -lt (by golden name and index, else file name)")
     parser.add_argument("-g", "--graph", metavar="GRAPH",
-                        help="the Build graph to pair with: a graph file, or a model/graph name "
-                             "(default: the graph named like the step dir's model, or the only one)")
+                        help="the Build graph to pair with: a graph file (a GE dump, atc JSON, an "
+                             ".om), or a model/graph name (default: the graph named like the step "
+                             "dir's model, or the only one)")
     parser.add_argument("--step", metavar="S", help="steps to compare, as TF_DUMP_STEP ('0', '0|5', '3-5')")
     parser.add_argument("--device", metavar="D",
                         help="devices (ranks) to compare: '0', '0,3-5'; default all, in one pool")

@@ -6,16 +6,19 @@ close names suggested. Every command that takes an op name (``ni``, ``ls -n``, `
 here, over a :class:`~.workspace.Workspace`, so explain/, report/ and the checks can too; what
 a result row or a dump file names exactly is :meth:`.Workspace.find_op`'s.
 
-``-g GRAPH`` names a graph or model (its name), a graph dump file (its file name), a GE graph id
-(the ``31`` of ``ge_proto_00000001_graph_31_Build.txt``), or a compilation stage other than
-Build (``PreRunBegin``), whose graph dumps are then read although ``ls``/``ni`` otherwise read
-only the Build graphs.
+``-g GRAPH`` names a graph file anywhere on disk (its path: a GE dump, atc's JSON under any name,
+an ``.om``), a graph or model (its name), a graph file of a debug dir's ``graph/`` (its file
+name, read even when the Build graphs there are others), a GE graph id (the ``31`` of
+``ge_proto_00000001_graph_31_Build.txt``), or a compilation stage other than Build
+(``PreRunBegin``), whose graph dumps are then read although ``ls``/``ni`` otherwise read only
+the Build graphs.
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import PrecisionToolError
 from ..formats.graph_names import BUILD_FILE_FORMS, BUILD_STAGE, graph_stages, parse_graph_file_name
@@ -53,17 +56,57 @@ def _names_graph(ref: OpRef, graph: str, stage: str | None) -> bool:
         graph_id is not None and graph == str(graph_id))
 
 
+def _debug_holding(workspace: Workspace, path: Path, debug: str | None) -> str:
+    """The debug dir whose ``graph/`` holds ``path``, else ``debug``, else the first one (a
+    graph file given by path is read with no data root too)."""
+    try:
+        names = workspace.debug_names()
+        directories = [workspace.data.graph_dir(name).resolve() for name in names]
+    except PrecisionToolError:
+        names, directories = [], []
+    for name, directory in zip(names, directories):
+        if path.resolve().parent == directory:
+            return name
+    return debug or (names[0] if names else "debug_0")
+
+
+def _file_refs(workspace: Workspace, path: Path, debug: str | None) -> list[OpRef]:
+    model = workspace.graph_file(path)
+    holder = _debug_holding(workspace, path, debug)
+    return [OpRef(holder, model, g, op) for g in model.graphs for op in g.ops]
+
+
+def _graph_dir_file(workspace: Workspace, name: str, debug: str | None) -> Path | None:
+    """The file ``name`` in the ``graph/`` of ``debug`` (of any debug dir without one)."""
+    if Path(name).name != name:
+        return None  # a path, not a file name: had it been a file it would have been read
+    for each in [debug] if debug else workspace.debug_names():
+        path = workspace.data.graph_dir(each) / name
+        if path.is_file():
+            return path
+    return None
+
+
+def graph_file_given(graph: str | None) -> bool:
+    """Whether ``-g GRAPH`` is a path to a graph file (read as it is, wherever it lies)."""
+    return bool(graph) and Path(graph).expanduser().is_file()
+
+
 def graph_refs(workspace: Workspace, graph: str | None = None, debug: str | None = None) -> list[OpRef]:
     """Every op of the Build graphs, or only of those ``graph`` names (see the module doc).
 
     Raises:
-        PrecisionToolError: ``graph`` names nothing loaded.
+        PrecisionToolError: ``graph`` names nothing loaded, or a graph file that cannot be read.
     """
     if not graph:
         return workspace.ops(debug)
+    if graph_file_given(graph):
+        return _file_refs(workspace, Path(graph).expanduser(), debug)
     stage = _stage_of(workspace, graph, debug)
     refs = workspace.ops(debug, stage or BUILD_STAGE)
     kept = [r for r in refs if _names_graph(r, graph, stage)]
+    if not kept and (in_dir := _graph_dir_file(workspace, graph, debug)) is not None:
+        return _file_refs(workspace, in_dir, debug)
     if not kept and (stage or BUILD_STAGE) != BUILD_STAGE:
         raise PrecisionToolError(f"no graph named '{graph}' (no {stage} graph dump of that name)")
     if not kept:

@@ -58,20 +58,28 @@ def _all_graphs(models: list[Model]) -> list[tuple[Model, GraphDesc]]:
     return [(m, g) for m in models for g in m.graphs]
 
 
-def pick_graph(models: list[Model], wanted: str | None) -> GraphDesc | None:
-    """The graph ``wanted`` names: a graph file, or a model or graph name among ``models``.
+def pick_graph(models: list[Model], wanted: str | None, workspace: Workspace | None = None,
+               graph_dir: Path | None = None) -> GraphDesc | None:
+    """The graph ``wanted`` names: a graph file on disk (any form, any name: atc's JSON, an
+    ``.om``), a model or graph name among ``models``, or a file of ``graph_dir`` by its name
+    (read although the Build graphs there are others). Files are read through ``workspace``
+    (once per session) when given.
 
     None when ``wanted`` is None. Raises PrecisionToolError when nothing has that name.
     """
     if wanted is None:
         return None
-    if Path(wanted).is_file():
-        model = read_graph(wanted)
+    read = workspace.graph_file if workspace is not None else read_graph
+    if Path(wanted).expanduser().is_file():
+        model = read(Path(wanted).expanduser())
         return model.graphs[0] if model.graphs else None
     for model, graph in _all_graphs(models):
         file_name = model.source_path.name if model.source_path else None
         if wanted in (graph.name, model.name, file_name):
             return graph
+    if graph_dir is not None and Path(wanted).name == wanted and (graph_dir / wanted).is_file():
+        model = read(graph_dir / wanted)
+        return model.graphs[0] if model.graphs else None
     names = ", ".join(g.name for _, g in _all_graphs(models)) or "none"
     raise PrecisionToolError(f"no Build graph called {wanted!r} (graphs: {names})")
 
@@ -135,7 +143,7 @@ def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
                                  + f" in the newest run (steps present: {present}; devices: {on}); "
                                  "use --step / --device", tree.root)
     golden, models = workspace.golden(), workspace.models("debug_0")
-    picked = pick_graph(models, graph)
+    picked = pick_graph(models, graph, workspace, workspace.data.graph_dir("debug_0"))
     return [npu_vs_golden(s, tree.listing(s), golden, graph_for_step(s, models, picked)) for s in chosen]
 
 
@@ -151,7 +159,7 @@ def _plan_dirs(workspace: Workspace, left: str, right: str, graph: str | None,
         return [Comparison(f"{lside.path} vs {rside.path}", "npy", tasks)]
     if not rside.is_npu:
         models = workspace.models_in(lside.graph_dir)
-        picked = pick_graph(models, graph)
+        picked = pick_graph(models, graph, workspace, lside.graph_dir)
         return [npu_vs_golden(s, lside.tree.listing(s), rside.golden, graph_for_step(s, models, picked))
                 for s in lside.steps]
     return _plan_npu_npu(lside, rside)

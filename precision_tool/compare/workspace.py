@@ -108,19 +108,40 @@ class Workspace:
             return []
 
         def load() -> list[Model]:
-            from ..formats.graph_cache import CACHE_DIR, read_graph_cached
-
             if not graph_dir.is_dir():
                 return []
-            try:
-                root = self.output
-            except PrecisionToolError:  # an output root inside the inputs: said when writing
-                root = None
-            cache = root.path / CACHE_DIR if root is not None else None
-            return prefer_ge_proto([read_graph_cached(p, cache, workers=self.config.worker_count,
-                                                      root=root)
-                                    for p in find_graph_files(graph_dir, stage)])
+            return prefer_ge_proto([self._read_graph(p) for p in find_graph_files(graph_dir, stage)])
         return self._cached(("models", Path(graph_dir), stage), load)
+
+    def _read_graph(self, path: Path) -> Model:
+        """One graph file, through the graph cache of the output root when there is one."""
+        from ..formats.graph_cache import CACHE_DIR, read_graph_cached
+
+        try:
+            root = self.output
+        except PrecisionToolError:  # an output root inside the inputs: said when writing
+            root = None
+        cache = root.path / CACHE_DIR if root is not None else None
+        return read_graph_cached(path, cache, workers=self.config.worker_count, root=root)
+
+    def graph_file(self, path: str | Path) -> Model:
+        """The graph file ``path`` (any form :func:`~..formats.graph.read_graph` reads, under any
+        name, anywhere), parsed once: the model already loaded from a graph directory when it
+        is one of those, else read through the graph cache.
+
+        Raises:
+            PrecisionToolError: the file cannot be read as a graph.
+        """
+        path = Path(path)
+
+        def load() -> Model:
+            for key, models in list(self._cache.items()):
+                if isinstance(key, tuple) and key[:1] == ("models",) and _same_file(key[1], path.parent):
+                    found = [m for m in models if m.source_path and _same_file(m.source_path, path)]
+                    if found:
+                        return found[0]
+            return self._read_graph(path)
+        return self._cached(("graph file", _resolved(path)), load)
 
     def models(self, debug: str = "debug_0", stage: str = BUILD_STAGE) -> list[Model]:
         """The graphs of one debug dir (see :meth:`models_in`)."""
@@ -186,6 +207,17 @@ class Workspace:
         if not directory.is_dir():
             raise PrecisionToolError("no TF golden dumps here", directory)
         return self._cached("golden", lambda: read_golden(directory))
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return _resolved(Path(a)) == _resolved(Path(b))
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -1,10 +1,11 @@
-"""GE graph dumps (``ge_proto_*_Build.txt``, atc's ``.txt.json``, ``ge_onnx_*_Build.pbtxt``) as
-plain Python objects.
+"""GE graph dumps (``ge_proto_*_Build.txt``, atc's ``.txt.json``, ``ge_onnx_*_Build.pbtxt``) and
+offline models (``.om``) as plain Python objects.
 
 Every form is parsed into one ``ge.proto.ModelDef`` message -- TextFormat by protobuf's own
 parser (:mod:`.proto.ge_ir`), JSON by walking the schema (:mod:`.proto.atc_json`), GE's ONNX
-text by protobuf's parser over an ONNX schema and then unflattened (:mod:`.onnx_graph`) -- and
-then converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`.
+text by protobuf's parser over an ONNX schema and then unflattened (:mod:`.onnx_graph`), an OM's
+binary model definition by protobuf out of its container (:mod:`.om_model`) -- and then
+converted once, by :func:`model_from_proto`, into the dataclasses of :mod:`.graph_model`.
 Ops keep the file's order, which is GE's execution order. ge_proto TextFormat is first given to
 :mod:`.graph_text_fast`, which reads it straight into the same dataclasses with the same rules
 (``*_from_fields`` below), many times faster, and leaves to protobuf what it does not take.
@@ -24,11 +25,12 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from ..idle_cores import cpu_mark
-from .files import read_regular
+from .files import open_regular, read_regular
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
+from .om_model import looks_like_om, read_om_model_def
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
 from .proto import atc_json, ge_ir, onnx_ir
 
@@ -47,7 +49,18 @@ def _read_text(path: Path) -> str:
         return raw.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as err:
         raise PrecisionToolError(f"not a text graph dump: byte {err.start} is not UTF-8 "
-                                 "(binary .pb/.om graphs are not supported)", path) from None
+                                 "(of binary graphs only .om models are read)", path) from None
+
+
+def _is_om(path: Path) -> bool:
+    """An OM by its magic; a ``.om`` file whatever it holds (the OM reader says what is wrong)."""
+    if path.suffix.lower() == ".om":
+        return True
+    with open_regular(path, "graph file") as handle:
+        try:
+            return looks_like_om(handle.read(4))
+        except OSError as exc:
+            raise PrecisionToolError(f"cannot read graph file: {exc.strerror or exc}", path) from None
 
 
 def _parse_text(text: str, path: Path, parse, kind: str = "TextFormat"):
@@ -124,6 +137,8 @@ def _proto_from_text(text: str, path: Path, workers: int | None):
 def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
     """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
     path = Path(path)
+    if _is_om(path):
+        return read_om_model_def(path)
     return _proto_from_text(_graph_text(path), path, workers)
 
 
@@ -133,6 +148,9 @@ def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[
     from .graph_text_split import model_from_text_parallel  # the fast reader: ge_proto text only
 
     path = Path(path)
+    if _is_om(path):
+        proto = read_om_model_def(path)
+        return model_from_proto(proto, path), proto
     mark = cpu_mark()  # the idle cores are watched while the file is read
     text = _graph_text(path)
     if not _is_json(text) and not _is_onnx(text, path):
@@ -146,14 +164,16 @@ def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[
 
 @names_the_file_when_out_of_memory
 def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
-    """Read a GE graph dump: ge_proto TextFormat, atc JSON or GE's ONNX TextFormat (decided by
-    content; by the file name only when the content does not tell).
+    """Read a GE graph dump: ge_proto TextFormat, atc JSON, GE's ONNX TextFormat or an offline
+    model (decided by content: an OM by its magic; by the file name only when the content does
+    not tell).
 
     ge_proto TextFormat is read by :mod:`.graph_text_fast`, and by protobuf's parser (in
     ``workers`` processes for a large file; all cores by default) when that does not take it.
     Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
     unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
-    not fit the schema, ONNX text that holds no graph, or a graph with an unnamed op or two ops
-    of one name. Unknown fields are skipped in every form, so newer GE versions load.
+    not fit the schema, ONNX text that holds no graph, an OM whose model definition cannot be
+    read (:func:`.om_model.read_om_model_def`), or a graph with an unnamed op or two ops of one
+    name. Unknown fields are skipped in every form, so newer GE versions load.
     """
     return load_graph(path, workers=workers)[0]

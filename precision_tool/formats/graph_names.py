@@ -12,6 +12,13 @@ GE (``DUMP_GE_GRAPH``) names a graph dump ``ge_{form}_{index}_[graph_{id}_]{stag
 =============================================  =============================================
 
 The tool reads the ``Build`` stage (the graph that ran); others only when asked for by stage.
+A graph directory with no Build graph of these names may hold graphs under names of the user's:
+``atc --mode=1 --om=resnet50.om --json=resnet50.json`` writes ``resnet50.json``, and atc's
+``resnet50.om`` holds the model itself. Then each ``.json``, ``.txt``, ``.pbtxt`` or ``.om``
+file there whose first KiB starts as a GE model (:func:`content_kind`) is a Build graph, once
+per name without its suffixes (``resnet50.om`` over ``resnet50.txt`` over ``resnet50.json``:
+the model over its conversions). Named dumps win when both are there.
+
 When a graph is there in both forms, the ``ge_proto`` one is read and the ``ge_onnx`` one left
 out: by name when both carry the same graph id (or the same index, without ids), and after
 loading by content (:func:`prefer_ge_proto`). A Build graph name whose graph id is not a number
@@ -27,6 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
+from .files import open_regular
+from .om_model import looks_like_om
 
 if TYPE_CHECKING:
     from .graph_model import Model
@@ -37,8 +46,23 @@ GRAPH_FILE_RE = re.compile(
 """form, index, graph id (any text; must be a number), stage, extension, ``.json`` of atc."""
 
 _FORM_ORDER = {"ge_proto": 0, "ge_onnx": 1}
-BUILD_FILE_FORMS = "ge_proto_*_Build.txt, ge_proto_*_graph_*_Build.txt, ge_onnx_*_graph_*_Build.pbtxt"
+BUILD_FILE_FORMS = ("ge_proto_*_Build.txt, ge_proto_*_graph_*_Build.txt, ge_onnx_*_graph_*_Build.pbtxt, "
+                    "or a GE model in any .json, .txt, .pbtxt or .om")
 """The Build graph names, as messages list them."""
+
+CONTENT_SUFFIXES = (".om", ".txt", ".pbtxt", ".json")
+"""The files of a graph directory looked into when no Build graph has a GE dump name, in the
+order of preference among files of one name (the model, then its conversions)."""
+SNIFF_BYTES = 1024
+# The first field of a ModelDef (ge.proto) or an ONNX ModelProto in TextFormat, after comments:
+# a string value is quoted, a number is a number, a message opens a brace.
+_TEXT_START = re.compile(
+    rb'\A\s*(?:#[^\n]*\n\s*)*(?:(?:name|custom_version|producer_name|producer_version|domain|doc_string)'
+    rb'\s*:\s*"|(?:version|ir_version|model_version)\s*:\s*[0-9]|(?:graph|attr|opset_import)\s*:?\s*[{<])')
+# atc's JSON has its keys sorted (attr, custom_version, graph, name, version); protobuf's JSON
+# writer puts them in field order (name, version, custom_version, graph, attr)
+_JSON_START = re.compile(rb'\A\s*\{\s*"(attr|custom_version|graph|name|version)"\s*:')
+_JSON_GRAPH = re.compile(rb'"graph"\s*:\s*\[')
 
 
 @dataclass(frozen=True)
@@ -106,11 +130,65 @@ def _same_graph(onnx: GraphFileName, proto: GraphFileName) -> bool:
     return onnx.graph_id is None and proto.graph_id is None and onnx.index == proto.index
 
 
+def content_kind(head: bytes) -> str | None:
+    """``"om"``, ``"json"`` or ``"text"`` when ``head`` (a file's first KiB) starts as a GE model
+    does: an OM's magic, atc's JSON of a ModelDef, or a ModelDef (or GE's ONNX ModelProto) in
+    TextFormat; None otherwise. Which text form it is :mod:`.graph` decides when it reads it."""
+    if looks_like_om(head):
+        return "om"
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    match = _JSON_START.match(head)
+    if match is not None:
+        first_is_graph_field = match.group(1) not in (b"name", b"version")
+        return "json" if first_is_graph_field or _JSON_GRAPH.search(head) else None
+    return "text" if _TEXT_START.match(head) else None
+
+
+def _head(path: Path) -> bytes | None:
+    try:
+        with open_regular(path, "graph file") as handle:
+            return handle.read(SNIFF_BYTES)
+    except (PrecisionToolError, OSError):  # unreadable: not shown to hold a graph
+        return None
+
+
+def content_graph_files(directory: str | os.PathLike) -> list[Path]:
+    """The files of ``directory`` with no GE dump name that hold a GE model by their first KiB
+    (:func:`content_kind`; a ``.om`` always, for the OM reader to say what is wrong with it),
+    among the suffixes of :data:`CONTENT_SUFFIXES`, one per name without suffixes (see the
+    module doc), by name."""
+    candidates = sorted((CONTENT_SUFFIXES.index(entry.suffix.lower()), entry.name, entry)
+                        for entry in Path(directory).iterdir()
+                        if entry.suffix.lower() in CONTENT_SUFFIXES
+                        and parse_graph_file_name(entry.name) is None)
+    chosen: dict[str, Path] = {}
+    for _, name, entry in candidates:
+        base = _model_name(name)
+        if base in chosen or not entry.is_file():
+            continue
+        if entry.suffix.lower() == ".om" or ((head := _head(entry)) is not None and content_kind(head)):
+            chosen[base] = entry
+    return sorted(chosen.values(), key=lambda p: p.name)
+
+
+def _model_name(name: str) -> str:
+    """``resnet50`` of ``resnet50.om``, ``resnet50.json`` and atc's ``resnet50.txt.json``."""
+    return Path(name[:-len(".json")] if name.lower().endswith(".json") else name).stem.lower()
+
+
+def is_content_named(path: Path | None) -> bool:
+    """Whether the graph file ``path`` has a name of the user's, not a GE dump name (it was
+    found by its content, or given by path)."""
+    return path is not None and parse_graph_file_name(Path(path).name) is None
+
+
 def find_graph_files(directory: str | os.PathLike, suffix: str | None = BUILD_STAGE) -> list[Path]:
     """The graph dumps in ``directory`` of stage ``suffix`` (None: every stage), by index.
 
     A graph present both as ``.txt`` and as ``.txt.json`` is listed once, as the ``.txt``; a
-    ``ge_onnx`` dump of a graph that is also there as ``ge_proto`` is left out.
+    ``ge_onnx`` dump of a graph that is also there as ``ge_proto`` is left out. When no dump of
+    stage Build has a GE name, the Build graphs are the files that hold a GE model under other
+    names (:func:`content_graph_files`): ``resnet50.json``, ``model.om``.
 
     Raises:
         PrecisionToolError: ``directory`` is not a directory, or a file of the stage asked for
@@ -129,7 +207,10 @@ def find_graph_files(directory: str | os.PathLike, suffix: str | None = BUILD_ST
     protos = [p for p, _ in chosen.values() if not p.is_onnx]
     kept = [(p, path) for p, path in chosen.values()
             if not (p.is_onnx and any(_same_graph(p, q) for q in protos))]
-    return [path for _, path in sorted(kept, key=lambda item: item[0].sort_key())]
+    named = [path for _, path in sorted(kept, key=lambda item: item[0].sort_key())]
+    if suffix in (BUILD_STAGE, None) and not any(p.stage == BUILD_STAGE for p, _ in kept):
+        return named + content_graph_files(directory)
+    return named
 
 
 def graph_stages(directory: str | os.PathLike) -> set[str]:

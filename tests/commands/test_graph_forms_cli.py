@@ -2,9 +2,11 @@
 driven through the real command line (``python -m precision_tool``).
 
 The forms: the sample's ``ge_proto_00000001_Build.txt`` (8-digit index), a 5-digit index, the
-newer ``ge_proto_00000001_graph_1_Build.txt``, and only ``ge_onnx_00000000_graph_1_Build.pbtxt``
-(the sample graph written as GE's ONNX text). What each must give is computed from the sample
-graph's raw text, and every form must give the same comparison rows.
+newer ``ge_proto_00000001_graph_1_Build.txt``, only ``ge_onnx_00000000_graph_1_Build.pbtxt``
+(the sample graph written as GE's ONNX text), only atc's JSON under a name of the user's
+(``resnet50.json``), and only an offline model (``model.om``, built byte by byte around the
+graph's binary ModelDef). What each must give is computed from the sample graph's raw text, and
+every form must give the same comparison rows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from precision_tool.formats.graph import read_graph
+from precision_tool.formats.graph_write import write_graph_json
 from precision_tool.formats.onnx_write import write_graph_onnx
+from tests.formats.om_bytes import om_of_text_graph
 
 SAMPLE_NAME = "ge_proto_00000001_Build.txt"
 FORMS = {
@@ -29,6 +33,8 @@ FORMS = {
     "5-digit": "ge_proto_00001_Build.txt",
     "graph id": "ge_proto_00000001_graph_1_Build.txt",
     "ge_onnx only": "ge_onnx_00000000_graph_1_Build.pbtxt",
+    "atc JSON, own name": "resnet50.json",
+    "om only": "model.om",
 }
 ROOT_OP = "trans_TransData_3"  # feeds resnet/dense/MatMul, whose weight and bias come from elsewhere
 
@@ -64,6 +70,12 @@ def _with_form(sample: Path, tmp_path: Path, form: str) -> Path:
         target = original.with_name(FORMS[form])
         if target.name.startswith("ge_onnx"):
             write_graph_onnx(read_graph(original), target)
+            original.unlink()
+        elif target.suffix == ".json":
+            write_graph_json(read_graph(original), target)
+            original.unlink()
+        elif target.suffix == ".om":
+            target.write_bytes(om_of_text_graph(original.read_text(encoding="utf-8")))
             original.unlink()
         elif target != original:
             original.rename(target)
@@ -152,3 +164,45 @@ def test_another_stage_is_read_only_when_g_names_it(sample, tmp_path):
     assert "ge_proto_00000001_graph_1_PreRunBegin.txt" in staged.stdout
     by_id = _cli(root, "ni", "resnet/dense/MatMul", "-g", "1", "-d", "debug_0")
     assert by_id.returncode == 0 and "resnet/dense/MatMul" in by_id.stdout
+
+
+@pytest.mark.parametrize("form", ["atc JSON, own name", "om only"])
+def test_ls_says_which_user_named_file_it_read(sample, tmp_path, form):
+    root = _with_form(sample, tmp_path, form)
+    done = _cli(root, "ls")
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # the note may wrap
+    for debug in ("debug_0", "debug_1"):
+        where = Path("precision_data", "npu", debug, "graph", FORMS[form])
+        assert f"{where}: {debug}'s Build graph, by its content" in out
+
+
+def test_g_takes_an_om_or_atc_json_anywhere_on_disk(sample, tmp_path):
+    root = _with_form(sample, tmp_path, "8-digit")
+    text = (root / "npu" / "debug_0" / "graph" / SAMPLE_NAME).read_text(encoding="utf-8")
+    om = tmp_path / "models" / "resnet.om"
+    om.parent.mkdir()
+    om.write_bytes(om_of_text_graph(text))
+    total = sum(_raw_types(root / "npu" / "debug_0" / "graph" / SAMPLE_NAME).values())
+    listed = _cli(root, "ls", "-g", str(om))
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(rf"^│ total\s+│\s+{total} │$", listed.stdout, re.M)
+    squeezed = re.sub(r"\s", "", listed.stdout)  # the note wraps, maybe inside the path
+    assert re.sub(r"\s", "", f"{om}: the graph file -g gives") in squeezed
+    info = _cli(root, "ni", "resnet/dense/MatMul", "-g", str(om))
+    assert info.returncode == 0 and "resnet/dense/MatMul" in info.stdout and "MatMulV2" in info.stdout
+    compared = _cli(root, "vc", "-g", str(om))
+    assert compared.returncode in (0, 1), compared.stderr
+    assert any(row[2] == "resnet/conv1/Conv2D" for row in _rows(root))
+
+
+def test_a_bad_om_is_one_error_line(sample, tmp_path):
+    root = _with_form(sample, tmp_path, "om only")
+    om = root / "npu" / "debug_0" / "graph" / FORMS["om only"]
+    raw = bytearray(om.read_bytes())
+    raw[80] = 1  # is_encrypt
+    om.write_bytes(bytes(raw))
+    done = _cli(root, "ls")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "model.om: encrypted OM (is_encrypt=1)" in line

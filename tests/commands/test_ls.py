@@ -54,3 +54,21 @@ def test_no_graph_says_where_it_looked(tmp_path):
     context, out = make_context(tmp_path / "precision_data")
     assert run_command(context, "ls") == ExitStatus.OK
     assert "no Build graph" in out.getvalue()
+
+
+def test_a_bad_om_is_one_line_and_the_session_goes_on(sample_data):
+    from tests.formats.om_bytes import om_of_text_graph
+
+    graph = sample_data / "npu/debug_1/graph"
+    text = (graph / "ge_proto_00000001_Build.txt").read_text(encoding="utf-8")
+    (graph / "ge_proto_00000001_Build.txt").unlink()
+    (graph / "model.om").write_bytes(om_of_text_graph(text)[:300])  # cut inside the ModelDef
+    context, out = make_context(sample_data)
+    assert run_command(context, "ls") == ExitStatus.ERROR
+    (line,) = out.getvalue().strip().splitlines()
+    assert "model.om: truncated OM" in line
+    (graph / "model.om").write_bytes(om_of_text_graph(text))
+    context.reload()
+    assert run_command(context, "ls") == ExitStatus.OK
+    assert re.search(r"total\s+│\s+28\s+│\s+29", out.getvalue())
+    assert run_command(context, "ls -d debug_0") == ExitStatus.OK

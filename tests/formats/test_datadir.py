@@ -68,3 +68,15 @@ def test_survey_lists_every_build_name_form_and_reports_a_bad_one(sample_data):
     assert found.debug[1].graph_files == []
     assert len(found.problems) == 1 and "graph id 'z' in the file name is not a number" in found.problems[0]
     assert [p.name for p in found.debug[0].graph_files] == ["ge_proto_00000001_Build.txt"]
+
+
+def test_survey_and_banner_name_a_user_named_graph(sample_data):
+    graph_dir = sample_data / "npu" / "debug_1" / "graph"
+    (graph_dir / "ge_proto_00000001_Build.txt").rename(graph_dir / "resnet50.txt")
+    (graph_dir / "readme.txt").write_text("the graph of the second run\n")
+    found = survey(sample_data)
+    assert [p.name for p in found.debug[1].graph_files] == ["resnet50.txt"]
+    assert [p.name for p in found.debug[0].graph_files] == ["ge_proto_00000001_Build.txt"]
+    console = make_console(file=__import__("io").StringIO(), width=150)
+    console.print(render_survey(found, "9.9"))
+    assert "resnet50.txt" in console.file.getvalue()

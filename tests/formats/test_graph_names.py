@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import read_graph
 from precision_tool.formats.graph_names import (
     GraphFileName,
+    content_kind,
     find_graph_files,
     graph_stages,
+    is_content_named,
     parse_graph_file_name,
     prefer_ge_proto,
 )
 from precision_tool.formats.graph_write import OpSpec, build_model, write_graph_text
 from precision_tool.formats.onnx_write import write_graph_onnx
+from tests.conftest import REAL, require_shared
+from tests.formats.om_bytes import MODEL_DEF, model_def_bytes, om_bytes
 
 
 @pytest.mark.parametrize("name, want", [
@@ -92,3 +98,83 @@ def test_ge_proto_wins_by_content_when_the_names_cannot_tell(tmp_path):
     assert [m.source_path for m in kept] == [different, proto]
     assert [m.graph_id for m in kept] == [2, None]
     assert read_graph(same).graph_id == 1
+
+
+# --- graphs under names of the user's, found by content ------------------------------------------
+
+OM = om_bytes([[(MODEL_DEF, model_def_bytes("net", {"net": [("x", "Data")]}))]])
+
+
+@pytest.mark.parametrize("head, kind", [
+    (b'{\n  "attr": [\n    {\n      "key": "atc_cmdline",', "json"),  # atc: keys sorted
+    (b'{"custom_version": "", "graph": [', "json"),
+    (b'{\n  "name": "resnet50",\n  "version": 1,\n  "graph": [\n', "json"),  # protobuf's order
+    (b'\xef\xbb\xbf{"graph": []}', "json"),
+    (b'graph {\n  name: "ge_default_1"\n  op {\n', "text"),
+    (b'# dumped by GE\nname: "m"\nversion: 1\ngraph {', "text"),
+    (b'ir_version: 6\nproducer_name: "GE"\ngraph {\n  node {', "text"),  # GE's ONNX text
+    (b"graph: <\n", "text"),
+    (b"IMOD\x00\x01\x00\x00", "om"),
+    (b'{"name": "my-package", "version": "1.0.0", "dependencies": {}}', None),
+    (b'{"graph_fusion": {}}', None),
+    (b"name: John\nversion: 1.0\n", None),
+    (b"[1, 2, 3]", None),
+    (b"some notes\n", None),
+    (b"", None),
+])
+def test_content_kind_from_the_first_kib(head, kind):
+    assert content_kind(head) == kind
+
+
+def test_content_kind_of_the_real_graphs():
+    for name, kind in (("atc_model.json", "json"), ("ge_proto_00000001_Build.txt", "text"),
+                       ("ge_onnx_00000000_graph_1_Build.pbtxt", "text")):
+        assert content_kind(require_shared(REAL / name).read_bytes()[:1024]) == kind
+
+
+def test_user_named_graphs_are_the_build_graphs_when_no_dump_is_named(tmp_path):
+    (tmp_path / "resnet50.json").write_text('{"attr": [], "graph": [{"name": "g", "op": []}]}')
+    (tmp_path / "model.om").write_bytes(OM)
+    (tmp_path / "broken.om").write_bytes(b"not an om")  # a .om always: the reader says what is wrong
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    (tmp_path / "fusion_result.json").write_text('{"graph_fusion": {}}')
+    (tmp_path / "model.bin").write_bytes(OM)  # not a suffix looked at
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "ge_proto_00000001_graph_0_PreRunBegin.txt").write_text('graph {\n}\n')
+    found = [p.name for p in find_graph_files(tmp_path)]
+    assert found == ["broken.om", "model.om", "resnet50.json"]
+    assert all(is_content_named(tmp_path / name) for name in found)
+    assert [p.name for p in find_graph_files(tmp_path, "PreRunBegin")] == [
+        "ge_proto_00000001_graph_0_PreRunBegin.txt"]
+
+
+def test_named_build_dumps_win_over_user_named_graphs(tmp_path):
+    (tmp_path / "resnet50.json").write_text('{"attr": [], "graph": []}')
+    (tmp_path / "model.om").write_bytes(OM)
+    write_graph_text(build_model([OpSpec("a", "Relu")]), tmp_path / "ge_proto_00000001_Build.txt")
+    assert [p.name for p in find_graph_files(tmp_path)] == ["ge_proto_00000001_Build.txt"]
+    assert not is_content_named(tmp_path / "ge_proto_00000001_Build.txt")
+
+
+def test_a_fifo_or_unreadable_file_is_not_a_graph_and_never_blocks(tmp_path):
+    os.mkfifo(tmp_path / "pipe.json")
+    secret = tmp_path / "secret.txt"
+    secret.write_text('graph {\n}\n')
+    secret.chmod(0)
+    try:
+        found = [p.name for p in find_graph_files(tmp_path)]
+    finally:
+        secret.chmod(0o600)
+    assert "pipe.json" not in found
+    assert found in ([], ["secret.txt"])  # root reads a mode-000 file
+
+
+def test_one_model_under_one_name_is_read_once_the_model_over_its_conversions(tmp_path):
+    json_text = '{"attr": [], "graph": [{"name": "g", "op": []}]}'
+    for name in ("resnet50.json", "resnet50.txt.json", "RESNET50.JSON", "bert.json", "bert.TXT"):
+        (tmp_path / name).write_text(json_text if "json" in name.lower() else 'graph {\n}\n')
+    (tmp_path / "resnet50.om").write_bytes(OM)
+    assert [p.name for p in find_graph_files(tmp_path)] == ["bert.TXT", "resnet50.om"]
+    (tmp_path / "resnet50.om").unlink()
+    (tmp_path / "bert.TXT").unlink()
+    assert [p.name for p in find_graph_files(tmp_path)] == ["RESNET50.JSON", "bert.json"]
