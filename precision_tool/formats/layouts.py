@@ -197,7 +197,10 @@ def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str 
         raise shape_mismatch(device, fmt, original)
     dims = _canon_dims(spec, original, layout)
     if spec.codec.shape(dims, c0, groups) != device.shape:
-        raise shape_mismatch(device, fmt, original)
+        weight = _matmul_weight(spec, device, original, c0, groups)
+        if weight is None:
+            raise shape_mismatch(device, fmt, original)
+        return _copied(weight, out) if out is not None else weight
     tiles = getattr(spec.codec, "tiles", None)
     view = tiles(device, dims, groups) if tiles is not None else None
     short = len(original) < len(spec.canon)
@@ -212,6 +215,20 @@ def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str 
     else:  # [N1, n0, C1, C0, *S] into [N, C, *S]
         copy_tiles(view, canon, (0, 1))
     return out
+
+
+def _matmul_weight(spec: BlockedFormat, device: np.ndarray, original: Shape, c0: int,
+                   groups: int) -> np.ndarray | None:
+    """A 2-D FRACTAL_Z that GE laid out as a matmul weight: ``(K, N)`` as C = K, N = N
+    (``[ceil(K/C0), ceil(N/16), 16, C0]``), not padded NCHW-style; read so when the padded
+    reading does not fit the device shape but this one does. None otherwise."""
+    if spec is not BLOCKED_FORMATS["FRACTAL_Z"] or len(original) != 2 or groups != 1:
+        return None
+    k, n = original
+    dims = (n, k, 1, 1)
+    if spec.codec.shape(dims, c0, 1) != device.shape:
+        return None
+    return np.ascontiguousarray(spec.codec.to_canon(device, dims, 1).reshape(n, k).T)
 
 
 def _merged(tiles: np.ndarray) -> np.ndarray | None:

@@ -25,7 +25,7 @@ from .lines import visible
 FUSION_TITLE = "fusion check"
 CAST_TITLE = "cast check"
 GRAPH_DIFF_TITLE = "graph similarity"
-BUILD_GRAPHS = "Build graphs (ge_proto_*_Build.txt)"
+BUILD_GRAPHS = "Build graphs (ge_proto_*_Build.txt, atc JSON or .om)"
 
 
 def absent_line(title: str, looked_for: str, places: Iterable[str | Path]) -> Text:

@@ -93,7 +93,7 @@ def test_absent_says_what_and_where(tmp_path):
     result = check_casts(context)
     assert not result.present and not result.found
     assert flat(rendered(result)) == ("cast check: data absent: looked for Build graphs "
-                                      f"(ge_proto_*_Build.txt) in {root / 'npu' / 'debug_0' / 'graph'}")
+                                      f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_0' / 'graph'}")
 
 
 def test_several_graph_files_name_the_graph(tmp_path):

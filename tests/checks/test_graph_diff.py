@@ -182,7 +182,7 @@ def test_absent_debug_1_says_what_and_where(root):
     result = check_graph_diff(context)
     assert not result.present and not result.found
     assert flat(rendered(result)) == ("graph similarity: data absent: looked for Build graphs "
-                                      f"(ge_proto_*_Build.txt) in {root / 'npu' / 'debug_1' / 'graph'}")
+                                      f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_1' / 'graph'}")
 
 
 def test_absent_both_names_both_dirs(root):
