@@ -24,7 +24,7 @@ from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .judged import judge_rows
 from .metrics import METRICS, Metric, select_metrics
-from .pairing import DumpSide, NpySide, PairTask
+from .pairing import DumpSide, FileSide, NpySide, PairTask
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
@@ -39,7 +39,7 @@ Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done
 def estimated_bytes(tasks: Iterable[PairTask]) -> int:
     """The file bytes of every tensor file the comparable tasks read (each file once)."""
     paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right)
-             if isinstance(side, (DumpSide, NpySide))}
+             if isinstance(side, FileSide)}
     total = 0
     for path in paths:
         try:

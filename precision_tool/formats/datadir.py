@@ -35,6 +35,11 @@ class DataRoot:
         return self.npu / debug / "graph"
 
     @property
+    def bench(self) -> Path:
+        """``bench/``: the bench run (GPU, CPU or another NPU run) of an msprobe dump in ``npu/``."""
+        return self.path / "bench"
+
+    @property
     def golden_dir(self) -> Path:
         return self.path / "tf" / "dump"
 
