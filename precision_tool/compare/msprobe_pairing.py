@@ -5,10 +5,11 @@ The rules, in order:
 
 1. a mapping file (``vc --mapping``, msprobe's ``-dm``) names the bench tensor of an NPU tensor
    by msprobe's full names; those pairs are taken as they are;
-2. the calls of both sides are aligned in call order by what they are (the key without its
-   call count, ``Functional.linear.forward``) and what they hold (the shapes of their tensors):
-   equal runs pair call by call, so a key whose count drifted (another framework version makes
-   one more ``linear`` call early on) still finds its counterpart;
+2. the calls of both sides are aligned in call order by key and the shapes of their tensors;
+   between the runs this pairs, again by what the calls are (the key without its call count,
+   ``Functional.linear.forward``) and what they hold (the shapes): equal runs pair call by call,
+   so a key whose count drifted (another framework version makes one more ``linear`` call early
+   on) still finds its counterpart;
 3. inside a stretch the alignment could not match, calls of the same kind pair in order, the
    shapes deciding nothing (a mismatch is then the row's reason);
 4. what is left in a stretch is told as it is: one NPU call standing where the bench made
@@ -167,12 +168,36 @@ def _fused_rows(fused: Call, last: Call) -> list[TensorPair]:
     return rows
 
 
-def _aligned(npu: Sequence[Call], bench: Sequence[Call]) -> Iterable[tuple[str, list[Call], list[Call]]]:
+def _keyed_signature(call: Call) -> tuple:
+    return (call.key.text, *_signature(call))
+
+
+def _aligned(npu: Sequence[Call], bench: Sequence[Call], signature=_signature
+             ) -> Iterable[tuple[str, list[Call], list[Call]]]:
     """Rule 2: ``("equal", npu calls, bench calls)`` runs and the stretches between them."""
-    matcher = SequenceMatcher(None, [_signature(c) for c in npu], [_signature(c) for c in bench],
+    matcher = SequenceMatcher(None, [signature(c) for c in npu], [signature(c) for c in bench],
                               autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         yield ("equal" if tag == "equal" else "stretch"), list(npu[i1:i2]), list(bench[j1:j2])
+
+
+def _how(npu: Call, bench: Call) -> str:
+    return "key" if npu.key.text == bench.key.text else "order"
+
+
+def _pair_stretch(npu: list[Call], bench: list[Call], rows: dict[int, list[TensorPair]],
+                  result: CallPairing) -> None:
+    """Rules 2 (by what the calls are and hold, keys aside), 3 and 4 inside a stretch that the
+    same keys left unmatched."""
+    for tag, npu_part, bench_part in _aligned(npu, bench):
+        if tag == "equal":
+            for n, b in zip(npu_part, bench_part):
+                rows[n.order] = _pair_tensors(n, b, _how(n, b))
+            continue
+        pairs, rest = _in_order(_Stretch(npu_part, bench_part))
+        for n, b in pairs:
+            rows[n.order] = _pair_tensors(n, b, _how(n, b))
+        rows.update(_leftover(rest, result))
 
 
 def _by_mapping(npu: MsprobeDump, bench: MsprobeDump, mapping: dict[str, str],
@@ -211,14 +236,12 @@ def pair_calls(npu: MsprobeDump, bench: MsprobeDump, mapping: dict[str, str] | N
     result = CallPairing()
     rows = _by_mapping(npu, bench, mapping or {}, result)
     npu_calls = [c for c in npu.calls if c.order not in rows]
-    for tag, npu_part, bench_part in _aligned(npu_calls, list(bench.calls)):
+    # same keys holding the same shapes first, so a key is not paired away by a look-alike
+    for tag, npu_part, bench_part in _aligned(npu_calls, list(bench.calls), _keyed_signature):
         if tag == "equal":
             for n, b in zip(npu_part, bench_part):
-                rows[n.order] = _pair_tensors(n, b, "key" if n.key.text == b.key.text else "order")
-            continue
-        pairs, rest = _in_order(_Stretch(npu_part, bench_part))
-        for n, b in pairs:
-            rows[n.order] = _pair_tensors(n, b, "key" if n.key.text == b.key.text else "order")
-        rows.update(_leftover(rest, result))
+                rows[n.order] = _pair_tensors(n, b, "key")
+        else:
+            _pair_stretch(npu_part, bench_part, rows, result)
     result.pairs = [pair for order in sorted(rows) for pair in rows[order]]
     return result
