@@ -263,7 +263,7 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
     cache turned itself off."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
-    from ..compare.msprobe_result import write_msprobe_files
+    from ..compare.msprobe_files import write_msprobe_files
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
 
