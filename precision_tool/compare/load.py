@@ -404,13 +404,9 @@ def open_npy_side(side: NpySide) -> Source:
 def open_tensor_file_side(side: TensorFileSide) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
     ``dump.json`` dtype; PrecisionToolError names the problem."""
-    from ..formats.npy_file import read_npy
-    from ..formats.torch_file import read_pt
+    from ..formats.msprobe_dump import read_tensor_file
 
-    if side.path.suffix == ".npy":
-        array = read_npy(side.path, side.dtype_name)
-    else:
-        array = read_pt(side.path)
+    array = read_tensor_file(side.path, side.dtype_name)
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read

@@ -40,14 +40,6 @@ class MsprobeSides:
     pairing: CallPairing
 
 
-def is_msprobe_dump(path: str | Path) -> bool:
-    """Whether ``path`` is an msprobe dump root, step or rank directory (or its dump.json)."""
-    try:
-        return bool(find_tree(path).ranks)
-    except PrecisionToolError:
-        return False
-
-
 def rank_label(rank: RankDir) -> str:
     """``step 0, rank 1`` (``proc2016`` for a process directory, the mode for MindSpore's two)."""
     who = f"rank {rank.rank}" if rank.rank is not None else rank.name

@@ -28,8 +28,9 @@ from ..formats.graph import read_graph
 from ..formats.graph_model import GraphDesc, Model, TensorName
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
-from .msprobe_plan import (MsprobeSides, comparison_tag, is_msprobe_dump, load_mapping,
-                           msprobe_tasks, rank_label, rank_pairs, read_sides, sides_notes)
+from ..formats.msprobe_tree import is_msprobe_dump
+from .msprobe_plan import (MsprobeSides, comparison_tag, load_mapping, msprobe_tasks, rank_label,
+                           rank_pairs, read_sides, sides_notes)
 from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
 from .pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
@@ -144,7 +145,7 @@ def plan_msprobe(npu: str | Path, bench: str | Path, steps: str | None = None,
 def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
                   devices: str | None, mapping: str | None = None) -> list[Comparison]:
     data = workspace.data
-    if data.bench.is_dir() and is_msprobe_dump(data.npu):  # an msprobe data root
+    if data.is_msprobe:
         return plan_msprobe(data.npu, data.bench, steps, devices, mapping)
     tree = workspace.dump_tree("debug_0")
     spec = steps if steps is not None else workspace.config.tf_dump_step

@@ -152,3 +152,19 @@ def test_a_dump_json_cut_short_is_compared_as_far_as_it_goes_with_one_line(data_
     text = " ".join(done.stdout.split())  # the terminal may wrap a long line
     assert "cut short after 1 call (the run probably crashed" in text
     assert "step 0, rank 0: 3 tensors compared" in text
+
+
+def test_ac_runs_the_checks_that_apply_and_finds_inf_from_the_files(tmp_path):
+    x = np.ones((4, 8), np.float16)
+    bad = (x * 2).copy()
+    bad[0, 0], bad[1, 1] = np.inf, np.nan
+    root = tmp_path / "pd"
+    write_rank(root / "npu" / "step0" / "rank0", [("Functional.mul.0.forward", [x], [bad])])
+    write_rank(root / "bench" / "step0" / "rank0", [("Functional.mul.0.forward", [x], [x * 2])])
+    done = _tool(tmp_path, "--data", str(root), "ac", "-c", "--json")
+    doc = json.loads(done.stdout)
+    assert set(doc["checks"]) == {"overflow", "fusion"}  # casts and graph similarity read GE graphs
+    (item,) = doc["checks"]["overflow"]["nonfinite"]
+    assert item["tensor_index"] == "Functional.mul.0.forward:output:0"
+    assert (item["npu"]["inf"], item["npu"]["nan"]) == (1, 1)  # counted in the file
+    assert doc["checks"]["overflow"]["flagged"] is True and done.returncode == 1
