@@ -38,6 +38,7 @@ same way, so such a cosine is ``Nan`` as msprobe's is (the ten metrics scale ins
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
@@ -125,54 +126,84 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.einsum("i,i->", a, b))  # einsum: see stat_groups._dot
 
 
-def _cleaned(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The blocks with same-position NaN/Inf zeroed; None when the positions differ."""
-    nan_x, nan_y, inf_x, inf_y = np.isnan(x), np.isnan(y), np.isinf(x), np.isinf(y)
-    if not (np.array_equal(nan_x, nan_y) and np.array_equal(inf_x, inf_y)):
-        return None
-    bad = nan_x | inf_x
-    if not bad.any():
-        return x, y  # finite values whose squares overflowed: msprobe's sums overflow too
-    return np.where(bad, 0.0, x), np.where(bad, 0.0, y)
+class _Scratch(threading.local):
+    """Arrays reused block after block, per role and dtype (fresh ones would cost page faults
+    each block); per thread, as a Dask worker may run several folds at once."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[tuple[str, type], np.ndarray] = {}
+
+    def get(self, role: str, size: int, dtype: type) -> np.ndarray:
+        array = self.arrays.get((role, dtype))
+        if array is None or array.size < size:
+            array = self.arrays[(role, dtype)] = np.empty(max(size, 1 << 15), dtype)
+        return array[:size]
+
+
+_SCRATCH = _Scratch()
+
+
+def _copy(block: np.ndarray, role: str, dtype: type) -> np.ndarray:
+    out = _SCRATCH.get(role, block.size, dtype)
+    # exact (but int64 beyond 2**53): float64 holds every stored value, float32 every value
+    # of the float16/bfloat16/float32 pairs whose relative error msprobe takes in float32
+    np.copyto(out, block, casting="unsafe")
+    return out
+
+
+def _clean(x: np.ndarray, y: np.ndarray) -> bool:
+    """Zero same-position NaN/Inf of the two scratch blocks; False when the positions differ."""
+    nan_x, inf_x = np.isnan(x), np.isinf(x)
+    if not (np.array_equal(nan_x, np.isnan(y)) and np.array_equal(inf_x, np.isinf(y))):
+        return False
+    bad = np.logical_or(nan_x, inf_x, out=nan_x)
+    x[bad] = 0.0  # none when finite values' squares overflowed: msprobe's sums overflow too
+    y[bad] = 0.0
+    return True
 
 
 def _relative_errors(x: np.ndarray, y: np.ndarray, kind: type) -> np.ndarray:
-    """msprobe's ``|(n - b) / b|`` in ``kind``, eps added to both where ``b == 0``."""
-    n, b = x.astype(kind), y.astype(kind)
-    zero = y == 0
-    if zero.any():
+    """msprobe's ``|(n - b) / b|`` in ``kind``, eps added to both where ``b == 0`` (a scratch
+    array: use it before the next block)."""
+    n, b = _copy(x, "n", kind), _copy(y, "b", kind)
+    if not y.all():
+        zero = y == 0
         eps = np.finfo(kind).eps
         n[zero] += eps
         b[zero] += eps
-    return np.abs(np.divide(np.subtract(n, b), b))
+    np.subtract(n, b, out=n)
+    np.divide(n, b, out=n)
+    return np.abs(n, out=n)
 
 
 def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
     """Fold one pair of blocks, in their stored dtypes, into ``stats.extra["msprobe"]``."""
     state = stats.extra.get(GROUP)
-    xf, yf = x.astype(np.float64), y.astype(np.float64)
     if state is None:
-        first = (float(xf[0]), float(yf[0])) if xf.size else None
+        first = (float(x[0]), float(y[0])) if x.size else None
         state = MsprobeSums((msprobe_dtype(x.dtype), msprobe_dtype(y.dtype)), first)
-    if state.mismatch or not xf.size:
         stats.extra[GROUP] = state
+    if state.mismatch or not x.size:
         return
+    xf, yf = _copy(x, "x", np.float64), _copy(y, "y", np.float64)
     sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
     if not (math.isfinite(sum_xx) and math.isfinite(sum_yy)):  # a NaN or Inf, or an overflow
-        cleaned = _cleaned(xf, yf)
-        if cleaned is None:
+        if not _clean(xf, yf):
             stats.extra[GROUP] = replace(state, mismatch=True)
             return
-        xf, yf = cleaned
         sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
-    d = np.subtract(xf, yf)
+    sum_xy = _dot(xf, yf)
+    d = np.subtract(xf, yf, out=_SCRATCH.get("d", xf.size, np.float64))
+    sum_sq = _dot(d, d)
+    max_abs = float(np.abs(d, out=d).max())
     rel = _relative_errors(xf, yf, state.relative)
-    below = tuple(n + int(np.count_nonzero(rel < state.relative(t))) for n, t in zip(state.below, THRESHOLDS))
+    flags = _SCRATCH.get("flags", rel.size, np.bool_)
+    below = tuple(n + int(np.count_nonzero(np.less(rel, state.relative(t), out=flags)))
+                  for n, t in zip(state.below, THRESHOLDS))
     stats.extra[GROUP] = replace(
-        state, sum_xy=state.sum_xy + _dot(xf, yf), sum_xx=state.sum_xx + sum_xx,
-        sum_yy=state.sum_yy + sum_yy, sum_sq=state.sum_sq + _dot(d, d),
-        max_abs=_max(state.max_abs, float(np.abs(d).max())), rel_max=_max(state.rel_max, float(rel.max())),
-        below=below)
+        state, sum_xy=state.sum_xy + sum_xy, sum_xx=state.sum_xx + sum_xx, sum_yy=state.sum_yy + sum_yy,
+        sum_sq=state.sum_sq + sum_sq, max_abs=_max(state.max_abs, max_abs),
+        rel_max=_max(state.rel_max, float(rel.max())), below=below)
 
 
 def _merge(into: Stats, other: Stats) -> None:
@@ -257,9 +288,10 @@ def _max_abs(s: Stats) -> Outcome:
 
 def _raw_abs(state: MsprobeSums) -> float:
     """``|x - y|`` of a one-element pair as msprobe takes it: a 0-d array is not made float64
-    first, so the difference is in the pair's own dtype (float16 rounds, integers wrap)."""
-    x, y = (np.asarray(v, dtype=np.float64 if name == "bool" else name)
-            for v, name in zip(state.first, state.dtypes))
+    first, so the difference is in the pair's own dtype (float16 rounds, integers wrap); only
+    a bool NPU side makes both sides float64."""
+    widen = state.dtypes[0] == "bool"
+    x, y = (np.asarray(v, dtype=np.float64 if widen else name) for v, name in zip(state.first, state.dtypes))
     with np.errstate(all="ignore"):
         return float(np.abs(np.subtract(x, y)))
 
