@@ -11,8 +11,9 @@ It writes, under ``--out`` (tests/data/msprobe_metrics):
 * ``tensor/*.npy`` and ``tensor_expected.json``: tensor pairs and msprobe's six columns and
   message for each, from msprobe's own reader (``read_npy_data``, which squeezes), tensor
   checks (``ValidateTensor``) and column functions (``compare_ops_apply``);
-* ``statistics/`` and ``md5/``: a MindSpore-style dump pair (``dump.json`` each) and
-  ``expected.json``: the rows of the CSV that ``ms_compare`` wrote for them (every cell as text).
+* ``statistics/``, ``md5/`` and ``tensor_mode/``: a MindSpore-style dump pair (``dump.json``
+  each, and ``dump_tensor_data/`` in tensor mode) and ``expected.json``: the rows of the CSV
+  that msprobe's ``ms_compare`` wrote for them (every cell as text).
 
 Nothing of precision_tool is imported: the values are msprobe's alone. This is not a benchmark;
 it lives here because it runs outside the test suite (it needs msprobe).
@@ -221,13 +222,59 @@ def _md5_dumps() -> tuple[dict, dict]:
     return npu, bench
 
 
-def _run_ms_compare(folder: Path, dumps: tuple[dict, dict]) -> list[dict]:
-    """Write the two dumps under ``folder`` and return the rows of ms_compare's CSV."""
+def _tensor_dumps(rng: np.random.Generator) -> tuple[dict, dict, dict]:
+    """Two tensor-mode dumps' ``data`` and their files ({side: {data_name: array}}): calls that
+    trip each of msprobe's tensor-mode Result rules."""
+    g = rng.standard_normal
+    npu, bench, files = {}, {}, {"npu": {}, "bench": {}}
+
+    def record(side, name, array, dtype="Float32"):
+        files[side][name] = array
+        finite = array[np.isfinite(array)] if array.size else array
+        stats = [float(np.max(array)), float(np.min(array)), float(np.mean(finite)), float(np.linalg.norm(finite))]
+        return {**_tensor(stats, dtype, array.shape), "data_name": name}
+
+    def call(key, inputs, outputs, extra_inputs=((), ())):
+        """One call: ``inputs`` and ``outputs`` are (npu array, bench array) pairs."""
+        for side, data, which in (("npu", npu, 0), ("bench", bench, 1)):
+            sections = {"input_args": [], "input_kwargs": {}, "output": []}
+            for kind, section, pairs in (("input", "input_args", inputs), ("output", "output", outputs)):
+                for i, arrays in enumerate(pairs):
+                    dtype = "Float16" if arrays[which].dtype == np.float16 else "Float32"
+                    sections[section].append(record(side, f"{key}.{kind}.{i}.npy", arrays[which], dtype))
+            sections["input_args"] += list(extra_inputs[which])
+            data[key] = sections
+
+    def close(size, noise):
+        b = g(size).astype(np.float32)
+        return (b * (1 + noise * g(size))).astype(np.float32), b
+
+    call("Functional.good.0.forward", [close(64, 1e-4)], [close(64, 1e-4)])
+    far = g(64).astype(np.float32)
+    call("Functional.cosdrop.0.forward", [close(64, 1e-4)], [(far + g(64).astype(np.float32), far)])
+    call("Functional.thousandth.0.forward", [close(256, 1e-4)], [close(256, 2e-2)])
+    bad = close(64, 1e-4)
+    bad[0][7] = np.inf
+    call("Functional.infnan.0.forward", [close(64, 1e-4)], [bad])
+    call("Functional.param.0.forward", [close(64, 1e-4)], [close(64, 1e-4)],
+         ([{"type": "int", "value": 3}], [{"type": "int", "value": 4}]))
+    call("Functional.zero_d.0.forward", [(np.array(1.5, np.float32), np.array(1.25, np.float32))], [close(8, 1e-4)])
+    half = close(64, 1e-3)
+    call("Functional.dtype.0.forward", [(half[0].astype(np.float16), half[1])], [close(64, 1e-4)])
+    return npu, bench, files
+
+
+def _run_ms_compare(folder: Path, dumps: tuple, task: str = "statistics", files=None) -> list[dict]:
+    """Write the two dumps (and their tensor files) under ``folder`` and return the rows of
+    ms_compare's CSV."""
     from msprobe.mindspore.compare.ms_compare import ms_compare
 
     for side, data in zip(("npu", "bench"), dumps):
         (folder / side).mkdir(parents=True)
-        dump = {"task": "statistics", "level": "L1", "framework": "mindspore", "dump_data_dir": None, "data": data}
+        for name, array in (files or {}).get(side, {}).items():
+            (folder / side / "dump_tensor_data").mkdir(exist_ok=True)
+            np.save(folder / side / "dump_tensor_data" / name, array)
+        dump = {"task": task, "level": "L1", "framework": "mindspore", "dump_data_dir": None, "data": data}
         (folder / side / "dump.json").write_text(json.dumps(dump, indent=1) + "\n")
     with tempfile.TemporaryDirectory() as scratch:
         ms_compare({"npu_path": str(folder / "npu" / "dump.json"), "bench_path": str(folder / "bench" / "dump.json"),
@@ -239,11 +286,14 @@ def _run_ms_compare(folder: Path, dumps: tuple[dict, dict]) -> list[dict]:
 
 def write_dump_cases(out: Path, version: str) -> dict[str, int]:
     counts = {}
-    for mode, dumps in (("statistics", _statistics_dumps()), ("md5", _md5_dumps())):
+    npu, bench, files = _tensor_dumps(np.random.default_rng(7))
+    for mode, dumps, task, data in (("statistics", _statistics_dumps(), "statistics", None),
+                                    ("md5", _md5_dumps(), "statistics", None),
+                                    ("tensor_mode", (npu, bench), "tensor", files)):
         folder = out / mode
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        rows = _run_ms_compare(folder, dumps)
+        rows = _run_ms_compare(folder, dumps, task, data)
         (folder / "expected.json").write_text(json.dumps({"msprobe": version, "rows": rows}, indent=1) + "\n")
         counts[mode] = len(rows)
     return counts

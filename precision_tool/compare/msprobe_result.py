@@ -17,6 +17,13 @@ statistics mode
     * the largest output NormRelativeErr over 10 times the largest input one (or above 0.1 when
       that is 0): warning, on the first output row only.
 
+tensor mode
+    * NaN/Inf, requires_grad, non-tensor inputs, dtypes and shapes as in statistics mode;
+    * the smallest input One Thousandth Err Ratio above 0.9 while the smallest output one is
+      below 0.1: error, on the first output row (msprobe's message says 0.6);
+    * the smallest input Cosine above 0.9 and more than 0.1 above the smallest output one:
+      warning, on the first output row. (Smallest from 1, texts such as ``unsupported`` skipped.)
+
 md5 mode
     * CRC-32 texts differing: error; when one side is missing (``N/A``): warning.
 
@@ -36,7 +43,7 @@ from typing import Callable, Sequence
 from .msprobe_stats import NA, Value
 
 PASS, WARNING, ERROR = "pass", "warning", "error"
-STATISTICS, MD5 = "statistics", "md5"
+TENSOR, STATISTICS, MD5 = "tensor", "statistics", "md5"
 _LEVELS = (PASS, WARNING, ERROR)
 IGNORE_ALL = frozenset({"empty", "empty_like", "numpy", "to", "__setitem__", "empty_with_format",
                         "new_empty_strided", "new_empty", "empty_strided"})
@@ -49,6 +56,8 @@ PARAMETER_TEXT = "error: The scalar parameters of NPU and Bench are inconsistent
 DTYPE_TEXT = "error: The dtype of NPU and Bench are inconsistent."
 SHAPE_TEXT = "error: The shape of NPU and Bench are inconsistent."
 NORM_WARN_TEXT = "warning: The norm relative error of output is 10 times that of input."
+THOUSANDTH_TEXT = "error: The input/parameters of One Thousandth Err Ratio > 0.9 while the output < 0.6."
+COSINE_WARN_TEXT = "warning: The input/parameters of Cosine > 0.9, and input/parameters - output > 0.1"
 CRC_TEXT = "error: The CRC-32 value of NPU differs from that of the bench."
 CRC_MISSING_TEXT = "warning: The parameter of NPU does not match the bench."
 NAN_CELL = "Nan"
@@ -59,7 +68,8 @@ class ApiRow:
     """One row of a call, as msprobe's table holds it (``N/A`` where the bench has none).
 
     ``npu_max``... are the cells of :meth:`.msprobe_stats.Summary.cells`; ``norm_relative``
-    the NormRelativeErr cell (statistics mode); shapes are msprobe's texts (``[2, 3]``,
+    the NormRelativeErr cell (statistics mode), ``cosine`` and ``one_thousandth`` the Cosine and
+    One Thousandth Err Ratio cells (tensor mode, :mod:`.msprobe_metrics`); shapes are msprobe's texts (``[2, 3]``,
     :func:`shape_text`); ``*_requires_grad`` as read (a bool, or None when absent).
     """
 
@@ -76,6 +86,8 @@ class ApiRow:
     bench_max: Value = NA
     bench_min: Value = NA
     norm_relative: Value = NA
+    cosine: Value = NA
+    one_thousandth: Value = NA
     npu_md5: str = NA
     bench_md5: str = NA
 
@@ -148,19 +160,23 @@ def _percent(value: Value) -> float:
         return 0.0
 
 
-def _largest_norm(judged: _Judged, indexes: list[int]) -> float:
-    """msprobe's largest NormRelativeErr of some rows: percentages only, 0 when none."""
-    largest = 0.0
+def _extreme(judged: _Judged, indexes: list[int], field: str, smallest: bool) -> float:
+    """msprobe's ``get_min_or_max_value``: the smallest (from 1) or largest (from 0) cell of
+    some rows, percentages read as numbers, other texts skipped."""
+    extreme = 1.0 if smallest else 0.0
     for i in indexes:
-        value = judged.rows[i].norm_relative
+        value = getattr(judged.rows[i], field)
         if value is None or value in (NAN_CELL, NA):
             continue
         if isinstance(value, str) and value.endswith("%"):
             value = _percent(value)
         if not isinstance(value, str):
-            largest = max(largest, value)
-    return largest
+            extreme = min(extreme, value) if smallest else max(extreme, value)
+    return extreme
 
+
+def _largest_norm(judged: _Judged, indexes: list[int]) -> float:
+    return _extreme(judged, indexes, "norm_relative", smallest=False)
 
 
 def _check_nan_inf(j: _Judged) -> None:
@@ -235,6 +251,22 @@ def _check_norm_growth(j: _Judged) -> None:
         j.raise_to(j.outputs[0], WARNING, NORM_WARN_TEXT)
 
 
+def _check_thousandth(j: _Judged) -> None:
+    if j.ignore or not j.outputs:
+        return
+    smallest_in = _extreme(j, j.inputs, "one_thousandth", smallest=True)
+    if smallest_in > 0.9 and _extreme(j, j.outputs, "one_thousandth", smallest=True) < 0.1:
+        j.raise_to(j.outputs[0], ERROR, THOUSANDTH_TEXT)
+
+
+def _check_cosine_drop(j: _Judged) -> None:
+    if j.ignore or not j.outputs:
+        return
+    smallest_in = _extreme(j, j.inputs, "cosine", smallest=True)
+    if smallest_in > 0.9 and smallest_in - _extreme(j, j.outputs, "cosine", smallest=True) > 0.1:
+        j.raise_to(j.outputs[0], WARNING, COSINE_WARN_TEXT)
+
+
 def _check_crc(j: _Judged) -> None:
     missing = (NA, NAN_CELL, "")
     for i in j.judged():
@@ -247,6 +279,8 @@ def _check_crc(j: _Judged) -> None:
 
 
 CHECKERS: dict[str, tuple[Callable[[_Judged], None], ...]] = {
+    TENSOR: (_check_nan_inf, _check_thousandth, _check_requires_grad, _check_parameters, _check_dtype,
+             _check_shape, _check_cosine_drop),
     STATISTICS: (_check_nan_inf, _check_norm, _check_requires_grad, _check_parameters, _check_dtype,
                  _check_shape, _check_norm_growth),
     MD5: (_check_crc,),
@@ -254,8 +288,8 @@ CHECKERS: dict[str, tuple[Callable[[_Judged], None], ...]] = {
 
 
 def judge_api(rows: Sequence[ApiRow], mode: str) -> list[RowVerdict]:
-    """msprobe's Result and Err_message of each row of one call (``mode``: ``statistics`` or
-    ``md5``), in the rows' order."""
+    """msprobe's Result and Err_message of each row of one call (``mode``: ``tensor``,
+    ``statistics`` or ``md5``), in the rows' order."""
     if mode not in CHECKERS:
         raise ValueError(f"unknown msprobe compare mode {mode!r}: choose from {', '.join(CHECKERS)}")
     judged = _Judged(rows)
@@ -264,5 +298,5 @@ def judge_api(rows: Sequence[ApiRow], mode: str) -> list[RowVerdict]:
     return [RowVerdict(result, tuple(messages)) for result, messages in zip(judged.results, judged.messages)]
 
 
-__all__ = ["ApiRow", "CHECKERS", "ERROR", "MD5", "PASS", "RowVerdict", "STATISTICS", "WARNING", "judge_api",
+__all__ = ["ApiRow", "CHECKERS", "ERROR", "MD5", "PASS", "RowVerdict", "STATISTICS", "TENSOR", "WARNING", "judge_api",
            "shape_text"]
