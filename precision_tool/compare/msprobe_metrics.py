@@ -263,7 +263,8 @@ def _cosine(s: Stats) -> Outcome:
         if norm_x <= FLOAT64_EPS and norm_y <= FLOAT64_EPS:
             return _value(s, 1.0)
         if norm_x <= FLOAT64_EPS or norm_y <= FLOAT64_EPS:
-            return Outcome(NAN_TEXT, COSINE_ZERO_TEXT.format(side="npu" if norm_x <= FLOAT64_EPS else "Bench"))
+            side = "npu" if norm_x <= FLOAT64_EPS else "Bench"
+            return Outcome(NAN_TEXT, COSINE_ZERO_TEXT.format(side=side))
         cos = np.float64(state.sum_xy) / (norm_x * norm_y)
     if math.isnan(cos):
         return Outcome(NAN_TEXT, COSINE_NAN_TEXT)
@@ -303,7 +304,8 @@ def _max_relative(s: Stats) -> Outcome:
     state = _state(s)
     if s.count == 1:
         with np.errstate(all="ignore"):
-            value = float(_relative_errors(np.array(state.first[:1]), np.array(state.first[1:]), state.relative)[0])
+            x, y = np.array(state.first[:1]), np.array(state.first[1:])
+            value = float(_relative_errors(x, y, state.relative)[0])
     else:
         value = state.rel_max
     if math.isnan(value):
@@ -348,7 +350,8 @@ def select_msprobe(spec: str | Iterable[str] | None = None) -> tuple[Metric, ...
         if not text:
             continue
         if text.lower() not in by_name:
-            raise PrecisionToolError(f"unknown msprobe column {text!r}: choose from {', '.join(MSPROBE_COLUMNS)}")
+            raise PrecisionToolError(f"unknown msprobe column {text!r}: choose from "
+                                     f"{', '.join(MSPROBE_COLUMNS)}")
         metric = by_name[text.lower()]
         chosen.setdefault(metric.name, metric)
     if not chosen:

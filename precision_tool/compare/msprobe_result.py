@@ -47,7 +47,8 @@ TENSOR, STATISTICS, MD5 = "tensor", "statistics", "md5"
 _LEVELS = (PASS, WARNING, ERROR)
 IGNORE_ALL = frozenset({"empty", "empty_like", "numpy", "to", "__setitem__", "empty_with_format",
                         "new_empty_strided", "new_empty", "empty_strided"})
-IGNORE_INPUTS = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single", "batch_isend_irecv"})
+IGNORE_INPUTS = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single",
+                           "batch_isend_irecv"})
 
 NAN_INF_TEXT = "error: There is nan/inf/-inf in the maximum or minimum value of NPU."
 NORM_TEXT = "error: The NormRelativeErr of output is greater than 0.5."
@@ -69,8 +70,9 @@ class ApiRow:
 
     ``npu_max``... are the cells of :meth:`.msprobe_stats.Summary.cells`; ``norm_relative``
     the NormRelativeErr cell (statistics mode), ``cosine`` and ``one_thousandth`` the Cosine and
-    One Thousandth Err Ratio cells (tensor mode, :mod:`.msprobe_metrics`); shapes are msprobe's texts (``[2, 3]``,
-    :func:`shape_text`); ``*_requires_grad`` as read (a bool, or None when absent).
+    One Thousandth Err Ratio cells (tensor mode, :mod:`.msprobe_metrics`); shapes are msprobe's
+    texts (``[2, 3]``, :func:`shape_text`); ``*_requires_grad`` as read (a bool, None when
+    absent).
     """
 
     npu_name: str
@@ -298,5 +300,5 @@ def judge_api(rows: Sequence[ApiRow], mode: str) -> list[RowVerdict]:
     return [RowVerdict(result, tuple(messages)) for result, messages in zip(judged.results, judged.messages)]
 
 
-__all__ = ["ApiRow", "CHECKERS", "ERROR", "MD5", "PASS", "RowVerdict", "STATISTICS", "TENSOR", "WARNING", "judge_api",
-           "shape_text"]
+__all__ = ["ApiRow", "CHECKERS", "ERROR", "MD5", "PASS", "RowVerdict", "STATISTICS", "TENSOR", "WARNING",
+           "judge_api", "shape_text"]

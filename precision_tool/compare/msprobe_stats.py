@@ -172,5 +172,5 @@ def value_md5(value: Value) -> str:
     return f"{zlib.crc32(str(value).encode()):08x}"
 
 
-__all__ = ["DIFF_COLUMNS", "RELATIVE_COLUMNS", "STAT_NAMES", "StatsDiff", "Summary", "Value", "compare_summaries",
-           "md5_match", "stat_diff", "summary_cell", "value_md5"]
+__all__ = ["DIFF_COLUMNS", "RELATIVE_COLUMNS", "STAT_NAMES", "StatsDiff", "Summary", "Value",
+           "compare_summaries", "md5_match", "stat_diff", "summary_cell", "value_md5"]
