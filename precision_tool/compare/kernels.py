@@ -267,7 +267,8 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     """Fold a pair of equal-length flat chunks into ``stats`` for the first-pass ``groups``.
 
     ``kernels`` (from :func:`numba_for`) folds every built-in group in one fused pass; groups
-    registered from outside, and everything when it is None, fold float64 blocks with numpy.
+    registered from outside, and everything when it is None, fold float64 blocks with numpy
+    (a ``stored`` group: blocks in the stored dtypes, :attr:`~.metric_types.StatGroup.stored`).
     A chunk of finite values whose sums overflow float64 is folded again, scaled
     (:mod:`.scaled_sums`). Returns the updated statistics (``stats`` itself, or a combined copy).
     """
@@ -279,7 +280,7 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     part = _fused_stats(kernels, x, y, _cosine_only(builtin)) if fused else stats if in_place else Stats()
     folds = custom if fused else builtin + custom
     with np.errstate(all="ignore"):
-        if stored:  # before the float64 folds: they advance part.count, which these may read
+        if stored:  # first: the float64 folds advance part.count block by block
             _fold_stored(stats if fused else part, x, y, stored)
         if folds:
             for xb, yb in _float64_pieces(x, y, BLOCK):
