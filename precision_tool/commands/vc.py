@@ -224,6 +224,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 
     from ..lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
+    from ..compare.msprobe_rows import metrics_for
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir
     from ..config import check_setting
@@ -238,6 +239,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     metrics = select_metrics(options.algorithms)
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
                              steps=options.steps, devices=options.devices, mapping=options.mapping)
+    metrics = metrics_for(plans, metrics, asked=options.algorithms is not None)
     out: list = [Text(f"passed over: {line}", style="warn") for line in skipped]
     out += [Text(note, style="warn") for p in plans for note in p.notes]
     swept = directory.root if resume else context.output_at(output) if output else None

@@ -25,6 +25,7 @@ from .engine import compare_tasks
 from .judged import judge_rows
 from .metrics import METRICS, Metric, select_metrics
 from .pairing import DumpSide, FileSide, NpySide, PairTask
+from .msprobe_rows import metrics_for
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
@@ -246,6 +247,7 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
                              devices=devices, mapping=mapping)
+    chosen = metrics_for(plans, chosen, asked=metrics is not None)
     parts = [ComparisonResult(plan, [], chosen, workspace) for plan in plans]
     for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
                                       split_bytes=config.split_bytes):

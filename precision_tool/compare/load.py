@@ -420,7 +420,9 @@ def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -
         return open_dump_side(side, headers)
     if isinstance(side, TensorFileSide):
         return open_tensor_file_side(side)
-    return open_npy_side(side)
+    if isinstance(side, NpySide):
+        return open_npy_side(side)
+    raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")
 
 
 def _converted_whole(t: DumpTensor) -> bool:

@@ -4,10 +4,11 @@ directory: per rank pair the pairing it used as msprobe's tensor mapping file
 msprobe's own compare-result columns (``compare_result_{tag}.csv``), so users can diff them
 with the results they had.
 
-The msprobe columns are msprobe's names (``NPU Name``, ``Bench Name``, ``NPU Dtype``, ...,
-``Cosine``, ``EucDist``, ..., ``NPU max`` ..., ``Result``, ``Err_message``); a metric column
-holds our value when the row computed it under msprobe's name, else ``N/A``. The statistics
-come from ``dump.json``.
+The columns are msprobe's, in its order, for the dump's task: tensor (``Cosine`` ...
+``Five Thousandths Err Ratio``), statistics (``Max diff`` ... ``NormRelativeErr``) or md5
+(``NPU MD5``, ``BENCH MD5``). A metric cell holds our value when the row computed it under
+msprobe's name, else ``N/A``; the statistics come from ``dump.json``; ``Result`` and
+``Err_message`` are msprobe's per-call verdict (:func:`.msprobe_result.judge_api`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Iterable, Sequence
 from ..formats.atomic import OutputRoot
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
+from .msprobe_result import ApiRow, judge_api, shape_text
+from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
 from .result import CompareRow
 from .result_csv import iter_result_csv, neutralise
 
@@ -32,69 +35,98 @@ TENSOR_METRICS = ["Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thous
 SUMMARY = ["NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
            "Bench l2norm"]
 EXTRACT = ["Requires_grad Consistent", "Result", "Err_message"]
-HEADER = BASIC + TENSOR_METRICS + SUMMARY + EXTRACT
+MODE_COLUMNS = {"tensor": TENSOR_METRICS, "statistics": [*DIFF_COLUMNS, *RELATIVE_COLUMNS],
+                "md5": ["NPU MD5", "BENCH MD5"]}
 N_A = "N/A"
+_TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message"})
 
 
-def _number(value: float | None) -> str:
+def header(mode: str) -> list[str]:
+    """msprobe's columns for ``mode`` (``tensor``, ``statistics``, ``md5``)."""
+    summary = SUMMARY if mode != "md5" else []
+    return BASIC + MODE_COLUMNS[mode] + summary + EXTRACT
+
+
+def _cell(value) -> str:
     if value is None:
-        return N_A
-    if math.isnan(value):
+        return "None"
+    if isinstance(value, float) and math.isnan(value):
         return "nan"
-    return repr(float(value))
+    return str(value)
 
 
-def _stats(tensor: Tensor | None) -> list[str]:
-    if tensor is None:
-        return [N_A] * 4
-    return [_number(v) for v in (tensor.max, tensor.min, tensor.mean, tensor.norm)]
+def _summary(tensor: Tensor | None) -> Summary | None:
+    return None if tensor is None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
 
 
-def _grad(tensor: Tensor | None) -> str:
-    return N_A if tensor is None or tensor.requires_grad is None else str(tensor.requires_grad)
+def _metric_cells(mode: str, row: CompareRow, pair) -> list[str]:
+    if mode == "tensor":
+        return [repr(float(row.metrics[n])) if n in row.metrics else N_A for n in TENSOR_METRICS]
+    if mode == "statistics":
+        return list(compare_summaries(_summary(pair.npu), _summary(pair.bench)).columns().values())
+    return [pair.npu.md5 or N_A, pair.bench.md5 if pair.bench is not None and pair.bench.md5 else N_A]
 
 
-def _shape(tensor: Tensor | None) -> str:
-    return N_A if tensor is None or tensor.shape is None else str(list(tensor.shape))
-
-
-def msprobe_cells(row: CompareRow, pair) -> list[str]:
-    """One row in msprobe's compare-result columns (see the module doc); ``pair`` is the row's
-    :class:`~.msprobe_pairing.TensorPair`."""
+def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
     npu, bench = pair.npu, pair.bench
-    consistent = N_A if npu is None or bench is None else str(npu.requires_grad == bench.requires_grad)
-    metrics = [_number(row.metrics[name]) if name in row.metrics else N_A for name in TENSOR_METRICS]
-    result = "" if row.compared else N_A
-    return [pair.npu_name, pair.bench_name or N_A,
-            npu.dtype if npu is not None and npu.dtype else N_A,
-            bench.dtype if bench is not None and bench.dtype else N_A,
-            _shape(npu), _shape(bench), _grad(npu), _grad(bench), *metrics,
-            *_stats(npu), *_stats(bench), consistent, result, row.fail_reason]
+    summary = _summary(npu).cells()
+    bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
+    return ApiRow(pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
+                  bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
+                  shape_text(bench.shape) if bench is not None else N_A, npu.requires_grad,
+                  bench.requires_grad if bench is not None else None, summary[0], summary[1],
+                  bench_summary[0], bench_summary[1], cells.get("NormRelativeErr", N_A),
+                  cells.get("Cosine", N_A), cells.get("One Thousandth Err Ratio", N_A),
+                  npu.md5 or N_A, bench.md5 if bench is not None and bench.md5 else N_A)
 
 
-_TEXT_COLUMNS = frozenset(i for i, name in enumerate(HEADER)
-                          if name in ("NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message"))
+def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
+    """The lines of one call's rows, its Result and Err_message judged over all of them."""
+    cells = [dict(zip(MODE_COLUMNS[mode], _metric_cells(mode, row, pair))) for row, pair in rows]
+    verdicts = judge_api([_api_row(mode, pair, c) for (_, pair), c in zip(rows, cells)], mode)
+    lines = []
+    for (row, pair), metric_cells, verdict in zip(rows, cells, verdicts):
+        npu, bench = pair.npu, pair.bench
+        consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
+        stats = [] if mode == "md5" else [_cell(v) for v in _summary(npu).cells()] + (
+            [_cell(v) for v in _summary(bench).cells()] if bench is not None else [N_A] * 4)
+        lines.append([pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
+                      bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
+                      shape_text(bench.shape) if bench is not None else N_A, _cell(npu.requires_grad),
+                      _cell(bench.requires_grad) if bench is not None else N_A,
+                      *metric_cells.values(), *stats, consistent, verdict.result,
+                      verdict.err_message if verdict.messages else row.fail_reason])
+    return lines
 
 
-def _csv_text(lines: Iterable[list[str]]) -> str:
+def _csv_text(head: list[str], lines: Iterable[list[str]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
+    writer.writerow(head)
+    text = [i for i, name in enumerate(head) if name in _TEXT]
     for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
-        writer.writerow([neutralise(cell) if i in _TEXT_COLUMNS else cell for i, cell in enumerate(cells)])
+        writer.writerow([neutralise(c) if i in text else c for i, c in enumerate(cells)])
     return out.getvalue()
+
+
+def dump_mode(sides) -> str:
+    """``tensor``, ``statistics`` or ``md5``: what the NPU dump holds."""
+    if sides.npu.has_md5:
+        return "md5"
+    return "tensor" if (sides.npu.header.task or "tensor") == "tensor" else "statistics"
 
 
 def msprobe_csv_text(rows: Iterable[CompareRow], sides) -> str:
     """The compare_result CSV of one rank pair (``sides``: its :class:`~.msprobe_plan.MsprobeSides`)."""
     from .msprobe_plan import tensor_names
 
-    pairs = tensor_names(sides)
-    lines = [HEADER]
+    pairs, mode = tensor_names(sides), dump_mode(sides)
+    by_call: dict[str, list[tuple[CompareRow, object]]] = {}
     for row in rows:
         pair = pairs.get(row.tensor_index or "")
         if pair is not None:
-            lines.append(msprobe_cells(row, pair))
-    return _csv_text(lines)
+            by_call.setdefault(pair.npu_call.key.text, []).append((row, pair))
+    return _csv_text(header(mode), (line for group in by_call.values() for line in _lines(mode, group)))
 
 
 def write_msprobe_files(root: OutputRoot, directory: Path, plans: Sequence, csvs: Sequence[Path]) -> list[Path]:

@@ -24,6 +24,7 @@ from ..formats.msprobe_tree import RankDir, find_tree
 from ..formats.text import safe_file_name
 from ..formats.tree import parse_device_spec, parse_step_spec
 from .msprobe_pairing import CallPairing, TensorPair, pair_calls
+from .msprobe_rows import StatsSide, stats_side
 from .pairing import PairTask, TensorFileSide
 
 OUTPUT_SECTIONS = frozenset({"output"})
@@ -98,10 +99,13 @@ def _slots(call: Call) -> dict[int, tuple[str, int]]:
     return slots
 
 
-def _side(rank: RankDir, call: Call | None, tensor: Tensor | None) -> tuple[TensorFileSide | None, str]:
-    """The file side of a tensor, or why there is none."""
+def _side(rank: RankDir, call: Call | None, tensor: Tensor | None) -> tuple[object | None, str]:
+    """The file side of a tensor (its record, when the dump holds statistics or checksums
+    only), or why there is none."""
     if tensor is None:
         return None, ""
+    if tensor.data_name is None:
+        return stats_side(tensor), ""
     try:
         return TensorFileSide(tensor_path(rank.path, tensor), tensor.dtype), ""
     except PrecisionToolError as exc:
@@ -115,6 +119,8 @@ def _task(pair: TensorPair, slot: tuple[str, int], npu_rank: RankDir, bench_rank
     reason = pair.reason or left_problem or right_problem
     if not reason and right is None:
         reason = "no bench tensor"
+    if not reason and isinstance(left, StatsSide) != isinstance(right, StatsSide):
+        reason = "one side holds the tensor, the other its statistics only: compare two tensor dumps"
     bench = pair.bench_call.key.text if pair.bench_call is not None and pair.bench is not None else "*"
     return PairTask(index=pair.npu_call.order, op_type=f"{key.prefix}.{key.name}",
                     npu_name=key.text, ground_truth=bench,
