@@ -56,12 +56,14 @@ case("Torch.addmm.0.forward", torch.addmm, t(3, 2), t(3, 4), t(4, 2), beta=0.5, 
 case("Torch.baddbmm.0.forward", torch.baddbmm, t(2, 3, 2), t(2, 3, 4), t(2, 4, 2), alpha=-1.5)
 case("Functional.conv2d.0.forward", F.conv2d, t(2, 3, 7, 6), t(4, 3, 3, 3), t(4), 2, 1)
 case("Functional.conv2d.1.forward", F.conv2d, t(1, 2, 8, 7), t(3, 2, 4, 2), None, 1, "same", 2)
+case("Functional.conv2d.5.forward", F.conv2d, t(1, 2, 6, 7), t(2, 2, 2, 3), padding="same")  # odd total pad
 case("Functional.conv2d.2.forward", F.conv2d, t(1, 4, 6, 6), t(6, 2, 3, 3), t(6), padding="valid", groups=2)
 case("Functional.conv2d.3.forward", F.conv2d, t(2, 2, 6, 5), t(3, 2, 2, 3), None, (2, 1), (1, 2), (1, 2))
 case("Functional.conv2d.4.forward", F.conv2d, t(3, 5, 5), t(2, 3, 3, 3), padding=1)
 case("Torch.conv2d.0.forward", torch.conv2d, t(1, 3, 5, 5), t(3, 1, 3, 3), None, 1, 1, 1, 3)
 case("Functional.conv1d.0.forward", F.conv1d, t(2, 3, 9), t(4, 3, 3), t(4), 2, 1)
 case("Functional.conv1d.1.forward", F.conv1d, t(1, 2, 8), t(3, 2, 4), padding="same", dilation=2)
+case("Functional.conv1d.2.forward", F.conv1d, t(1, 2, 8), t(3, 2, 4), t(3), padding="same")  # odd total pad
 case("Functional.layer_norm.0.forward", F.layer_norm, t(2, 3, 4), (4,), t(4), t(4), 1e-5)
 case("Functional.layer_norm.1.forward", F.layer_norm, t(2, 3, 4), [3, 4], eps=1e-3)
 case("Functional.rms_norm.0.forward", F.rms_norm, t(2, 3, 4), [4])
