@@ -23,6 +23,7 @@ from ..formats.atomic import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .judged import judge_rows
+from .msprobe_replay import comparison_dumps
 from .metrics import METRICS, Metric, select_metrics
 from .pairing import DumpSide, FileSide, NpySide, PairTask
 from .msprobe_rows import metrics_for
@@ -100,7 +101,8 @@ class ComparisonResult:
         key = (rule, len(self.rows))
         if key not in self._verdicts:
             self._verdicts[key] = (analyse(self.rows, rule) if self.workspace is None
-                                   else judge_rows(self.workspace, self.rows, rule))
+                                   else judge_rows(self.workspace, self.rows, rule,
+                                                   comparison_dumps(self.comparison)))
         return self._verdicts[key]
 
     def row_verdicts(self, rule: FlagRule) -> list[tuple[str, str]]:
