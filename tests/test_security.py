@@ -207,6 +207,7 @@ def test_files_written_for_hostile_op_names_stay_under_temp_with_safe_names(tmp_
 # modules that write on purpose outside the output root: the writers of test inputs and of the
 # sample data (they make data roots), and the shell history in the user's home
 WRITES_ELSEWHERE = {"formats/dump_write.py", "formats/graph_write.py", "formats/onnx_write.py",
+                    "formats/torch_write.py", "formats/msprobe_write.py",
                     "formats/golden.py", "shell/history.py", "formats/atomic.py",
                     # SQLite opens its own files; the row cache makes its directory through the
                     # output root and refuses a link at the database's names first

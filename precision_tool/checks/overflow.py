@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..compare.pairing import DumpSide, NpySide, PairTask
-from ..compare.plan import graph_for_step, npu_vs_golden
+from ..compare.msprobe_plan import tensor_names
+from ..compare.plan import graph_for_step, npu_vs_golden, plan_msprobe
 from ..compare.stats import TensorStats, tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
@@ -31,6 +32,7 @@ from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.golden import GoldenIndex, load_npy
 from ..formats.graph_model import Model
+from ..formats.msprobe_dump import read_tensor_file
 from ..formats.overflow import OverflowPayload, read_overflow_payload
 from ..formats.tree import DumpTree, StepDir
 
@@ -104,7 +106,7 @@ class NonFiniteTensor:
     """An NPU dump tensor holding Inf/NaN whose golden counterpart is finite."""
 
     position: int  # the op's place in execution order
-    step: StepDir
+    step: StepDir | None  # None for msprobe dumps
     op_type: str
     op_name: str
     tensor_index: str  # "{op}:{input|output}:{i}"
@@ -316,7 +318,45 @@ def _nonfinite_item(step: StepDir, task: PairTask, tensor: DumpTensor | None) ->
                            npu, task.right.path, tensor_stats(golden))
 
 
+def _stat_nonfinite(tensor) -> bool:
+    """Whether dump.json's statistics of an msprobe tensor show Inf or NaN (None: unknown)."""
+    values = [v for v in (tensor.max, tensor.min, tensor.mean) if v is not None]
+    return any(not np.isfinite(v) for v in values)
+
+
+def _file_stats(side) -> TensorStats | None:
+    try:
+        return tensor_stats(read_tensor_file(side.path, side.dtype_name))
+    except PrecisionToolError:
+        return None
+
+
+def msprobe_nonfinite(context: Context) -> list[NonFiniteTensor]:
+    """Part 2 on msprobe dumps: the NPU tensors holding Inf/NaN whose bench tensor is finite,
+    in call order. dump.json's statistics pick the candidates (no file is read for a finite
+    tensor); the tensor files, where the dump has them, give the counts."""
+    found: list[NonFiniteTensor] = []
+    for plan in plan_msprobe(context.data.npu, context.data.bench):
+        pairs = tensor_names(plan.msprobe)
+        for task in plan.tasks:
+            pair = pairs.get(task.tensor_index or "")
+            if pair is None or pair.bench is None or not _stat_nonfinite(pair.npu) or _stat_nonfinite(pair.bench):
+                continue
+            npu = _file_stats(task.left) if task.left is not None else None
+            golden = _file_stats(task.right) if task.right is not None else None
+            if npu is None or golden is None or npu.finite or not golden.finite:
+                continue
+            found.append(NonFiniteTensor(task.index, None, task.op_type, task.npu_name,
+                                         task.tensor_index, npu, task.right.path, golden))
+    return found
+
+
 def _nonfinite_for(context: Context) -> tuple[list[NonFiniteTensor], str]:
+    if context.data.is_msprobe:
+        try:
+            return msprobe_nonfinite(context), ""
+        except PrecisionToolError as exc:
+            return [], str(exc)
     dump_root, golden_dir = context.data.dump_root("debug_0"), context.data.golden_dir
     if not dump_root.is_dir():
         return [], f"no NPU dumps: looked for debug_0 dumps in {dump_root}"

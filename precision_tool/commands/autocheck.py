@@ -53,6 +53,7 @@ class Check:
     render: Callable[[object], object]
     line: Callable[[object], Text]
     flags: Callable[[object], bool]  # overflow and dangerous casts count as suspicious
+    msprobe: bool = True  # it applies to msprobe dumps too (the others read GE graphs only)
 
 
 CHECKS = (
@@ -60,10 +61,18 @@ CHECKS = (
     Check("fusion", "fusion check", lambda c, _: check_fusion(c), render_fusion, fusion_line,
           lambda r: False),
     Check("casts", "cast check", lambda c, _: check_casts(c), render_casts, casts_line,
-          lambda r: r.found),
+          lambda r: r.found, msprobe=False),
     Check("graph_similarity", "graph similarity", lambda c, _: check_graph_diff(c), render_graph_diff,
-          graph_diff_line, lambda r: False),
+          graph_diff_line, lambda r: False, msprobe=False),
 )
+
+
+def checks_for(context: Context) -> tuple[Check, ...]:
+    """The checks that apply to the data root: all four for GE dumps; for msprobe dumps the
+    overflow check (NaN/Inf on the NPU where the bench has none) and the fusion check."""
+    if context.data.is_msprobe:
+        return tuple(c for c in CHECKS if c.msprobe)
+    return CHECKS
 
 
 @dataclass
@@ -124,7 +133,7 @@ def auto_check(context: Context, compare: bool, limit: int, quiet: bool = False)
         _summarise(context, found, paths)
     if found.summaries is not None and any(d.flagged for _, d in found.summaries.results):
         _explain(context, found, limit)
-    for check in CHECKS:
+    for check in checks_for(context):
         try:
             found.checks.append((check, check.run(context, limit), ""))
         except PrecisionToolError as exc:

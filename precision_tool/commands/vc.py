@@ -141,7 +141,7 @@ def _write_all(plans, root, paths: list[Path], metrics, config, rule, display,
 
 
 OPTION_FLAGS = {"left": "-lt", "right": "-rt", "graph": "-g", "steps": "--step", "devices": "--device",
-                "algorithms": "-alg"}  # CompareOptions' fields as the command line spells them
+                "algorithms": "-alg", "mapping": "--mapping"}  # CompareOptions' fields as the command line spells them
 
 
 def _resumed(context: Context, resume: bool | str, output: str | None, given):
@@ -199,7 +199,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True,
                    devices: str | None = None, resume: bool | str = False, reuse: bool = True,
-                   scheduler: str | None = None) -> CommandResult:
+                   scheduler: str | None = None, mapping: str | None = None) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
@@ -209,7 +209,9 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     options given besides must be the run's. ``output`` without ``resume`` holds this run only:
     an earlier vc result there is replaced when this one is complete (see
     :mod:`~precision_tool.compare.result_dir`). ``scheduler`` (a Dask address or ``local:N``)
-    overrides the SCHEDULER setting.
+    overrides the SCHEDULER setting. ``mapping`` (msprobe dumps) is a tensor mapping file whose
+    pairs win; the pairing used is written beside the CSVs, in ``msprobe/``, with msprobe's
+    own compare-result columns.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
     written are the result's ``files``. Raises PrecisionToolError for bad input (no dumps, bad
     -lt/-rt, unknown metric or graph, nothing to resume, other options than the resumed run's,
@@ -222,6 +224,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 
     from ..lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
+    from ..compare.msprobe_rows import metrics_for
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir
     from ..config import check_setting
@@ -229,13 +232,14 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     config = context.config
     if scheduler is not None:
         config = replace(config, scheduler=check_setting("SCHEDULER", scheduler, "vc --scheduler"))
-    options = CompareOptions(left, right, graph, steps, devices, algorithms)
+    options = CompareOptions(left, right, graph, steps, devices, algorithms, mapping)
     skipped: tuple[str, ...] = ()
     if resume:  # the interrupted run's directory and options
         directory, options, skipped = _resumed(context, resume, output, options)
     metrics = select_metrics(options.algorithms)
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
-                             steps=options.steps, devices=options.devices)
+                             steps=options.steps, devices=options.devices, mapping=options.mapping)
+    metrics = metrics_for(plans, metrics, asked=options.algorithms is not None)
     out: list = [Text(f"passed over: {line}", style="warn") for line in skipped]
     out += [Text(note, style="warn") for p in plans for note in p.notes]
     swept = directory.root if resume else context.output_at(output) if output else None
@@ -261,6 +265,7 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
     cache turned itself off."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
+    from ..compare.msprobe_files import write_msprobe_files
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
 
@@ -277,6 +282,7 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
             found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
+        write_msprobe_files(directory.root, directory.path, plans, paths)
         switched = True
         directory.replace_previous(paths)
         directory.mark(COMPLETE, options)
@@ -334,7 +340,8 @@ def run(args, context: Context) -> CommandResult:
     """The ``vc`` command."""
     return vector_compare(context, left=args.left, right=args.right, graph=args.graph, steps=args.step,
                           algorithms=args.alg, output=args.output, devices=args.device,
-                          resume=args.resume, reuse=not args.fresh, scheduler=args.scheduler)
+                          resume=args.resume, reuse=not args.fresh, scheduler=args.scheduler,
+                          mapping=args.mapping)
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -354,6 +361,10 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-alg", "--alg", metavar="ALG",
                         help="metrics: msaccucmp numbers 0-9 or names, comma-separated (0 = cosine "
                              "only, fastest). Default: all ten")
+    parser.add_argument("--mapping", metavar="FILE",
+                        help="msprobe dumps: a tensor mapping file (msprobe's -dm YAML, 'NPU_NAME: "
+                             "BENCH_NAME' per line) whose pairs win; vc writes the pairing it used "
+                             "in this form, in msprobe/ beside the CSVs, to edit and give back")
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="DIR",
                         help="continue an interrupted vc in its directory with its options, computing "
                              "only the rows it had not: the one in DIR (or -o DIR), else the newest "
@@ -376,13 +387,17 @@ COMMAND = Command(
     name="vc", summary="vector compare: every NPU tensor against its golden tensor, into result CSVs",
     add_arguments=_add_arguments, run=run,
     completions={"-lt": "path", "--left": "path", "-rt": "path", "--right": "path", "-g": "path",
-                 "--graph": "path", "-o": "path", "--output": "path", "--resume": "path"},
+                 "--graph": "path", "-o": "path", "--output": "path", "--resume": "path",
+                 "--mapping": "path"},
     description=(
         "Without -lt: npu/debug_0 (newest run, steps of TF_DUMP_STEP or --step) against tf/dump, "
         "paired through the Build graph (fused ops, Cast/TransData stepped over); by name when "
         "there is no graph. With -lt/-rt: an NPU dump dir (npu/debug_N, a run dir or a step dir) "
         "against an npy dir or another NPU dump dir (by op name, tensors by kind and index), or "
-        "npy dir against npy dir. One CSV per device/sub-graph/step in "
+        "npy dir against npy dir, or two msprobe dumps (PyTorch/MindSpore: a dump root, step or "
+        "rank dir each; a data root with npu/ and bench/ msprobe dumps without -lt), paired by "
+        "call key, then by API and call order, --mapping first. One CSV per device/sub-graph/step "
+        "(msprobe: per rank) in "
         "temp/vector_compare/{YYYYmmddHHMMSS}/, written as results stream in. Prints one line per "
         "CSV; exit status 1 when an op is flagged: an output cosine <= COSINE_THRESHOLD, a "
         "RelativeEuclideanDistance >= RED_THRESHOLD, or NaN/Inf on the NPU."))

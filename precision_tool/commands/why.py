@@ -1,6 +1,8 @@
 """``why``: the cause of the error an op introduces, with evidence, and a replay of the op.
 
-``why OP`` explains one op (reading only its own dump file and the goldens it pairs with);
+``why OP`` explains one op (reading only its own dump file and the goldens it pairs with): a
+call of the newest result's msprobe dumps (its key, or a part of one key), else an op of the
+Build graphs;
 ``why`` alone explains the first operators that introduce error in the newest result (see
 :func:`precision_tool.explain.diagnosis.explain_newest`). ``--json`` prints the README's schema.
 """
@@ -27,18 +29,35 @@ def _add_arguments(parser: CommandParser) -> None:
                              "defaults to the config's vcs limit (3)")
 
 
+def _explain_named(context: Context, name: str) -> list:
+    """OP as a call of the newest result's msprobe dumps, else as an op of the Build graphs."""
+    from ..compare.lookup import lookup_op
+    from ..errors import PrecisionToolError
+    from ..explain.diagnosis import explain_named_call, explain_ref
+
+    calls = explain_named_call(context, name)
+    if calls:
+        return calls
+    try:
+        return explain_ref(context, lookup_op(context, name, debug="debug_0"))
+    except PrecisionToolError as exc:
+        if calls is None:
+            raise
+        raise PrecisionToolError(f"no call of the newest result's msprobe dumps is named {name!r}, "
+                                 f"and no Build graph op either ({exc.problem})") from None
+
+
 def run(args, context: Context) -> CommandResult:
     """Explain OP, or the first introducers of the newest result; FLAGGED when a cause other
     than precision is found."""
-    from ..explain.diagnosis import explain_newest, explain_ref
+    from ..explain.diagnosis import explain_newest
     from ..render.json_out import dumps
     from ..render.lines import RawLines
     from ..render.why import render_why
     from ..render.why_json import to_json_data
-    from ..compare.lookup import lookup_op
 
     if args.op:
-        explanations = explain_ref(context, lookup_op(context, args.op, debug="debug_0"))
+        explanations = _explain_named(context, args.op)
     else:
         explanations = explain_newest(context, args.limit)
     status = ExitStatus.FLAGGED if any(e.is_defect for e in explanations) else ExitStatus.OK

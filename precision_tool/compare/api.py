@@ -23,8 +23,10 @@ from ..formats.atomic import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .judged import judge_rows
+from .msprobe_replay import comparison_dumps
 from .metrics import METRICS, Metric, select_metrics
-from .pairing import DumpSide, NpySide, PairTask
+from .pairing import DumpSide, FileSide, NpySide, PairTask
+from .msprobe_rows import metrics_for
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
@@ -39,7 +41,7 @@ Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done
 def estimated_bytes(tasks: Iterable[PairTask]) -> int:
     """The file bytes of every tensor file the comparable tasks read (each file once)."""
     paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right)
-             if isinstance(side, (DumpSide, NpySide))}
+             if isinstance(side, FileSide)}
     total = 0
     for path in paths:
         try:
@@ -99,7 +101,8 @@ class ComparisonResult:
         key = (rule, len(self.rows))
         if key not in self._verdicts:
             self._verdicts[key] = (analyse(self.rows, rule) if self.workspace is None
-                                   else judge_rows(self.workspace, self.rows, rule))
+                                   else judge_rows(self.workspace, self.rows, rule,
+                                                   comparison_dumps(self.comparison)))
         return self._verdicts[key]
 
     def row_verdicts(self, rule: FlagRule) -> list[tuple[str, str]]:
@@ -205,8 +208,11 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
             right: str | None = None, steps: str | None = None, devices: str | None = None,
             metrics: str | Iterable[str | int | Metric] | None = None, workers: int | None = None,
             graph: str | None = None, config: Config | None = None,
-            scheduler: str | None = None) -> CompareResult:
+            scheduler: str | None = None, mapping: str | None = None) -> CompareResult:
     """Compare a data root (NPU ``debug_0`` against ``tf/dump``), or two directories.
+
+    ``compare(LEFT, right=RIGHT)`` compares the two directories ``LEFT`` and ``RIGHT`` (two
+    msprobe dumps: ``compare("dump_npu", right="dump_gpu")``).
 
     Nothing is written: call :meth:`CompareResult.write_csv` for the CSV.
 
@@ -221,6 +227,7 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
         workers: worker processes. Defaults to the config's WORKERS (0: one per core).
         graph: the Build graph to pair with. Defaults to the one named like each step's model.
         config: settings to start from. Defaults to the built-in defaults.
+        mapping: msprobe dumps: a tensor mapping file (msprobe's ``-dm`` YAML) whose pairs win.
         scheduler: a Dask scheduler to compute on (``"tcp://HOST:8786"``, or ``"local:N"`` for a
             LocalCluster of N processes). Defaults to the config's SCHEDULER ('': local processes).
 
@@ -228,6 +235,8 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
         PrecisionToolError: bad input (no dumps, unknown metric, graph or directory).
     """
     config = config or Config()
+    if right is not None and left is None and data_root is not None:  # compare(LEFT, right=RIGHT)
+        left, data_root = os.fspath(data_root), None
     changes = {}
     if data_root is not None:
         changes["data_root_dir"] = Path(data_root)
@@ -239,7 +248,8 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     workspace = Workspace(config)
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
-                             devices=devices)
+                             devices=devices, mapping=mapping)
+    chosen = metrics_for(plans, chosen, asked=metrics is not None)
     parts = [ComparisonResult(plan, [], chosen, workspace) for plan in plans]
     for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
                                       split_bytes=config.split_bytes):

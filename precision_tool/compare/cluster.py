@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Callable, ContextManager
 
 from ..errors import PrecisionToolError
-from .pairing import DumpSide, NpySide, PairTask
+from .pairing import DumpSide, FileSide, NpySide, PairTask
 from .window import LostWork
 
 LOCAL_PREFIX = "local:"
@@ -64,7 +64,7 @@ def _distributed():
 
 
 def _absolute(side):
-    if isinstance(side, (DumpSide, NpySide)) and not side.path.is_absolute():
+    if isinstance(side, FileSide) and not side.path.is_absolute():
         return replace(side, path=side.path.absolute())
     return side
 

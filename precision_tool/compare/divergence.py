@@ -38,6 +38,7 @@ from typing import Iterable, Mapping
 from .result import GOLDEN_NONFINITE_NOTE, CompareRow
 from .verdict import (
     AMPLIFY_FACTOR,
+    RED_FLOOR,
     BY_INPUTS,
     BY_REPLAY,
     CLEAN,
@@ -109,6 +110,9 @@ class TensorCosine:
         nonfinite: the NPU tensor holds NaN or Inf.
         limit: the largest RED rounding explains here (:mod:`.noise`); NaN when unknown.
         golden_nonfinite: the golden holds NaN or Inf.
+        red_floor: a lower bound on the RED that a row without the tensors proves (msprobe's
+            statistics: the relative difference of the L2 norms, which the RED is never below;
+            md5: 0 for equal bytes, inf for different ones); NaN when the row has none.
     """
 
     kind: str
@@ -119,6 +123,7 @@ class TensorCosine:
     nonfinite: bool = False
     limit: float = math.nan
     golden_nonfinite: bool = False
+    red_floor: float = math.nan
 
     @property
     def nonfinite_side(self) -> str | None:
@@ -133,6 +138,8 @@ class TensorCosine:
         has no RED (a cosine-only run); NaN without either."""
         if not math.isnan(self.red):
             return self.red
+        if self.red_floor == 0:  # the very same bytes
+            return 0.0
         return math.nan if math.isnan(self.cosine) else equivalent_red(self.cosine)
 
     def state(self, rule: FlagRule) -> str:
@@ -156,8 +163,11 @@ class TensorCosine:
         return cosine_flags(self.cosine, threshold)
 
     def diverges(self, rule: FlagRule) -> bool:
-        """True when ``rule`` says this tensor diverges."""
-        return rule.diverges(self.cosine, self.red, self.nonfinite)
+        """True when ``rule`` says this tensor diverges (a row without the tensors: when its
+        lower bound on the RED reaches the threshold)."""
+        floor = self.red_floor
+        return rule.diverges(self.cosine, self.red, self.nonfinite) or (
+            not math.isnan(floor) and floor >= rule.red_threshold)
 
 
 @dataclass(frozen=True)
@@ -367,7 +377,8 @@ class Divergence:
 
 def _tensor(row: CompareRow, limit: float = math.nan) -> TensorCosine:
     return TensorCosine(row.kind, row.slot, row.cosine, row.fail_reason, row.metric(RED),
-                        row.npu_nonfinite, limit, GOLDEN_NONFINITE_NOTE in row.fail_reason)
+                        row.npu_nonfinite, limit, GOLDEN_NONFINITE_NOTE in row.fail_reason,
+                        row.metric(RED_FLOOR))
 
 
 def op_key(row: CompareRow) -> tuple[int, str]:

@@ -50,7 +50,7 @@ from ..lifetime import init_worker_lifetime
 from .load import DEFAULT_CHUNK, HeaderCache
 from .metrics import METRICS, Metric
 from .pair import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
-from .pairing import DumpSide, PairTask
+from .pairing import DumpSide, FileSide, PairTask
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
@@ -67,7 +67,7 @@ CLUSTER_BATCH_BYTES = 64 << 20
 
 def _task_files(tasks: Sequence[PairTask]) -> list:
     """Every file the comparable tasks read, once each, in order."""
-    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if side is not None)
+    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide))
     return list(dict.fromkeys(files))
 
 

@@ -10,6 +10,12 @@ own dump file, so the cost follows the number of flagged ops, not the size of th
 MAX_REPLAYS bounds it. An op whose type has no replay, whose dump is missing or whose tensors
 cannot be read keeps the input rule, and the views say so (``decided_by``).
 
+A GE op is found in the Build graphs and replayed by its TF op type (:mod:`.replay`); a result
+of msprobe dumps (its manifest names the rank directories, :mod:`.msprobe_replay`) has calls of
+PyTorch or MindSpore APIs, found in the NPU rank's ``dump.json`` and replayed from their
+arguments (:mod:`.replay.torch_api`). Both are launches (:class:`~.replay.launch.GeLaunch`,
+:class:`~.msprobe_replay.MsprobeLaunch`) judged by one :func:`local_check`.
+
 Every view (``vcs``, ``ac``, ``report``, ``ni -s``, Model Explorer, ``why``) gets its
 divergence from :func:`judged_result`, so they all tell the same story.
 """
@@ -22,11 +28,12 @@ from pathlib import Path
 from ..errors import PrecisionToolError
 from ..formats.file_identity import FileIdentities
 from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .msprobe_replay import MsprobeDumps, find_launch, msprobe_dumps
 from .noise import accumulation_length, replay_noise
-from .op_tensors import OpTensors, op_tensors
+from .op_tensors import op_tensors
 from .pair_stats import compare
 from .replay import REGISTRY, ReplayError
-from .replay.launch import replay_op
+from .replay.launch import GeLaunch
 from .result_csv import read_result_csv
 from .verdict import LocalCheck
 from .workspace import Workspace
@@ -34,77 +41,100 @@ from .workspace import Workspace
 MAX_REPLAYS = 2000  # flagged ops replayed per result; the rest keep the input rule
 
 
-def _read_all(tensors: OpTensors) -> tuple[list, list]:
+def _read_all(launch) -> tuple[list, list]:
     def read(side):
         try:
             return side.npu()
         except PrecisionToolError:
             return None
-    return [read(s) for s in tensors.inputs], [read(s) for s in tensors.outputs]
+    return [read(s) for s in launch.inputs], [read(s) for s in launch.outputs]
 
 
-def local_check(tensors: OpTensors, slot: int) -> LocalCheck | None:
-    """Output ``slot`` of the op against its replay on its own NPU inputs; None when the op
-    cannot be replayed (the reason does not matter here: the input rule then decides)."""
-    inputs, outputs = _read_all(tensors)
+def local_check(launch, slot: int) -> LocalCheck | None:
+    """Output ``slot`` of ``launch`` (a :class:`~.replay.launch.GeLaunch` or an
+    :class:`~.msprobe_replay.MsprobeLaunch`) against its replay on its own NPU inputs; None when
+    it cannot be replayed (the reason does not matter here: the input rule then decides)."""
+    inputs, outputs = _read_all(launch)
     if slot >= len(outputs) or outputs[slot] is None:
         return None
     try:
-        replayed, label, _ = replay_op(tensors, inputs, outputs)
+        replayed, label, _ = launch.replay(inputs, outputs)
     except ReplayError:
         return None
     if slot >= len(replayed) or replayed[slot].size != outputs[slot].size:
         return None
-    npu = outputs[slot]
-    stats = compare(npu, replayed[slot].reshape(npu.shape), tensors.outputs[slot].tensor.dtype)
+    npu, dtype = outputs[slot], launch.outputs[slot].dtype
+    stats = compare(npu, replayed[slot].reshape(npu.shape), dtype)
     shapes = [tuple(a.shape) if a is not None else None for a in inputs]
-    k = accumulation_length(tensors.op.type, shapes, tuple(npu.shape))
-    noise = replay_noise(tensors.outputs[slot].tensor.dtype, tensors.op.type, k)
+    k = accumulation_length(launch.noise_type, shapes, tuple(npu.shape))
+    noise = replay_noise(dtype, launch.noise_type, k)
     return LocalCheck(stats.red, stats.nonfinite_mismatch, noise, label, slot)
 
 
-def _check_op(context: Workspace, op: OpCosines) -> LocalCheck | None:
+def _check_ge(context: Workspace, op: OpCosines, slot: int) -> LocalCheck | None:
     ref = context.find_op(op.name, "debug_0")
-    worst = op.worst_output_tensor
-    if ref is None or worst is None or ref.op.type not in REGISTRY:  # no dump read for nothing
+    if ref is None or ref.op.type not in REGISTRY:  # no dump read for nothing
         return None
     try:
         launches = op_tensors(context, ref)
     except PrecisionToolError:
         return None
-    return local_check(launches[0], worst.slot) if launches else None
+    return local_check(GeLaunch(launches[0]), slot) if launches else None
 
 
-def local_checks(context: Workspace, divergence: Divergence) -> dict[tuple[int, str], LocalCheck]:
-    """The replay evidence of each flagged op that could be replayed (up to MAX_REPLAYS)."""
+def _check_call(context: Workspace, dumps: MsprobeDumps, op: OpCosines, slot: int) -> LocalCheck | None:
+    try:
+        launch = find_launch(context, dumps, op.name)
+    except PrecisionToolError:
+        return None
+    if launch is None or launch.api is None:  # no tensor read for nothing
+        return None
+    return local_check(launch, slot)
+
+
+def _check_op(context: Workspace, op: OpCosines, dumps: MsprobeDumps | None = None) -> LocalCheck | None:
+    worst = op.worst_output_tensor
+    if worst is None:
+        return None
+    if dumps is not None:
+        return _check_call(context, dumps, op, worst.slot)
+    return _check_ge(context, op, worst.slot)
+
+
+def local_checks(context: Workspace, divergence: Divergence,
+                 dumps: MsprobeDumps | None = None) -> dict[tuple[int, str], LocalCheck]:
+    """The replay evidence of each flagged op that could be replayed (up to MAX_REPLAYS);
+    ``dumps``: the msprobe rank directories the result compares (None: GE dumps)."""
     checks: dict[tuple[int, str], LocalCheck] = {}
     for op in divergence.flagged[:MAX_REPLAYS]:
-        found = _check_op(context, op)
+        found = _check_op(context, op, dumps)
         if found is not None:
             checks[(op.index, op.name)] = found
     return checks
 
 
-def with_replay(context: Workspace, op: OpCosines) -> OpCosines:
+def with_replay(context: Workspace, op: OpCosines, dumps: MsprobeDumps | None = None) -> OpCosines:
     """``op`` with its replay attached when it is flagged: an op's verdict depends on its own
     replay alone, so one op's verdict costs one replay, not the whole result's."""
     if not op.flagged or op.local is not None:
         return op
-    check = _check_op(context, op)
+    check = _check_op(context, op, dumps)
     return op if check is None else replace(op, local=check)
 
 
-def judge_rows(context: Workspace, rows, rule: FlagRule) -> Divergence:
-    """The verdict on ``rows`` by ``rule``, the replays of its flagged ops attached."""
+def judge_rows(context: Workspace, rows, rule: FlagRule, dumps: MsprobeDumps | None = None) -> Divergence:
+    """The verdict on ``rows`` by ``rule``, the replays of its flagged ops attached; ``dumps``:
+    the msprobe rank directories the rows compare (None: GE dumps, found through the graphs)."""
     divergence = analyse(rows, rule)
-    return divergence.with_local(local_checks(context, divergence))
+    return divergence.with_local(local_checks(context, divergence, dumps))
 
 
 def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Divergence:
-    """:func:`judge_rows` of ``rows`` (read from result ``path``); remembered for the session,
-    so every view of one command (and of later ones) shares it."""
+    """:func:`judge_rows` of ``rows`` (read from result ``path``; its manifest says whether it
+    compares msprobe dumps, and which); remembered for the session, so every view of one command
+    (and of later ones) shares it."""
     def judge() -> Divergence:
-        return judge_rows(context, rows, rule)
+        return judge_rows(context, rows, rule, msprobe_dumps(path))
 
     identity = FileIdentities().of(Path(path))  # what the file is, as the row cache keys it
     if identity is None:

@@ -267,29 +267,41 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     """Fold a pair of equal-length flat chunks into ``stats`` for the first-pass ``groups``.
 
     ``kernels`` (from :func:`numba_for`) folds every built-in group in one fused pass; groups
-    registered from outside, and everything when it is None, fold float64 blocks with numpy.
+    registered from outside, and everything when it is None, fold float64 blocks with numpy
+    (a ``stored`` group: blocks in the stored dtypes, :attr:`~.metric_types.StatGroup.stored`).
     A chunk of finite values whose sums overflow float64 is folded again, scaled
     (:mod:`.scaled_sums`). Returns the updated statistics (``stats`` itself, or a combined copy).
     """
     builtin = [g for g in groups if g.name in BUILTIN]
-    custom = [g for g in groups if g.name not in BUILTIN]
+    custom = [g for g in groups if g.name not in BUILTIN and not g.stored]
+    stored = [g for g in groups if g.name not in BUILTIN and g.stored]
     fused = kernels is not None and bool(builtin)
     in_place = not fused and not stats.count  # a first chunk folds into stats: no combine
     part = _fused_stats(kernels, x, y, _cosine_only(builtin)) if fused else stats if in_place else Stats()
     folds = custom if fused else builtin + custom
-    if folds:
-        with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):
+        if stored:  # first: the float64 folds advance part.count block by block
+            _fold_stored(stats if fused else part, x, y, stored)
+        if folds:
             for xb, yb in _float64_pieces(x, y, BLOCK):
                 for group in folds:
                     group.fold(stats if fused else part, xb, yb)
                 if not fused:  # the fused kernel counted them
                     part.count += xb.size
-    elif not fused:
+    if not folds and not fused:
         part.count += x.size
     if not sums_finite(part):  # a NaN or Inf, or an overflow
         counted = (fused and not _cosine_only(builtin)) or any(g.name == "range" for g in builtin)
         part = refold_if_overflowed(part, x, y, builtin, partial(fresh_fold, kernels=kernels), counted)
-    return part if in_place else combine(stats, part, () if fused else custom)
+    return part if in_place else combine(stats, part, () if fused else custom + stored)
+
+
+def _fold_stored(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup]) -> None:
+    """Fold the ``stored`` groups over views of :data:`BLOCK` elements in the stored dtypes."""
+    for start in range(0, x.size, BLOCK):
+        xb, yb = x[start:start + BLOCK], y[start:start + BLOCK]
+        for group in groups:
+            group.fold(stats, xb, yb)
 
 
 def _cosine_only(groups: Sequence[StatGroup]) -> bool:

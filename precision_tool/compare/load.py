@@ -45,7 +45,7 @@ from ..formats.dtypes import dump_dtype
 from ..formats.files import open_regular
 from ..formats.golden import load_npy
 from .metrics import dtype_problem
-from .pairing import DumpSide, NpySide
+from .pairing import DumpSide, NpySide, TensorFileSide
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
@@ -401,11 +401,28 @@ def open_npy_side(side: NpySide) -> Source:
     return ArrayBlocks(array=array, **common)
 
 
-def open_side(side: DumpSide | NpySide, headers: HeaderCache) -> Source:
-    """A :class:`Source` for either kind of side."""
+def open_tensor_file_side(side: TensorFileSide) -> Source:
+    """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
+    ``dump.json`` dtype; PrecisionToolError names the problem."""
+    from ..formats.msprobe_dump import read_tensor_file
+
+    array = read_tensor_file(side.path, side.dtype_name)
+    check_numeric(array.dtype, side.path.name, side.path)
+    # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
+    # read in blocks from the array, whose mapping pages in only what is read
+    return ArrayBlocks(shape=tuple(array.shape), array=array, dtype=array.dtype,
+                       dtype_name=array.dtype.name, nbytes=int(array.nbytes))
+
+
+def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -> Source:
+    """A :class:`Source` for any kind of side."""
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
-    return open_npy_side(side)
+    if isinstance(side, TensorFileSide):
+        return open_tensor_file_side(side)
+    if isinstance(side, NpySide):
+        return open_npy_side(side)
+    raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")
 
 
 def _converted_whole(t: DumpTensor) -> bool:

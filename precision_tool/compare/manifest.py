@@ -38,11 +38,17 @@ class CsvInfo:
     step: int | None = None
     run: str | None = None
     npu_vs_npu: bool = False
+    npu_dump: str | None = None  # msprobe dumps: the NPU rank directory compared (absolute)
+    bench_dump: str | None = None  # msprobe dumps: the bench rank directory compared (absolute)
 
 
 def csv_info(csv_name: str, comparison: Comparison) -> CsvInfo:
     """The manifest entry of ``comparison`` written as ``csv_name``."""
-    step = comparison.step
+    step, sides = comparison.step, comparison.msprobe
+    if sides is not None:
+        return CsvInfo(csv_name, comparison.label, device=sides.npu_rank.rank, step=sides.npu_rank.step,
+                       npu_vs_npu=True, npu_dump=str(sides.npu_rank.path.absolute()),
+                       bench_dump=str(sides.bench_rank.path.absolute()))
     return CsvInfo(csv_name, comparison.label,
                    device=step.device if step else None, model=step.model_name if step else None,
                    model_id=step.model_id if step else None, step=step.step if step else None,

@@ -80,13 +80,17 @@ class StatGroup:
     a second pass, once the first pass has seen every element: ``fold(stats, x, y, ranges)``.
     Groups defined outside this package keep their state in ``stats.extra[name]``. Both
     functions must be module-level, so a :class:`Metric` using the group can be sent to a
-    worker process.
+    worker process. A first-pass group with ``stored`` gets the blocks in their stored dtypes
+    (float16, bfloat16, integers, bool as read) instead of float64, for a formula whose
+    arithmetic depends on the dtype (msprobe's relative error is float32 for float16 data);
+    it converts what it needs itself.
     """
 
     name: str
     fold: Fold
     merge: Callable[[Stats, Stats], None]
     needs_ranges: bool = False
+    stored: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,11 @@ class TensorSide:
         return str(self.source) if self.source else ""
 
     @property
+    def dtype(self) -> np.dtype:
+        """The NPU tensor's dtype."""
+        return self.tensor.dtype
+
+    @property
     def host_format(self) -> str | None:
         """The host layout the tensor is read in."""
         return self.tensor.origin_format(self.origin_format)

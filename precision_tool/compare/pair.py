@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
+from .msprobe_rows import StatsSide, stats_row
 from .pairing import DumpSide, PairTask
 from .result import CompareRow
 
@@ -172,6 +173,8 @@ def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
     """One row for one task, and the bytes compared (0 when nothing was)."""
     if not task.comparable:
         return not_compared_row(task, headers), 0
+    if isinstance(task.left, StatsSide):  # msprobe records: no tensor data to read
+        return stats_row(base_row(task, headers), task.left, task.right), 0
     row = base_row(task, headers)
     sides: list[Source] = []
     try:

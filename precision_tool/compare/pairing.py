@@ -38,6 +38,18 @@ class NpySide:
 
 
 @dataclass(frozen=True)
+class TensorFileSide:
+    """A tensor file of an msprobe dump: ``.pt`` (torch's zip, read without torch) or ``.npy``,
+    as the dtype ``dump.json`` records (``dtype_name``) says."""
+
+    path: Path
+    dtype_name: str | None = None
+
+
+FileSide = (DumpSide, NpySide, TensorFileSide)  # the sides that name a file (isinstance checks)
+
+
+@dataclass(frozen=True)
 class PairTask:
     """One row of the result: an NPU tensor and what it is compared with, or why it is not."""
 
@@ -46,8 +58,8 @@ class PairTask:
     npu_name: str
     ground_truth: str
     tensor_index: str | None  # "{op}:{input|output}:{i}"; None for an op with no dump
-    left: DumpSide | NpySide | None
-    right: DumpSide | NpySide | None
+    left: DumpSide | NpySide | TensorFileSide | None
+    right: DumpSide | NpySide | TensorFileSide | None
     reason: str = ""  # why it cannot be compared; empty when it can
 
     @property

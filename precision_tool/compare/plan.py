@@ -8,7 +8,9 @@ step) directory in execution order, with a label for the user and notes about th
   the Build graph whose name is the step directory's model name (or the only graph; ``graph``
   picks one), by name when there is no graph.
 * with ``left``/``right``: any two directories (see :mod:`.pair_dirs`): NPU vs golden npy, NPU vs
-  NPU, npy vs npy.
+  NPU, npy vs npy; two msprobe dumps (PyTorch, MindSpore: :mod:`.msprobe_plan`), one comparison
+  per rank pair. A data root whose ``npu/`` is an msprobe dump and which has ``bench/`` is
+  compared the same way without ``left``/``right``.
 
 ``vc``, ``ac``, the checks and :func:`precision_tool.compare` all plan through here.
 """
@@ -26,6 +28,9 @@ from ..formats.graph import read_graph
 from ..formats.graph_model import GraphDesc, Model, TensorName
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
+from ..formats.msprobe_tree import is_msprobe_dump
+from .msprobe_plan import (MsprobeSides, comparison_tag, load_mapping, msprobe_tasks, rank_label,
+                           rank_pairs, read_sides, sides_notes)
 from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
 from .pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
@@ -43,7 +48,8 @@ class Comparison:
         tasks: the pair tasks, in execution order.
         notes: warnings about the pairing (e.g. no Build graph: paired by name).
         npu_vs_npu: both sides are NPU dumps (the CSV gets a golden-side Address column).
-        step: the (left) step directory compared; None for npy vs npy.
+        step: the (left) step directory compared; None for npy vs npy and msprobe dumps.
+        msprobe: for msprobe dumps, what was compared and how it was paired.
     """
 
     label: str
@@ -52,6 +58,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     npu_vs_npu: bool = False
     step: StepDir | None = None
+    msprobe: MsprobeSides | None = None  # msprobe dumps: the ranks, their dump.json, the pairing
 
 
 def _all_graphs(models: list[Model]) -> list[tuple[Model, GraphDesc]]:
@@ -129,8 +136,25 @@ def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex,
     return Comparison(step_label(step), step_tag(step), tasks, notes, step=step)
 
 
+def plan_msprobe(npu: str | Path, bench: str | Path, steps: str | None = None,
+                 devices: str | None = None, mapping: str | None = None) -> list[Comparison]:
+    """One comparison per rank pair of two msprobe dumps (:mod:`.msprobe_plan`); ``mapping`` is
+    a ``-dm`` style tensor mapping file whose pairs win over the pairing's own."""
+    pairs, notes = rank_pairs(npu, bench, steps, devices)
+    pairs_given = load_mapping(mapping)
+    plans = []
+    for npu_rank, bench_rank in pairs:
+        sides = read_sides(npu_rank, bench_rank, pairs_given)
+        plans.append(Comparison(rank_label(npu_rank), comparison_tag(npu_rank), msprobe_tasks(sides),
+                                notes + sides_notes(sides), npu_vs_npu=True, msprobe=sides))
+    return plans
+
+
 def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
-                  devices: str | None) -> list[Comparison]:
+                  devices: str | None, mapping: str | None = None) -> list[Comparison]:
+    data = workspace.data
+    if data.is_msprobe:
+        return plan_msprobe(data.npu, data.bench, steps, devices, mapping)
     tree = workspace.dump_tree("debug_0")
     spec = steps if steps is not None else workspace.config.tf_dump_step
     chosen = tree.select(steps=spec, devices=devices)
@@ -148,7 +172,9 @@ def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
 
 
 def _plan_dirs(workspace: Workspace, left: str, right: str, graph: str | None,
-               steps: str | None, devices: str | None) -> list[Comparison]:
+               steps: str | None, devices: str | None, mapping: str | None = None) -> list[Comparison]:
+    if is_msprobe_dump(left) or is_msprobe_dump(right):
+        return plan_msprobe(left, right, steps, devices, mapping)
     spec = steps if steps is not None else workspace.config.tf_dump_step
     lside, rside = resolve_dir(left, spec, devices), resolve_dir(right, spec, devices)
     if not lside.is_npu and rside.is_npu:
@@ -179,7 +205,7 @@ def _plan_npu_npu(lside: DirSide, rside: DirSide) -> list[Comparison]:
 
 def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: str | None = None,
                      graph: str | None = None, steps: str | None = None,
-                     devices: str | None = None) -> list[Comparison]:
+                     devices: str | None = None, mapping: str | None = None) -> list[Comparison]:
     """The comparisons to run (see the module docstring).
 
     Args:
@@ -190,6 +216,8 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
         steps: the steps to compare, as TF_DUMP_STEP. Defaults to None: the configured steps.
         devices: the devices (ranks) to compare, ``"0,3-5"``. Defaults to None: every device.
             NPU vs NPU pairs device i with device i.
+        mapping: msprobe dumps only: a tensor mapping file (msprobe's ``-dm`` YAML) whose pairs
+            win over the pairing's own.
 
     Raises:
         PrecisionToolError: only one of left/right, no dumps, no such step, graph or directory.
@@ -197,8 +225,8 @@ def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: st
     if (left is None) != (right is None):
         raise PrecisionToolError("give both -lt and -rt, or neither")
     if left is not None:
-        return _noted_once(_plan_dirs(workspace, left, right, graph, steps, devices))
-    return _noted_once(_plan_default(workspace, graph, steps, devices))
+        return _noted_once(_plan_dirs(workspace, left, right, graph, steps, devices, mapping))
+    return _noted_once(_plan_default(workspace, graph, steps, devices, mapping))
 
 
 def _noted_once(plans: list[Comparison]) -> list[Comparison]:

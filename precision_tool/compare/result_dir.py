@@ -48,6 +48,7 @@ class CompareOptions:
     steps: str | None = None
     devices: str | None = None
     algorithms: str | None = None
+    mapping: str | None = None  # msprobe dumps: the tensor mapping file (vc --mapping)
 
     def differing(self, given: CompareOptions) -> list[str]:
         """The options ``given`` sets (not None) to other values than these have: what a

@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .. import __version__
 from ..formats.atomic import OutputError, OutputRoot
 from ..formats.file_identity import FileIdentities
-from .pairing import DumpSide, NpySide, PairTask
+from .pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
 from .result import CompareRow
 
 CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"
@@ -45,12 +45,16 @@ _BATCH_ROWS = 256
 _BATCH_SECONDS = 2.0
 
 
-def _side_key(side: DumpSide | NpySide, identities: FileIdentities) -> list | None:
+def _side_key(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentities) -> list | None:
+    if not isinstance(side, FileSide):  # a record (msprobe statistics): computed anew, cheaply
+        return None
     identity = identities.of(side.path)
     if identity is None:
         return None
     if isinstance(side, DumpSide):
         return ["dump", *identity, side.kind, side.index, side.origin_format]
+    if isinstance(side, TensorFileSide):
+        return ["tensor file", *identity, side.dtype_name]
     return ["npy", *identity]
 
 

@@ -186,7 +186,7 @@ def _split(task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int,
     """A SplitCompare for a task whose pair is larger than ``split_bytes``, else None."""
     if not task.comparable:
         return None
-    if sum(file_sizes.get(side.path, 0) for side in (task.left, task.right)) <= split_bytes:
+    if sum(file_sizes.get(getattr(side, "path", None), 0) for side in (task.left, task.right)) <= split_bytes:
         return None  # the files bound the tensors' bytes: no header needs reading
     x, y = range_extent(task.left, headers), range_extent(task.right, headers)
     if x is None or y is None or x.size != y.size or x.nbytes + y.nbytes <= split_bytes:

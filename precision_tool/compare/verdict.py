@@ -35,6 +35,7 @@ INTRODUCES, INHERITS, CLEAN = "introduces", "inherits", "clean"
 OP_STATES = (INTRODUCES, INHERITS, CLEAN, NOT_COMPARED)
 BY_REPLAY, BY_INPUTS = "replay", "inputs"
 RED = "RelativeEuclideanDistance"
+RED_FLOOR = "RedFloor"  # a row without tensors: the lower bound on the RED it proves (divergence.py)
 AMPLIFY_FACTOR = 1.5  # an inheriting op whose output RED is this much above its inputs' amplifies
 
 

@@ -1,11 +1,18 @@
 """Explain one op: compare its output and inputs with their goldens, replay it, and rank the
 causes that hold. Also the explanations of the ops that introduce error in the newest result
-(what ``why`` without an op shows, and the panel ``ac`` can end with)."""
+(what ``why`` without an op shows, and the panel ``ac`` can end with).
+
+A GE op is read through its Build graph (:mod:`~..compare.op_tensors`); a call of an msprobe
+dump (a PyTorch or MindSpore API) through its rank's ``dump.json``
+(:mod:`~..compare.msprobe_replay`), its bench tensors the goldens: the same hypotheses, and the
+replay line says what the verdict's replay found, whether the call computes the error itself
+("computed here") or carries it in, and the dtype it ran in.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -14,11 +21,15 @@ from ..errors import PrecisionToolError
 from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
 from .criterion import Criterion
 from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, dtype_facts
-from ..compare.replay.launch import replay_op
+from ..compare.replay.launch import GeLaunch
 from ..compare.replay import ReplayError
 from ..compare.replay.registry import channel_axis
 from .rounding import op_output_noise, op_replay_noise
-from ..compare.judged import judged_result
+from ..compare.divergence import OpCosines
+from ..compare.judged import judge_rows, judged_result, local_check
+from ..compare.msprobe_replay import DUMP_JSON, MsprobeDumps, find_launch, msprobe_dumps
+from ..compare.result_csv import read_result_csv
+from ..compare.verdict import LocalCheck
 from ..compare.op_tensors import (
     OpTensors,
     TensorSide,
@@ -89,18 +100,18 @@ def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
 
 
 def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
-    stats = compare(npu, golden, side.tensor.dtype) if npu is not None and golden is not None else None
+    stats = compare(npu, golden, side.dtype) if npu is not None and golden is not None else None
     if stats is not None:
         nonfinite = stats.npu_nonfinite  # counted in the same pass
     else:
         nonfinite = count_nonfinite(npu) if npu is not None else 0
     return InputCheck(side.slot, side.source_text, side.network_input, stats, nonfinite,
-                      dtype_facts(side.tensor.dtype), problem)
+                      dtype_facts(side.dtype), problem)
 
 
-def _replay_check(tensors: OpTensors, inputs, outputs, slot: int | None, golden) -> ReplayCheck:
+def _replay_check(launch, inputs, outputs, slot: int | None, golden) -> ReplayCheck:
     try:
-        replayed, label, notes = replay_op(tensors, inputs, outputs)
+        replayed, label, notes = launch.replay(inputs, outputs)
     except ReplayError as exc:
         return ReplayCheck(False, str(exc))
     if slot is None or slot >= len(replayed) or outputs[slot] is None:
@@ -112,7 +123,7 @@ def _replay_check(tensors: OpTensors, inputs, outputs, slot: int | None, golden)
     value = value.reshape(npu.shape)
     against_golden = compare(golden, value, golden.dtype) if golden is not None else None
     return ReplayCheck(True, f"replayed {label}", tuple(notes),
-                       compare(npu, value, tensors.outputs[slot].tensor.dtype), against_golden)
+                       compare(npu, value, launch.outputs[slot].dtype), against_golden)
 
 
 def _worst_output(pairs: list[tuple[int, PairStats]]) -> int | None:
@@ -127,26 +138,32 @@ def _finite_or_max(value: float) -> float:
 
 def explain_op(tensors: OpTensors, criterion: Criterion) -> Explanation:
     """The explanation of one op launch."""
-    ins = [_read(side) for side in tensors.inputs]
-    outs = [_read(side) for side in tensors.outputs]
+    return explain_launch(GeLaunch(tensors), criterion)
+
+
+def explain_launch(launch, criterion: Criterion) -> Explanation:
+    """The explanation of one launch: a :class:`~..compare.replay.launch.GeLaunch` or an
+    :class:`~..compare.msprobe_replay.MsprobeLaunch` (its bench tensors the goldens)."""
+    ins = [_read(side) for side in launch.inputs]
+    outs = [_read(side) for side in launch.outputs]
     notes = [problem for _, _, problem in ins + outs if problem]
-    checks = tuple(_input_check(side, *read) for side, read in zip(tensors.inputs, ins))
-    compared = [(side.slot, compare(npu, golden, side.tensor.dtype))
-                for side, (npu, golden, _) in zip(tensors.outputs, outs) if npu is not None and golden is not None]
+    checks = tuple(_input_check(side, *read) for side, read in zip(launch.inputs, ins))
+    compared = [(side.slot, compare(npu, golden, side.dtype))
+                for side, (npu, golden, _) in zip(launch.outputs, outs) if npu is not None and golden is not None]
     slot = _worst_output(compared)
     golden = outs[slot][1] if slot is not None else None
-    replay = _replay_check(tensors, [n for n, _, _ in ins], [n for n, _, _ in outs], slot, golden)
-    base = dict(op=tensors.op.name, op_type=tensors.op.type, replay=replay, dump=tensors.dump_path.name)
+    replay = _replay_check(launch, [n for n, _, _ in ins], [n for n, _, _ in outs], slot, golden)
+    base = dict(op=launch.name, op_type=launch.op_type, replay=replay, dump=launch.dump_name)
     if slot is None:
         cause = Cause("unknown", "no output could be compared with a golden: " + ("; ".join(notes) or
                       "the dump has no output"), {}, 0.0)
         return Explanation(output=None, causes=(cause,), notes=tuple(notes), **base)
-    side, npu = tensors.outputs[slot], outs[slot][0]
+    side, npu = launch.outputs[slot], outs[slot][0]
     shapes = [tuple(n.shape) if n is not None else None for n, _, _ in ins]
     subject = Subject(npu, golden, dict(compared)[slot], _facts(side, checks), criterion, checks, replay,
                       channel_axis(side.host_format, npu.ndim) if side.host_format else None,
-                      op_output_noise(tensors.op.type, side.tensor.dtype, golden.dtype, checks, shapes, npu.shape),
-                      op_replay_noise(tensors.op.type, side.tensor.dtype, shapes, npu.shape))
+                      op_output_noise(launch.noise_type, side.dtype, golden.dtype, checks, shapes, npu.shape),
+                      op_replay_noise(launch.noise_type, side.dtype, shapes, npu.shape))
     return Explanation(output=slot, causes=diagnose(subject), stats=subject.stats, notes=tuple(notes), **base)
 
 
@@ -163,7 +180,7 @@ def output_noise_of(tensors: OpTensors, slot: int):
 
 
 def _facts(side: TensorSide, checks: tuple[InputCheck, ...]):
-    return coarsest([side.tensor.dtype, *(check.facts for check in checks)])
+    return coarsest([side.dtype, *(check.facts for check in checks)])
 
 
 def explain_ref(context: Context, ref: OpRef, criterion: Criterion | None = None) -> list[Explanation]:
@@ -188,8 +205,12 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
     found: list[Explanation] = []
     for path in paths or newest_result(context):
         divergence = judged_result(context, path, criterion.rule)
+        dumps = msprobe_dumps(path)
         ops = first_introducers(divergence)
         for op in ops[:limit] if limit else ops:
+            if dumps is not None:
+                found.append(explain_call(context, dumps, op, criterion))
+                continue
             ref = context.find_op(op.name, "debug_0")
             if ref is None:
                 found.append(_not_found(op.name, op.op_type, f"{op.name} is not in the Build graph"))
@@ -198,4 +219,83 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
                 found.extend(explain_ref(context, ref, criterion))
             except PrecisionToolError as exc:
                 found.append(_not_found(op.name, op.op_type, str(exc)))
+    return found
+
+
+# --- msprobe calls ----------------------------------------------------------------------------
+
+def _finding(local: LocalCheck, flagged: bool, dtype) -> str:
+    """The verdict's replay in words: ``computed here: replay of Functional.linear: local RED
+    0.47 > rounding 1e-05 (...; it ran in float16)``."""
+    if local.beyond:
+        head = "computed here"
+    elif flagged:
+        head = "carried in (its NPU output is what its own NPU inputs give)"
+    else:
+        head = "computed faithfully"
+    ran = f"it ran in {dtype.name}" if dtype is not None else "its dtype is not known"
+    return f"{head}: {local.describe()} (recomputed in float64 from its own NPU inputs; {ran})"
+
+
+def explain_call(context: Context, dumps: MsprobeDumps, op: OpCosines, criterion: Criterion) -> Explanation:
+    """The explanation of the msprobe call ``op`` of a result comparing ``dumps``: its causes as
+    for a GE op (the bench call's tensors its goldens), and on the replay line the verdict's
+    replay (:func:`~..compare.judged.local_check`): computed here, or carried in."""
+    try:
+        launch = find_launch(context, dumps, op.name, op.ground_truth)
+    except PrecisionToolError as exc:
+        return _not_found(op.name, op.op_type, str(exc))
+    if launch is None:
+        return _not_found(op.name, op.op_type, f"{op.name} is not a call of {dumps.npu / DUMP_JSON}")
+    explanation = explain_launch(launch, criterion)
+    worst = op.worst_output_tensor
+    local = op.local
+    if local is None and worst is not None and launch.api is not None:
+        local = local_check(launch, worst.slot)
+    if local is None or not explanation.replay.supported:
+        return explanation
+    reason = _finding(local, op.flagged, launch.run_dtype)
+    return replace(explanation, replay=replace(explanation.replay, reason=reason))
+
+
+def _chosen_call(text: str, names: set[str]) -> str | None:
+    """The call key ``text`` names: itself, else the one key holding it; None when none does.
+
+    Raises:
+        PrecisionToolError: several keys hold it.
+    """
+    if text in names:
+        return text
+    holding = sorted(name for name in names if text in name)
+    if len(holding) > 1:
+        shown = ", ".join(holding[:5]) + (", ..." if len(holding) > 5 else "")
+        raise PrecisionToolError(f"{text!r} is part of {len(holding)} calls' keys ({shown}): give the whole key")
+    return holding[0] if holding else None
+
+
+def explain_named_call(context: Context, text: str, criterion: Criterion | None = None) -> list[Explanation] | None:
+    """``why NAME`` for msprobe dumps: the explanation of the call ``text`` names (its key, or
+    the one key holding it) in each msprobe CSV of the newest result, judged on its own rows;
+    None when the newest result compares no msprobe dumps (or there is none), [] when no call
+    of it is named so.
+
+    Raises:
+        PrecisionToolError: ``text`` is part of several keys, or a CSV cannot be read.
+    """
+    criterion = criterion or Criterion.from_config(context.config)
+    try:
+        paths = [(path, msprobe_dumps(path)) for path in newest_result(context)]
+    except PrecisionToolError:
+        return None
+    if all(dumps is None for _, dumps in paths):
+        return None
+    found: list[Explanation] = []
+    for path, dumps in paths:
+        if dumps is None:
+            continue
+        rows = read_result_csv(path)
+        chosen = _chosen_call(text, {row.npu_name for row in rows})
+        if chosen is not None:
+            divergence = judge_rows(context, [row for row in rows if row.npu_name == chosen], criterion.rule, dumps)
+            found.extend(explain_call(context, dumps, op, criterion) for op in divergence.ops)
     return found

@@ -35,6 +35,20 @@ class DataRoot:
         return self.npu / debug / "graph"
 
     @property
+    def bench(self) -> Path:
+        """``bench/``: the bench run (GPU, CPU or another NPU run) of an msprobe dump in ``npu/``."""
+        return self.path / "bench"
+
+    @property
+    def is_msprobe(self) -> bool:
+        """Whether this data root holds two msprobe dumps (PyTorch, MindSpore): ``npu/`` and
+        ``bench/``, compared call by call instead of GE dumps against TF goldens. The one place
+        that tells; everything that differs for such a root asks here."""
+        from .msprobe_tree import is_msprobe_dump
+
+        return self.bench.is_dir() and is_msprobe_dump(self.npu)
+
+    @property
     def golden_dir(self) -> Path:
         return self.path / "tf" / "dump"
 

@@ -244,3 +244,18 @@ def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
     return where / name
 
 
+
+
+def read_tensor_file(path: str | os.PathLike, dtype_name: str | None = None):
+    """The array of an msprobe tensor file: ``.npy`` (MindSpore; as the dump.json dtype
+    ``dtype_name`` says) or ``.pt`` (PyTorch: torch's zip, read without torch or unpickling).
+
+    Raises:
+        PrecisionToolError: one line naming the file (missing, damaged, refused).
+    """
+    from .npy_file import read_npy
+    from .torch_file import read_pt
+
+    if Path(path).suffix == ".npy":
+        return read_npy(path, dtype_name)
+    return read_pt(path)

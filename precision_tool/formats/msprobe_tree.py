@@ -23,7 +23,7 @@ from ..errors import PrecisionToolError
 from .dump_names import check_dir, is_file_entry, scan_dir
 from .msprobe_json import DumpHeader, read_header
 
-__all__ = ["DumpHeader", "MsprobeTree", "RankDir", "find_tree", "read_header"]
+__all__ = ["DumpHeader", "MsprobeTree", "RankDir", "find_tree", "is_msprobe_dump", "read_header"]
 
 DUMP_JSON, STACK_JSON, CONSTRUCT_JSON = "dump.json", "stack.json", "construct.json"
 TENSOR_DIR = "dump_tensor_data"
@@ -189,3 +189,12 @@ def _rank_order(name: str) -> tuple[int, int]:
     found = _RANK.match(name)
     assert found is not None  # only names that matched are sorted
     return (0 if found.group(1) == "rank" else 1, int(found.group(2) or -1))
+
+
+def is_msprobe_dump(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is an msprobe dump root, step or rank directory (or its dump.json)
+    holding at least one rank; never raises."""
+    try:
+        return bool(find_tree(path).ranks)
+    except PrecisionToolError:
+        return False

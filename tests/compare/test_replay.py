@@ -319,6 +319,34 @@ def test_layer_norm_outputs_y_mean_and_variance():
     assert notes == []
 
 
+def test_rms_norm_outputs_y_and_rstd():
+    x, gamma = arrays((2, 3, 4)), arrays((3, 4), 1)
+    (y, rstd), _, notes = replay("RmsNorm", x, gamma, attrs={"epsilon": 1e-3})
+    for n in range(2):
+        values = [float(v) for v in x[n].ravel()]
+        inverse = 1 / math.sqrt(sum(v * v for v in values) / len(values) + 1e-3)
+        assert rstd[n, 0, 0] == pytest.approx(inverse, rel=1e-12) and rstd.shape == (2, 1, 1)
+        for i, j in itertools.product(range(3), range(4)):
+            assert y[n, i, j] == pytest.approx(float(x[n, i, j]) * inverse * float(gamma[i, j]), rel=1e-12)
+    assert notes == []
+    _, _, notes = replay("RmsNorm", x, arrays((4,)))
+    assert notes == ["epsilon not in the graph: 1e-06 assumed (the op's default)"]
+    with pytest.raises(ReplayError, match="does not fit"):
+        replay("RmsNorm", x, arrays((3,)))
+
+
+@pytest.mark.parametrize("op_type", ["LogSoftmax", "LogSoftmaxV2"])
+def test_log_softmax_over_the_last_axis(op_type):
+    x = arrays((3, 5)) * 20  # large values: the shift keeps exp finite
+    out = one(op_type, x)
+    for row, got in zip(x, out):
+        top = max(float(v) for v in row)
+        total = sum(math.exp(float(v) - top) for v in row)
+        for v, g in zip(row, got):
+            assert g == pytest.approx(float(v) - top - math.log(total), rel=1e-12, abs=1e-12)
+    assert one(op_type, x, attrs={"axes": [0]}).shape == (3, 5)
+
+
 @pytest.mark.parametrize("op_type", ["BNInfer", "FusedBatchNormV3"])
 @pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
 def test_batch_norm_inference(op_type, fmt):
@@ -440,7 +468,7 @@ def test_an_unknown_type_says_no_replay():
 def test_the_registry_covers_the_issues_list():
     wanted = {"Conv2D", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "BiasAdd", "Add", "AddV2",
               "Sub", "Mul", "RealDiv", "Relu", "Relu6", "Gelu", "Tanh", "Sigmoid", "Exp", "Log", "Sqrt",
-              "Rsqrt", "Softmax", "SoftmaxV2", "LayerNorm", "BNInfer", "FusedBatchNorm", "ReduceMean",
+              "Rsqrt", "Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "LayerNorm", "RmsNorm", "BNInfer", "FusedBatchNorm", "ReduceMean",
               "ReduceSum", "MaxPool", "AvgPool", "Cast", "TransData", "Reshape", "Transpose", "ConcatV2"}
     assert wanted <= set(REGISTRY)
 

@@ -55,13 +55,26 @@ for _name in BINARY:
     replay_of(_name)(_binary(_name))
 
 
+def gelu_erf(x: np.ndarray) -> np.ndarray:
+    """The exact Gelu, ``0.5 x (1 + erf(x / sqrt(2)))``."""
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """Gelu's tanh approximation, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """SiLU (Swish with scale 1), ``x sigmoid(x)``."""
+    return x * UNARY["Sigmoid"](x)
+
+
 @replay_of("Gelu")
 def gelu(args: ReplayArgs) -> np.ndarray:
     """Gelu: tanh approximation, or erf when the fused TF ops include Erf."""
     x = args.x(0)
-    if "Erf" in args.original_types:
-        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return gelu_erf(x) if "Erf" in args.original_types else gelu_tanh(x)
 
 
 @replay_of("BiasAdd")

@@ -6,6 +6,8 @@ recompute the same thing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..op_tensors import OpTensors
@@ -36,3 +38,40 @@ def replay_op(tensors: OpTensors, inputs: list, outputs: list) -> tuple[list[np.
                       tuple(s.host_format for s in tensors.outputs), original_types(tensors.ref))
     replayed, label = run_replay(tensors.op.type, args.original_types, args)
     return replayed, label, list(args.notes)
+
+
+@dataclass(frozen=True)
+class GeLaunch:
+    """One launch of a GE op as the verdict's replay and ``why`` read any call they replay
+    (:class:`~..msprobe_replay.MsprobeLaunch` is the other kind): its name, type and the type
+    its noise is modelled as, its dump file, its tensor sides, and its replay."""
+
+    tensors: OpTensors
+
+    @property
+    def name(self) -> str:
+        return self.tensors.op.name
+
+    @property
+    def op_type(self) -> str:
+        return self.tensors.op.type
+
+    @property
+    def noise_type(self) -> str:
+        return self.tensors.op.type
+
+    @property
+    def dump_name(self) -> str:
+        return self.tensors.dump_path.name
+
+    @property
+    def inputs(self):
+        return self.tensors.inputs
+
+    @property
+    def outputs(self):
+        return self.tensors.outputs
+
+    def replay(self, inputs: list, outputs: list) -> tuple[list[np.ndarray], str, list[str]]:
+        """:func:`replay_op` of the launch."""
+        return replay_op(self.tensors, inputs, outputs)

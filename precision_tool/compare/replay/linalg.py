@@ -16,6 +16,15 @@ FIRST = ("transpose_x1", "transpose_a", "adj_x1", "adj_x")
 SECOND = ("transpose_x2", "transpose_b", "adj_x2", "adj_y")
 
 
+def product(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """``np.matmul(x1, x2)`` (= ``torch.matmul``: 1-D operands promoted, batch dimensions
+    broadcast); a ReplayError when the shapes do not multiply."""
+    try:
+        return np.matmul(x1, x2)
+    except ValueError:
+        raise ReplayError(f"shapes {list(x1.shape)} and {list(x2.shape)} do not multiply") from None
+
+
 def _flag(args: ReplayArgs, names) -> bool:
     return bool(args.attr(*names, default=False))
 
@@ -30,10 +39,7 @@ def matmul(args: ReplayArgs) -> np.ndarray:
         x1 = np.swapaxes(x1, -1, -2)
     if _flag(args, SECOND):
         x2 = np.swapaxes(x2, -1, -2)
-    try:
-        y = np.matmul(x1, x2)
-    except ValueError:
-        raise ReplayError(f"shapes {list(x1.shape)} and {list(x2.shape)} do not multiply") from None
+    y = product(x1, x2)
     if len(args.inputs) > 2:
         y = y + args.x(2).reshape(-1)
     return y

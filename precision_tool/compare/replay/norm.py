@@ -1,9 +1,11 @@
 """Replays of the normalising and reducing ops: BNInfer and inference FusedBatchNorm,
-LayerNorm, Softmax / SoftmaxV2, ReduceMean / ReduceSum.
+LayerNorm, RmsNorm, Softmax / SoftmaxV2, LogSoftmax / LogSoftmaxV2, ReduceMean / ReduceSum.
 
 Defaults are the op definitions' (CANN's IR and TensorFlow's): BNInfer / FusedBatchNorm
 ``epsilon`` 0.0001; LayerNorm ``begin_norm_axis`` 0, ``begin_params_axis`` 0, ``epsilon`` 1e-7;
-SoftmaxV2 ``axes`` [-1]; reductions ``keep_dims`` False. A reduction whose axes are neither an
+RmsNorm ``epsilon`` 1e-6 over the axes gamma spans (the last ones), its second output ``rstd``
+(``1 / sqrt(mean(x^2) + epsilon)``, those axes kept as 1); SoftmaxV2 and LogSoftmaxV2 ``axes``
+[-1]; reductions ``keep_dims`` False. A reduction whose axes are neither an
 attribute nor an input is inferred from the shapes when only one choice fits.
 """
 
@@ -17,6 +19,7 @@ from .registry import ReplayArgs, ReplayError, channel_axis, normalise_axes, rep
 
 BN_EPSILON = 1e-4
 LN_EPSILON = 1e-7
+RMS_EPSILON = 1e-6
 
 
 def _epsilon(args: ReplayArgs, default: float) -> float:
@@ -58,13 +61,38 @@ def layer_norm(args: ReplayArgs) -> list[np.ndarray]:
     return [y, mean, variance]
 
 
+@replay_of("RmsNorm")
+def rms_norm(args: ReplayArgs) -> list[np.ndarray]:
+    """y = x * rstd * gamma and rstd = 1 / sqrt(mean(x^2) + epsilon), the mean over the last
+    ``gamma.ndim`` axes of x."""
+    x, gamma = args.x(0), args.x(1)
+    if gamma.ndim > x.ndim or x.shape[x.ndim - gamma.ndim:] != gamma.shape:
+        raise ReplayError(f"gamma of shape {list(gamma.shape)} does not fit x of shape {list(x.shape)}")
+    axes = tuple(range(x.ndim - gamma.ndim, x.ndim))
+    rstd = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + _epsilon(args, RMS_EPSILON))
+    return [x * rstd * gamma, rstd]
+
+
+def _softmax_axes(args: ReplayArgs, x: np.ndarray) -> tuple[int, ...]:
+    return normalise_axes(args.attr("axes", "axis", default=[-1]), x.ndim)
+
+
 @replay_of("Softmax", "SoftmaxV2")
 def softmax(args: ReplayArgs) -> np.ndarray:
     """exp(x - max) / sum over ``axes`` (default the last)."""
     x = args.x(0)
-    axes = normalise_axes(args.attr("axes", "axis", default=[-1]), x.ndim)
+    axes = _softmax_axes(args, x)
     shifted = np.exp(x - x.max(axis=axes, keepdims=True))
     return shifted / shifted.sum(axis=axes, keepdims=True)
+
+
+@replay_of("LogSoftmax", "LogSoftmaxV2")
+def log_softmax(args: ReplayArgs) -> np.ndarray:
+    """x - max - log(sum(exp(x - max))) over ``axes`` (default the last)."""
+    x = args.x(0)
+    axes = _softmax_axes(args, x)
+    shifted = x - x.max(axis=axes, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True))
 
 
 def _inferred_axes(in_shape, out_shape, keep: bool | None) -> tuple[tuple[int, ...], bool]:

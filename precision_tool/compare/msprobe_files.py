@@ -1,0 +1,144 @@
+"""What ``vc`` writes for msprobe dumps besides its result CSVs, in ``msprobe/`` of the result
+directory: per rank pair the pairing it used as msprobe's tensor mapping file
+(``mapping_{tag}.yaml``, for ``vc --mapping`` and ``msprobe compare -dm``), and the rows in
+msprobe's own compare-result columns (``compare_result_{tag}.csv``), so users can diff them
+with the results they had.
+
+The columns are msprobe's, in its order, for the dump's task: tensor (``Cosine`` ...
+``Five Thousandths Err Ratio``), statistics (``Max diff`` ... ``NormRelativeErr``) or md5
+(``NPU MD5``, ``BENCH MD5``). A metric cell holds our value when the row computed it under
+msprobe's name, else ``N/A``; the statistics come from ``dump.json``; ``Result`` and
+``Err_message`` are msprobe's per-call verdict (:func:`.msprobe_result.judge_api`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..formats.atomic import OutputRoot
+from ..formats.msprobe_leaves import Tensor
+from ..formats.msprobe_mapping import mapping_text
+from .msprobe_result import ApiRow, judge_api, shape_text
+from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
+from .result import CompareRow
+from .result_csv import iter_result_csv, neutralise
+
+MSPROBE_DIR = "msprobe"
+BASIC = ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
+         "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"]
+TENSOR_METRICS = ["Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
+                  "Five Thousandths Err Ratio"]
+SUMMARY = ["NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
+           "Bench l2norm"]
+EXTRACT = ["Requires_grad Consistent", "Result", "Err_message"]
+MODE_COLUMNS = {"tensor": TENSOR_METRICS, "statistics": [*DIFF_COLUMNS, *RELATIVE_COLUMNS],
+                "md5": ["NPU MD5", "BENCH MD5"]}
+N_A = "N/A"
+_TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message"})
+
+
+def header(mode: str) -> list[str]:
+    """msprobe's columns for ``mode`` (``tensor``, ``statistics``, ``md5``)."""
+    summary = SUMMARY if mode != "md5" else []
+    return BASIC + MODE_COLUMNS[mode] + summary + EXTRACT
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return str(value)
+
+
+def _summary(tensor: Tensor | None) -> Summary | None:
+    return None if tensor is None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
+
+
+def _metric_cells(mode: str, row: CompareRow, pair) -> list[str]:
+    if mode == "tensor":
+        return [repr(float(row.metrics[n])) if n in row.metrics else N_A for n in TENSOR_METRICS]
+    if mode == "statistics":
+        return list(compare_summaries(_summary(pair.npu), _summary(pair.bench)).columns().values())
+    return [pair.npu.md5 or N_A, pair.bench.md5 if pair.bench is not None and pair.bench.md5 else N_A]
+
+
+def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
+    npu, bench = pair.npu, pair.bench
+    summary = _summary(npu).cells()
+    bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
+    return ApiRow(pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
+                  bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
+                  shape_text(bench.shape) if bench is not None else N_A, npu.requires_grad,
+                  bench.requires_grad if bench is not None else None, summary[0], summary[1],
+                  bench_summary[0], bench_summary[1], cells.get("NormRelativeErr", N_A),
+                  cells.get("Cosine", N_A), cells.get("One Thousandth Err Ratio", N_A),
+                  npu.md5 or N_A, bench.md5 if bench is not None and bench.md5 else N_A)
+
+
+def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
+    """The lines of one call's rows, its Result and Err_message judged over all of them."""
+    cells = [dict(zip(MODE_COLUMNS[mode], _metric_cells(mode, row, pair))) for row, pair in rows]
+    verdicts = judge_api([_api_row(mode, pair, c) for (_, pair), c in zip(rows, cells)], mode)
+    lines = []
+    for (row, pair), metric_cells, verdict in zip(rows, cells, verdicts):
+        npu, bench = pair.npu, pair.bench
+        consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
+        stats = [] if mode == "md5" else [_cell(v) for v in _summary(npu).cells()] + (
+            [_cell(v) for v in _summary(bench).cells()] if bench is not None else [N_A] * 4)
+        lines.append([pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
+                      bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
+                      shape_text(bench.shape) if bench is not None else N_A, _cell(npu.requires_grad),
+                      _cell(bench.requires_grad) if bench is not None else N_A,
+                      *metric_cells.values(), *stats, consistent, verdict.result,
+                      verdict.err_message if verdict.messages else row.fail_reason])
+    return lines
+
+
+def _csv_text(head: list[str], lines: Iterable[list[str]]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(head)
+    text = [i for i, name in enumerate(head) if name in _TEXT]
+    for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
+        writer.writerow([neutralise(c) if i in text else c for i, c in enumerate(cells)])
+    return out.getvalue()
+
+
+def dump_mode(sides) -> str:
+    """``tensor``, ``statistics`` or ``md5``: what the NPU dump holds."""
+    if sides.npu.has_md5:
+        return "md5"
+    return "tensor" if (sides.npu.header.task or "tensor") == "tensor" else "statistics"
+
+
+def msprobe_csv_text(rows: Iterable[CompareRow], sides) -> str:
+    """The compare_result CSV of one rank pair (``sides``: its :class:`~.msprobe_plan.MsprobeSides`)."""
+    from .msprobe_plan import tensor_names
+
+    pairs, mode = tensor_names(sides), dump_mode(sides)
+    by_call: dict[str, list[tuple[CompareRow, object]]] = {}
+    for row in rows:
+        pair = pairs.get(row.tensor_index or "")
+        if pair is not None:
+            by_call.setdefault(pair.npu_call.key.text, []).append((row, pair))
+    return _csv_text(header(mode), (line for group in by_call.values() for line in _lines(mode, group)))
+
+
+def write_msprobe_files(root: OutputRoot, directory: Path, plans: Sequence, csvs: Sequence[Path]) -> list[Path]:
+    """For each msprobe plan (its result CSV in ``csvs``): the mapping file and msprobe's
+    columns, in ``directory/msprobe/``; returns the files written (none for other plans)."""
+    written = []
+    for plan, csv_path in zip(plans, csvs):
+        sides = getattr(plan, "msprobe", None)
+        if sides is None:
+            continue
+        where = directory / MSPROBE_DIR
+        written.append(root.write_text(where / f"mapping_{plan.tag}.yaml", mapping_text(sides.pairing.mapping())))
+        text = msprobe_csv_text(iter_result_csv(csv_path), sides)
+        written.append(root.write_text(where / f"compare_result_{plan.tag}.csv", text))
+    return written

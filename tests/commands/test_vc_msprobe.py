@@ -1,0 +1,170 @@
+"""``vc`` on msprobe dumps through the real command line: a data root with npu/ and bench/,
+-lt/-rt at any level, ranks paired by number, the mapping file written and fed back, msprobe's
+columns beside the CSV. Expected numbers are computed here with numpy from the arrays written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.compare.msprobe_trees import write_rank
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((4, 8)).astype(np.float32)
+W = RNG.standard_normal((8, 6)).astype(np.float32)
+GOOD = X @ W
+BAD = GOOD.copy()
+BAD[:, 0] *= -3.0  # the planted defect: matmul's first column
+
+
+def _tool(cwd: Path, *args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
+    return subprocess.run([sys.executable, "-m", "precision_tool", *args], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=cwd)
+
+
+def _network(root: Path, side: str, rank: int = 0, defect: bool = False) -> Path:
+    out = BAD if defect else GOOD
+    calls = [("Functional.matmul.0.forward", [X, W], [out]),
+             ("Functional.relu.0.forward", [out], [np.maximum(out, 0)])]
+    return write_rank(root / side / "step0" / f"rank{rank}", calls)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / np.sqrt((a @ a) * (b @ b)))
+
+
+def _rows(csv_path: Path) -> list[dict]:
+    with open(csv_path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture
+def data_root(tmp_path) -> Path:
+    root = tmp_path / "precision_data"
+    _network(root, "npu", defect=True)
+    _network(root, "bench")
+    return root
+
+
+def _result_dir(root: Path) -> Path:
+    (directory,) = (root / "temp" / "vector_compare").iterdir()
+    return directory
+
+
+def test_a_data_root_of_two_msprobe_dumps_is_compared_and_the_defect_named(data_root):
+    done = _tool(data_root.parent, "--data", str(data_root), "vc")
+    assert done.returncode == 1, done.stderr  # flagged
+    assert "step 0, rank 0: 5 tensors compared, 0 not compared" in done.stdout
+    directory = _result_dir(data_root)
+    (result,) = directory.glob("result_*.csv")
+    rows = {r["TensorIndex"]: r for r in _rows(result)}
+    out = rows["Functional.matmul.0.forward:output:0"]
+    assert float(out["CosineSimilarity"]) == pytest.approx(_cosine(BAD, GOOD), abs=1e-6)
+    assert float(rows["Functional.matmul.0.forward:input:1"]["CosineSimilarity"]) == pytest.approx(1.0)
+    assert out["NPUDump"] == "Functional.matmul.0.forward" and out["OpType"] == "Functional.matmul"
+    summary = _tool(data_root.parent, "--data", str(data_root), "vcs")
+    assert ("first operator that introduces the error: Functional.matmul.0.forward"
+            in " ".join(summary.stdout.split()))
+
+
+def test_msprobe_columns_and_the_mapping_are_written_beside_the_csv(data_root):
+    _tool(data_root.parent, "--data", str(data_root), "vc")
+    msprobe = _result_dir(data_root) / "msprobe"
+    (table,) = msprobe.glob("compare_result_*.csv")
+    rows = _rows(table)
+    assert list(rows[0])[:8] == ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype",
+                                 "NPU Tensor Shape", "Bench Tensor Shape", "NPU Requires_grad",
+                                 "Bench Requires_grad"]
+    names = [r["NPU Name"] for r in rows]
+    assert names == ["Functional.matmul.0.forward.input.0", "Functional.matmul.0.forward.input.1",
+                     "Functional.matmul.0.forward.output.0", "Functional.relu.0.forward.input.0",
+                     "Functional.relu.0.forward.output.0"]
+    out = rows[2]
+    assert float(out["NPU max"]) == pytest.approx(float(BAD.max()))  # from dump.json
+    assert float(out["Bench l2norm"]) == pytest.approx(float(np.linalg.norm(GOOD.astype(np.float64))))
+    (mapping,) = msprobe.glob("mapping_*.yaml")
+    import yaml
+    assert yaml.safe_load(mapping.read_text()) == {n: n for n in names}
+
+
+def test_the_mapping_fed_back_pairs_as_it_says(data_root, tmp_path):
+    mapping = tmp_path / "pairs.yaml"
+    # compare relu's input with matmul's (good) output on the bench: the same values
+    mapping.write_text('"Functional.relu.0.forward.input.0": "Functional.matmul.0.forward.output.0"\n')
+    done = _tool(data_root.parent, "--data", str(data_root), "vc", "--mapping", str(mapping))
+    assert done.returncode == 1, done.stderr
+    (result,) = _result_dir(data_root).glob("result_*.csv")
+    rows = {r["TensorIndex"]: r for r in _rows(result)}
+    relu_in = rows["Functional.relu.0.forward:input:0"]
+    assert relu_in["GroundTruth"] == "Functional.matmul.0.forward"
+    assert float(relu_in["CosineSimilarity"]) == pytest.approx(_cosine(BAD, GOOD), abs=1e-6)
+    relu_out = rows["Functional.relu.0.forward:output:0"]
+    assert relu_out["CosineSimilarity"] == "NaN" and "mapping pairs other tensors" in relu_out["CompareFailReason"]
+
+
+def test_left_and_right_at_every_level_and_ranks_paired_by_number(tmp_path):
+    npu, bench = tmp_path / "dump_npu", tmp_path / "dump_gpu"
+    for rank in (0, 1):
+        _network(npu, "", rank, defect=rank == 1)
+        _network(bench, "", rank)
+    work = tmp_path / "work"
+    work.mkdir()
+    done = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench))
+    assert done.returncode == 1, done.stderr
+    lines = [l for l in done.stdout.splitlines() if "tensors compared" in l]
+    assert [l.split(":")[0] for l in lines] == ["step 0, rank 0", "step 0, rank 1"]
+    assert "0 op(s) flagged" in lines[0] and "0 op(s) flagged" not in lines[1]
+    one = _tool(work, "--data", str(work), "vc", "-lt", str(npu / "step0" / "rank0"),
+                "-rt", str(bench / "step0" / "rank1" / "dump.json"), "-o", str(work / "out"))
+    assert one.returncode == 0, one.stderr  # one rank dir each: those two, whatever their numbers
+    only = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench), "--device", "1",
+                 "-o", str(work / "out1"))
+    assert [l.split(":")[0] for l in only.stdout.splitlines() if "tensors compared" in l] == ["step 0, rank 1"]
+
+
+def test_a_rank_without_a_bench_rank_is_one_line_and_status_2(tmp_path):
+    npu, bench = tmp_path / "n", tmp_path / "b"
+    _network(npu, "", 0)
+    _network(npu, "", 1)
+    _network(bench, "", 0)
+    _network(bench, "", 2)
+    done = _tool(tmp_path, "--data", str(tmp_path), "vc", "-lt", str(npu), "-rt", str(bench))
+    assert done.returncode == 2
+    assert "no bench rank directory matches step 0, rank 1" in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_dump_json_cut_short_is_compared_as_far_as_it_goes_with_one_line(data_root):
+    path = data_root / "npu" / "step0" / "rank0" / "dump.json"
+    text = path.read_text()
+    assert json.loads(text)["data"]  # whole before the test cuts it
+    path.write_text(text[:text.index('"Functional.relu.0.forward"') + 40])  # the run crashed
+    done = _tool(data_root.parent, "--data", str(data_root), "vc")
+    text = " ".join(done.stdout.split())  # the terminal may wrap a long line
+    assert "cut short after 1 call (the run probably crashed" in text
+    assert "step 0, rank 0: 3 tensors compared" in text
+
+
+def test_ac_runs_the_checks_that_apply_and_finds_inf_from_the_files(tmp_path):
+    x = np.ones((4, 8), np.float16)
+    bad = (x * 2).copy()
+    bad[0, 0], bad[1, 1] = np.inf, np.nan
+    root = tmp_path / "pd"
+    write_rank(root / "npu" / "step0" / "rank0", [("Functional.mul.0.forward", [x], [bad])])
+    write_rank(root / "bench" / "step0" / "rank0", [("Functional.mul.0.forward", [x], [x * 2])])
+    done = _tool(tmp_path, "--data", str(root), "ac", "-c", "--json")
+    doc = json.loads(done.stdout)
+    assert set(doc["checks"]) == {"overflow", "fusion"}  # casts and graph similarity read GE graphs
+    (item,) = doc["checks"]["overflow"]["nonfinite"]
+    assert item["tensor_index"] == "Functional.mul.0.forward:output:0"
+    assert (item["npu"]["inf"], item["npu"]["nan"]) == (1, 1)  # counted in the file
+    assert doc["checks"]["overflow"]["flagged"] is True and done.returncode == 1
