@@ -88,7 +88,7 @@ def rank_pairs(npu: str | Path, bench: str | Path, steps: str | None = None,
     return pairs, notes
 
 
-def _slots(call: Call) -> dict[int, tuple[str, int]]:
+def tensor_slots(call: Call) -> dict[int, tuple[str, int]]:
     """id(tensor) -> (kind, slot) for the tensors of a call (see the module doc)."""
     counts = {"input": 0, "output": 0}
     slots = {}
@@ -132,7 +132,7 @@ def msprobe_tasks(sides: MsprobeSides) -> list[PairTask]:
     """The pair tasks of one rank pair, in NPU call order (a row per NPU tensor)."""
     slots: dict[int, tuple[str, int]] = {}
     for call in sides.npu.calls:
-        slots.update(_slots(call))
+        slots.update(tensor_slots(call))
     return [_task(pair, slots[id(pair.npu)], sides.npu_rank, sides.bench_rank)
             for pair in sides.pairing.pairs]
 
@@ -141,7 +141,7 @@ def tensor_names(sides: MsprobeSides) -> dict[str, TensorPair]:
     """TensorIndex -> the tensor pair of that row (its msprobe names, records and files)."""
     slots: dict[int, tuple[str, int]] = {}
     for call in sides.npu.calls:
-        slots.update(_slots(call))
+        slots.update(tensor_slots(call))
     out = {}
     for pair in sides.pairing.pairs:
         kind, slot = slots[id(pair.npu)]

@@ -24,7 +24,7 @@ from ..formats.msprobe_dump import Call, Tensor, Value, nest, read_dump, tensor_
 from ..formats.npy_file import dump_dtype
 from .load import open_tensor_file_side
 from .manifest import info_of
-from .msprobe_plan import _slots
+from .msprobe_plan import tensor_slots
 from .pairing import TensorFileSide
 from .replay import ReplayError
 from .replay.torch_api import Api, find_api, replay_call
@@ -184,7 +184,7 @@ def _calls(context, rank_dir: Path) -> tuple[str | None, dict[str, Call]]:
 def _sides(call: Call, rank_dir: Path, bench: Call | None, bench_dir: Path | None) -> tuple[list, list]:
     at_place = {t.path: t for t in bench.tensors} if bench is not None else {}
     sides: dict[str, list[MsprobeSide]] = {"input": [], "output": []}
-    slots = _slots(call)
+    slots = tensor_slots(call)
     for tensor in call.tensors:
         kind, slot = slots[id(tensor)]
         twin = at_place.get(tensor.path)
