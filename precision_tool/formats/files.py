@@ -118,6 +118,19 @@ def read_regular(path: str | os.PathLike, kind: str, limit: int) -> bytes:
     return data
 
 
+def read_text(path: str | os.PathLike, kind: str, limit: int) -> str:
+    """The regular file ``path`` as UTF-8 text (a BOM is dropped), read as :func:`read_regular`.
+
+    Raises:
+        PrecisionToolError: naming ``path``: as :func:`read_regular`, or not UTF-8 text.
+    """
+    raw = read_regular(path, kind, limit)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PrecisionToolError(f"not UTF-8 text: byte {exc.start}", path) from None
+
+
 def _read_at_most(handle: BinaryIO, size: int, most: int) -> bytes:
     """At most ``most`` bytes of ``handle``: the ``size`` fstat gave in one read (a read asks
     for memory for all it may return, so never for ``most`` up front), then a block at a time

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PrecisionToolError
-from .files import read_regular
+from .files import read_text
 
 SECTIONS = ("graph_fusion", "ub_fusion")
 MAX_FUSION_RESULT_BYTES = 256 << 20  # a few rules a fusion pass a graph: megabytes at most
@@ -363,9 +363,4 @@ def read_fusion_result(path: str | os.PathLike) -> list[FusionGraph]:
         FusionResultError: its content goes wrong (see :func:`parse_fusion_result`).
     """
     path = Path(path)
-    raw = read_regular(path, "fusion result file", MAX_FUSION_RESULT_BYTES)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PrecisionToolError(f"not UTF-8 text: byte {exc.start}", path) from None
-    return parse_fusion_result(text, path)
+    return parse_fusion_result(read_text(path, "fusion result file", MAX_FUSION_RESULT_BYTES), path)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import PrecisionToolError
-from .files import read_regular
+from .files import read_text
 
 MAX_MAPPING_BYTES = 64 << 20  # a name pair per tensor: tens of megabytes for the largest runs
 HEADER = ("# NPU tensor: bench tensor, as vc paired them (msprobe compare -dm reads this file,\n"
@@ -112,12 +112,7 @@ def parse_mapping(text: str, path: str | os.PathLike | None = None) -> dict[str,
 def read_mapping_file(path: str | os.PathLike) -> dict[str, str]:
     """Read a ``-dm`` / ``--mapping`` file (see :func:`parse_mapping`); never writes it."""
     path = Path(path)
-    raw = read_regular(path, "mapping file", MAX_MAPPING_BYTES)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PrecisionToolError(f"not UTF-8 text: byte {exc.start}", path) from None
-    return parse_mapping(text, path)
+    return parse_mapping(read_text(path, "mapping file", MAX_MAPPING_BYTES), path)
 
 
 def mapping_text(pairs: Iterable[tuple[str, str]]) -> str:
