@@ -87,7 +87,7 @@ def _check_call(context: Workspace, dumps: MsprobeDumps, op: OpCosines, slot: in
         launch = find_launch(context, dumps, op.name)
     except PrecisionToolError:
         return None
-    if launch is None or launch.api is None:  # no tensor read for nothing
+    if launch is None or not launch.replayable:  # no tensor read for nothing
         return None
     return local_check(launch, slot)
 

@@ -132,6 +132,8 @@ class MsprobeLaunch:
     outputs: tuple[MsprobeSide, ...]
     api: Api | None
     dump_name: str = DUMP_JSON
+    returned: Call | None = None  # a module call: the inner call whose outputs it returns
+    rank_dir: Path | None = None
 
     @property
     def name(self) -> str:
@@ -149,6 +151,12 @@ class MsprobeLaunch:
         return self.api.op_type if self.api is not None else self.op_type
 
     @property
+    def replayable(self) -> bool:
+        """Whether :meth:`replay` can run: the API has a replay, or the call is a module whose
+        outputs an inner call returned."""
+        return self.api is not None or self.returned is not None
+
+    @property
     def run_dtype(self) -> np.dtype | None:
         """The dtype the call ran in: its first output's."""
         return self.outputs[0].dtype if self.outputs else None
@@ -156,6 +164,8 @@ class MsprobeLaunch:
     def replay(self, inputs: list, outputs: list) -> tuple[list[np.ndarray], str, list[str]]:
         """The call replayed from its NPU inputs (arrays in slot order, None where unreadable):
         (outputs, what was replayed, notes). Raises ReplayError."""
+        if self.api is None and self.returned is not None and self.rank_dir is not None:
+            return self._returned_outputs()
         if self.api is None:
             raise ReplayError(f"no replay for {self.op_type}")
         missing = [side.label for side, array in zip(self.inputs, inputs) if array is None]
@@ -168,6 +178,40 @@ class MsprobeLaunch:
             raise ReplayError(f"{self.name}: input_args is no list or input_kwargs no dict")
         replayed, notes = replay_call(self.api, args, kwargs, self.framework, self.run_dtype)
         return replayed, self.op_type, notes
+
+
+    def _returned_outputs(self) -> tuple[list[np.ndarray], str, list[str]]:
+        """A module computes nothing itself: its outputs are those of the inner call that
+        returned them, read from that call's NPU files, so the module is judged by whether it
+        changes them (it never does: the error is the inner call's)."""
+        outputs = [t for t in self.returned.tensors if t.section == "output"]
+        try:
+            arrays = [np.asarray(read_tensor(self.rank_dir, t), dtype=np.float64) for t in outputs]
+        except PrecisionToolError as exc:
+            raise ReplayError(f"{self.returned.key.text}'s output cannot be read ({exc})") from None
+        return arrays, f"{self.returned.key.text}'s output, which the module returns", []
+
+
+def _record(tensor: Tensor) -> tuple:
+    return tensor.dtype, tensor.shape, tensor.max, tensor.min, tensor.mean, tensor.norm
+
+
+def returned_by(module: Call, calls: dict[str, Call]) -> Call | None:
+    """The latest call before ``module`` whose first output has the record of the module's
+    first output (dtype, shape and the four statistics): the call the module returned. None
+    when no record matches, or the records hold no statistics to match on."""
+    outputs = [t for t in module.tensors if t.section == "output"]
+    if not outputs or outputs[0].norm is None or outputs[0].max is None:
+        return None
+    want = _record(outputs[0])
+    found = None
+    for call in calls.values():
+        if call.order >= module.order or call.key.is_module:
+            continue
+        first = next((t for t in call.tensors if t.section == "output"), None)
+        if first is not None and _record(first) == want and (found is None or call.order > found.order):
+            found = call
+    return found
 
 
 def _calls(context, rank_dir: Path) -> tuple[str | None, dict[str, Call]]:
@@ -212,4 +256,6 @@ def find_launch(context, dumps: MsprobeDumps, name: str, bench_key: str | None =
         except PrecisionToolError:
             bench = None
     inputs, outputs = _sides(call, dumps.npu, bench, dumps.bench)
-    return MsprobeLaunch(call, framework, tuple(inputs), tuple(outputs), find_api(call.key, framework))
+    returned = returned_by(call, calls) if call.key.is_module else None
+    return MsprobeLaunch(call, framework, tuple(inputs), tuple(outputs), find_api(call.key, framework),
+                         returned=returned, rank_dir=dumps.npu)

@@ -250,7 +250,7 @@ def explain_call(context: Context, dumps: MsprobeDumps, op: OpCosines, criterion
     explanation = explain_launch(launch, criterion)
     worst = op.worst_output_tensor
     local = op.local
-    if local is None and worst is not None and launch.api is not None:
+    if local is None and worst is not None and launch.replayable:
         local = local_check(launch, worst.slot)
     if local is None or not explanation.replay.supported:
         return explanation
