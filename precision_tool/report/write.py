@@ -84,9 +84,9 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
         return Subgraph()
     name = focus.op.name
     try:
-        found = context.find_op(name)  # debug_0's graphs first
+        found = context.result_op(name, view.path)  # msprobe: its rank dir; else debug_0's first
     except PrecisionToolError as exc:
-        return Subgraph(caption=name, note=f"the Build graph could not be read: {exc}")
+        return Subgraph(caption=name, note=f"the graph could not be read: {exc}")
     if found is None:
         return Subgraph(caption=name, note="no Build graph under npu/*/graph holds this op")
     graph, op = found.graph, found.op
