@@ -176,15 +176,24 @@ class Workspace:
                 return _rank_name(_resolved(side), where)
         return _rank_name(where.parent.parent, where)
 
-    def result_op(self, name: str, csv: str | os.PathLike | None = None) -> OpRef | None:
-        """The op a row of the result ``csv`` names: for an msprobe comparison, the call of
-        the rank directory it compared (its manifest says which); else :meth:`find_op`."""
+    def result_model(self, csv: str | os.PathLike) -> Model | None:
+        """The model of the rank directory the msprobe result ``csv`` compared (its manifest
+        says which); None for any other result.
+
+        Raises:
+            PrecisionToolError: that rank directory holds no readable ``dump.json``.
+        """
         from .manifest import info_of
 
-        info = info_of(Path(csv)) if csv is not None else None
-        if info is None or not info.npu_dump:
+        info = info_of(Path(csv))
+        return self.msprobe_model_at(info.npu_dump) if info is not None and info.npu_dump else None
+
+    def result_op(self, name: str, csv: str | os.PathLike | None = None) -> OpRef | None:
+        """The op a row of the result ``csv`` names: for an msprobe comparison, the call of
+        the rank directory it compared (:meth:`result_model`); else :meth:`find_op`."""
+        model = self.result_model(csv) if csv is not None else None
+        if model is None:
             return self.find_op(name)
-        model = self.msprobe_model_at(info.npu_dump)
         op = model.graphs[0].get(name)
         return None if op is None else OpRef(MSPROBE_NPU, model, model.graphs[0], op)
 

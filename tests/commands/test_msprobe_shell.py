@@ -148,6 +148,17 @@ def test_report_draws_the_calls_inside_their_modules(data_root):
         assert f">{BLOCK}</text>" in svg.split("</svg>")[0]  # the module cluster's label
 
 
+def test_report_with_model_explorer_overlays_the_rank_dirs_dump_json(data_root):
+    assert _tool(data_root, "vc").returncode == 1
+    done = _tool(data_root, "report", "--model-explorer")
+    assert done.returncode == 0, done.stderr
+    dump = data_root / "npu" / "step0" / "rank0" / "dump.json"
+    assert f"model explorer: model-explorer {dump} --extensions=precision_tool.model_explorer" in done.stdout
+    (verdicts,) = (data_root / "temp" / "report").glob("*/model_explorer/*/verdict.json")
+    (graph,) = json.loads(verdicts.read_text()).values()
+    assert graph["results"][MATMUL]["value"] == "▲ introduces"
+
+
 def test_report_without_dot_names_each_calls_module(data_root):
     from precision_tool.report.write import make_report
     from tests.conftest import make_context

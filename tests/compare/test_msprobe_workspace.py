@@ -147,3 +147,19 @@ def test_no_bench_dump_says_so(root):
     context, _ = make_context(root)
     found = bench_counterpart(context, context.find_op(RELU))
     assert found.ref is None and "no msprobe dump in" in found.note
+
+
+def test_a_results_calls_are_those_of_the_rank_it_compared(root):
+    write_rank(root / "npu" / "step0" / "rank1", _calls())
+    result = root / "temp" / "vector_compare" / "20260101000000"
+    result.mkdir(parents=True)
+    (result / "result_rank1.csv").write_text("Index,OpType,NPUDump,TensorIndex,CosineSimilarity\n")
+    info = CsvInfo("result_rank1.csv", "step 0, rank 1", device=1, npu_vs_npu=True,
+                   npu_dump=str(root / "npu/step0/rank1"), bench_dump=str(root / "bench/step0/rank0"))
+    (result / MANIFEST_NAME).write_text(json.dumps({"schema": 1, "comparisons": [info.__dict__]}))
+    context, _ = make_context(root)
+    ranks = context.models(MSPROBE_NPU)
+    assert [m.name for m in ranks] == ["step0/rank0", "step0/rank1"]
+    assert context.result_model(result / "result_rank1.csv") is ranks[1]
+    assert context.result_op(RELU, result / "result_rank1.csv").model is ranks[1]
+    assert context.find_op(RELU).model is ranks[0]  # without a result: the first rank
