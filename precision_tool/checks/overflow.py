@@ -352,7 +352,7 @@ def msprobe_nonfinite(context: Context) -> list[NonFiniteTensor]:
 
 
 def _nonfinite_for(context: Context) -> tuple[list[NonFiniteTensor], str]:
-    if context.data.is_msprobe:
+    if context.is_msprobe:
         try:
             return msprobe_nonfinite(context), ""
         except PrecisionToolError as exc:

@@ -70,7 +70,7 @@ CHECKS = (
 def checks_for(context: Context) -> tuple[Check, ...]:
     """The checks that apply to the data root: all four for GE dumps; for msprobe dumps the
     overflow check (NaN/Inf on the NPU where the bench has none) and the fusion check."""
-    if context.data.is_msprobe:
+    if context.is_msprobe:
         return tuple(c for c in CHECKS if c.msprobe)
     return CHECKS
 

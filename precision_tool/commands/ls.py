@@ -16,7 +16,9 @@ def _add_arguments(parser: CommandParser) -> None:
                                                  "them (OriginalOp), contains NAME")
     parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
-    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR", help="only this NPU debug dir (debug_0, debug_1)")
+    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
+                        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root "
+                             "npu or bench)")
     parser.add_argument("-g", "--graph",
                         help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
                              "a graph or model name, a graph file name, a graph id, or a stage "

@@ -28,7 +28,8 @@ def _add_arguments(parser: CommandParser) -> None:
                              "inputs (e.g. the next MatMul's weight and bias), each op coloured by "
                              "the newest result's output cosine; 0 is the op alone")
     parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
-                        help="only this NPU debug dir (debug_0, debug_1); not the global --debug")
+                        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root "
+                             "npu or bench); not the global --debug")
     parser.add_argument(FULL_FLAG, action="store_true",
                         help=f"every entry of long lists (default: the first {LIST_LIMIT} inputs, "
                              "outputs and tensors of each, then '... N more')")

@@ -26,6 +26,7 @@ from ..formats.graph_model import GraphDesc, Op, TensorDesc, TensorName
 from ..formats.tree import StepDir
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
+from ..formats.msprobe_graph import msprobe_source
 from ..formats.text import safe_file_name
 from ..compare.judged import judged_rows, with_replay
 from ..render import node_info, op_graph, op_tree
@@ -218,12 +219,10 @@ def verdict_line(context: Context, ref: OpRef) -> Text | None:
     return text.append(f"  (newest result {visible(str(newest.directory))})", style="muted")
 
 
-def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
-    """Everything ``ni`` shows of one op; (renderables, files written)."""
+def _graph_op_info(args, context: Context, ref: OpRef, verdict: Text | None, limit: int | None) -> list:
+    """What ``ni`` shows of a graph op, but its neighbourhood."""
     op = ref.op
-    limit = None if args.full else LIST_LIMIT
     out: list = [node_info.header(ref.debug, ref.graph.name, ref.model.name, op, ref.model.graph_id)]
-    verdict = verdict_line(context, ref)
     if verdict is not None:
         out.append(verdict)
     out.append(node_info.inputs_table(op, limit))
@@ -235,6 +234,19 @@ def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
     out += golden_section(context, ref.graph, op, limit)
     if args.all_attrs:
         out.append(node_info.attributes_table(op, limit))
+    return out
+
+
+def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
+    """Everything ``ni`` shows of one op; (renderables, files written)."""
+    limit = None if args.full else LIST_LIMIT
+    verdict = verdict_line(context, ref)
+    if msprobe_source(ref.model) is not None:  # a call of an msprobe dump: no GE graph facts
+        from .msprobe_node import call_report
+
+        out = call_report(args, context, ref, verdict)
+    else:
+        out = _graph_op_info(args, context, ref, verdict, limit)
     files = []
     if args.depth is not None:
         lines, files = subgraph_section(context, ref, args.depth)

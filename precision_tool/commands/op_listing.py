@@ -12,10 +12,14 @@ from rich.text import Text
 
 from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS, is_content_named
+from ..formats.msprobe_graph import DIRECTION, msprobe_source
+from ..formats.msprobe_keys import BACKWARD, FORWARD, PARAMETERS_GRAD
 from ..render.fit import FitTable
-from ..render.lines import data_text, visible
+from ..render.lines import OneLine, data_text, visible
 from ..compare.lookup import fused_note, fused_tf_names, graph_file_given, graph_label, graph_refs
 from .registry import CommandResult
+
+DIRECTIONS_SHOWN = (FORWARD, BACKWARD, PARAMETERS_GRAD)
 
 
 def _keep(ref: OpRef, args) -> bool:
@@ -91,13 +95,61 @@ def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
     return line
 
 
+# --- msprobe dumps: calls by type per rank directory ------------------------------------------
+
+
+def _call_counts(refs: list[OpRef]) -> FitTable:
+    """Calls per type (``Functional.linear``, ``Module.Attention``), one column per rank dir."""
+    ranks = list(dict.fromkeys(r.graph.name for r in refs))
+    counts = {rank: Counter(r.op.type for r in refs if r.graph.name == rank) for rank in ranks}
+    table = FitTable()
+    table.add_column("type", style="op.type")
+    for rank in ranks:
+        table.add_column(rank, justify="right")
+    for op_type in sorted({r.op.type for r in refs}):
+        table.add_row(data_text(op_type, "op.type"), *(str(counts[k].get(op_type, 0)) for k in ranks))
+    table.add_row(Text("total", style="title"), *(str(sum(counts[k].values())) for k in ranks))
+    return table
+
+
+def _dumps_read(refs: list[OpRef]) -> FitTable:
+    """One row per rank directory read: its framework, task, level and calls by direction."""
+    table = FitTable(title="msprobe dumps read")
+    for column in ("side", "rank dir", "framework", "task", "level", *DIRECTIONS_SHOWN):
+        table.add_column(column, justify="right" if column in DIRECTIONS_SHOWN else "left")
+    models: dict[int, list[OpRef]] = {}
+    for ref in refs:
+        models.setdefault(id(ref.model), []).append(ref)
+    for group in models.values():
+        source = msprobe_source(group[0].model)
+        header = source.dump.header
+        by_direction = Counter(r.op.attrs.get(DIRECTION) for r in group)
+        table.add_row(group[0].debug, data_text(group[0].graph.name, "path"), source.dump.framework or "?",
+                      header.task or "?", header.level or "?",
+                      *(str(by_direction.get(d, 0)) for d in DIRECTIONS_SHOWN))
+    return table
+
+
+def _msprobe_counts(refs: list[OpRef]) -> list:
+    lines: list = [Text("calls per type (msprobe dump)", style="title"), _call_counts(refs), _dumps_read(refs)]
+    sources = list({id(r.model): msprobe_source(r.model) for r in refs}.values())
+    lines += [OneLine(f"warning: {p}", "warn") for source in sources for p in source.problems]
+    return lines
+
+
 def list_ops(args, context: Context) -> CommandResult:
-    """Type counts per debug dir and the graph files read, or (with filters) one line per op."""
+    """Type counts per debug dir and the graph files read, or (with filters) one line per op;
+    on an msprobe data root, calls per type and rank directory, and the dumps read."""
     refs = graph_refs(context, args.graph, args.debug)
+    if not refs and context.is_msprobe:
+        return CommandResult([Text(f"no calls in the msprobe dump under {context.data.npu}", style="warn")])
     if not refs:
         return CommandResult([Text(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu}",
                                    style="warn")])
+    msprobe = msprobe_source(refs[0].model) is not None
     if not any((args.type, args.name, args.pass_name, args.kernel)):
+        if msprobe:
+            return CommandResult(_msprobe_counts(refs))
         return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs),
                               _graph_files(refs), *_chosen_notes(refs, args.graph)])
     kept = [r for r in refs if _keep(r, args)]

@@ -79,6 +79,31 @@ def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
     return "golden", Text(visible(f"{found.tensor}{where}"), style="muted" if found.path is None else "")
 
 
+def _msprobe_rows(context: Context, tensor: ResolvedTensor) -> list:
+    """An msprobe tensor's call, its ``dump.json`` statistics (to hold against the file's), and
+    the bench tensor ``vc`` compares it with."""
+    from ..compare.msprobe_calls import bench_counterpart, call_tensors
+    from ..compare.workspace import MSPROBE_BENCH
+
+    found = tensor.msprobe
+    t = found.tensor.tensor
+    stats = "  ".join(f"{name} {format_value(value)}" for name, value in
+                      (("max", t.max), ("min", t.min), ("mean", t.mean), ("norm", t.norm)) if value is not None)
+    rows = [("call", Text(visible(f"{found.ref.op.name} {found.tensor.index_name}  ({found.ref.debug}, "
+                                  f"{found.ref.graph.name})"), style="op.name")),
+            ("dump.json", f"{t.dtype or '?'}  {stats}".strip())]
+    if found.ref.debug == MSPROBE_BENCH:
+        return rows
+    counterpart = bench_counterpart(context, found.ref)
+    if counterpart.ref is None:
+        return rows + [("bench", Text(visible(f"none ({counterpart.note})"), style="muted"))]
+    same = [b for b in call_tensors(counterpart.ref.model, counterpart.ref.op)
+            if b.index_name == found.tensor.index_name]
+    text = f"{same[0].name}  (pt bench:{counterpart.ref.graph.name}:{same[0].name})" if same else \
+        f"{counterpart.ref.op.name} has no {found.tensor.index_name}"
+    return rows + [("bench", Text(visible(text), style="" if same else "muted"))]
+
+
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:
     stats = tensor_stats(array, dtype_name)
     rows = [("file", Text(str(tensor.path), style="path")), ("shape", str(list(array.shape))),
@@ -114,6 +139,8 @@ def print_tensor(args, context: Context) -> CommandResult:
     rows = _stats_rows(tensor, array, dtype_name, args.device)
     if tensor.is_dump:
         rows.append(_golden_row(context, tensor))
+    if tensor.msprobe is not None:
+        rows += _msprobe_rows(context, tensor)
     out = [data_text(tensor.label, "op.name"), key_value_table("", rows)]
     if args.count and array.size:
         out.append(values_table(np.asarray(array).reshape(-1)[:args.count], array.shape, array.size))
@@ -125,6 +152,6 @@ def print_tensor(args, context: Context) -> CommandResult:
     if tensor.others:
         others, hidden = head(tensor.others, None if args.full else LIST_LIMIT)
         more = f", {more_note(hidden)}" if hidden else ""
-        out.append(Text(f"this dump also holds {', '.join(others)}{more} (select with NAME:input:0 ...)",
-                        style="muted"))
+        how = "pt takes any of these names" if tensor.msprobe is not None else "select with NAME:input:0 ..."
+        out.append(Text(f"this dump also holds {', '.join(others)}{more} ({how})", style="muted"))
     return CommandResult(out, files=[path])

@@ -153,7 +153,10 @@ def plan_msprobe(npu: str | Path, bench: str | Path, steps: str | None = None,
 def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
                   devices: str | None, mapping: str | None = None) -> list[Comparison]:
     data = workspace.data
-    if data.is_msprobe:
+    if workspace.is_msprobe:  # npu/ is an msprobe dump: against bench/
+        if not data.bench.is_dir():
+            raise PrecisionToolError("npu/ holds an msprobe dump but there is no bench/ dump to "
+                                     "compare it with (vc -lt npu -rt BENCH_DUMP)", data.bench)
         return plan_msprobe(data.npu, data.bench, steps, devices, mapping)
     tree = workspace.dump_tree("debug_0")
     spec = steps if steps is not None else workspace.config.tf_dump_step

@@ -23,6 +23,10 @@ NAME is, in this order:
 Prefixes narrow the search: ``npu:NAME`` (NPU dumps only), ``tf:NAME`` (golden only),
 ``debug_1:NAME`` (that NPU debug dir only). The suffix ``:input:N`` / ``:output:N`` picks one
 tensor of a dump (default: ``output:0``, or ``input:0`` for a dump without outputs).
+
+On an msprobe data root, names are msprobe's instead (:mod:`.msprobe_tensors`): a full tensor
+name (``Functional.linear.0.forward.input.0``), a call key with ``:input:N`` / ``:output:N``,
+``bench:`` for the bench side. A ``.pt`` file (msprobe's PyTorch tensors) is read wherever it is.
 """
 
 from __future__ import annotations
@@ -87,20 +91,37 @@ class ResolvedTensor:
     path: Path
     dump_tensor: DumpTensor | None = None
     others: tuple[str, ...] = ()  # the dump's other tensors, for a hint
-    op_name: str = ""  # the dump's op (empty for a .npy file)
+    op_name: str = ""  # the dump's op, or the msprobe call (empty for a lone file)
+    dtype_name: str | None = None  # an msprobe tensor's dtype in dump.json (its .npy is read as it)
+    msprobe: object | None = None  # an msprobe tensor: its MsprobeTensor (.msprobe_tensors)
 
     @property
     def is_dump(self) -> bool:
         return self.dump_tensor is not None
 
     def load(self, device: bool = False) -> np.ndarray:
-        """The data: host layout for dump tensors (device layout with ``device``), or the npy."""
+        """The data: host layout for dump tensors (device layout with ``device``), the npy, or
+        an msprobe tensor file (``.pt`` read without torch, ``.npy`` as dump.json's dtype)."""
         tensor = self.dump_tensor
         if tensor is None:
-            return load_npy(self.path)
+            return read_tensor_file(self.path, self.dtype_name)
         if tensor.problem:
             raise PrecisionToolError(tensor.problem, tensor.path)  # it names the tensor
         return tensor.device() if device else tensor.host()
+
+
+def read_tensor_file(path: Path, dtype_name: str | None = None) -> np.ndarray:
+    """A ``.pt`` file (:func:`~..formats.torch_file.read_pt`), else a ``.npy`` file: as
+    ``dtype_name`` (an msprobe dump.json dtype) when given, else as it is."""
+    if path.suffix == ".pt":
+        from ..formats.torch_file import read_pt
+
+        return read_pt(path)
+    if dtype_name is not None:
+        from ..formats.npy_file import read_npy
+
+        return read_npy(path, dtype_name)
+    return load_npy(path)
 
 
 @dataclass(frozen=True)
@@ -213,10 +234,10 @@ def select_tensor(dump: DumpFile, spec: NameSpec, file_name: str) -> ResolvedTen
 def _tensor_from_file(path: Path, spec: NameSpec, file_name: str | None = None) -> ResolvedTensor:
     if path.is_dir():
         raise PrecisionToolError("is a directory; give a .npy file, a dump file or a name", path)
-    if _is_npy(path):
+    if path.suffix == ".pt" or _is_npy(path):
         if spec.kind is not None:
             raise PrecisionToolError(f":{spec.kind}:{spec.index} selects a tensor of an NPU dump, "
-                                     "but this is a .npy file", path)
+                                     f"but this is a {path.suffix or '.npy'} file", path)
         return ResolvedTensor(path.name, path)
     name = file_name or real_dump_name(path)
     return select_tensor(read_dump(path, name=name), spec, name)
@@ -317,10 +338,33 @@ def resolve_tensor(workspace: Workspace, text: str) -> ResolvedTensor:
     path = _existing_path(workspace, spec.text) if spec.source is None else None
     if path is not None:
         return _tensor_from_file(path, spec)
+    if workspace.is_msprobe:
+        return _msprobe_tensor(workspace, text)
     chosen = _lookup(workspace, spec)[-1]
     if chosen.group[0] == "tf":
         return ResolvedTensor(chosen.file_name, chosen.path)
     return _tensor_from_file(chosen.path, spec, chosen.file_name)
+
+
+def _msprobe_tensor(workspace: Workspace, text: str) -> ResolvedTensor:
+    """The tensor NAME ``text`` designates on an msprobe data root (:mod:`.msprobe_tensors`).
+
+    Raises:
+        PrecisionToolError: no such tensor, several rank directories hold it, or it has no
+            file (the dump holds statistics only).
+    """
+    from .msprobe_calls import call_tensors
+    from .msprobe_tensors import find_msprobe_tensor
+
+    found, label = find_msprobe_tensor(workspace, text)
+    item, ref = found.tensor, found.ref
+    if item.path is None and item.tensor.data_name is None:
+        raise PrecisionToolError(f"{item.name} has no tensor file: the dump holds statistics only "
+                                 f"(ni {ref.op.name} shows them)")
+    if item.path is None:
+        raise PrecisionToolError(f"{item.name}: {item.problem}")
+    others = tuple(t.name for t in call_tensors(ref.model, ref.op) if t.name != item.name)
+    return ResolvedTensor(label, item.path, None, others, ref.op.name, item.tensor.dtype, found)
 
 
 def resolve_dump_files(workspace: Workspace, text: str) -> DumpSelection:

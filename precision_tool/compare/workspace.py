@@ -4,10 +4,18 @@ Commands (through :class:`~precision_tool.context.Context`, which is a Workspace
 console), the planner, the checks and the public :func:`precision_tool.compare` API all read
 Build graphs, dump trees and the golden index through a :class:`Workspace`, so each is parsed
 once per session and every caller sees the same objects.
+
+An **msprobe data root** (``npu/`` holds an msprobe dump, PyTorch or MindSpore, and ``bench/``
+usually the run to compare it with) is known here and nowhere else (:attr:`Workspace.is_msprobe`).
+Its "debug dirs" are ``npu`` (the only one listed) and ``bench``, and their graphs are the rank
+directories' calls (:mod:`~precision_tool.formats.msprobe_graph`: one model per rank directory,
+named by its path, ``step0/rank0``), so :meth:`Workspace.models`, :meth:`Workspace.ops` and
+:meth:`Workspace.find_op` give them to every command built on Build graphs.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +34,10 @@ from ..formats.tree import DumpTree, StepDir
 
 if TYPE_CHECKING:  # the readers import numpy and protobuf: only when data is loaded
     from ..formats.golden import GoldenIndex
+    from ..formats.msprobe_tree import MsprobeTree
+
+MSPROBE_NPU, MSPROBE_BENCH = "npu", "bench"  # the two sides of an msprobe data root
+MSPROBE_SIDES = (MSPROBE_NPU, MSPROBE_BENCH)
 
 
 @dataclass(frozen=True)
@@ -97,8 +109,93 @@ class Workspace:
         return self._cached(key, compute)
 
     def debug_names(self) -> list[str]:
-        """The NPU debug dirs present (``debug_0``, ``debug_1``...)."""
+        """The NPU debug dirs present (``debug_0``, ``debug_1``...); ``npu`` on an msprobe
+        data root (whose ``bench`` side is asked for by name)."""
+        if self.is_msprobe:
+            return [MSPROBE_NPU]
         return [p.name for p in self.data.debug_dirs()]
+
+    # --- msprobe dumps ---------------------------------------------------------------------
+
+    def msprobe_tree(self, side: str = MSPROBE_NPU) -> MsprobeTree | None:
+        """The msprobe dump in ``npu/`` (or ``bench/``) of the data root: its rank
+        directories; None when that directory holds none."""
+        def load() -> MsprobeTree | None:
+            from ..formats.msprobe_tree import find_tree
+
+            path = self.data.bench if side == MSPROBE_BENCH else self.data.npu
+            try:
+                tree = find_tree(path)
+            except PrecisionToolError:
+                return None
+            return tree if tree.ranks else None
+        return self._cached(("msprobe tree", side), load)
+
+    @property
+    def is_msprobe(self) -> bool:
+        """Whether this is an msprobe data root: ``npu/`` holds an msprobe dump (the one test
+        of it: every command asks here)."""
+        return self.msprobe_tree(MSPROBE_NPU) is not None
+
+    def msprobe_models(self, side: str = MSPROBE_NPU) -> list[Model]:
+        """One model per rank directory of the side's msprobe dump, in the tree's order, each
+        called by its path in the dump (``step0/rank0``); empty when there is none.
+
+        Raises:
+            PrecisionToolError: a ``dump.json`` that cannot be read.
+        """
+        tree = self.msprobe_tree(side)
+        if tree is None:
+            return []
+        return [self.msprobe_model_at(rank.path, _rank_name(tree.given, rank.path))
+                for rank in tree.ranks]
+
+    def msprobe_model_at(self, rank_dir: str | os.PathLike, name: str | None = None) -> Model:
+        """The model of the msprobe rank directory ``rank_dir`` (anywhere: a result compared
+        with ``vc -lt/-rt`` names its own), read once per directory; ``name`` defaults to its
+        last two path parts (``step0/rank0``).
+
+        Raises:
+            PrecisionToolError: it holds no readable ``dump.json``.
+        """
+        path = Path(rank_dir)
+
+        def load() -> Model:
+            from ..formats.msprobe_graph import read_model_at
+
+            return read_model_at(path, name or self._rank_label(path))
+        return self._cached(("msprobe model", _resolved(path)), load)
+
+    def _rank_label(self, rank_dir: Path) -> str:
+        """The rank directory's path in ``npu/`` or ``bench/`` (as :meth:`msprobe_models`
+        names it), else its last two parts."""
+        where = _resolved(rank_dir)
+        layout = DataRoot(self.config.data_root_dir)
+        for side in (layout.npu, layout.bench):
+            if where.is_relative_to(_resolved(side)):
+                return _rank_name(_resolved(side), where)
+        return _rank_name(where.parent.parent, where)
+
+    def result_model(self, csv: str | os.PathLike) -> Model | None:
+        """The model of the rank directory the msprobe result ``csv`` compared (its manifest
+        says which); None for any other result.
+
+        Raises:
+            PrecisionToolError: that rank directory holds no readable ``dump.json``.
+        """
+        from .manifest import info_of
+
+        info = info_of(Path(csv))
+        return self.msprobe_model_at(info.npu_dump) if info is not None and info.npu_dump else None
+
+    def result_op(self, name: str, csv: str | os.PathLike | None = None) -> OpRef | None:
+        """The op a row of the result ``csv`` names: for an msprobe comparison, the call of
+        the rank directory it compared (:meth:`result_model`); else :meth:`find_op`."""
+        model = self.result_model(csv) if csv is not None else None
+        if model is None:
+            return self.find_op(name)
+        op = model.graphs[0].get(name)
+        return None if op is None else OpRef(MSPROBE_NPU, model, model.graphs[0], op)
 
     def models_in(self, graph_dir: Path | None, stage: str = BUILD_STAGE) -> list[Model]:
         """The graphs of a graph directory (empty when there is none), parsed once: its Build
@@ -144,7 +241,10 @@ class Workspace:
         return self._cached(("graph file", _resolved(path)), load)
 
     def models(self, debug: str = "debug_0", stage: str = BUILD_STAGE) -> list[Model]:
-        """The graphs of one debug dir (see :meth:`models_in`)."""
+        """The graphs of one debug dir (see :meth:`models_in`); on an msprobe data root, of
+        ``npu`` or ``bench`` the calls of each rank directory (:meth:`msprobe_models`)."""
+        if debug in MSPROBE_SIDES and self.is_msprobe:
+            return self.msprobe_models(debug)
         return self.models_in(self.data.graph_dir(debug), stage)
 
     def ops(self, debug: str | None = None, stage: str = BUILD_STAGE) -> list[OpRef]:
@@ -218,6 +318,15 @@ def _resolved(path: Path) -> Path:
 
 def _same_file(a: Path, b: Path) -> bool:
     return _resolved(Path(a)) == _resolved(Path(b))
+
+
+def _rank_name(base: Path, rank_dir: Path) -> str:
+    """``step0/rank0``: the rank directory's path under ``base``, else its name."""
+    try:
+        relative = rank_dir.relative_to(base).as_posix()
+    except ValueError:
+        return rank_dir.name
+    return rank_dir.name if relative == "." else relative
 
 
 def _inside(path: Path, root: Path) -> bool:

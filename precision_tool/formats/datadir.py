@@ -40,15 +40,6 @@ class DataRoot:
         return self.path / "bench"
 
     @property
-    def is_msprobe(self) -> bool:
-        """Whether this data root holds two msprobe dumps (PyTorch, MindSpore): ``npu/`` and
-        ``bench/``, compared call by call instead of GE dumps against TF goldens. The one place
-        that tells; everything that differs for such a root asks here."""
-        from .msprobe_tree import is_msprobe_dump
-
-        return self.bench.is_dir() and is_msprobe_dump(self.npu)
-
-    @property
     def golden_dir(self) -> Path:
         return self.path / "tf" / "dump"
 
@@ -87,6 +78,15 @@ class DebugSurvey:
 
 
 @dataclass(frozen=True)
+class MsprobeSurvey:
+    """An msprobe dump in ``npu/`` or ``bench/``: its rank directories and steps."""
+
+    side: str  # "npu" or "bench"
+    ranks: int
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class DataSurvey:
     """A data root at a glance: for the shell banner and the one-shot usage screen."""
 
@@ -95,6 +95,7 @@ class DataSurvey:
     golden_tensors: int = 0
     golden_invalid: int = 0
     problems: list[str] = field(default_factory=list)
+    msprobe: list[MsprobeSurvey] = field(default_factory=list)
 
 
 def _graph_files(graph_dir: Path, problems: list[str]) -> list[Path]:
@@ -122,10 +123,29 @@ def _survey_debug(root: DataRoot, debug_dir: Path, problems: list[str]) -> Debug
     return DebugSurvey(debug_dir.name, graphs, runs, newest, steps, files)
 
 
+def _survey_msprobe(root: DataRoot) -> list[MsprobeSurvey]:
+    from .msprobe_tree import find_tree
+
+    found = []
+    for side, where in (("npu", root.npu), ("bench", root.bench)):
+        if not where.is_dir():
+            continue
+        try:
+            tree = find_tree(where)
+        except PrecisionToolError:  # not an msprobe dump: a GE data root's npu/
+            continue
+        if tree.ranks:
+            found.append(MsprobeSurvey(side, len(tree.ranks), tree.steps))
+    return found
+
+
 def survey(path: str | os.PathLike) -> DataSurvey:
-    """Count what a data root holds without reading any tensor data."""
+    """Count what a data root holds without reading any tensor data (nor any dump.json)."""
     root = require_data_root(path)
     problems: list[str] = []
+    msprobe = _survey_msprobe(root)
+    if msprobe and msprobe[0].side == "npu":
+        return DataSurvey(root.path, problems=problems, msprobe=msprobe)
     debug = [_survey_debug(root, d, problems) for d in root.debug_dirs()]
     golden_count = golden_invalid = 0
     if root.golden_dir.is_dir():

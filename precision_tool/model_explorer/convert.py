@@ -1,4 +1,6 @@
-"""A GE graph dump (:class:`~precision_tool.formats.graph_model.Model`) as Model Explorer graphs.
+"""A GE graph dump (:class:`~precision_tool.formats.graph_model.Model`) as Model Explorer graphs
+(an msprobe dump's model too: :mod:`~precision_tool.formats.msprobe_graph`, each call in the
+layer of the module it ran in).
 
 Each GE graph becomes one ``graph_builder.Graph``; each op a ``GraphNode`` whose id is
 :func:`.ids.node_id`, whose label is the last ``/`` part of its name and whose namespace is the
@@ -20,6 +22,7 @@ from typing import Any
 from model_explorer import graph_builder as gb
 
 from ..formats.graph_model import GraphDesc, Model, Op, TensorDesc
+from ..formats.msprobe_graph import module_namespace
 from ..formats.text import shape_text
 from .ids import graph_ids, node_id
 
@@ -100,6 +103,9 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
 def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphNode:
     """The Model Explorer node of ``op`` (see the module doc)."""
     namespace, label = split_name(op.name)
+    module = module_namespace(op)  # an msprobe call: in the layer of its module
+    if module is not None:
+        namespace, label = module, op.name
     edges = [gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index),
                              targetNodeInputId=str(port))
              for port, ref in enumerate(op.data_inputs) if ref.src in graph]

@@ -27,6 +27,7 @@ from ..compare.verdict import CLEAN, NEAR, NONFINITE, NOT_COMPARED as NOT_COMPAR
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.graph_query import Edge, Neighbourhood, neighbourhood
+from ..formats.msprobe_graph import module_chain
 from ..formats.text import shape_text
 from .lines import visible
 from .palette import INTRODUCES, LEGEND_ORDER, swatch
@@ -222,9 +223,42 @@ def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine
                   None if cosines is None else cosines.get(name, NOT_COMPARED))
     for edge in hood.edges:
         _add_edge(dot, ids, hood, edge)
+    _add_modules(dot, hood, ids)
     if cosines is not None and legend:
         _add_legend(dot)
     return dot
+
+
+def module_tree(hood: Neighbourhood) -> dict:
+    """The msprobe module calls the ops of ``hood`` ran in, as a tree: module call key ->
+    ``{"ops": [op names], "inner": {key: ...}}``, outermost modules at the top; empty for a GE
+    graph (its ops run in no module)."""
+    tree: dict = {}
+    for name, op in hood.nodes.items():
+        chain = module_chain(op) if op is not None else ()
+        if not chain:
+            continue
+        level = tree
+        for key in reversed(chain[1:]):
+            level = level.setdefault(key, {"ops": [], "inner": {}})["inner"]
+        level.setdefault(chain[0], {"ops": [], "inner": {}})["ops"].append(name)
+    return tree
+
+
+def _add_modules(dot, hood: Neighbourhood, ids: dict[str, str]) -> None:
+    """Each module call as a cluster around the calls that ran in it (nested as the modules
+    are), so an msprobe neighbourhood shows the module tree around its dataflow."""
+    counter = iter(range(1 << 30))
+
+    def add(parent, tree: dict) -> None:
+        for key, entry in tree.items():
+            with parent.subgraph(name=f"cluster_module{next(counter)}") as cluster:
+                cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888",
+                             fontsize="9", labeljust="l")
+                for name in entry["ops"]:
+                    cluster.node(ids[name])
+                add(cluster, entry["inner"])
+    add(dot, module_tree(hood))
 
 
 def _add_legend(dot) -> None:

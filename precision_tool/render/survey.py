@@ -32,6 +32,11 @@ def render_survey(survey: DataSurvey, version: str) -> Group:
         table.add_column()
     for row in _debug_rows(survey):
         table.add_row(*row)
+    for dump in survey.msprobe:  # an msprobe data root: its two dumps, no golden directory
+        steps = ", ".join(str(s) for s in dump.steps) or "none"
+        table.add_row(f"{dump.side}/", "msprobe dump", f"{dump.ranks} rank dir(s), step(s) {steps}")
+    if survey.msprobe:
+        return Group(title, table, *(Text(f"warning: {visible(p)}", style="yellow") for p in survey.problems))
     golden = f"{survey.golden_tensors} golden tensors"
     if survey.golden_invalid:
         golden += f" ({survey.golden_invalid} files skipped: names not comparable)"

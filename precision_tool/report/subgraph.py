@@ -7,7 +7,9 @@ cluster. With graphviz's ``dot`` installed the digraph is rendered by it; the SV
 parsed, stripped of anything active (scripts, links, event attributes) and written back with every
 text made :func:`~.escape.visible`, so the page stays self-contained and inert. Without ``dot``
 (or when it fails) a simple layered drawing is made here with the same fills and borders: one row
-per distance from the op, upstream above, downstream below.
+per distance from the op, upstream above, downstream below. The calls of an msprobe dump are drawn
+inside their module calls (dot clusters, :func:`~precision_tool.render.op_graph.module_tree`; in
+the layered drawing, each box's title names its module).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..compare.result_view import ResultView
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
+from ..formats.msprobe_graph import module_chain
 from ..render.op_graph import NodeCosine, build_digraph, node_cosines, node_ids
 from ..render.palette import css_class
 from .escape import esc, visible
@@ -149,13 +152,15 @@ def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosi
          is_root: bool) -> str:
     x, y = corner
     kind = op.type if op is not None else "not in this graph"
+    chain = module_chain(op) if op is not None else ()
+    inside = f" in {chain[0]}" if chain else ""  # an msprobe call: the module it ran in
     cos = f" \u00b7 {colour.text()}" if colour.cosine is not None else ""
     css = "node root" if is_root else "node"
     inner = (f'<rect class="inner" x="{x + 3:.1f}" y="{y + 3:.1f}" width="{BOX_W - 6}" '
              f'height="{BOX_H - 6}" rx="2" fill="none"/>' if colour.introduces else "")
     marker = f"{colour.marker} " if colour.marker else ""
     return (f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
-            f'data-state="{esc(colour.verdict)}"><title>{esc(name)} [{esc(kind)}]</title>'
+            f'data-state="{esc(colour.verdict)}"><title>{esc(name)} [{esc(kind)}]{esc(inside)}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
             f'fill="{colour.fill}"/>{inner}'
             f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'

@@ -84,9 +84,9 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
         return Subgraph()
     name = focus.op.name
     try:
-        found = context.find_op(name)  # debug_0's graphs first
+        found = context.result_op(name, view.path)  # msprobe: its rank dir; else debug_0's first
     except PrecisionToolError as exc:
-        return Subgraph(caption=name, note=f"the Build graph could not be read: {exc}")
+        return Subgraph(caption=name, note=f"the graph could not be read: {exc}")
     if found is None:
         return Subgraph(caption=name, note="no Build graph under npu/*/graph holds this op")
     graph, op = found.graph, found.op
@@ -129,13 +129,25 @@ def _all_models(context: Context) -> list[Model]:
         return []
 
 
+def _result_models(context: Context, csv: Path, models: list[Model]) -> list[Model]:
+    """The models a result's node data may overlay: an msprobe result's own rank directory,
+    else every graph loaded."""
+    try:
+        own = context.result_model(csv)
+    except PrecisionToolError:
+        own = None
+    return [own] if own is not None else models
+
+
 def _node_data(context: Context, parts: list[ResultPart], root: OutputRoot,
                directory: PendingDirectory) -> list[NodeDataFiles]:
     """Each result's node data, written into ``directory`` (not yet in place), with the paths
     they will have once it is."""
     models, written = _all_models(context), []
     for part in parts:
-        model = best_model(part.view, models) if part.view is not None else None
+        if part.view is None:
+            continue
+        model = best_model(part.view, _result_models(context, part.path, models))
         if model is not None:
             files = write_node_data(root, part.view, model, directory.path / part.path.stem)
             written.append(replace(files, files=tuple(directory.final(f) for f in files.files)))

@@ -53,9 +53,23 @@ def graph_op_types(context: Context) -> list[str]:
     return sorted(types)
 
 
+def msprobe_tensor_names(context: Context) -> list[str]:
+    """msprobe's full tensor names (``KEY.input.0``) of the NPU side of an msprobe data root."""
+    try:
+        if not context.is_msprobe:
+            return []
+        return [desc.name for model in context.msprobe_models() for op in model.graphs[0].ops
+                for desc in (*op.input_descs, *op.output_descs)]
+    except Exception as exc:  # an unreadable dump.json: nothing to offer
+        log.debug("no msprobe tensor names for completion: %s", exc)
+        return []
+
+
 def tensor_file_names(context: Context) -> list[str]:
-    """NPU dump file names of the selected steps, then golden ``.npy`` file names."""
-    names = [ref.name.file_name for listing in _listings(context) for ref in listing.files]
+    """NPU dump file names of the selected steps, then golden ``.npy`` file names (msprobe's
+    tensor names on an msprobe data root)."""
+    names = msprobe_tensor_names(context)
+    names += [ref.name.file_name for listing in _listings(context) for ref in listing.files]
     try:
         names += [entry.file_name for entry in context.golden().entries()]
     except Exception as exc:  # no golden dir, unreadable: nothing to offer

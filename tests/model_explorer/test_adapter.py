@@ -37,11 +37,11 @@ def attrs(node: dict) -> dict:
     return {kv["key"]: kv["value"] for kv in node["attrs"]}
 
 
-def test_the_extension_registers_as_a_txt_adapter():
+def test_the_extension_registers_as_a_txt_and_json_adapter():
     require_explorer()
     meta = next(e for e in extension_manager().get_extensions_metadata()
                 if e["id"] == "precision_tool_ge_graph")
-    assert meta["type"] == "adapter" and meta["fileExts"] == ["txt"]
+    assert meta["type"] == "adapter" and meta["fileExts"] == ["txt", "json"]  # json: dump.json
 
 
 def test_every_op_is_a_node_with_its_edges_and_namespace():

@@ -85,7 +85,7 @@ def test_model_explorer_shows_the_build_graph_and_reads_the_node_data(server):
     graph_file = words[1]
     extensions = get(base, "/api/v1/get_extensions")
     ours = next(e for e in extensions if e["id"] == "precision_tool_ge_graph")
-    assert ours["fileExts"] == ["txt"]
+    assert ours["fileExts"] == ["txt", "json"]
     answer = post(base, "/apipost/v1/send_command", {
         "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": graph_file,
         "settings": {}, "deleteAfterConversion": False})
