@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import PrecisionToolError
 from ..formats.msprobe_dump import Call, MsprobeDump, read_dump, tensor_path
+from ..formats.msprobe_graph import call_slots, op_type
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import read_mapping_file
 from ..formats.msprobe_tree import RankDir, find_tree
@@ -27,7 +28,6 @@ from .msprobe_pairing import CallPairing, TensorPair, pair_calls
 from .msprobe_rows import StatsSide, stats_side
 from .pairing import PairTask, TensorFileSide
 
-OUTPUT_SECTIONS = frozenset({"output"})
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,11 @@ def rank_pairs(npu: str | Path, bench: str | Path, steps: str | None = None,
 
 
 def tensor_slots(call: Call) -> dict[int, tuple[str, int]]:
-    """id(tensor) -> (kind, slot) for the tensors of a call (see the module doc)."""
-    counts = {"input": 0, "output": 0}
-    slots = {}
-    for tensor in call.tensors:
-        kind = "output" if tensor.section in OUTPUT_SECTIONS else "input"
-        slots[id(tensor)] = (kind, counts[kind])
-        counts[kind] += 1
-    return slots
+    """id(tensor) -> (kind, slot) for the tensors of a call, as a row's TensorIndex numbers
+    them (:func:`~..formats.msprobe_graph.call_slots`, the one rule)."""
+    inputs, outputs = call_slots(call)
+    return {**{id(t): ("input", i) for i, t in enumerate(inputs)},
+            **{id(t): ("output", i) for i, t in enumerate(outputs)}}
 
 
 def _side(rank: RankDir, call: Call | None, tensor: Tensor | None) -> tuple[object | None, str]:
@@ -122,7 +119,7 @@ def _task(pair: TensorPair, slot: tuple[str, int], npu_rank: RankDir, bench_rank
     if not reason and isinstance(left, StatsSide) != isinstance(right, StatsSide):
         reason = "one side holds the tensor, the other its statistics only: compare two tensor dumps"
     bench = pair.bench_call.key.text if pair.bench_call is not None and pair.bench is not None else "*"
-    return PairTask(index=pair.npu_call.order, op_type=f"{key.prefix}.{key.name}",
+    return PairTask(index=pair.npu_call.order, op_type=op_type(key),
                     npu_name=key.text, ground_truth=bench,
                     tensor_index=f"{key.text}:{slot[0]}:{slot[1]}", left=left, right=right,
                     reason=reason)

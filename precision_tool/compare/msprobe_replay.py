@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats.file_identity import FileIdentities
+from ..formats.msprobe_graph import op_type
 from ..formats.msprobe_dump import Call, Tensor, Value, nest, read_dump, tensor_path
 from ..formats.npy_file import dump_dtype
 from .load import open_tensor_file_side
@@ -143,7 +144,7 @@ class MsprobeLaunch:
     @property
     def op_type(self) -> str:
         """``Functional.linear``."""
-        return f"{self.call.key.prefix}.{self.call.key.name}"
+        return op_type(self.call.key)
 
     @property
     def noise_type(self) -> str:
