@@ -28,7 +28,7 @@ from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.msprobe_graph import msprobe_source
 from ..formats.text import safe_file_name
-from ..compare.judged import judged_rows, with_replay
+from ..compare.judged import judge_op_rows, judged_rows
 from ..render import node_info, op_graph, op_tree
 from ..render.op_graph import node_state
 from ..render.palette import LEGEND_ORDER, swatch
@@ -205,13 +205,12 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
 def verdict_line(context: Context, ref: OpRef) -> Text | None:
     """The op's verdict in the newest result (the one every view gives), None without one."""
     rule = FlagRule.from_config(context.config)
-    newest = newest_result(context.output_dir, rule, only=ref.op.name)
-    op = newest.ops.get(ref.op.name)
+    newest = newest_result(context.output_dir, rule, partial(judge_op_rows, context), only=ref.op.name)
+    judged = newest.ops.get(ref.op.name)
     if newest.directory is None:
         return None
-    if op is None:
+    if judged is None:
         return Text(f"verdict: not in the newest result ({visible(str(newest.directory))})", style="muted")
-    judged = with_replay(context, op)
     look = swatch(node_state(judged))
     text = Text.assemble(("verdict: ", "title"))
     text.append_text(verdict_text(judged) if judged.flagged else Text(f"{look.marker} {look.label}".strip(),

@@ -113,20 +113,17 @@ def local_checks(context: Workspace, divergence: Divergence,
     return checks
 
 
-def with_replay(context: Workspace, op: OpCosines, dumps: MsprobeDumps | None = None) -> OpCosines:
-    """``op`` with its replay attached when it is flagged: an op's verdict depends on its own
-    replay alone, so one op's verdict costs one replay, not the whole result's."""
-    if not op.flagged or op.local is not None:
-        return op
-    check = _check_op(context, op, dumps)
-    return op if check is None else replace(op, local=check)
-
-
 def judge_rows(context: Workspace, rows, rule: FlagRule, dumps: MsprobeDumps | None = None) -> Divergence:
     """The verdict on ``rows`` by ``rule``, the replays of its flagged ops attached; ``dumps``:
     the msprobe rank directories the rows compare (None: GE dumps, found through the graphs)."""
     divergence = analyse(rows, rule)
     return divergence.with_local(local_checks(context, divergence, dumps))
+
+
+def judge_op_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Divergence:
+    """:func:`judge_rows` of some rows of result ``path`` (one op's: ``ni OP``), with the
+    replays its manifest allows; not remembered, since the rows are not the whole result."""
+    return judge_rows(context, rows, rule, msprobe_dumps(path))
 
 
 def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Divergence:
