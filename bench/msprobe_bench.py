@@ -7,7 +7,8 @@ Generates (or reuses, under ``--workdir``) the seeded workload of ``bench/msprob
 an NPU (bfloat16 / float16) and a bench (float32) msprobe dump of a transformer-like stack,
 task ``tensor``, of about ``--size`` bytes of tensor files (both sides).
 
-After a warm-up read of every tensor file (its rate is printed as the limit), it runs, as
+After a warm-up read of every tensor file (its rate is printed as the limit) and one untimed run
+of each of our commands (numba compiles and caches its kernels on a first run), it runs, as
 subprocesses of the real command lines, interleaved run by run, ``--repeat`` times each:
 
 * ``vc all`` / ``vc -alg 0``: ``python -m precision_tool --data ROOT vc --fresh`` (all ten
@@ -117,14 +118,16 @@ class Runner:
         self.name, self.command, self.out, self.env, self.ok = name, command, out, env, ok
         self.runs: list[dict] = []
 
-    def run(self) -> dict:
+    def run(self, keep: bool = True) -> dict:
+        """One run, kept among the measured ones unless ``keep`` is False (a warm-up)."""
         shutil.rmtree(self.out, ignore_errors=True)
         self.out.mkdir(parents=True)
         result = measure(self.command, self.env, self.out.parent / f"{self.out.name}.log")
         if result["status"] not in self.ok:
             tail = (self.out.parent / f"{self.out.name}.log").read_text(errors="replace")[-3000:]
             raise SystemExit(f"{self.name}: {' '.join(self.command)} ended with status {result['status']}:\n{tail}")
-        self.runs.append(result)
+        if keep:
+            self.runs.append(result)
         return result
 
 
@@ -282,7 +285,7 @@ def agreement(ours: dict, theirs: dict) -> tuple[list[str], list[list[str]], boo
     return notes, table, ok
 
 
-AGREEMENT_HEADER = ["metric", "rows", "max |diff|", "max rel diff", "over the limit", "one side only"]
+AGREEMENT_HEADER = ["metric", "rows", "max abs diff", "max rel diff", "over the limit", "one side only"]
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -365,7 +368,12 @@ def write_doc(path: Path, key: str, body: str) -> None:
 
 def interleave(runners: list[Runner], repeat: int, ms_repeat: int) -> None:
     """``repeat`` rounds, each runner once a round (msprobe in the first ``ms_repeat`` only), the
-    order rotated round by round: the load of a shared machine drifts."""
+    order rotated round by round: the load of a shared machine drifts. Our commands run once
+    first, not timed: numba compiles its kernels for new dtypes on a first run and caches them
+    (a user pays that once per install); msprobe compiles nothing."""
+    for runner in runners:
+        if not runner.name.startswith("msprobe"):
+            print(f"  warm-up {runner.name}: {runner.run(keep=False)['wall']:.2f} s", file=sys.stderr, flush=True)
     for round_ in range(repeat):
         order = runners[round_ % len(runners):] + runners[:round_ % len(runners)]
         for runner in order:
