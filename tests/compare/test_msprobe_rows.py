@@ -35,7 +35,7 @@ def test_the_floor_never_exceeds_the_red_of_the_tensors(y, data):
     if norm == 0:
         assert math.isnan(floor)
         return
-    red = float(np.linalg.norm((x - y).astype(np.float64))) / norm
+    red = float(np.linalg.norm(x.astype(np.float64) - y.astype(np.float64))) / norm  # exact differences
     assert floor <= red * (1 + 1e-9) + 1e-12
 
 
