@@ -103,12 +103,20 @@ def stats_row(row: CompareRow, npu: StatsSide, bench: StatsSide) -> CompareRow:
                    golden_dtype=bench.dtype, shape=npu.shape)
 
 
+VERDICT_METRICS = ("CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError")
+"""Of msaccucmp's ten, what an msprobe comparison computes by default: the verdict's two and the
+largest difference (the other seven, KL's second pass among them, are GE users' columns)."""
+
+
 def metrics_for(plans, chosen: tuple[Metric, ...], asked: bool) -> tuple[Metric, ...]:
-    """The metrics to compute: what was asked (``asked``), else for msprobe comparisons ours
-    and msprobe's six, and the record columns when a plan compares records."""
+    """The metrics to compute: what was asked (``asked``), else for msprobe comparisons the
+    verdict's (:data:`VERDICT_METRICS`) and msprobe's six; and the record columns when a plan
+    compares records."""
     sides = [p.msprobe for p in plans if getattr(p, "msprobe", None) is not None]
     if not sides:
         return chosen
+    if not asked:
+        chosen = tuple(m for m in chosen if m.name in VERDICT_METRICS)
     extra = MSPROBE_METRICS if not asked else ()
     records = any(isinstance(t.left, StatsSide) for p in plans for t in p.tasks)
     names = {m.name for m in chosen}
