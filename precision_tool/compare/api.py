@@ -25,7 +25,7 @@ from .engine import compare_tasks
 from .judged import judge_rows
 from .msprobe_replay import comparison_dumps
 from .metrics import METRICS, Metric, select_metrics
-from .pairing import DumpSide, FileSide, NpySide, PairTask
+from .pairing import FileSide, PairTask
 from .msprobe_rows import metrics_for
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow

@@ -22,7 +22,6 @@ divergence from :func:`judged_result`, so they all tell the same story.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import PrecisionToolError
