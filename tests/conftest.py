@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,15 @@ def data_root(tmp_path) -> Path:
     root = tmp_path / "precision_data"
     root.mkdir()
     return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the tests that send it, however the suite was started.
+
+    A non-interactive shell starts a background job (``bash .ci/run &``) with SIGINT ignored, and
+    Python then leaves it ignored: the tests that interrupt a command with a real SIGINT (in this
+    process, or through a pty to a child, which inherits the disposition) would see the command
+    run to its end. Catching it here also gives every child the default action back at exec.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
