@@ -477,3 +477,15 @@ def test_tensors_the_op_does_not_accept_are_a_reason_not_a_crash():
     with pytest.raises(ReplayError, match="cannot use these tensors"):
         replay("LayerNorm", arrays((2, 3)), arrays((5,)), arrays((5,)), attrs={"begin_norm_axis": 1,
                                                                                  "begin_params_axis": 1})
+
+
+def test_a_launch_whose_input_cannot_be_read_is_a_replay_error_naming_it():
+    from pathlib import Path
+
+    from precision_tool.compare.op_tensors import OpTensors, TensorSide
+    from precision_tool.compare.replay.launch import replay_op
+
+    side = TensorSide("input", 1, tensor=None, origin_format=None, source=None, golden_path=None)
+    tensors = OpTensors(ref=None, step=None, dump_path=Path("op.dump"), inputs=(side,), outputs=())
+    with pytest.raises(ReplayError, match="^input:1 cannot be read$"):
+        replay_op(tensors, [None], [])

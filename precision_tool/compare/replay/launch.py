@@ -12,7 +12,7 @@ import numpy as np
 
 from ..op_tensors import OpTensors
 from ..workspace import OpRef
-from .registry import ReplayArgs, run_replay, tf_type
+from .registry import ReplayArgs, ReplayError, run_replay, tf_type
 
 
 def original_types(ref: OpRef) -> tuple[str, ...]:
