@@ -180,7 +180,7 @@ def _naive_metrics(x: np.ndarray, y: np.ndarray) -> None:
 def run_naive(root: Path) -> None:
     """Whole tensors, float64, one numpy expression per metric, serially."""
     from precision_tool import read_dump, read_golden, read_graph
-    from precision_tool.compare.pairing import pair_with_graph
+    from precision_tool.compare.golden_pairing import pair_with_graph
     from precision_tool.formats.tree import DumpTree
 
     graph = read_graph(root / GRAPH).graphs[0]

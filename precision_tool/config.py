@@ -55,7 +55,7 @@ class Config:
     @property
     def temp_dir(self) -> Path:
         """The output root: OUTPUT_ROOT (``--out``), else ``temp/`` under the data root. The
-        only place the tool writes (see :mod:`precision_tool.formats.atomic`)."""
+        only place the tool writes (see :mod:`precision_tool.formats.output_root`)."""
         return self.output_root if self.output_root is not None else self.data_root_dir / "temp"
 
 

@@ -31,5 +31,5 @@ class Context(Workspace):
 
     def temp_dir(self, *parts: str) -> Path:
         """A directory under the output root, created (never through a link): write in it
-        through ``self.output`` (:class:`~precision_tool.formats.atomic.OutputRoot`)."""
+        through ``self.output`` (:class:`~precision_tool.formats.output_root.OutputRoot`)."""
         return self.output.directory(*parts)

@@ -88,7 +88,7 @@ def test_imports_point_down(layer):
 
 def test_the_checker_sees_relative_imports():
     assert "precision_tool.compare.metrics" in _imports(PACKAGE / "compare" / "engine.py")
-    assert any(_layer_of(n) == "formats" for n in _imports(PACKAGE / "compare" / "pairing.py"))
+    assert any(_layer_of(n) == "formats" for n in _imports(PACKAGE / "compare" / "golden_pairing.py"))
 
 
 def _module_name(path: Path) -> str:

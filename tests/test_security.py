@@ -208,7 +208,7 @@ def test_files_written_for_hostile_op_names_stay_under_temp_with_safe_names(tmp_
 # sample data (they make data roots), and the shell history in the user's home
 WRITES_ELSEWHERE = {"formats/dump_write.py", "formats/graph_write.py", "formats/onnx_write.py",
                     "formats/torch_write.py", "formats/msprobe_write.py",
-                    "formats/golden.py", "shell/history.py", "formats/atomic.py",
+                    "formats/golden.py", "shell/history.py", "formats/output_root.py",
                     # SQLite opens its own files; the row cache makes its directory through the
                     # output root and refuses a link at the database's names first
                     "compare/row_cache.py",
@@ -225,7 +225,7 @@ WRITING_MODULES = {"shutil", "tempfile"}
 
 
 def _writes(path: Path, root: Path = PACKAGE) -> list[str]:
-    """Calls in one module that write files by themselves instead of through formats/atomic.py:
+    """Calls in one module that write files by themselves instead of through formats/output_root.py:
     ``open`` in a writing mode, os/numpy/shutil/tempfile writers, and the Path methods that
     write (``str.replace`` and ``Path.replace`` look alike: os.replace is caught, Path's not)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))

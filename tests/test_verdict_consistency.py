@@ -145,7 +145,7 @@ def test_cp_tells_every_output_what_vcs_tells(networks, kind):
 
 def _golden_path(root: Path, op: str, slot: int) -> Path:
     """The golden file vc paired ``op:output:slot`` with (``vc``'s own pairing rule)."""
-    from precision_tool.compare.pairing import golden_for
+    from precision_tool.compare.golden_pairing import golden_for
 
     context, _ = make_context(root)
     graph, graph_op = context.models("debug_0")[0].find_op(op)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compare.pairing import DumpSide, NpySide, PairTask
+from ..compare.golden_pairing import DumpSide, NpySide, PairTask
 from ..compare.msprobe_plan import tensor_names
 from ..compare.plan import graph_for_step, npu_vs_golden, plan_msprobe
-from ..compare.stats import TensorStats, tensor_stats
+from ..compare.tensor_summary import TensorStats, tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, DumpTensor, read_dump

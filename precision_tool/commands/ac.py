@@ -1,7 +1,7 @@
 """``ac``: auto check. ``-c`` first compares the whole network (``vc``); then the ``vcs``
 summary, why the first introducers differ, the four checks of the original ``ac`` (overflow,
 fusion, dangerous casts, debug_0 vs debug_1 graph similarity) and a conclusion, one line per
-part with the root cause first. The work is :mod:`.autocheck`'s.
+part with the root cause first. The work is :mod:`.ac_autocheck`'s.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _add_arguments(parser: CommandParser) -> None:
 def run(args, context: Context) -> CommandResult:
     """With ``-c`` run ``vc`` and summarise what it wrote, else summarise the newest result; then
     the four checks, and a conclusion. The status is the worst of the parts."""
-    from .autocheck import auto_check, render_json, render_text
+    from .ac_autocheck import auto_check, render_json, render_text
 
     _, limit = vcs.settings(args, context)
     found = auto_check(context, args.compare, limit, quiet=args.json)

@@ -1,5 +1,5 @@
 """``cp LEFT RIGHT``: compare two tensors element by element; the work is
-:mod:`.tensor_compare`'s (imported when the command runs, so the shell starts fast).
+:mod:`.cp_compare`'s (imported when the command runs, so the shell starts fast).
 
 Exit status: 0 when the tensors are allclose, 1 when some elements mismatch, 2 on errors.
 """
@@ -47,7 +47,7 @@ def _defaults_text() -> str:
 
 def run(args, context: Context) -> CommandResult:
     """Compare LEFT with RIGHT: mismatches, optionally the first elements, and a summary."""
-    from .tensor_compare import compare_tensors
+    from .cp_compare import compare_tensors
 
     _check(args)
     return compare_tensors(args, context)

@@ -1,5 +1,5 @@
 """``dc NAME``: decode NPU dump files into one ``.npy`` per input and output; the work is
-:mod:`.tensor_decode`'s (imported when the command runs, so the shell starts fast)."""
+:mod:`.dc_decode`'s (imported when the command runs, so the shell starts fast)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _target_format(fmt: str | None) -> str | None:
 
 def run(args, context: Context) -> CommandResult:
     """Decode the dump files NAME designates; per-tensor problems are reported and skipped."""
-    from .tensor_decode import decode
+    from .dc_decode import decode
 
     if args.device and args.fmt:
         raise UsageError("dc: -f/--format and --device do not go together")

@@ -26,8 +26,8 @@ def _add_arguments(parser: CommandParser) -> None:
 
 
 def run(args, context: Context) -> CommandResult:
-    """The ``ls`` command (:func:`.op_listing.list_ops`)."""
-    from .op_listing import list_ops
+    """The ``ls`` command (:func:`.ls_listing.list_ops`)."""
+    from .ls_listing import list_ops
 
     return list_ops(args, context)
 

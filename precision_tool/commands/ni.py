@@ -1,5 +1,5 @@
 """``ni``: node info of one graph op, its NPU dump and TF golden tensors, and its neighbourhood;
-the work is :mod:`.node_report`'s (imported when the command runs, so the shell starts fast)."""
+the work is :mod:`.ni_report`'s (imported when the command runs, so the shell starts fast)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _op_name(args) -> str:
 def run(args, context: Context) -> CommandResult:
     """Show node info of the op NAME (of every graph holding it); ``-a`` all attributes;
     ``-s D`` its neighbourhood."""
-    from .node_report import node_report
+    from .ni_report import node_report
 
     return node_report(args, context, _op_name(args))
 

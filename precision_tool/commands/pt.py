@@ -1,5 +1,5 @@
 """``pt NAME``: print a tensor (an NPU dump tensor or a golden ``.npy``) and export it as text;
-the work is :mod:`.tensor_print`'s (imported when the command runs, so the shell starts fast)."""
+the work is :mod:`.pt_print`'s (imported when the command runs, so the shell starts fast)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _add_arguments(parser: CommandParser) -> None:
 
 def run(args, context: Context) -> CommandResult:
     """Show NAME's statistics and first values; export all of its values under ``temp/pt/``."""
-    from .tensor_print import print_tensor
+    from .pt_print import print_tensor
 
     return print_tensor(args, context)
 

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..config import Config, check_setting
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .judged import judge_rows
 from .msprobe_replay import comparison_dumps
 from .metrics import METRICS, Metric, select_metrics
-from .pairing import FileSide, PairTask
+from .golden_pairing import FileSide, PairTask
 from .msprobe_rows import metrics_for
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow

@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Callable, ContextManager
 
 from ..errors import PrecisionToolError
-from .pairing import FileSide, PairTask
+from .golden_pairing import FileSide, PairTask
 from .window import LostWork
 
 LOCAL_PREFIX = "local:"

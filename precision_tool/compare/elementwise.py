@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .kernels import fold_first
-from .metric_types import Stats
+from .metric_data import Stats
 from .metrics import dtype_problem
 from .stat_groups import COSINE_GROUPS, stat_group, sums_finite
 

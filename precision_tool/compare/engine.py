@@ -6,7 +6,7 @@
 CSV can be written while the comparison runs. At most ``2 * workers`` jobs are in flight, so
 memory stays bounded by a few tensors' blocks per worker whatever the dump size.
 
-A worker compares each pair as :mod:`.pair` says: both sides opened as :class:`~.load.Source`
+A worker compares each pair as :mod:`.pair_compare` says: both sides opened as :class:`~.load.Source`
 streams (host layout, C order), aligned blocks folded into an :class:`~.metrics.Accumulator`
 (the fused kernels of :mod:`.kernels`), a second pass for KL with the ranges the first found.
 The Metric objects are sent to the workers with each job, so custom metrics compute there too.
@@ -49,8 +49,8 @@ from . import kernels
 from ..lifetime import init_worker_lifetime
 from .load import DEFAULT_CHUNK, HeaderCache
 from .metrics import METRICS, Metric
-from .pair import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
-from .pairing import DumpSide, FileSide, PairTask
+from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
+from .golden_pairing import DumpSide, FileSide, PairTask
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
@@ -243,7 +243,7 @@ def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
-        tasks: from :mod:`.pairing` or :mod:`.pair_dirs`, in execution order.
+        tasks: from :mod:`.golden_pairing` or :mod:`.dir_pairing`, in execution order.
         metrics: the metrics to compute. Defaults to all ten.
         workers: worker processes; 1 runs everything in this process. Defaults to 1.
         chunk: elements per streamed block. Defaults to :data:`~.load.DEFAULT_CHUNK`.

@@ -47,7 +47,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .metric_types import Range, StatGroup, Stats
+from .metric_data import Range, StatGroup, Stats
 from .scaled_sums import refold_if_overflowed
 from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
 
@@ -268,7 +268,7 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
 
     ``kernels`` (from :func:`numba_for`) folds every built-in group in one fused pass; groups
     registered from outside, and everything when it is None, fold float64 blocks with numpy
-    (a ``stored`` group: blocks in the stored dtypes, :attr:`~.metric_types.StatGroup.stored`).
+    (a ``stored`` group: blocks in the stored dtypes, :attr:`~.metric_data.StatGroup.stored`).
     A chunk of finite values whose sums overflow float64 is folded again, scaled
     (:mod:`.scaled_sums`). Returns the updated statistics (``stats`` itself, or a combined copy).
     """

@@ -45,7 +45,7 @@ from ..formats.dtypes import dump_dtype
 from ..formats.files import open_regular
 from ..formats.golden import load_npy
 from .metrics import dtype_problem
-from .pairing import DumpSide, NpySide, TensorFileSide
+from .golden_pairing import DumpSide, NpySide, TensorFileSide
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import PrecisionToolError
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from .state_file import read_json_file, typed_fields
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 x is the NPU tensor, y the golden one. The caller converts both to host layout and feeds them
 chunk by chunk, flat, in their stored dtypes, to an :class:`Accumulator`, which folds the
 statistic groups its metrics need (:mod:`.kernels`: one fused pass with numba, or numpy's
-per-group folds) into partial :class:`~.metric_types.Stats`. A :class:`Metric` is a name, the
+per-group folds) into partial :class:`~.metric_data.Stats`. A :class:`Metric` is a name, the
 groups it reads and a function of the accumulated statistics; an eleventh metric is one more
 ``Metric`` (and, when it needs a statistic no group folds, a group registered with
 :func:`~.stat_groups.register_group`). Selecting fewer metrics (msaccucmp's ``-alg``,
@@ -50,7 +50,7 @@ from precision_tool.errors import PrecisionToolError
 from . import kernels, stat_groups
 from ..formats.shapes import element_problem
 from ..formats.text import shape_text
-from .metric_types import Metric, MetricResult, Outcome, Range, StatGroup, Stats
+from .metric_data import Metric, MetricResult, Outcome, Range, StatGroup, Stats
 from .stat_groups import unscaled
 
 EPS = float(np.finfo(np.float64).eps)

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
 from .msprobe_result import ApiRow, judge_api, shape_text

@@ -3,11 +3,11 @@
 ``msprobe compare`` (Ascend's mindstudio-probe, checked against 26.2.0) writes ``Cosine``,
 ``EucDist``, ``MaxAbsErr``, ``MaxRelativeErr``, ``One Thousandth Err Ratio`` and ``Five
 Thousandths Err Ratio`` for each tensor pair. :data:`MSPROBE_METRICS` are those columns as
-:class:`~.metric_types.Metric` objects: pass them to the engine (``compare_tasks(tasks,
-MSPROBE_METRICS)``) and a row's :attr:`~.metric_types.MetricResult.values` holds msprobe's
+:class:`~.metric_data.Metric` objects: pass them to the engine (``compare_tasks(tasks,
+MSPROBE_METRICS)``) and a row's :attr:`~.metric_data.MetricResult.values` holds msprobe's
 cells, numbers or msprobe's texts (``unsupported``, ``N/A``, ``Nan``), with msprobe's message
 as the reason. They read one statistic group, ``msprobe`` (:func:`_fold`), which folds the
-blocks in their stored dtypes (:attr:`~.metric_types.StatGroup.stored`), so ranges of a tensor
+blocks in their stored dtypes (:attr:`~.metric_data.StatGroup.stored`), so ranges of a tensor
 fold on several workers and merge (:func:`_merge`).
 
 What msprobe computes (after its reader squeezes every size-1 dim away), reproduced here:
@@ -45,7 +45,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import PrecisionToolError
-from .metric_types import Metric, MetricResult, Outcome, StatGroup, Stats
+from .metric_data import Metric, MetricResult, Outcome, StatGroup, Stats
 from .stat_groups import register_group
 
 GROUP = "msprobe"

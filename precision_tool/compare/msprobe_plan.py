@@ -26,7 +26,7 @@ from ..formats.text import safe_file_name
 from ..formats.tree import parse_device_spec, parse_step_spec
 from .msprobe_pairing import CallPairing, TensorPair, pair_calls
 from .msprobe_rows import StatsSide, stats_side
-from .pairing import PairTask, TensorFileSide
+from .golden_pairing import PairTask, TensorFileSide
 
 
 

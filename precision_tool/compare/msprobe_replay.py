@@ -26,7 +26,7 @@ from ..formats.npy_file import dump_dtype
 from .load import open_tensor_file_side
 from .manifest import info_of
 from .msprobe_plan import tensor_slots
-from .pairing import TensorFileSide
+from .golden_pairing import TensorFileSide
 from .replay import ReplayError
 from .replay.torch_api import Api, find_api, replay_call
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..formats.msprobe_leaves import Tensor
-from .metric_types import Metric, Stats
+from .metric_data import Metric, Stats
 from .msprobe_metrics import MSPROBE_METRICS
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries, md5_match
 from .result import CompareRow

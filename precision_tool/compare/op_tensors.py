@@ -19,8 +19,7 @@ from ..formats.golden import GoldenIndex, load_npy
 from ..formats.graph_model import GraphDesc, Op, TensorName
 from ..formats.tree import StepDir
 from .divergence import Divergence, OpCosines
-from .pairing import golden_for
-from .result_csv import newest_result_csvs
+from .golden_pairing import golden_for
 from .workspace import OpRef, Workspace
 
 NETWORK_INPUT_TYPES = frozenset({"Data", "PlaceHolder", "Placeholder", "RefData", "AippData"})
@@ -129,14 +128,6 @@ def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
                                tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs)))
     return found
 
-
-def newest_result(context: Workspace) -> list[Path]:
-    """The CSVs of the newest ``temp/vector_compare`` result.
-
-    Raises:
-        PrecisionToolError: there is none (the message suggests running ``vc``).
-    """
-    return newest_result_csvs(context.output_dir)
 
 
 def first_introducers(divergence: Divergence) -> list[OpCosines]:

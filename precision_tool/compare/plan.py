@@ -7,7 +7,7 @@ step) directory in execution order, with a label for the user and notes about th
   steps of TF_DUMP_STEP, or ``steps``) against ``tf/dump``, each step directory paired through
   the Build graph whose name is the step directory's model name (or the only graph; ``graph``
   picks one), by name when there is no graph.
-* with ``left``/``right``: any two directories (see :mod:`.pair_dirs`): NPU vs golden npy, NPU vs
+* with ``left``/``right``: any two directories (see :mod:`.dir_pairing`): NPU vs golden npy, NPU vs
   NPU, npy vs npy; two msprobe dumps (PyTorch, MindSpore: :mod:`.msprobe_plan`), one comparison
   per rank pair. A data root whose ``npu/`` is an msprobe dump and which has ``bench/`` is
   compared the same way without ``left``/``right``.
@@ -31,8 +31,8 @@ from ..formats.tree import StepDir
 from ..formats.msprobe_tree import is_msprobe_dump
 from .msprobe_plan import (MsprobeSides, comparison_tag, load_mapping, msprobe_tasks, rank_label,
                            rank_pairs, read_sides, sides_notes)
-from .pair_dirs import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
-from .pairing import PairTask, golden_for, pair_by_name, pair_with_graph
+from .dir_pairing import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
+from .golden_pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
 
 MAX_TAG = 180  # "result_{stamp}_{tag}.csv" stays far below the 255 a file name may have

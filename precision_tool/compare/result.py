@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from .metric_types import MetricResult
+from .metric_data import MetricResult
 
 _KINDS = ("input", "output")
 # How a row's CompareFailReason says which side holds NaN/Inf (the engine writes these notes).

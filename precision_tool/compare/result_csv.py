@@ -36,12 +36,12 @@ from typing import Iterable, Iterator, Sequence
 
 from precision_tool.errors import PrecisionToolError
 
-from ..formats.atomic import STAMP, OutputRoot, PendingFile
+from ..formats.output_root import STAMP, OutputRoot, PendingFile
 from ..formats.csv_records import csv_records
 from ..formats.files import open_regular
 from ..formats.text import shape_text
 from .manifest import result_csvs
-from .metric_types import Metric
+from .metric_data import Metric
 from .metrics import METRIC_NAMES, METRICS
 from .result import CompareRow
 
@@ -173,7 +173,7 @@ class ResultWriter:
 
     Use as a context manager: an exception inside the block removes the temporary file and
     leaves nothing under ``path``. ``root`` is the output root ``path`` lies in (default: its
-    directory), written as :class:`~precision_tool.formats.atomic.OutputRoot` writes; a full
+    directory), written as :class:`~precision_tool.formats.output_root.OutputRoot` writes; a full
     disk, met at any row or only when the file is closed, is a PrecisionToolError and leaves no
     file under any name. Flags add the optional msaccucmp columns; ``metrics`` are the metrics
     computed (their columns only, see the module docstring). Defaults to the ten.

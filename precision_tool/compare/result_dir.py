@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from ..errors import PrecisionToolError
-from ..formats.atomic import STAMP, OutputError, OutputRoot, process_exists, stamps
+from ..formats.output_root import STAMP, OutputError, OutputRoot, process_exists, stamps
 from .manifest import is_csv_name, load_manifest
 from .result_csv import RESULTS_DIR, result_path
 from .state_file import read_json_file, shown, typed_fields

@@ -31,9 +31,9 @@ from dataclasses import replace
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import __version__
-from ..formats.atomic import OutputError, OutputRoot
+from ..formats.output_root import OutputError, OutputRoot
 from ..formats.file_identity import FileIdentities
-from .pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
+from .golden_pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
 from .result import CompareRow
 
 CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"

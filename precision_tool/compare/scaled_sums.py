@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .metric_types import StatGroup, Stats
+from .metric_data import StatGroup, Stats
 from .stat_groups import BUILTIN, SCALED_FIELDS
 
 Fold = Callable[[np.ndarray, np.ndarray, Sequence[StatGroup]], Stats]  # groups over a chunk, a new Stats

@@ -8,7 +8,7 @@ A tensor much larger than the others would keep one worker busy while the rest w
   is read, and a side whose opening would convert it whole is not split) and cuts the elements
   on row boundaries (:attr:`~.load.Source.unit`), so no piece reads a row another piece reads;
 * round 1: one call per range (:func:`run_piece`) folds the range's blocks into partial
-  :class:`~.metric_types.Stats`; the parent combines them in range order
+  :class:`~.metric_data.Stats`; the parent combines them in range order
   (:func:`~.stat_groups.combine`);
 * round 2, only with KL (or another group that needs the ranges): KL normalises each side by its
   min and max, known only once every range of round 1 is in, so the ranges are folded again with
@@ -16,8 +16,8 @@ A tensor much larger than the others would keep one worker busy while the rest w
 * round 3, only when a metric came out NaN or Inf and no group of round 1 counted them (cosine
   alone): the ranges count their NaN and Inf values for the row's note.
 
-The row is then made exactly as the unsplit comparison makes it (:func:`.pair.finish`,
-:func:`.pair.compared_row`). The sums are added in another grouping than one pass adds them,
+The row is then made exactly as the unsplit comparison makes it (:func:`.pair_compare.finish`,
+:func:`.pair_compare.compared_row`). The sums are added in another grouping than one pass adds them,
 so the values may differ in the last bits (about 1e-16 relative, far below the printed six
 decimals: see the accuracy note of :mod:`.kernels`); ranges, maxima and counts are exact.
 
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..errors import PrecisionToolError
-from . import pair
+from . import pair_compare
 from .load import HeaderCache, Source, open_side, range_extent
-from .metric_types import Range, Stats
-from .pairing import PairTask
+from .metric_data import Range, Stats
+from .golden_pairing import PairTask
 from .stat_groups import combine
 from .window import JobResult, LostWork, Unit
 
@@ -88,16 +88,16 @@ def run_piece(task: PairTask, start: int, stop: int, phase: str, metrics: Sequen
     try:
         x, y = open_side(task.left, headers), open_side(task.right, headers)
         if phase == COUNT:
-            return PieceResult(counts=pair.nonfinite_counts(x, y, chunk, start, stop))
-        acc = pair.new_accumulator(x, y, metrics, numba)
+            return PieceResult(counts=pair_compare.nonfinite_counts(x, y, chunk, start, stop))
+        acc = pair_compare.new_accumulator(x, y, metrics, numba)
         if phase == SECOND:
             acc.stats = Stats(x_lo=ranges[0].lo, x_hi=ranges[0].hi, y_lo=ranges[1].lo, y_hi=ranges[1].hi)
         fold = acc.update if phase == FIRST else acc.update_second
-        for blocks in pair.pair_pieces(x, y, chunk, start, stop):
+        for blocks in pair_compare.pair_pieces(x, y, chunk, start, stop):
             fold(*blocks)
         return PieceResult(stats=acc.stats)
     except (PrecisionToolError, MemoryError) as exc:
-        return PieceResult(error=pair.failure_reason(exc, task))
+        return PieceResult(error=pair_compare.failure_reason(exc, task))
 
 
 class SplitCompare(Unit):
@@ -107,7 +107,7 @@ class SplitCompare(Unit):
                  row) -> None:
         self.task, self.x, self.y, self.bounds, self.row = task, x, y, bounds, row
         self.metrics, self.chunk, self.numba = job_args
-        self.acc = pair.new_accumulator(x, y, self.metrics, self.numba)
+        self.acc = pair_compare.new_accumulator(x, y, self.metrics, self.numba)
         self.phase, self.error, self.counts = FIRST, "", None
         self.futures: list = []
         self.calls = self.pieces
@@ -171,13 +171,13 @@ class SplitCompare(Unit):
             self.phase = DONE
 
     def _after_metrics(self) -> str:
-        return COUNT if pair.needs_count_pass(self.acc, self.acc.result()) else DONE
+        return COUNT if pair_compare.needs_count_pass(self.acc, self.acc.result()) else DONE
 
     def _row(self) -> JobResult:
         if self.error:
-            return JobResult([pair.failed_row(self.row, [self.x, self.y], self.error)], 0)
-        result, note = pair.finish(self.acc, self.x, self.y, lambda: self.counts)
-        row = pair.compared_row(self.row, self.x, self.y, result, note)
+            return JobResult([pair_compare.failed_row(self.row, [self.x, self.y], self.error)], 0)
+        result, note = pair_compare.finish(self.acc, self.x, self.y, lambda: self.counts)
+        row = pair_compare.compared_row(self.row, self.x, self.y, result, note)
         return JobResult([row], self.x.nbytes + self.y.nbytes)
 
 
@@ -194,7 +194,7 @@ def _split(task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int,
     bounds = split_points(x.size, math.lcm(x.unit, y.unit), math.ceil((x.nbytes + y.nbytes) / split_bytes))
     if len(bounds) < 3:
         return None
-    return SplitCompare(task, x, y, bounds, job_args, pair.base_row(task, headers))
+    return SplitCompare(task, x, y, bounds, job_args, pair_compare.base_row(task, headers))
 
 
 def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dict,

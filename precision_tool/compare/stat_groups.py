@@ -1,7 +1,7 @@
 """The statistic groups the metrics read: each registered by name with its fold and merge.
 
-A metric names the groups it reads (:attr:`.metric_types.Metric.needs`); each group is a
-:class:`~.metric_types.StatGroup` registered here. The built-in groups:
+A metric names the groups it reads (:attr:`.metric_data.Metric.needs`); each group is a
+:class:`~.metric_data.StatGroup` registered here. The built-in groups:
 
 =========  ========================================================================
 xy xx yy   sum x*y, sum x*x, sum y*y (cosine, RelativeEuclideanDistance)
@@ -33,7 +33,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .metric_types import BUILTIN_GROUP_NAMES, Range, StatGroup, Stats, register_group, stat_group
+from .metric_data import BUILTIN_GROUP_NAMES, Range, StatGroup, Stats, register_group, stat_group
 
 __all__ = ["BUILTIN", "BUILTIN_GROUPS", "SCALED_FIELDS", "at_scale", "combine", "merge_kl", "register_group",
            "stat_group", "sums_finite", "unscaled"]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import PrecisionToolError
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from ..formats.datadir import DataRoot, require_data_root
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.graph_model import GraphDesc, Model, Op

@@ -28,13 +28,12 @@ from .rounding import op_output_noise, op_replay_noise
 from ..compare.divergence import OpCosines
 from ..compare.judged import judge_rows, judged_result, local_check
 from ..compare.msprobe_replay import DUMP_JSON, MsprobeDumps, find_launch, msprobe_dumps
-from ..compare.result_csv import read_result_csv
+from ..compare.result_csv import newest_result_csvs, read_result_csv
 from ..compare.verdict import LocalCheck
 from ..compare.op_tensors import (
     OpTensors,
     TensorSide,
     first_introducers,
-    newest_result,
     op_tensors,
 )
 
@@ -203,7 +202,7 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
     limit = context.config.vcs_limit if limit is None else limit
     criterion = Criterion.from_config(context.config)
     found: list[Explanation] = []
-    for path in paths or newest_result(context):
+    for path in paths or newest_result_csvs(context.output_dir):
         divergence = judged_result(context, path, criterion.rule)
         dumps = msprobe_dumps(path)
         ops = first_introducers(divergence)
@@ -284,7 +283,7 @@ def explain_named_call(context: Context, text: str, criterion: Criterion | None 
     """
     criterion = criterion or Criterion.from_config(context.config)
     try:
-        paths = [(path, msprobe_dumps(path)) for path in newest_result(context)]
+        paths = [(path, msprobe_dumps(path)) for path in newest_result_csvs(context.output_dir)]
     except PrecisionToolError:
         return None
     if all(dumps is None for _, dumps in paths):

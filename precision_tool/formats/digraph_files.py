@@ -1,6 +1,6 @@
 """Writing a graphviz digraph: the ``.gv`` source, and its ``.svg`` when ``dot`` is installed.
 
-Both files go through the output root (:class:`~.atomic.OutputRoot`): written under a temporary
+Both files go through the output root (:class:`~.output_root.OutputRoot`): written under a temporary
 name and renamed, never through a link. ``dot`` itself writes no file at all: it is run as a
 program with an argument list (never through a shell, never opening a viewer), reads the source
 on its standard input and hands the SVG back on its standard output, so a link planted at the
@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import OutputRoot
+from .output_root import OutputRoot
 
 MAX_RENDER_NODES = 1500  # dot takes minutes beyond this; the .gv is still written
 

@@ -12,7 +12,7 @@ reading it, saying the limit. Files that are large by nature (dumps, golden ``.n
 opened with :func:`open_regular` and read within their own ``fstat`` size.
 
 Symbolic links in the user's data are followed: they are the user's to make, and nothing here
-writes (writes go through :class:`~.atomic.OutputRoot`, which never follows one).
+writes (writes go through :class:`~.output_root.OutputRoot`, which never follows one).
 """
 
 from __future__ import annotations

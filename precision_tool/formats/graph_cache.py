@@ -22,7 +22,7 @@ identity, which the new file never matches.
 
 A stale, corrupt or unwritable cache is never an error: the graph is parsed from its own file
 as if there were no cache. The cache is data only (a serialized message of the same schema);
-nothing in it is executed. It is read and written through :class:`~.atomic.OutputRoot`, so a
+nothing in it is executed. It is read and written through :class:`~.output_root.OutputRoot`, so a
 link planted in the cache directory is never followed.
 """
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
-from .atomic import OutputRoot
+from .output_root import OutputRoot
 from .file_identity import FileIdentities
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph import load_graph, model_from_proto

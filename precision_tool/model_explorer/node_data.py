@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import OpRecord, ResultView
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from ..formats.graph_model import Model
 from ..render.op_graph import node_cosine
 from ..render.palette import marked, swatch

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..compare.stats import TensorStats
+from ..compare.tensor_summary import TensorStats
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.text import shape_text
 from .fit import FitTable

@@ -2,7 +2,7 @@
 ``model_explorer`` the node-data JSON beside it.
 
 Everything is written under the one output directory, each file under a temporary name and
-renamed when complete, never through a link (:class:`~precision_tool.formats.atomic.OutputRoot`);
+renamed when complete, never through a link (:class:`~precision_tool.formats.output_root.OutputRoot`);
 a new ``{stamp}`` directory is created exclusively, so two reports of the same second never
 share one. A report appears whole or not at all: the node data are written into a hidden
 directory (:class:`~precision_tool.formats.pending_dir.PendingDirectory`), the page's bytes are
@@ -26,7 +26,7 @@ from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..compare.judged import judged_rows
-from ..formats.atomic import OutputRoot, stamps
+from ..formats.output_root import OutputRoot, stamps
 from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
 from ..formats.pending_dir import PendingDirectory

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from precision_tool.commands import autocheck
+from precision_tool.commands import ac_autocheck
 from precision_tool.commands.registry import CommandResult
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import write_result_csv
@@ -36,7 +36,7 @@ def ac_text(root, line: str, **settings):
 
 def install_fake_vc(monkeypatch, run) -> None:
     """Make ``ac -c`` run ``run(args, context)`` as its vc."""
-    monkeypatch.setattr(autocheck.vc, "vector_compare", lambda context, **_: run(None, context))
+    monkeypatch.setattr(ac_autocheck.vc, "vector_compare", lambda context, **_: run(None, context))
 
 
 def assert_checks_reported(text: str) -> None:

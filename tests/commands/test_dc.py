@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump
-from precision_tool.commands.tensor_decode import output_name
+from precision_tool.commands.dc_decode import output_name
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.status import ExitStatus
 from tests.conftest import FIXTURES, FIXTURES_SKIP_REASON, make_context, run_command

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.commands import op_listing, vc
+from precision_tool.commands import ls_listing, vc
 from precision_tool.compare import api as compare_api
-from precision_tool.formats.atomic import OutputRoot
+from precision_tool.formats.output_root import OutputRoot
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -88,7 +88,7 @@ def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch
 def test_ctrl_c_in_any_command_returns_the_prompt(sample_data, monkeypatch):
     def interrupted(refs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(op_listing, "_type_counts", interrupted)
+    monkeypatch.setattr(ls_listing, "_type_counts", interrupted)
     context, out = make_context(sample_data)
     assert run_command(context, "ls; help") == ExitStatus.INTERRUPTED
     assert "cancelled" in out.getvalue() and "vc" in out.getvalue()  # help still ran after it

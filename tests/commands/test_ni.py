@@ -16,7 +16,7 @@ import pytest
 
 from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.commands import build_registry
-from precision_tool.commands.node_report import graph_file_stem, safe_part
+from precision_tool.commands.ni_report import graph_file_stem, safe_part
 from precision_tool.commands.registry import run_words
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text

@@ -126,8 +126,8 @@ def test_integer_and_float64_exports_round_trip(tmp_path, sample_data):
 
 
 def test_export_in_several_chunks_reads_back_whole(tmp_path, sample_data, monkeypatch):
-    from precision_tool.commands import tensor_print as pt
-    from precision_tool.formats.atomic import OutputRoot
+    from precision_tool.commands import pt_print as pt
+    from precision_tool.formats.output_root import OutputRoot
 
     monkeypatch.setattr(pt, "_CHUNK", 7)
     array = np.random.default_rng(1).standard_normal((5, 9)).astype(np.float16)

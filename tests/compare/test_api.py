@@ -183,7 +183,7 @@ def test_a_metric_defined_here_computes_in_workers_through_compare(sample_data_m
     |values|, taken with numpy."""
     import numpy as np
 
-    from precision_tool.compare.metric_types import Metric
+    from precision_tool.compare.metric_data import Metric
 
     peak = Metric("GoldenPeak", frozenset({"range"}), _golden_peak)
     found = precision_tool.compare(sample_data_module, metrics=["0", peak], workers=2)

@@ -25,9 +25,9 @@ distributed = pytest.importorskip("distributed", reason="dask[distributed] is no
 from precision_tool import read_golden, read_graph  # noqa: E402
 from precision_tool.compare import cluster, engine  # noqa: E402
 from precision_tool.compare.engine import compare_tasks  # noqa: E402
-from precision_tool.compare.metric_types import Metric, StatGroup  # noqa: E402
+from precision_tool.compare.metric_data import Metric, StatGroup  # noqa: E402
 from precision_tool.compare.metrics import select_metrics  # noqa: E402
-from precision_tool.compare.pairing import DumpSide, NpySide, PairTask, pair_with_graph  # noqa: E402
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph  # noqa: E402
 from precision_tool.compare.result_csv import write_result_csv  # noqa: E402
 from precision_tool.compare.stat_groups import register_group  # noqa: E402
 from precision_tool.compare.window import JobResult, LostWork  # noqa: E402

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden, read_graph
-from precision_tool.compare import engine, pair
+from precision_tool.compare import engine, pair_compare
 from precision_tool.compare.engine import compare_tasks, group_jobs
 from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
 from precision_tool.compare.stat_groups import register_group
-from precision_tool.compare.metric_types import Metric, StatGroup
+from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.pairing import DumpSide, NpySide, PairTask, pair_with_graph
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.golden import write_golden
@@ -165,13 +165,13 @@ def test_a_pair_that_runs_out_of_memory_is_its_row_and_the_run_goes_on(tmp_path,
     gold = write_golden(tmp_path, "a", 0, 1, values)
     big = write_dump(tmp_path / "Op.big.1.0.1700000000000000", "big", [], [TensorSpec(values, "FLOAT")])
     fine = write_dump(tmp_path / "Op.fine.2.0.1700000000000001", "fine", [], [TensorSpec(values, "FLOAT")])
-    real = pair.compare_sources
+    real = pair_compare.compare_sources
 
     def short_of_memory(x, y, *args):
         if x.nbytes and getattr(x, "path", None) == big:
             raise MemoryError()  # as numpy raises it for an allocation the machine cannot give
         return real(x, y, *args)
-    monkeypatch.setattr(pair, "compare_sources", short_of_memory)
+    monkeypatch.setattr(pair_compare, "compare_sources", short_of_memory)
     rows = list(compare_tasks([_task(0, "big", DumpSide(big, "output", 0), NpySide(gold)),
                                _task(1, "fine", DumpSide(fine, "output", 0), NpySide(gold))]))
     assert not rows[0].compared and "not enough memory to compare big" in rows[0].fail_reason

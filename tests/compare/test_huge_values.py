@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from precision_tool.compare import kernels
-from precision_tool.compare.metric_types import Stats
+from precision_tool.compare.metric_data import Stats
 from precision_tool.compare.metrics import METRICS, Accumulator, compare_arrays
 from precision_tool.compare.result_csv import format_value
 from precision_tool.compare.stat_groups import at_scale, combine, unscaled

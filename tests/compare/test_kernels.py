@@ -11,7 +11,7 @@ import pytest
 from precision_tool.compare import kernels
 from precision_tool.compare.kernels import fold_first, fold_second
 from precision_tool.compare.stat_groups import combine, register_group, stat_group
-from precision_tool.compare.metric_types import Metric, StatGroup, Stats
+from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRICS, Accumulator, compare_arrays
 
 FIRST = [stat_group(n) for n in ("xy", "xx", "yy", "diff", "rel", "moments", "range")]

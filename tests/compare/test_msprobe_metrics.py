@@ -3,7 +3,7 @@
 The expected cells and messages in tests/data/msprobe_metrics/tensor_expected.json were
 computed by mindstudio-probe itself (bench/msprobe_reference.py: its reader, its tensor checks
 and its column functions) on the .npy pairs beside it; here the same files go through
-compare/pair.py's real path (opened as sides, streamed in blocks, in one pass and split into
+compare/pair_compare.py's real path (opened as sides, streamed in blocks, in one pass and split into
 ranges). bfloat16 cases are stored as the float32 msprobe's reader makes of them and compared
 here as bfloat16.
 """
@@ -21,13 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.compare import pair, split
+from precision_tool.compare import pair_compare, split
 from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.load import ArrayBlocks, HeaderCache, open_side
 from precision_tool.compare.metrics import METRICS, Accumulator
 from precision_tool.compare.msprobe_metrics import (EUC_DIST, MSPROBE_COLUMNS, MSPROBE_METRICS, precheck,
                                                     select_msprobe)
-from precision_tool.compare.pairing import NpySide, PairTask
+from precision_tool.compare.golden_pairing import NpySide, PairTask
 from precision_tool.compare.stat_groups import combine
 from precision_tool.errors import PrecisionToolError
 
@@ -85,7 +85,7 @@ def _compared(case: dict):
     decided = precheck(x.shape, y.shape)
     if decided is not None:
         return decided
-    result, _note = pair.compare_sources(x, y, MSPROBE_METRICS, chunk=1000)
+    result, _note = pair_compare.compare_sources(x, y, MSPROBE_METRICS, chunk=1000)
     return result
 
 
@@ -105,11 +105,11 @@ def test_one_pass_gives_msprobes_cells_and_messages(name):
 def _in_ranges(case: dict, pieces: int, chunk: int = 700):
     """The pair folded in ``pieces`` ranges, each as split.run_piece folds one, combined."""
     x, y = _sources(case)
-    acc = pair.new_accumulator(x, y, MSPROBE_METRICS, None)
+    acc = pair_compare.new_accumulator(x, y, MSPROBE_METRICS, None)
     total = None
     for start, stop in zip(bounds := split.split_points(x.size, 1, pieces), bounds[1:]):
-        part = pair.new_accumulator(x, y, MSPROBE_METRICS, None)
-        for blocks in pair.pair_pieces(x, y, chunk, start, stop):
+        part = pair_compare.new_accumulator(x, y, MSPROBE_METRICS, None)
+        for blocks in pair_compare.pair_pieces(x, y, chunk, start, stop):
             part.update(*blocks)
         total = part.stats if total is None else combine(total, part.stats, acc.first)
     acc.stats = total
@@ -132,7 +132,7 @@ def test_a_big_tensor_split_by_the_engine_gives_msprobes_cells():
                     NpySide(DATA / "tensor" / case["bench"]))
     x, y = (open_side(side, HeaderCache()) for side in (task.left, task.right))
     unit = split.SplitCompare(task, x, y, split.split_points(x.size, 1, 5), (MSPROBE_METRICS, 4096, None),
-                              pair.base_row(task, HeaderCache()))
+                              pair_compare.base_row(task, HeaderCache()))
 
     class Done:
         def __init__(self, value):
@@ -171,9 +171,9 @@ def test_beside_the_ten_metrics_and_either_kernel(numba):
     case = CASES["fp16_noise"]
     x, y = _sources(case)
     acc = Accumulator(METRICS + MSPROBE_METRICS, size=x.size, numba=numba)
-    for blocks in pair.pair_pieces(x, y, 1500):
+    for blocks in pair_compare.pair_pieces(x, y, 1500):
         acc.update(*blocks)
-    for blocks in pair.pair_pieces(x, y, 1500):
+    for blocks in pair_compare.pair_pieces(x, y, 1500):
         acc.update_second(*blocks)
     result = acc.result()
     _assert_cells({c: result.values[c] for c in MSPROBE_COLUMNS}, case)

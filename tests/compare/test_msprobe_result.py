@@ -3,19 +3,19 @@
 tests/data/msprobe_metrics/{statistics,md5,tensor_mode}/ hold MindSpore-style dump pairs made to
 trip each of msprobe's rules and the rows of the CSV that mindstudio-probe's own ``ms_compare``
 wrote for them (bench/msprobe_reference.py). Our rows are built from the dump.json files (plain
-json) and, in tensor mode, from our own comparison of the tensor files through compare/pair.py.
+json) and, in tensor mode, from our own comparison of the tensor files through compare/pair_compare.py.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from precision_tool.compare import pair
+from precision_tool.compare import pair_compare
 from precision_tool.compare.load import HeaderCache, open_side
 from precision_tool.compare.msprobe_metrics import MSPROBE_COLUMNS, MSPROBE_METRICS, precheck
 from precision_tool.compare.msprobe_result import ApiRow, judge_api
 from precision_tool.compare.msprobe_stats import compare_summaries
-from precision_tool.compare.pairing import NpySide
+from precision_tool.compare.golden_pairing import NpySide
 
 from .msprobe_dumps import DATA, dump, dtype, expected, md5, records, shape, summary
 
@@ -26,7 +26,7 @@ def _tensor_cells(record: dict, other: dict) -> dict:
         return dict.fromkeys(MSPROBE_COLUMNS, "unsupported")
     x, y = (open_side(NpySide(DATA / "tensor_mode" / side / "dump_tensor_data" / r["data_name"]), HeaderCache())
             for side, r in (("npu", record), ("bench", other)))
-    result = precheck(x.shape, y.shape) or pair.compare_sources(x, y, MSPROBE_METRICS)[0]
+    result = precheck(x.shape, y.shape) or pair_compare.compare_sources(x, y, MSPROBE_METRICS)[0]
     return result.values
 
 

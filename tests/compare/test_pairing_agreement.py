@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 
-from precision_tool.compare.pairing import NpySide
+from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.plan import plan_comparisons
 from tests.conftest import make_context, run_command
 

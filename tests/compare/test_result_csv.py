@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from precision_tool import PrecisionToolError
-from precision_tool.compare.metric_types import Metric
+from precision_tool.compare.metric_data import Metric
 from precision_tool.compare.metrics import METRICS, compare_arrays, select_metrics
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import (

@@ -16,7 +16,7 @@ from precision_tool.compare.result_dir import (COMPLETE, INTERRUPTED, RUN_FILE, 
                                                interrupted_run, new_result_dir, read_state)
 from precision_tool.compare.state_file import read_json_file
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.atomic import STAMP, OutputRoot, stamps
+from precision_tool.formats.output_root import STAMP, OutputRoot, stamps
 
 
 def _dead_pid() -> int:

@@ -12,7 +12,7 @@ import pytest
 
 from precision_tool.compare.result_csv import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows, task_key
-from precision_tool.formats.atomic import OutputRoot, OutputError
+from precision_tool.formats.output_root import OutputRoot, OutputError
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -144,7 +144,7 @@ def test_a_link_planted_at_the_cache_is_refused(sample_data, tmp_path):
 def _golden_task(sample_data):
     """A comparable task of the sample whose golden side is an npy file, and the metric names."""
     from precision_tool.compare.metrics import select_metrics
-    from precision_tool.compare.pairing import NpySide
+    from precision_tool.compare.golden_pairing import NpySide
     from precision_tool.compare.plan import plan_comparisons
     from precision_tool.compare.row_cache import metric_identities
 
@@ -157,7 +157,7 @@ def _golden_task(sample_data):
 def test_the_key_is_what_the_files_are_not_how_their_paths_are_typed(sample_data, monkeypatch):
     from dataclasses import replace
 
-    from precision_tool.compare.pairing import NpySide
+    from precision_tool.compare.golden_pairing import NpySide
 
     task, names = _golden_task(sample_data)
     key = task_key(task, names)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_tool.commands import node_report as ni
+from precision_tool.commands import ni_report as ni
 from precision_tool.formats.dump_write import TensorSpec, build_dump
 from precision_tool.formats.golden import write_golden
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from precision_tool.compare.result_dir import INTERRUPTED, RUN_FILE, RUNNING, interrupted_run
-from precision_tool.formats.atomic import OutputRoot, temp_name
+from precision_tool.formats.output_root import OutputRoot, temp_name
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.formats.proto.dumpdata import DATA_TYPE_VALUES, FORMAT_VALUES, DumpData
 from tests.conftest import REPO_ROOT

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import atomic
+from precision_tool.formats import output_root
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context, run_command
 
@@ -119,7 +119,7 @@ def test_a_result_directory_swapped_for_a_link_mid_run_is_refused(sample_data, t
 def _read_only(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
-    monkeypatch.setattr(atomic.os, "mkdir", refuse)  # os.makedirs meets it too
+    monkeypatch.setattr(output_root.os, "mkdir", refuse)  # os.makedirs meets it too
 
 
 @pytest.mark.parametrize("line, sub", WRITERS, ids=[w[1] for w in WRITERS])
@@ -190,12 +190,12 @@ class _FullAfter:
 
 
 def _disk_fills(monkeypatch, at_close: bool, room: int = 0) -> None:
-    real_init = atomic.PendingFile.__init__
+    real_init = output_root.PendingFile.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullAfter(self.handle, room, at_close)
-    monkeypatch.setattr(atomic.PendingFile, "__init__", init)
+    monkeypatch.setattr(output_root.PendingFile, "__init__", init)
 
 
 def _files_under(directory: Path) -> list[Path]:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from precision_tool import PrecisionToolError
-from precision_tool.formats import atomic
-from precision_tool.formats.atomic import OutputRoot, temp_name
+from precision_tool.formats import output_root
+from precision_tool.formats.output_root import OutputRoot, temp_name
 from precision_tool.formats.pending_dir import PendingDirectory
 
 
@@ -20,7 +20,7 @@ from precision_tool.formats.pending_dir import PendingDirectory
 def walk(request, monkeypatch):
     """Each test with descriptors (openat) and with the path-checking fallback."""
     if request.param == "lstat":
-        monkeypatch.setattr(atomic, "_AT", False)
+        monkeypatch.setattr(output_root, "_AT", False)
     return request.param
 
 

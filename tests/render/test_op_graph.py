@@ -13,7 +13,7 @@ from rich.console import Console
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
 from precision_tool.render import op_graph, op_tree
 from precision_tool.formats import digraph_files
-from precision_tool.formats.atomic import OutputRoot
+from precision_tool.formats.output_root import OutputRoot
 from precision_tool.formats.graph_query import Edge, neighbourhood
 
 ODD = 'odd{a}|<b>"c\\d'  # every record-label special character

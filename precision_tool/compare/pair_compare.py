@@ -20,7 +20,7 @@ from ..errors import PrecisionToolError
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .msprobe_rows import StatsSide, stats_row
-from .pairing import DumpSide, PairTask
+from .golden_pairing import DumpSide, PairTask
 from .result import CompareRow
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs

@@ -29,7 +29,7 @@ from ..errors import PrecisionToolError
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.golden import GoldenIndex, read_golden
 from ..formats.tree import DumpTree, StepDir
-from .pairing import DumpSide, NpySide, PairTask, latest_launches, read_header
+from .golden_pairing import DumpSide, NpySide, PairTask, latest_launches, read_header
 
 
 @dataclass(frozen=True)

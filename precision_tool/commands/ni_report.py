@@ -16,8 +16,8 @@ from functools import partial
 
 from ..compare.divergence import FlagRule
 from ..compare.newest import NewestResult, newest_result
-from ..compare.pairing import golden_for
-from ..compare.stats import tensor_stats
+from ..compare.golden_pairing import golden_for
+from ..compare.tensor_summary import tensor_stats
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpTensor, read_dump
@@ -111,7 +111,7 @@ def golden_targets(graph: GraphDesc, op: Op,
                    limit: int | None = None) -> tuple[list[tuple[str, int, TensorName]], int]:
     """``(kind, slot, TF tensor)`` for every data input and output of
     ``op`` (the first ``limit`` of each): the golden tensor ``vc`` compares it with
-    (:func:`~precision_tool.compare.pairing.golden_for`); and how many slots were left out."""
+    (:func:`~precision_tool.compare.golden_pairing.golden_for`); and how many slots were left out."""
     targets, left_out = [], 0
     for kind, count in (("input", len(op.data_inputs)), ("output", max(len(op.output_descs), 1))):
         slots, hidden = head(range(count), limit)
@@ -241,7 +241,7 @@ def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
     limit = None if args.full else LIST_LIMIT
     verdict = verdict_line(context, ref)
     if msprobe_source(ref.model) is not None:  # a call of an msprobe dump: no GE graph facts
-        from .msprobe_node import call_report
+        from .ni_msprobe import call_report
 
         out = call_report(args, context, ref, verdict)
     else:

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 from rich.text import Text
 
-from ..compare.stats import tensor_stats
+from ..compare.tensor_summary import tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from ..render.limits import LIST_LIMIT, head, more_note
 from ..render.lines import data_text, visible
 from ..render.tensor_view import format_value, key_value_table, values_table

@@ -6,7 +6,7 @@ import csv
 import json
 
 from precision_tool import read_golden, read_graph
-from precision_tool.compare.pairing import (NpySide, ground_truth_text, pair_by_name, pair_with_graph)
+from precision_tool.compare.golden_pairing import (NpySide, ground_truth_text, pair_by_name, pair_with_graph)
 from precision_tool.formats.tree import DumpTree
 from tests.conftest import FIXTURES
 

@@ -12,7 +12,7 @@ keeps its dtype. Arrays are saved with ``allow_pickle=False``.
 
 Default OUT: ``decode/dump_convert/`` under the output root (``temp/`` of the data root). The
 dump and golden directories are never written to, not even with ``-o``; OUT is written like the
-output root (:class:`~precision_tool.formats.atomic.OutputRoot`: no link followed in it).
+output root (:class:`~precision_tool.formats.output_root.OutputRoot`: no link followed in it).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rich.text import Text
 
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.atomic import OutputError, OutputRoot
+from ..formats.output_root import OutputError, OutputRoot
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import convert_host_format
 from ..status import ExitStatus

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import atomic
-from precision_tool.formats.atomic import NAME_MAX, OutputError, OutputRoot, stamps, temp_name
+from precision_tool.formats import output_root
+from precision_tool.formats.output_root import NAME_MAX, OutputError, OutputRoot, stamps, temp_name
 
 
 @pytest.fixture(params=["openat", "lstat"])
 def walk(request, monkeypatch):
     """Run each test with descriptors (openat) and with the path-checking fallback."""
     if request.param == "lstat":
-        monkeypatch.setattr(atomic, "_AT", False)
+        monkeypatch.setattr(output_root, "_AT", False)
     return request.param
 
 
@@ -157,12 +157,12 @@ class _FullDisk:
 
 @pytest.mark.parametrize("at", ["write", "close"])
 def test_a_full_disk_is_one_error_and_leaves_no_file_under_any_name(tmp_path, monkeypatch, at):
-    real_init = atomic.PendingFile.__init__
+    real_init = output_root.PendingFile.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullDisk(self.handle, at)
-    monkeypatch.setattr(atomic.PendingFile, "__init__", init)
+    monkeypatch.setattr(output_root.PendingFile, "__init__", init)
     root = OutputRoot(tmp_path / "temp")
     with pytest.raises(OutputError, match="No space left on device") as info:
         root.write_text("op_graph/g.gv", "digraph {}")
@@ -173,7 +173,7 @@ def test_a_full_disk_is_one_error_and_leaves_no_file_under_any_name(tmp_path, mo
 def test_a_read_only_root_names_the_directory_and_the_way_out(tmp_path, monkeypatch):
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
-    monkeypatch.setattr(atomic.os, "mkdir", read_only)
+    monkeypatch.setattr(output_root.os, "mkdir", read_only)
     with pytest.raises(OutputError) as info:
         OutputRoot(tmp_path / "temp").write_text("pt/x.txt", "x")
     assert info.value.path == str(tmp_path / "temp")

@@ -2,7 +2,7 @@
 side with ``-d bench``): the call, its module and stack, its tensors with the ``dump.json``
 statistics and files, and its bench counterpart (:func:`~precision_tool.compare.msprobe_calls.
 bench_counterpart`) with that call's tensors. ``-a`` is as for a graph op; ``-s D`` is
-:mod:`.node_report`'s, over the inferred edges."""
+:mod:`.ni_report`'s, over the inferred edges."""
 
 from __future__ import annotations
 
