@@ -37,9 +37,13 @@ same way, so such a cosine is ``Nan`` as msprobe's is (the ten metrics scale ins
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 import threading
+import warnings
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -111,11 +115,7 @@ class MsprobeSums:
     rel_max: float = -math.inf
     below: tuple[int, int] = (0, 0)  # elements with relative error < each of THRESHOLDS
     mismatch: bool = False
-
-    @property
-    def relative(self) -> type:
-        """The type msprobe computes the relative error in."""
-        return relative_type(*self.dtypes)
+    relative: type = np.float64  # the type msprobe computes the relative error in (relative_type)
 
 
 def _max(a: float, b: float) -> float:
@@ -181,16 +181,67 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
     state = stats.extra.get(GROUP)
     if state is None:
         first = (float(x[0]), float(y[0])) if x.size else None
-        state = MsprobeSums((msprobe_dtype(x.dtype), msprobe_dtype(y.dtype)), first)
+        dtypes = (msprobe_dtype(x.dtype), msprobe_dtype(y.dtype))
+        state = MsprobeSums(dtypes, first, relative=relative_type(*dtypes))
         stats.extra[GROUP] = state
     if state.mismatch or not x.size:
         return
+    kernel = _kernel_operands(x, y)
+    part = _numba_part(state, *kernel) if kernel else _numpy_part(state, x, y)
+    if part is None:
+        stats.extra[GROUP] = replace(state, mismatch=True)
+        return
+    sum_xy, sum_xx, sum_yy, sum_sq, max_abs, rel_max, below = part
+    stats.extra[GROUP] = replace(
+        state, sum_xy=state.sum_xy + sum_xy, sum_xx=state.sum_xx + sum_xx, sum_yy=state.sum_yy + sum_yy,
+        sum_sq=state.sum_sq + sum_sq, max_abs=_max(state.max_abs, max_abs),
+        rel_max=_max(state.rel_max, rel_max), below=(state.below[0] + below[0], state.below[1] + below[1]))
+
+
+def _kernel_operands(x: np.ndarray, y: np.ndarray) -> tuple | None:
+    """Both blocks as :mod:`.msprobe_kernels` reads them, or None for numpy: the run did not
+    load numba (:func:`~.kernels.numba_pays_off` said it would not pay, or it is switched off
+    or broken), or a dtype the kernels do not read."""
+    if "numba" not in sys.modules:  # not loaded by this run: not worth loading for this group
+        return None
+    from . import kernels
+
+    xv, yv = kernels.kernel_operand(x), kernels.kernel_operand(y)
+    if xv is None or yv is None or _compiled() is None:
+        return None
+    return xv, yv
+
+
+@lru_cache(maxsize=1)
+def _compiled():
+    """:mod:`.msprobe_kernels`, or None when numba's kernels are off or fail (once per process)."""
+    from . import kernels
+
+    if kernels.numba_kernels() is None:  # off, missing or failing its check
+        return None
+    try:
+        return importlib.import_module(".msprobe_kernels", __package__)
+    except Exception as exc:  # numba failing to compile here: numpy, said once
+        warnings.warn(f"msprobe kernels unavailable ({type(exc).__name__}: {exc}); using numpy",
+                      RuntimeWarning, stacklevel=2)
+        return None
+
+
+def _numba_part(state: MsprobeSums, xv: np.ndarray, yv: np.ndarray) -> tuple | None:
+    out = _compiled().fold(xv, yv, state.relative is np.float32)
+    if out[8]:
+        return None
+    return (float(out[0]), float(out[1]), float(out[2]), float(out[3]), float(out[4]), float(out[5]),
+            (int(out[6]), int(out[7])))
+
+
+def _numpy_part(state: MsprobeSums, x: np.ndarray, y: np.ndarray) -> tuple | None:
+    """One block's sums, maximum and counts with numpy; None when NaN/Inf positions differ."""
     xf, yf = _copy(x, "x", np.float64), _copy(y, "y", np.float64)
     sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
     if not (math.isfinite(sum_xx) and math.isfinite(sum_yy)):  # a NaN or Inf, or an overflow
         if not _clean(xf, yf):
-            stats.extra[GROUP] = replace(state, mismatch=True)
-            return
+            return None
         sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
     sum_xy = _dot(xf, yf)
     d = np.subtract(xf, yf, out=_SCRATCH.get("d", xf.size, np.float64))
@@ -198,12 +249,8 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
     max_abs = float(np.abs(d, out=d).max())
     rel = _relative_errors(xf, yf, state.relative)
     flags = _SCRATCH.get("flags", rel.size, np.bool_)
-    below = tuple(n + int(np.count_nonzero(np.less(rel, state.relative(t), out=flags)))
-                  for n, t in zip(state.below, THRESHOLDS))
-    stats.extra[GROUP] = replace(
-        state, sum_xy=state.sum_xy + sum_xy, sum_xx=state.sum_xx + sum_xx, sum_yy=state.sum_yy + sum_yy,
-        sum_sq=state.sum_sq + sum_sq, max_abs=_max(state.max_abs, max_abs),
-        rel_max=_max(state.rel_max, float(rel.max())), below=below)
+    below = tuple(int(np.count_nonzero(np.less(rel, state.relative(t), out=flags))) for t in THRESHOLDS)
+    return sum_xy, sum_xx, sum_yy, sum_sq, max_abs, float(rel.max()), below
 
 
 def _merge(into: Stats, other: Stats) -> None:
