@@ -12,9 +12,12 @@ archive of one folder (``archive/`` by default; torch reads any name, the first 
 - ``byteorder``: ``little`` or ``big`` (absent from older files, which were little-endian);
 - ``version``, ``.format_version``, ``.storage_alignment``, ``.data/serialization_id``: unused.
 
-The pickle is small and read up front; the storage is memory-mapped straight out of the zip (a
-stored member's bytes are contiguous in the file) and viewed with the tensor's offset, size and
-strides, checked to stay inside the storage. The pre-1.6 ("legacy") format, a bare pickle
+The archive's directory is read straight from its bytes (:mod:`.torch_zip`; zipfile for an
+archive torch's writer would not write, which then names any problem). The pickle is small and
+read up front, and a :class:`PtReader` interprets each distinct one once. A file of up to
+:data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
+out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
+the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6 ("legacy") format, a bare pickle
 stream, is refused: msprobe supports torch 2.1 and later, whose ``torch.save`` never writes it.
 """
 
