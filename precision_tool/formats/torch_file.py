@@ -17,8 +17,9 @@ archive torch's writer would not write, which then names any problem). The pickl
 read up front, and a :class:`PtReader` interprets each distinct one once. A file of up to
 :data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
 out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
-the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6 ("legacy") format, a bare pickle
-stream, is refused: msprobe supports torch 2.1 and later, whose ``torch.save`` never writes it.
+the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6
+("legacy") format, a bare pickle stream, is refused: msprobe supports torch 2.1 and later, whose
+``torch.save`` never writes it.
 """
 
 from __future__ import annotations

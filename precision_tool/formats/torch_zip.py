@@ -5,13 +5,15 @@ msprobe's dumps (thousands of ``.pt`` files of a few kilobytes to a few megabyte
 more than reading the tensors. torch's writer (PyTorch's ``caffe2/serialize/
 inline_container.cc``, on miniz) writes the simplest zip there is: every record stored
 (uncompressed), no comment, one disk, sizes in the central directory (flag bit 3 set, the local
-header's left zero), and (recent torch) a zip64 end record and locator before the end record. :func:`stored_records` reads exactly that
-layout: the end-of-central-directory record in the last 22 bytes, the central directory, and for
-each record asked for its local header (signature and name checked against the directory's, as
-zipfile checks them), so its data's first byte is known.
+header's left zero) and, in recent torch, a zip64 end record and locator before the end record.
+:func:`read_directory` reads exactly that layout: the end-of-central-directory record in the
+last 22 bytes and the central directory; :func:`stored_record` a record's local header
+(signature and name checked against the directory's, as zipfile checks them), so its data's
+first byte is known.
 
-Anything else (a comment, sizes past 4 GiB, a compressed or encrypted record, a directory that does not
-add up) gives None: the caller falls back to zipfile, whose errors name the problem. Nothing
+Anything else (a comment, sizes past 4 GiB, a compressed or encrypted record, a directory that
+does not add up) gives None: the caller falls back to zipfile, whose errors name the problem.
+Nothing
 here raises on a bad file.
 """
 
