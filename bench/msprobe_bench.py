@@ -131,16 +131,21 @@ class Runner:
         return result
 
 
-def _vc_env(workers: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers))
+def _vc_env(workers: int, scratch: Path) -> dict:
+    """The environment of our runs: this checkout, ``workers``, and bytecode kept (under
+    ``scratch``) as an installed package has it; msprobe's venv has its own from pip. (A
+    PYTHONDONTWRITEBYTECODE inherited from the shell made every run compile ~120 modules.)"""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PRECISION_TOOL_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers),
+               PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
     return env
 
 
 def our_runners(root: Path, scratch: Path, framework: str, workers: int) -> tuple[list[Runner], str]:
     """vc all, vc -alg 0 and (MindSpore) the npy path, and what the npy path is measured as."""
     base = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "--fresh"]
-    env = _vc_env(workers)
+    env = _vc_env(workers, scratch)
     runners = [Runner("vc all", base + ["-o", str(scratch / "vc_all")], scratch / "vc_all", env),
                Runner("vc -alg 0", base + ["-alg", "0", "-o", str(scratch / "vc_alg0")], scratch / "vc_alg0", env)]
     if framework != "mindspore":

@@ -38,7 +38,6 @@ same way, so such a cosine is ``Nan`` as msprobe's is (the ten metrics scale ins
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
@@ -46,13 +45,13 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .metric_data import Metric, MetricResult, Outcome, StatGroup, Stats
+from .msprobe_fold import block_part, relative_errors
 from .stat_groups import register_group
 
 GROUP = "msprobe"
 COSINE, EUC_DIST, MAX_ABS, MAX_REL = "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr"
 ONE_THOUSANDTH, FIVE_THOUSANDTHS = "One Thousandth Err Ratio", "Five Thousandths Err Ratio"
 UNSUPPORTED, NOT_AVAILABLE, NAN_TEXT, SHAPE_UNMATCHED = "unsupported", "N/A", "Nan", "shape unmatched"
-THRESHOLDS = (0.001, 0.005)
 COSINE_ROUND_ABOVE = 0.9999
 FLOAT64_EPS = float(np.finfo(np.float64).eps)
 
@@ -111,69 +110,11 @@ class MsprobeSums:
     rel_max: float = -math.inf
     below: tuple[int, int] = (0, 0)  # elements with relative error < each of THRESHOLDS
     mismatch: bool = False
-
-    @property
-    def relative(self) -> type:
-        """The type msprobe computes the relative error in."""
-        return relative_type(*self.dtypes)
+    relative: type = np.float64  # the type msprobe computes the relative error in (relative_type)
 
 
 def _max(a: float, b: float) -> float:
     return a if a != a or a >= b else b  # NaN propagates, as numpy's maximum
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.einsum("i,i->", a, b))  # einsum: see stat_groups._dot
-
-
-class _Scratch(threading.local):
-    """Arrays reused block after block, per role and dtype (fresh ones would cost page faults
-    each block); per thread, as a Dask worker may run several folds at once."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[tuple[str, type], np.ndarray] = {}
-
-    def get(self, role: str, size: int, dtype: type) -> np.ndarray:
-        array = self.arrays.get((role, dtype))
-        if array is None or array.size < size:
-            array = self.arrays[(role, dtype)] = np.empty(max(size, 1 << 15), dtype)
-        return array[:size]
-
-
-_SCRATCH = _Scratch()
-
-
-def _copy(block: np.ndarray, role: str, dtype: type) -> np.ndarray:
-    out = _SCRATCH.get(role, block.size, dtype)
-    # exact (but int64 beyond 2**53): float64 holds every stored value, float32 every value
-    # of the float16/bfloat16/float32 pairs whose relative error msprobe takes in float32
-    np.copyto(out, block, casting="unsafe")
-    return out
-
-
-def _clean(x: np.ndarray, y: np.ndarray) -> bool:
-    """Zero same-position NaN/Inf of the two scratch blocks; False when the positions differ."""
-    nan_x, inf_x = np.isnan(x), np.isinf(x)
-    if not (np.array_equal(nan_x, np.isnan(y)) and np.array_equal(inf_x, np.isinf(y))):
-        return False
-    bad = np.logical_or(nan_x, inf_x, out=nan_x)
-    x[bad] = 0.0  # none when finite values' squares overflowed: msprobe's sums overflow too
-    y[bad] = 0.0
-    return True
-
-
-def _relative_errors(x: np.ndarray, y: np.ndarray, kind: type) -> np.ndarray:
-    """msprobe's ``|(n - b) / b|`` in ``kind``, eps added to both where ``b == 0`` (a scratch
-    array: use it before the next block)."""
-    n, b = _copy(x, "n", kind), _copy(y, "b", kind)
-    if not y.all():
-        zero = y == 0
-        eps = np.finfo(kind).eps
-        n[zero] += eps
-        b[zero] += eps
-    np.subtract(n, b, out=n)
-    np.divide(n, b, out=n)
-    return np.abs(n, out=n)
 
 
 def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
@@ -181,29 +122,20 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
     state = stats.extra.get(GROUP)
     if state is None:
         first = (float(x[0]), float(y[0])) if x.size else None
-        state = MsprobeSums((msprobe_dtype(x.dtype), msprobe_dtype(y.dtype)), first)
+        dtypes = (msprobe_dtype(x.dtype), msprobe_dtype(y.dtype))
+        state = MsprobeSums(dtypes, first, relative=relative_type(*dtypes))
         stats.extra[GROUP] = state
     if state.mismatch or not x.size:
         return
-    xf, yf = _copy(x, "x", np.float64), _copy(y, "y", np.float64)
-    sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
-    if not (math.isfinite(sum_xx) and math.isfinite(sum_yy)):  # a NaN or Inf, or an overflow
-        if not _clean(xf, yf):
-            stats.extra[GROUP] = replace(state, mismatch=True)
-            return
-        sum_xx, sum_yy = _dot(xf, xf), _dot(yf, yf)
-    sum_xy = _dot(xf, yf)
-    d = np.subtract(xf, yf, out=_SCRATCH.get("d", xf.size, np.float64))
-    sum_sq = _dot(d, d)
-    max_abs = float(np.abs(d, out=d).max())
-    rel = _relative_errors(xf, yf, state.relative)
-    flags = _SCRATCH.get("flags", rel.size, np.bool_)
-    below = tuple(n + int(np.count_nonzero(np.less(rel, state.relative(t), out=flags)))
-                  for n, t in zip(state.below, THRESHOLDS))
+    part = block_part(state.relative, x, y)
+    if part is None:
+        stats.extra[GROUP] = replace(state, mismatch=True)
+        return
+    sum_xy, sum_xx, sum_yy, sum_sq, max_abs, rel_max, below = part
     stats.extra[GROUP] = replace(
         state, sum_xy=state.sum_xy + sum_xy, sum_xx=state.sum_xx + sum_xx, sum_yy=state.sum_yy + sum_yy,
         sum_sq=state.sum_sq + sum_sq, max_abs=_max(state.max_abs, max_abs),
-        rel_max=_max(state.rel_max, float(rel.max())), below=below)
+        rel_max=_max(state.rel_max, rel_max), below=(state.below[0] + below[0], state.below[1] + below[1]))
 
 
 def _merge(into: Stats, other: Stats) -> None:
@@ -305,7 +237,7 @@ def _max_relative(s: Stats) -> Outcome:
     if s.count == 1:
         with np.errstate(all="ignore"):
             x, y = np.array(state.first[:1]), np.array(state.first[1:])
-            value = float(_relative_errors(x, y, state.relative)[0])
+            value = float(relative_errors(x, y, state.relative)[0])
     else:
         value = state.rel_max
     if math.isnan(value):

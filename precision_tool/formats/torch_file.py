@@ -12,10 +12,14 @@ archive of one folder (``archive/`` by default; torch reads any name, the first 
 - ``byteorder``: ``little`` or ``big`` (absent from older files, which were little-endian);
 - ``version``, ``.format_version``, ``.storage_alignment``, ``.data/serialization_id``: unused.
 
-The pickle is small and read up front; the storage is memory-mapped straight out of the zip (a
-stored member's bytes are contiguous in the file) and viewed with the tensor's offset, size and
-strides, checked to stay inside the storage. The pre-1.6 ("legacy") format, a bare pickle
-stream, is refused: msprobe supports torch 2.1 and later, whose ``torch.save`` never writes it.
+The archive's directory is read straight from its bytes (:mod:`.torch_zip`; zipfile for an
+archive torch's writer would not write, which then names any problem). The pickle is small and
+read up front, and a :class:`PtReader` interprets each distinct one once. A file of up to
+:data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
+out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
+the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6
+("legacy") format, a bare pickle stream, is refused: msprobe supports torch 2.1 and later, whose
+``torch.save`` never writes it.
 """
 
 from __future__ import annotations
@@ -35,9 +39,14 @@ from .files import open_regular, size_text
 from .shapes import shape_problem
 from .text import shape_text
 from .torch_pickle import TensorRecord, read_tensor_pickle, shown
+from .torch_zip import StoredRecord, read_directory, record_bytes, stored_record
 
 KIND = "tensor file"
 PICKLE_LIMIT = 1 << 20  # a tensor's data.pkl is a few hundred bytes
+# files up to this size are read in one read: cheaper than a mapping's setup and page faults
+# (msprobe's .pt files are mostly tens to hundreds of kilobytes)
+WHOLE_LIMIT = 1 << 20
+PICKLES_KEPT = 4096  # distinct data.pkl a PtReader remembers (each a few hundred bytes)
 # a legacy torch.save stream begins with the pickle of its magic number 0x1950a86a20f9469cfc6c
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra length
@@ -55,23 +64,80 @@ class _Layout:
     elements: int  # elements of the tensor's dtype the storage holds
 
 
-def pt_header(path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:
+class PtReader:
+    """Reads ``.pt`` files, interpreting each distinct ``data.pkl`` once: msprobe's files of one
+    kind of tensor (same dtype, shape and device) hold byte-identical pickles (44 distinct ones
+    in 3,108 files of a 500 MB dump), so whoever reads many files (a run, a side) keeps one
+    reader. The records it remembers are immutable; at most :data:`PICKLES_KEPT` are kept.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[bytes, TensorRecord] = {}
+
+    def record(self, data: bytes, path) -> TensorRecord:
+        """What the ``data.pkl`` bytes ``data`` rebuild (:func:`.read_tensor_pickle`); a
+        refusal is raised for every file that holds it, naming that file."""
+        found = self._records.get(data)
+        if found is None:
+            found = read_tensor_pickle(data, path)
+            if len(self._records) < PICKLES_KEPT:
+                self._records[data] = found
+        return found
+
+    def header(self, path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:
+        """As :func:`pt_header`."""
+        with open_regular(path, KIND) as handle:
+            record = self._open(handle, path, whole=False)[0].record
+        return record.dtype, record.shape
+
+    def read(self, path: str | os.PathLike) -> np.ndarray:
+        """As :func:`read_pt`."""
+        with open_regular(path, KIND) as handle:
+            layout, storage = self._open(handle, path, whole=True)
+        return _strided(storage, layout.record)
+
+    def _open(self, handle: BinaryIO, path, whole: bool) -> tuple[_Layout, np.ndarray | None]:
+        """The layout and (``whole``: wanted) the storage; one read of a file up to
+        :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write."""
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read() if whole and size <= WHOLE_LIMIT else None
+        fetch = _fetcher(handle, data)
+        found = _fast_layout(self, fetch, size, path)
+        if found is None:
+            handle.seek(0)
+            with _archive(handle, path) as archive:
+                layout = _layout(self, archive, path)
+                return layout, _storage(handle, archive, layout, path) if whole else None
+        if not whole:
+            return found, None
+        if data is not None:
+            return found, _stored_view(data, found, path)
+        return found, _storage(handle, None, found, path)
+
+
+def _fetcher(handle: BinaryIO, data: bytes | None):
+    if data is not None:
+        return lambda offset, count: data[offset:offset + count]
+    descriptor = handle.fileno()
+    return lambda offset, count: os.pread(descriptor, count, offset)
+
+
+def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[np.dtype, tuple[int, ...]]:
     """The dtype and shape of the tensor in the ``.pt`` file ``path``, from its zip directory
     and ``data.pkl`` alone (no tensor data is read), with every check :func:`read_pt` makes on
-    them.
+    them; ``reader`` remembers pickles across calls (a fresh one by default).
 
     Raises:
         PrecisionToolError: as :func:`read_pt`.
     """
-    with open_regular(path, KIND) as handle, _archive(handle, path) as archive:
-        record = _layout(archive, path).record
-    return record.dtype, record.shape
+    return (reader or PtReader()).header(path)
 
 
-def read_pt(path: str | os.PathLike) -> np.ndarray:
-    """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array memory-mapped
-    from the file (bfloat16 and float8 as ml_dtypes' types; a copy only for a deflated storage
-    or a byte order other than this machine's).
+def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarray:
+    """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array (bfloat16 and
+    float8 as ml_dtypes' types): a file of up to :data:`WHOLE_LIMIT` bytes is read in one
+    read, a larger one memory-mapped (a copy only for a deflated storage or a byte order other
+    than this machine's). ``reader`` remembers pickles across calls (a fresh one by default).
 
     Raises:
         PrecisionToolError: naming ``path``: not a regular file, not a torch zip archive (or a
@@ -79,22 +145,32 @@ def read_pt(path: str | os.PathLike) -> np.ndarray:
             (the refused global or opcode is named), a missing or short storage record, or a
             shape, offset or stride that reaches outside the storage.
     """
-    with open_regular(path, KIND) as handle, _archive(handle, path) as archive:
-        layout = _layout(archive, path)
-        storage = _storage(handle, archive, layout, path)
-    return _strided(storage, layout.record)
+    return (reader or PtReader()).read(path)
 
 
 def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
     """The tensor's view of its storage. as_strided goes through the array interface, which
     cannot name ml_dtypes' 8-bit floats: those are strided as bytes and viewed back."""
     dtype, itemsize = storage.dtype, storage.dtype.itemsize
+    if record.offset == 0 and storage.size == math.prod(record.shape) \
+            and record.stride == _contiguous(record.shape):
+        view = storage.reshape(record.shape)  # the usual file: the whole storage, C order
+        view.flags.writeable = False
+        return view
     if dtype.isbuiltin != 1:  # ml_dtypes' (2)
         storage = storage.view(f"u{itemsize}")
     view = np.lib.stride_tricks.as_strided(storage[record.offset:], record.shape,
                                            tuple(s * itemsize for s in record.stride),
                                            writeable=False)
     return view if view.dtype == dtype else view.view(dtype)
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= max(dim, 1)
+    return tuple(reversed(strides))
 
 
 def _archive(handle: BinaryIO, path) -> zipfile.ZipFile:
@@ -112,7 +188,7 @@ def _archive(handle: BinaryIO, path) -> zipfile.ZipFile:
         "before 1.6): not read; save it again with torch 1.6 or later", path)
 
 
-def _layout(archive: zipfile.ZipFile, path) -> _Layout:
+def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
     """What ``data.pkl`` rebuilds and the storage record it needs, all checked."""
     members = archive.infolist()
     prefix = members[0].filename.split("/", 1)[0] if members else ""
@@ -124,7 +200,7 @@ def _layout(archive: zipfile.ZipFile, path) -> _Layout:
     if info.file_size > PICKLE_LIMIT:
         raise PrecisionToolError(f"{shown(pickle_name)} is larger than {size_text(PICKLE_LIMIT)} "
                                  f"({info.file_size:,} bytes): not one tensor's", path)
-    record = read_tensor_pickle(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    record = reader.record(_read_member(archive, info, PICKLE_LIMIT, path), path)
     byteorder = _byteorder(archive, prefix, path)
     name = f"{prefix}/data/{record.storage.key}"
     try:
@@ -132,6 +208,33 @@ def _layout(archive: zipfile.ZipFile, path) -> _Layout:
     except KeyError:
         raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing",
                                  path) from None
+    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+
+
+def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
+    """:func:`_layout` from the archive's bytes (:mod:`.torch_zip`), or None: the archive is
+    not as torch writes it, or a record is missing or damaged (zipfile then names the problem)."""
+    entries = read_directory(fetch, size)
+    if not entries:
+        return None
+    prefix = next(iter(entries)).split("/", 1)[0]
+    info = stored_record(fetch, entries, f"{prefix}/data.pkl", size)
+    if info is None or info.file_size > PICKLE_LIMIT:
+        return None
+    data = record_bytes(fetch, info, PICKLE_LIMIT)
+    if data is None:
+        return None
+    record = reader.record(data, path)
+    byteorder = "little"
+    if f"{prefix}/byteorder" in entries:
+        order = stored_record(fetch, entries, f"{prefix}/byteorder", size)
+        raw = None if order is None else record_bytes(fetch, order, 16)
+        if raw is None:
+            return None
+        byteorder = _checked_order(raw, path)
+    member = stored_record(fetch, entries, f"{prefix}/data/{record.storage.key}", size)
+    if member is None:
+        return None
     return _Layout(record, member, byteorder, _check_extent(record, member, path))
 
 
@@ -149,7 +252,11 @@ def _byteorder(archive: zipfile.ZipFile, prefix: str, path) -> str:
         info = archive.getinfo(f"{prefix}/byteorder")
     except KeyError:
         return "little"
-    order = _read_member(archive, info, 16, path).decode("ascii", "replace").strip()
+    return _checked_order(_read_member(archive, info, 16, path), path)
+
+
+def _checked_order(raw: bytes, path) -> str:
+    order = raw.decode("ascii", "replace").strip()
     if order not in ("little", "big"):
         raise PrecisionToolError(f"byteorder record says {shown(order)!r}, not little or big", path)
     return order
@@ -182,17 +289,40 @@ def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
     return elements
 
 
-def _storage(handle: BinaryIO, archive: zipfile.ZipFile, layout: _Layout, path) -> np.ndarray:
-    """The storage as a 1-d read-only array of the tensor's dtype (native byte order)."""
-    dtype, count = layout.record.dtype, layout.elements
+def _raw_type(layout: _Layout) -> tuple[np.dtype, bool]:
+    """The dtype the stored bytes are read as, and whether they are then swapped."""
+    dtype = layout.record.dtype
     swap = layout.byteorder != sys.byteorder and dtype.itemsize > 1
     numeric = dtype.isbuiltin == 1  # ml_dtypes' types (2) have no swapped form: their bits do
-    raw = (dtype.newbyteorder() if numeric else np.dtype(f"u{dtype.itemsize}")) if swap else dtype
+    return (dtype.newbyteorder() if numeric else np.dtype(f"u{dtype.itemsize}")) if swap else dtype, swap
+
+
+def _native(storage: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A storage read in the other byte order, as read-only values of ``dtype``."""
+    storage = storage.astype(dtype) if dtype.isbuiltin == 1 else storage.byteswap().view(dtype)
+    storage.flags.writeable = False
+    return storage
+
+
+def _stored_view(data: bytes, layout: _Layout, path) -> np.ndarray:
+    """The storage of a file read whole (``data``), as :func:`_storage` gives it."""
+    dtype, count = layout.record.dtype, layout.elements
+    if count == 0:
+        return np.empty(0, dtype)
+    raw, swap = _raw_type(layout)
+    storage = np.frombuffer(data, raw, count, layout.member.start)  # bytes: read-only
+    return _native(storage, dtype) if swap else storage
+
+
+def _storage(handle: BinaryIO, archive: zipfile.ZipFile | None, layout: _Layout, path) -> np.ndarray:
+    """The storage as a 1-d read-only array of the tensor's dtype (native byte order)."""
+    dtype, count = layout.record.dtype, layout.elements
+    raw, swap = _raw_type(layout)
     if count == 0:
         return np.empty(0, dtype)
     member = layout.member
     if member.compress_type == zipfile.ZIP_STORED:
-        start = _data_start(handle, member, path)
+        start = member.start if isinstance(member, StoredRecord) else _data_start(handle, member, path)
         if start + count * dtype.itemsize > os.fstat(handle.fileno()).st_size:
             raise PrecisionToolError(f"truncated: record {shown(member.filename)} ends past the "
                                      "end of the file", path)
@@ -205,10 +335,7 @@ def _storage(handle: BinaryIO, archive: zipfile.ZipFile, layout: _Layout, path) 
         if len(data) < count * dtype.itemsize:
             raise PrecisionToolError(f"truncated: record {shown(member.filename)}", path)
         storage = np.frombuffer(data, raw, count)
-    if swap:
-        storage = storage.astype(dtype) if numeric else storage.byteswap().view(dtype)
-        storage.flags.writeable = False
-    return storage
+    return _native(storage, dtype) if swap else storage
 
 
 def _data_start(handle: BinaryIO, member: zipfile.ZipInfo, path) -> int:

@@ -30,6 +30,7 @@ from ..errors import PrecisionToolError
 
 ONLY_TENSORS = "a .pt file may only rebuild tensors"
 _SHOWN = 80  # characters of a name from the file shown in a message
+_STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<i", "<B", "<H", "<I", "<Q", ">d")}
 
 # torch's dtypes as numpy's; a dtype pickles as the global ``torch.<name>``
 TORCH_DTYPES = {
@@ -143,7 +144,11 @@ class _Machine:
         return self.data[self.pos - count:self.pos]
 
     def unpack(self, fmt: str) -> int | float:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        layout = _STRUCTS.get(fmt) or struct.Struct(fmt)
+        if layout.size > len(self.data) - self.pos:
+            raise self.fail(f"ends inside an opcode (at byte {self.pos} of {len(self.data)})")
+        self.pos += layout.size
+        return layout.unpack_from(self.data, self.pos - layout.size)[0]
 
     def line(self) -> str:
         end = self.data.find(b"\n", self.pos)
@@ -170,11 +175,15 @@ class _Machine:
         return self.stack[-1]
 
     def run(self):
+        data, opcodes = self.data, _OPCODES
         while True:
-            code = self.take(1)
+            if self.pos >= len(data):
+                raise self.fail(f"ends inside an opcode (at byte {self.pos} of {len(data)})")
+            code = data[self.pos:self.pos + 1]
+            self.pos += 1
             if code == b".":
                 return self.pop()
-            handler = _OPCODES.get(code)
+            handler = opcodes.get(code)
             if handler is None:
                 name = _OTHER_OPCODES.get(code, f"0x{code[0]:02x}")
                 raise self.refuse(f"the pickle opcode {name}")

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.torch_file import pt_header, read_pt
+from precision_tool.formats import torch_file
+from precision_tool.formats.torch_file import PtReader, pt_header, read_pt
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "torch"
 EXPECTED = json.loads((DATA / "expected.json").read_text())
@@ -78,9 +79,66 @@ def test_a_saved_view_keeps_torch_strides_and_offset(name):
     assert start == expected["storage_offset"] * array.itemsize
 
 
-def test_stored_data_is_mapped_not_read():
-    assert any(isinstance(a, np.memmap) for a in _chain(read_pt(DATA / "float32.pt")))
+def test_a_small_file_is_read_in_one_read_and_not_mapped():
+    assert not any(isinstance(a, np.memmap) for a in _chain(read_pt(DATA / "float32.pt")))
     assert not any(isinstance(a, np.memmap) for a in _chain(read_pt(DATA / "deflated.pt")))
+
+
+@pytest.mark.parametrize("name", sorted(set(EXPECTED["tensors"]) - {"deflated.pt"}))
+def test_torch_written_files_are_read_without_zipfile(name, monkeypatch):
+    """torch's writer lays its archives out as the direct reader expects (a zip64 end record
+    before the end record, sizes in the directory): no file of it needs zipfile."""
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("zipfile used")
+
+    monkeypatch.setattr(torch_file.zipfile, "ZipFile", refuse)
+    expected = EXPECTED["tensors"][name]
+    array = read_pt(DATA / name)
+    assert list(array.shape) == expected["shape"] and not array.flags.writeable
+    assert pt_header(DATA / name) == (np.dtype(NUMPY[expected["dtype"]]), tuple(expected["shape"]))
+
+
+def test_the_direct_reader_checks_the_pickle_crc_as_zipfile_does(tmp_path):
+    path = build_pt(tmp_path / "c.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)),
+                    {"0": b"\0" * 24})
+    _patch_directory(path, "archive/data.pkl", 16, b"\0\0\0\0")  # the CRC-32 field
+    with pytest.raises(PrecisionToolError) as exc:
+        read_pt(path)
+    assert "Bad CRC-32" in _one_line(exc, path)
+
+
+def test_a_file_larger_than_one_read_is_mapped(tmp_path):
+    count = torch_file.WHOLE_LIMIT // 4 + 16
+    values = np.arange(count, dtype="<f4")
+    path = build_pt(tmp_path / "big.pt", tensor_pickle(("torch", "FloatStorage"), count, 0, (count,), (1,)),
+                    {"0": values.tobytes()})
+    array = read_pt(path)
+    assert any(isinstance(a, np.memmap) for a in _chain(array))
+    assert np.array_equal(array, values) and not array.flags.writeable
+
+
+def test_a_reader_interprets_a_shared_pickle_once_and_reads_each_files_data(tmp_path, monkeypatch):
+    pickle = tensor_pickle(("torch", "FloatStorage"), 3, 0, (3,), (1,))
+    first = build_pt(tmp_path / "a.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
+    second = build_pt(tmp_path / "b.pt", pickle, {"0": struct.pack("<3f", 4, 5, 6)}, prefix="other")
+    runs = []
+    interpret = torch_file.read_tensor_pickle
+    monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    reader = PtReader()
+    assert read_pt(first, reader).tolist() == [1, 2, 3]
+    assert read_pt(second, reader).tolist() == [4, 5, 6]
+    assert pt_header(second, reader) == (np.dtype(np.float32), (3,))
+    assert runs == [first]
+
+
+def test_a_reader_refuses_a_shared_hostile_pickle_for_every_file(tmp_path):
+    pickle = b"\x80\x02" + _global("os", "system") + _text("true") + b"\x85R."
+    reader = PtReader()
+    for name in ("a.pt", "b.pt"):
+        path = build_pt(tmp_path / name, pickle, {"0": b"\0" * 4})
+        with pytest.raises(PrecisionToolError) as exc:
+            read_pt(path, reader)
+        assert _one_line(exc, path) == f"refuses to run os.system: {ONLY}"
 
 
 def test_the_legacy_format_is_named_and_refused():
