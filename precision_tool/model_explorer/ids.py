@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from ..formats.graph_model import Model, Op
 
+ADAPTER_ID = "precision_tool_ge_graph"  # the adapter's id (main.py), named in the URL that opens it
+EXTENSION = "precision_tool.model_explorer"  # the module --extensions names
+
 
 def node_id(op: Op) -> str:
     """The Model Explorer node id of ``op``."""
