@@ -23,10 +23,9 @@ from typing import Any
 from model_explorer import graph_builder as gb
 
 from ..formats.graph_model import GraphDesc, Model, Op, TensorDesc
-from ..formats.msprobe_graph import module_namespace
 from ..formats.text import shape_text
 from .ids import graph_ids, node_id
-from .namespaces import op_layer, split_name
+from .namespaces import node_place
 
 MAX_VALUE_CHARS = 400  # a Const's tensor attribute can hold megabytes
 TENSOR_TAG = "__tensor_tag"  # Model Explorer names a node's input/output tensors by this key
@@ -96,10 +95,7 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
 
 def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphNode:
     """The Model Explorer node of ``op`` (see the module doc)."""
-    namespace, label = op_layer(graph, op), split_name(op.name)[1]  # trans_*: the layer it serves
-    module = module_namespace(op)  # an msprobe call: in the layer of its module
-    if module is not None:
-        namespace, label = module, op.name
+    namespace, label = node_place(graph, op)  # trans_*: the layer it serves; msprobe: its module
     edges = [gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index),
                              targetNodeInputId=str(port))
              for port, ref in enumerate(op.data_inputs) if ref.src in graph]

@@ -8,13 +8,15 @@ inserted op serves the ops that read what it converts: the first ops past any ch
 ops (a Cast feeding a TransData feeding a Conv2D serves the Conv2D). When they share one layer
 (or a common outer one), the inserted op goes there; when its readers are at the root (the graph
 output), it goes to the layer of the op whose value it converts, found back through the chain.
-An inserted op whose name already has a path keeps it.
+An inserted op whose name already has a path keeps it. An msprobe call sits in the layer of the
+module it ran in (:func:`node_place`).
 """
 
 from __future__ import annotations
 
 from ..compare.pairing import STEP_OVER_TYPES
 from ..formats.graph_model import GraphDesc, Op
+from ..formats.msprobe_graph import module_namespace
 
 
 def split_name(name: str) -> tuple[str, str]:
@@ -84,3 +86,12 @@ def op_layer(graph: GraphDesc, op: Op) -> str:
     readers = _readers(graph, op)
     served = _common_layer(readers) if readers else ""
     return served or _source_layer(graph, op)
+
+
+def node_place(graph: GraphDesc, op: Op) -> tuple[str, str]:
+    """``(namespace, label)`` of ``op``'s node: an msprobe call in the layer of the module it
+    ran in, labelled by its whole name; a GE op in :func:`op_layer`, labelled by its last part."""
+    module = module_namespace(op)
+    if module is not None:
+        return module, op.name
+    return op_layer(graph, op), split_name(op.name)[1]

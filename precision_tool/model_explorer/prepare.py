@@ -9,6 +9,7 @@ remembered for the session): this module asks for it and never decides anything 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..compare.divergence import FlagRule
@@ -22,7 +23,7 @@ from ..formats.graph_model import Model
 from ..render.op_graph import node_cosine
 from .ids import graph_ids, node_id
 from .launch import CONFIG_NAME, Launch
-from .namespaces import op_layer
+from .namespaces import node_place
 from .node_data import VERDICT, best_model, write_node_data
 
 GROUP_SUFFIX = "___group___"  # Model Explorer's id of the layer node for a namespace
@@ -59,11 +60,17 @@ def focus_of(view: ResultView, model: Model) -> tuple[str, str, tuple[str, ...],
         for graph, graph_id in zip(model.graphs, ids):
             op = graph.find_op(focus.op.name)
             if op is not None:
-                return graph_id, node_id(op), layer_ids(op_layer(graph, op)), node_cosine(focus.op).verdict
+                return graph_id, node_id(op), layer_ids(node_place(graph, op)[0]), node_cosine(focus.op).verdict
     return (ids[0] if ids else ""), "", (), ""
 
 
-def overlay_order(files: tuple[Path, ...]) -> list[Path]:
+def has_values(view: ResultView, metric: str) -> bool:
+    """Whether any op of ``view`` has a value of ``metric`` (an msprobe comparison computes
+    three metrics by default: the others would be empty overlays)."""
+    return any(not math.isnan(r.output(metric)) for r in view.records if r.outputs)
+
+
+def overlay_order(files: list[Path]) -> list[Path]:
     """The verdict overlay first, the metrics after it, the cosine last.
 
     Model Explorer lists overlays in the order given and shows the last one. With the verdict
@@ -90,7 +97,8 @@ def prepare(workspace: Workspace, csv: Path, rule: FlagRule, root: OutputRoot, d
         raise PrecisionToolError("no Build graph (npu/*/graph) holds this result's ops: nothing to show", csv)
     files = write_node_data(root, view, model, directory)
     graph_id, focus, expanded, state = focus_of(view, model)
-    launch = Launch(Path(model.source_path).resolve(), tuple(p.resolve() for p in overlay_order(files.files)),
+    computed = [p for p in files.files if p.stem == VERDICT or has_values(view, p.stem)]
+    launch = Launch(Path(model.source_path).resolve(), tuple(p.resolve() for p in overlay_order(computed)),
                     graph_id, focus, expanded, state, csv.resolve())
     root.write_text(directory / CONFIG_NAME, launch.to_json())
     return launch

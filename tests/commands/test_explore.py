@@ -6,6 +6,7 @@ server is left running."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -179,3 +180,33 @@ def test_an_unreadable_csv_and_a_taken_port_are_one_line(data_root, explore):
         assert run_command(context, f"explore --no-browser --port {port}") == 2
     assert out.getvalue().strip() == (f"error: explore: port {port} is in use on 127.0.0.1: give a free "
                                       "one with --port")
+
+
+def test_an_msprobe_result_opens_its_dump_json_with_only_the_metrics_it_computed(tmp_path, explore):
+    from precision_tool.sample.msprobe import write_msprobe_sample
+
+    root = tmp_path / "msprobe_data"
+    write_msprobe_sample(root, "pytorch")
+    context, _ = make_context(root)
+    assert run_command(context, "vc") == 1
+    (csv_path,) = (root / "temp" / "vector_compare").glob("*/result_*.csv")
+    done = explore(root)
+    assert done.status == 0, done.text
+    (model,) = done.data["models"]
+    assert model["url"].endswith("/npu/step0/rank0/dump.json")
+    with open(csv_path, newline="", encoding="utf-8") as handle:  # by hand: the columns with a number
+        rows = list(csv.DictReader(handle))
+    computed = {m for m in NUMERIC_METRICS if any(r.get(m) not in (None, "", "NaN") for r in rows)}
+    assert computed == {"CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError"}
+    names = [os.path.basename(p)[:-len(".json")] for p in done.data["nodeData"]]
+    assert names[0] == "verdict" and set(names[1:]) == computed and names[-1] == "CosineSimilarity"
+    (converted,) = post(done.base, "/apipost/v1/send_command", {
+        "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": model["url"],
+        "settings": {}, "deleteAfterConversion": False})["graphs"]
+    (pane,) = done.data["uiState"]["paneStates"]
+    assert pane["selectedGraphId"] == converted["id"]
+    assert list(read_served(done, done.data["nodeData"][0])) == [converted["id"]]  # overlaid
+    focus = next(n for n in converted["nodes"] if n["id"] == pane["selectedNodeId"])
+    layers = focus["namespace"].split("/")
+    assert pane["deepestExpandedGroupNodeIds"] == [
+        "/".join(layers[:k]) + "___group___" for k in range(1, len(layers) + 1)]
