@@ -7,7 +7,7 @@ import importlib
 from .registry import Command, CommandResult, Registry, UsageError
 
 # Command modules in help order; each defines COMMAND.
-COMMAND_MODULES = ("ls", "ni", "pt", "dc", "cp", "vc", "vcs", "ac", "why", "report")
+COMMAND_MODULES = ("ls", "ni", "pt", "dc", "cp", "vc", "vcs", "ac", "why", "report", "explore")
 
 
 def build_registry() -> Registry:

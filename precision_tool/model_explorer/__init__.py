@@ -8,6 +8,10 @@
   (:mod:`.node_data`), keyed by the adapter's node ids (:mod:`.ids`), for
   ``--node_data_paths``.
 
-Only :mod:`.main` and :mod:`.convert` import ``model_explorer`` (the optional ``explorer``
+- ``explore`` writes that node data and ``explore.json`` (:mod:`.prepare`, :mod:`.launch`) and
+  starts :mod:`.serve`, which opens Model Explorer at the first op that introduces the error;
+  compiler-inserted ops sit in the layer of the op they serve (:mod:`.namespaces`).
+
+Only :mod:`.main`, :mod:`.convert` and :mod:`.serve` import ``model_explorer`` (the optional ``explorer``
 extra: ``pip install "precision-tool[explorer]"``); writing node data needs nothing extra.
 """

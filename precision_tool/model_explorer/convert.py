@@ -4,7 +4,8 @@ layer of the module it ran in).
 
 Each GE graph becomes one ``graph_builder.Graph``; each op a ``GraphNode`` whose id is
 :func:`.ids.node_id`, whose label is the last ``/`` part of its name and whose namespace is the
-rest (so ``resnet/conv1/Conv2D`` sits in the layer ``resnet/conv1``). Data inputs become
+rest (so ``resnet/conv1/Conv2D`` sits in the layer ``resnet/conv1``); an op the compiler
+inserted joins the layer of the op it serves (:mod:`.namespaces`). Data inputs become
 incoming edges (output ``i`` of the producer to input ``j``); an input whose producer is not in
 the graph is listed in the node's attributes instead, and control inputs are listed as links to
 their nodes. Every input and output gets its descriptor (dtype, format, shape, origin format,
@@ -22,20 +23,12 @@ from typing import Any
 from model_explorer import graph_builder as gb
 
 from ..formats.graph_model import GraphDesc, Model, Op, TensorDesc
-from ..formats.msprobe_graph import module_namespace
 from ..formats.text import shape_text
 from .ids import graph_ids, node_id
+from .namespaces import node_place
 
 MAX_VALUE_CHARS = 400  # a Const's tensor attribute can hold megabytes
 TENSOR_TAG = "__tensor_tag"  # Model Explorer names a node's input/output tensors by this key
-
-
-def split_name(name: str) -> tuple[str, str]:
-    """``(namespace, label)`` of an op name: ``"a/b/C"`` -> ``("a/b", "C")``; empty parts
-    (``a//b``, a trailing ``/``) are dropped from the namespace."""
-    parts = name.split("/")
-    label = parts[-1] or name
-    return "/".join(p for p in parts[:-1] if p), label
 
 
 def value_text(value: Any) -> str:
@@ -102,10 +95,7 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
 
 def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphNode:
     """The Model Explorer node of ``op`` (see the module doc)."""
-    namespace, label = split_name(op.name)
-    module = module_namespace(op)  # an msprobe call: in the layer of its module
-    if module is not None:
-        namespace, label = module, op.name
+    namespace, label = node_place(graph, op)  # trans_*: the layer it serves; msprobe: its module
     edges = [gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index),
                              targetNodeInputId=str(port))
              for port, ref in enumerate(op.data_inputs) if ref.src in graph]

@@ -22,8 +22,7 @@ from ..formats.graph import read_graph
 from ..formats.msprobe_graph import read_model_at
 from ..formats.msprobe_tree import DUMP_JSON
 from .convert import model_graphs
-
-ADAPTER_ID = "precision_tool_ge_graph"
+from .ids import ADAPTER_ID
 
 
 class GeGraphAdapter(Adapter):

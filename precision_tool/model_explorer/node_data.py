@@ -13,6 +13,8 @@ value's share, count and colour on the layers (``showExpandedSummaryOnGroupNode`
 children table (``showLabelCountColumnsInChildrenStatsTable``), which is the legend. A metric's
 value is the op's worst output value (lowest cosine, highest error), as the report shows it; a
 NaN value has no JSON form and is left out, an infinite one is written as the largest float.
+A metric overlay shows no sum or mean over a layer (:data:`METRIC_STATS`), the verdict none of
+the aggregated numbers (a "sum" of words is 0).
 
 The verdict file comes last in :attr:`NodeDataFiles.files`: Model Explorer selects each node data
 file as it adds it, in the order of ``--node_data_paths``, so the last one is shown when the graph
@@ -37,6 +39,9 @@ from ..render.palette import marked, swatch
 from .ids import graph_ids, node_id
 
 VERDICT = "verdict"  # the verdict overlay's file stem and name
+# A layer's sum or mean of cosines (or of max errors) means nothing; its min and max are its
+# worst and best op. The children table shows each child's share of the sum: hidden too.
+METRIC_STATS = {"hideAggregatedStats": ["sum", "avg"], "hideInChildrenStatsTable": True}
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -77,7 +82,8 @@ def metric_node_data(view: ResultView, model: Model, metric: str) -> dict:
         value = record.output(metric)
         if math.isnan(value):
             continue
-        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{metric} ({view.path.name})"})
+        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{metric} ({view.path.name})",
+                                             **METRIC_STATS})
         entry["results"][node] = _result(_json_number(value), record)
     return graphs
 
@@ -88,6 +94,7 @@ def verdict_node_data(view: ResultView, model: Model) -> dict:
     graphs: dict[str, dict] = {}
     for graph_id, node, record in _matches(view, model, compared=False):
         entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{VERDICT} ({view.path.name})",
+                                             "hideInAggregatedStatsTable": True,  # no min/sum of words
                                              "showExpandedSummaryOnGroupNode": True,
                                              "showLabelCountColumnsInChildrenStatsTable": True})
         entry["results"][node] = _result(marked(node_cosine(record.op).verdict), record)

@@ -50,12 +50,16 @@ def test_every_op_is_a_node_with_its_edges_and_namespace():
     assert [g["id"] for g in graphs] == ["ge_default_20261129120000_1"]
     nodes = {n["id"]: n for n in graphs[0]["nodes"]}
     expected = text_ops(SAMPLE_GRAPH)
+    from tests.model_explorer.test_namespaces import served_from_text
+
+    served = served_from_text(SAMPLE_GRAPH)
     assert list(nodes) == [op["name"] for op in expected]
     for op in expected:
         node = nodes[op["name"]]
         assert attrs(node)["type"] == op["type"]
         *space, label = op["name"].split("/")
-        assert (node["namespace"], node["label"]) == ("/".join(space), label)
+        layer = served.get(op["name"], "/".join(space))  # trans_*: test_namespaces.py
+        assert (node["namespace"], node["label"]) == (layer, label)
         data = [entry.rsplit(":", 1) for entry in op["inputs"] if entry and not entry.endswith(":-1")]
         assert [(e["sourceNodeId"], e["sourceNodeOutputId"], e["targetNodeInputId"])
                 for e in node["incomingEdges"]] == [(src, idx, str(port)) for port, (src, idx) in enumerate(data)]

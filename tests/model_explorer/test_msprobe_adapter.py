@@ -23,3 +23,16 @@ def test_a_dump_json_is_its_calls_in_their_modules_with_the_inferred_edges():
     assert nodes["Module.conv1.Conv2d.forward.0"]["namespace"] == ""  # its parent is null: the top
     (edge,) = nodes["Functional.batch_norm.0.forward"]["incomingEdges"]
     assert (edge["sourceNodeId"], edge["sourceNodeOutputId"]) == ("Module.conv1.Conv2d.forward.0", "0")
+
+
+def test_node_data_names_the_graph_as_the_adapter_does():
+    """The session calls a rank's model ``step0/proc2016``; the adapter, reading the dump.json
+    alone, ``proc2016``: the node data must use the adapter's id, or nothing is overlaid."""
+    require_explorer()
+    from precision_tool.formats.msprobe_graph import read_model_at
+    from precision_tool.model_explorer.ids import graph_ids
+
+    (graph,) = convert(DUMP)["graphs"]
+    model = read_model_at(DUMP.parent, "step0/proc2016")  # as Workspace.msprobe_model_at names it
+    assert model.graphs[0].name == "step0/proc2016"
+    assert graph_ids(model) == [graph["id"]] == ["proc2016"]

@@ -107,6 +107,7 @@ def test_every_overlay_is_coloured_by_the_verdict(data_root):
     verdict = json.loads(files.files[-1].read_text(encoding="utf-8"))
     (graph,) = verdict.values()
     assert graph["showExpandedSummaryOnGroupNode"] and graph["showLabelCountColumnsInChildrenStatsTable"]
+    assert graph["hideInAggregatedStatsTable"]  # a "sum" of words is 0: no numbers for the verdict
     assert {r["value"] for r in graph["results"].values()} == {
         "clean", "\u25b2 introduces", "\u25cf inherits", "not compared"}
 
@@ -125,3 +126,13 @@ def test_infinite_values_become_the_largest_float(data_root):
     assert all(r["bgColor"] == swatch("clean").colour for _, r in found)  # the verdict's colour
     json.dumps(metric_node_data(view, model, found[0][0]), allow_nan=False)
     assert not any(math.isinf(r["value"]) for _, r in found)
+
+
+def test_no_metric_overlay_sums_or_averages_a_layer(data_root):
+    """Model Explorer aggregates a layer's values by min, max, sum and mean; only min and max
+    (the worst and best op) mean something for a cosine or an error."""
+    _, files = written(data_root)
+    for path in files.files[:-1]:
+        (graph,) = json.loads(path.read_text(encoding="utf-8")).values()
+        assert graph["hideAggregatedStats"] == ["sum", "avg"], path.name
+        assert graph["hideInChildrenStatsTable"], path.name  # its column: each child's share of the sum
