@@ -28,7 +28,7 @@ from . import vcs
 
 if TYPE_CHECKING:  # the result's readers load numpy: only when explore runs
     from ..context import Context
-    from ..formats.atomic import OutputRoot
+    from ..formats.output_root import OutputRoot
     from ..model_explorer.launch import Launch
 
 DEFAULT_PORT = 8080  # Model Explorer's; the first free one from here is taken
@@ -175,7 +175,7 @@ def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) 
 def run(args, context: Context) -> CommandResult:
     """Write the node data, start Model Explorer and say where it is."""
     from ..compare.divergence import FlagRule
-    from ..formats.atomic import stamps
+    from ..formats.output_root import stamps
     from ..model_explorer.launch import CONFIG_NAME
     from ..model_explorer.prepare import prepare
 

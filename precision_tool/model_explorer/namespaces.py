@@ -14,7 +14,7 @@ module it ran in (:func:`node_place`).
 
 from __future__ import annotations
 
-from ..compare.pairing import STEP_OVER_TYPES
+from ..compare.golden_pairing import STEP_OVER_TYPES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.msprobe_graph import module_namespace
 

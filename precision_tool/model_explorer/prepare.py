@@ -18,7 +18,7 @@ from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..compare.workspace import Workspace
 from ..errors import PrecisionToolError
-from ..formats.atomic import OutputRoot
+from ..formats.output_root import OutputRoot
 from ..formats.graph_model import Model
 from ..render.op_graph import node_cosine
 from .ids import graph_ids, node_id
