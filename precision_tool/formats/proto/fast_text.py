@@ -176,6 +176,10 @@ MAX_BLOCK = 64
 """Longer messages are not learnt as blocks (their lines are, one by one)."""
 BLOCK_MISSES = 256
 """A type none of whose first this many messages could be learnt as a block is not tried."""
+BLOCK_VERSIONS = 8
+"""Versions of a block kept besides the first, for one opening and first line: an attribute of
+GE's ops takes a few values across a graph (its pass names, its fused-scope number), and a block
+kept in one version only would be relearnt at each change."""
 
 
 def _learn_block(frame: list, lines: list[str], end: int, value: Any, parent: MessageType) -> None:
@@ -196,10 +200,25 @@ def _learn_block(frame: list, lines: list[str], end: int, value: Any, parent: Me
             parent.blocks.clear()
         blocks = parent.blocks[opening] = {}
     known = blocks.get(lines[first])
-    if known is None or known[0] != lines[first:end]:
+    if known is None:
         if len(blocks) >= LEARNT_LINES:
             blocks.clear()
-        blocks[lines[first]] = (lines[first:end], op)
+        blocks[lines[first]] = (lines[first:end], op, [])
+        return
+    body = lines[first:end]
+    if known[0] != body and all(version[0] != body for version in known[2]):
+        if len(known[2]) >= BLOCK_VERSIONS:
+            del known[2][0]
+        known[2].append((body, op))
+
+
+def _other_version(block: tuple, lines: list[str], after: int) -> tuple | None:
+    """The version of a learnt block, other than the first learnt, that the lines from
+    ``after`` on repeat; None when none does."""
+    for version in block[2]:
+        if lines[after:after + len(version[0])] == version[0]:
+            return version
+    return None
 
 
 def parse(text: str, root: MessageType) -> Any:
@@ -225,7 +244,9 @@ def parse(text: str, root: MessageType) -> Any:
                 after = i + offset
                 blocks = frame[0].blocks.get(line)
                 block = None if blocks is None or after >= len(lines) else blocks.get(lines[after])
-                if block is None or lines[after:after + len(block[0])] != block[0]:
+                if block is not None and lines[after:after + len(block[0])] != block[0]:
+                    block = _other_version(block, lines, after)
+                if block is None:
                     if len(stack) > MAX_DEPTH:
                         raise Unsupported
                     frame = [op[1].message, {}, op[2], op[1], after]
