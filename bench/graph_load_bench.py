@@ -1,8 +1,7 @@
 """Benchmark the ways of loading a big GE graph dump, side by side on one graph.
 
     python bench/graph_load_bench.py [--ops N] [--descs] [--layout compact|printer|ge]
-                                     [--json] [--steps fast,tool,cached,...] [--workers N]
-                                     [--repeat R]
+                                     [--json] [--steps fast,tool,cached,...] [--repeat R]
 
 Writes a graph of ``--ops`` ops into a temporary directory. ``compact`` and ``printer``: a chain
 of Relu ops, each reading the previous one; with ``--descs`` every op also gets an input and an
@@ -12,17 +11,15 @@ protobuf's own layout, one field per line (about 107 MB). ``ge`` is GE's printer
 real Build graph's long attribute lists (see ``ge_graph_text``; about 7.4 KB an op, so
 ``--ops 6000`` is about 44 MB, the size of the 20k-op graph of issue 28). ``--json`` writes the
 graph as ``atc --mode=5`` does instead (the steps that read TextFormat are then left out). Every
-step runs in a
-fresh process, ``--repeat`` times, the steps interleaved so that other programs' load hits all
-alike, and prints seconds (best, median, worst), that process's peak RSS and how many cores sat
-idle just before it started. The steps (``--steps``, comma-separated; default all but the two
-protobuf ones on the ``ge`` layout, which take minutes):
+step runs in a fresh process, ``--repeat`` times, the steps interleaved so that other programs'
+load hits all alike, and prints seconds (best, median, worst), the median CPU seconds (which
+that load changes far less), the process's peak RSS and how many cores sat idle just before it
+started. The steps (``--steps``, comma-separated; by default all but ``protobuf`` on the ``ge``
+layout, where it takes minutes):
 
-* ``protobuf``: protobuf's TextFormat parser in one process, then the model from the
-  ``ModelDef`` (what a text the fast reader declines costs); it writes the binary cache;
-* ``fast``: the fast reader (:mod:`precision_tool.formats.graph_text_fast`) in one process;
-* ``fast-split``: the fast reader in ``--workers`` processes
-  (:mod:`precision_tool.formats.graph_text_split`), whether or not cores sit idle;
+* ``protobuf``: protobuf's TextFormat parser, then the model from the ``ModelDef`` (what a
+  text the fast reader declines costs); it writes the binary cache;
+* ``fast``: the fast reader (:mod:`precision_tool.formats.graph_text_fast`);
 * ``tool``: the first load as the tool does it (:func:`read_graph_cached`, empty cache);
 * ``cached``: the load from the binary cache that ``protobuf`` wrote (written first if that
   step is not run), the path of graphs that go through a ``ModelDef``.
@@ -220,14 +217,13 @@ def ge_graph_text(ops: int) -> str:
     return "".join(parts + ["}\n"])
 
 
-STEPS = ("protobuf", "fast", "fast-split", "tool", "cached")
+STEPS = ("protobuf", "fast", "tool", "cached")
 LABELS = {"protobuf": "protobuf's parser, one process", "fast": "fast reader, one process",
-          "fast-split": "fast reader, split", "tool": "first load as the tool does it",
+          "tool": "first load as the tool does it",
           "cached": "load from the binary cache"}
 
 
-def _load(step: str, path: Path, cache: Path, workers: int):
-    from precision_tool.formats import graph_text_split
+def _load(step: str, path: Path, cache: Path):
     from precision_tool.formats.graph import _graph_text, model_from_proto
     from precision_tool.formats.graph_cache import cache_path, read_graph_cached
     from precision_tool.formats.graph_convert import gc_paused
@@ -243,48 +239,40 @@ def _load(step: str, path: Path, cache: Path, workers: int):
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_bytes(proto.SerializeToString())
         return model
-    if step in ("fast", "fast-split"):
+    if step == "fast":
         with gc_paused():  # as the tool reads it
-            text = _graph_text(path)
-            if step == "fast":
-                return model_from_text(text, path)
-            graph_text_split.free_cores = lambda since=None: float(workers)  # split regardless
-            return graph_text_split.model_from_split(text, path, workers)
-    return read_graph_cached(path, cache, workers=workers, min_bytes=0)
+            return model_from_text(_graph_text(path), path)
+    return read_graph_cached(path, cache, min_bytes=0)
 
 
-def _measure(step: str, path: Path, cache: Path, workers: int) -> dict:
+def _measure(step: str, path: Path, cache: Path) -> dict:
     """One step, in this process (see the module doc)."""
     from precision_tool.idle_cores import free_cores
 
-    _load("imports", path, cache, workers)  # the imports are not what is measured
+    _load("imports", path, cache)  # the imports are not what is measured
     if step == "tool" and cache.exists() and any(cache.iterdir()):
         sys.exit("tool: the cache must be empty, else the binary cache is what gets measured")
-    idle = free_cores()  # what the fast reader's split will see (it looks again itself)
+    idle = free_cores()  # how loaded the machine is
     start, cpu = time.perf_counter(), _cpu_seconds()
-    model = _load(step, path, cache, workers)
+    model = _load(step, path, cache)
     seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
     if model is None:
         sys.exit(f"{step}: the reader declined the graph")
     ops = sum(len(graph.ops) for graph in model.graphs)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": seconds, "cpu": cpu, "ops": ops, "rss_mib": own,
-            "workers_rss_mib": workers_rss, "idle_cores": idle}
+    return {"seconds": seconds, "cpu": cpu, "ops": ops, "rss_mib": own, "idle_cores": idle}
 
 
 def _cpu_seconds() -> float:
-    """CPU seconds of this process and its finished workers: what other programs' load on a
-    shared machine changes far less than the wall-clock time."""
-    own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
-                                                         resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+    """CPU seconds of this process: what other programs' load on a shared machine changes far
+    less than the wall-clock time."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
-def _run_step(step: str, path: Path, cache: Path, workers: int) -> dict:
+def _run_step(step: str, path: Path, cache: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", step, "--path", str(path), "--cache", str(cache),
-         "--workers", str(workers)],
+        [sys.executable, __file__, "--child", step, "--path", str(path), "--cache", str(cache)],
         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -293,14 +281,12 @@ def _summary(label: str, runs: list[dict]) -> str:
     times = sorted(run["seconds"] for run in runs)
     cpu = statistics.median(run["cpu"] for run in runs)
     rss = max(run["rss_mib"] for run in runs)
-    workers = max(run["workers_rss_mib"] for run in runs)
-    extra = f", workers {workers:.0f} MiB each" if workers else ""
     idle = ", ".join(f"{run['idle_cores']:.1f}" for run in runs)
     return (f"{label:<31} {times[0]:7.2f} {statistics.median(times):7.2f} {times[-1]:7.2f} s"
-            f" (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB{extra}; idle cores at start {idle}")
+            f" (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB; idle cores at start {idle}")
 
 
-def _write_cache(path: Path, cache: Path, workers: int) -> None:
+def _write_cache(path: Path, cache: Path) -> None:
     """The binary cache of ``path`` for ``cached`` when ``protobuf`` is not run: written from
     the fast reader's model (a ModelDef of the same graph, as the writer gives it)."""
     from precision_tool.formats.graph import read_graph
@@ -309,7 +295,7 @@ def _write_cache(path: Path, cache: Path, workers: int) -> None:
 
     cached = cache_path(path, cache, min_bytes=0)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_bytes(model_to_proto(read_graph(path, workers=1)).SerializeToString())
+    cached.write_bytes(model_to_proto(read_graph(path)).SerializeToString())
 
 
 def _steps(args) -> list[str]:
@@ -331,16 +317,16 @@ def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
         from precision_tool.formats.graph import read_graph
         from precision_tool.formats.graph_write import write_graph_json
 
-        path = write_graph_json(read_graph(path, workers=1), path.with_name(path.name + ".json"))
+        path = write_graph_json(read_graph(path), path.with_name(path.name + ".json"))
     print(f"{args.ops} ops{' with descs' if args.descs else ''}, {args.layout} layout: "
           f"{path.stat().st_size / 1e6:.1f} MB of {'atc JSON' if args.json else 'TextFormat'}; "
           f"{os.cpu_count()} cores, "
-          f"{args.workers} workers; {args.repeat} runs each (best, median, worst); "
+          f"{args.repeat} runs each (best, median, worst); "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[str, list[dict]] = {step: [] for step in steps}
     first_cache = tmp / "first" / "graph_cache"
     if "cached" in steps and "protobuf" not in steps:
-        _write_cache(path, first_cache, args.workers)
+        _write_cache(path, first_cache)
     for run in range(args.repeat):  # interleaved, so that load from others hits all alike
         written = tmp / f"run{run}" / "temp" / "graph_cache"  # by "protobuf", else copied
         empty = tmp / f"run{run}" / "empty" / "graph_cache"
@@ -348,7 +334,7 @@ def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
             shutil.copytree(first_cache, written)
         for step in steps:
             cache = empty if step == "tool" else written
-            results[step].append(_run_step(step, path, cache, args.workers))
+            results[step].append(_run_step(step, path, cache))
     return results
 
 
@@ -359,14 +345,13 @@ def main() -> None:
     parser.add_argument("--layout", choices=("compact", "printer", "ge"), default="compact")
     parser.add_argument("--json", action="store_true", help="the graph as atc's JSON")
     parser.add_argument("--steps", help=f"comma-separated, of {', '.join(STEPS)}")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_measure(args.child, args.path, args.cache, args.workers)))
+        print(json.dumps(_measure(args.child, args.path, args.cache)))
         return
     steps = _steps(args)
     with tempfile.TemporaryDirectory() as tmp:

@@ -90,20 +90,19 @@ def _store(root: OutputRoot, proto, cached: Path) -> None:
 
 @names_the_file_when_out_of_memory
 def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | None, *,
-                      workers: int | None = None, min_bytes: int = MIN_BYTES,
-                      root: OutputRoot | None = None) -> Model:
+                      min_bytes: int = MIN_BYTES, root: OutputRoot | None = None) -> Model:
     """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
     least ``min_bytes`` (see the module doc). ``cache_dir`` lies in ``root`` (defaults to
     ``cache_dir`` itself); None: no cache."""
     path = Path(path)
     if cache_dir is None:
-        return load_graph(path, workers=workers)[0]
+        return load_graph(path)[0]
     root = OutputRoot(cache_dir) if root is None else root
     cached = cache_path(path, Path(cache_dir), min_bytes)
     proto = _load(root, cached) if cached is not None else None
     if proto is not None:
         return model_from_proto(proto, path)
-    model, proto = load_graph(path, workers=workers)
+    model, proto = load_graph(path)
     if proto is not None and cached is not None:
         _store(root, proto, cached)
     return model
