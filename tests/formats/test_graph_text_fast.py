@@ -20,7 +20,6 @@ from tests.conftest import FIXTURES_SKIP_REASON, REAL_SKIP_REASON
 from precision_tool.formats.graph_text_fast import model_from_text
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
 from precision_tool.formats.proto import ge_ir
-from precision_tool.formats.proto.fast_text import parse
 from precision_tool.formats.proto.text_scalars import tokens
 
 from .model_compare import canonical
