@@ -1,28 +1,30 @@
-"""Benchmark loading a big GE graph dump: the first load before and after the fast TextFormat
-reader, and the load from the binary cache.
+"""Benchmark the ways of loading a big GE graph dump, side by side on one graph.
 
-    python bench/graph_load_bench.py [--ops 100000] [--descs] [--layout compact|printer]
-                                     [--workers N] [--repeat R]
+    python bench/graph_load_bench.py [--ops N] [--descs] [--layout compact|printer|ge]
+                                     [--json] [--steps fast,tool,cached,...] [--repeat R]
 
-Writes a graph of ``--ops`` ops into a temporary directory: a chain of Relu ops, each reading
-the previous one; with ``--descs`` every op also gets an input and an output tensor descriptor
-carrying origin format, shape and name attributes, as real Build graphs do (several times the
-text per op). ``--layout compact`` (the default, about 70 MB for 100k ops with descriptors)
-writes each descriptor attribute on one line; ``printer`` writes protobuf's own layout, one
-field per line, as GE's printer does (about 107 MB). Each measurement runs in a fresh process,
-``--repeat`` times (the three interleaved, so that other programs' load hits all alike), and
-prints seconds (best, median, worst), that process's peak RSS and how many cores sat idle
-just before it started:
+Writes a graph of ``--ops`` ops into a temporary directory. ``compact`` and ``printer``: a chain
+of Relu ops, each reading the previous one; with ``--descs`` every op also gets an input and an
+output tensor descriptor with origin format, shape and name attributes. ``compact`` writes each
+descriptor attribute on one line (about 70 MB for 100k ops with descriptors); ``printer``
+protobuf's own layout, one field per line (about 107 MB). ``ge`` is GE's printer layout with a
+real Build graph's long attribute lists (see ``ge_graph_text``; about 7.4 KB an op, so
+``--ops 6000`` is about 44 MB, the size of the 20k-op graph of issue 28). ``--json`` writes the
+graph as ``atc --mode=5`` does instead (the steps that read TextFormat are then left out). Every
+step runs in a fresh process, ``--repeat`` times, the steps interleaved so that other programs'
+load hits all alike, and prints seconds (best, median, worst), the median CPU seconds (which
+that load changes far less), the process's peak RSS and how many cores sat idle just before it
+started. The steps (``--steps``, comma-separated; by default all but ``protobuf`` on the ``ge``
+layout, where it takes minutes):
 
-* ``before``: the first load as it was: protobuf's TextFormat parser (in ``--workers``
-  processes), the ``ModelDef`` into the model, the binary cache written;
-* ``after``: :func:`read_graph_cached` with an empty cache: the fast reader builds the model
-  (it writes no cache: reading the text again is as fast as the cache would be), in several
-  processes only when cores are idle (:mod:`precision_tool.formats.graph_text_split`);
-* ``cached``: :func:`read_graph_cached` with the binary cache of ``before`` present, the path a
-  graph takes that the fast reader does not take.
+* ``protobuf``: protobuf's TextFormat parser, then the model from the ``ModelDef`` (what a
+  text the fast reader declines costs); it writes the binary cache;
+* ``fast``: the fast reader (:mod:`precision_tool.formats.graph_text_fast`);
+* ``tool``: the first load as the tool does it (:func:`read_graph_cached`, empty cache);
+* ``cached``: the load from the binary cache that ``protobuf`` wrote (written first if that
+  step is not run), the path of graphs that go through a ``ModelDef``.
 
-No numbers are asserted.
+Then each step's median against the fastest step's. No numbers are asserted.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,7 +86,9 @@ _PRINTER_DESC = """    {kind} {{
 
 
 def graph_text(ops: int, descs: bool, layout: str = "compact") -> str:
-    """The TextFormat of a chain of ``ops`` Relu ops (``layout``: see the module doc)."""
+    """The TextFormat of a chain of ``ops`` ops (``layout``: see the module doc)."""
+    if layout == "ge":
+        return ge_graph_text(ops)
     desc = _PRINTER_DESC if layout == "printer" else _COMPACT_DESC
     lines = ['name: "big"', "graph {", '  name: "big"']
     for i in range(ops):
@@ -99,86 +104,267 @@ def graph_text(ops: int, descs: bool, layout: str = "compact") -> str:
     return "\n".join(lines + ["}", ""])
 
 
-def _measure(step: str, path: Path, cache: Path, workers: int) -> dict:
-    """One step, in this process (see the module doc)."""
-    from precision_tool.formats.graph import model_from_proto, read_graph_proto
-    from precision_tool.formats.graph_cache import cache_path, read_graph_cached
-    from precision_tool.idle_cores import free_cores
+# --- GE's printer layout ----------------------------------------------------------------------
+# GE prints its graphs with protobuf's TextFormat printer: a field per line, two spaces an
+# indent, maps sorted by key. Ops are built as ge_ir messages and printed by protobuf's own
+# printer, with what a real Build graph carries (the public ge_proto dumps in tests' real files
+# hold 10 to 40 attributes an op and about 10 a descriptor, 5.8 KB an op; these 7.4 KB): fused op names, pass names,
+# engine and kernel names, size and type lists, and descriptors with origin format, shape and
+# range. A few templates are printed once and repeated with each op's own names and ids.
 
-    if step == "after" and cache.exists() and any(cache.iterdir()):
-        sys.exit("after: the cache must be empty, else the binary cache is what gets measured")
-    idle = free_cores()  # what the fast reader's split will see (it looks again itself)
-    start = time.perf_counter()
-    if step == "before":
-        proto = read_graph_proto(path, workers=workers)
+_KINDS = ("Conv2D", "Relu", "MatMul", "Add", "Cast", "TransData", "BatchMatMul", "Mul")
+_PASSES = ("ConvBatchnormFusionPass", "TransdataCastFusionPass", "ZConcatDFusionPass")
+_TEMPLATES = 16  # distinct ops (kind, fused names, passes): more than a graph repeats verbatim
+
+
+def _set_attr(attr, value) -> None:
+    if isinstance(value, bool):
+        attr.b = value
+    elif isinstance(value, int):
+        attr.i = value
+    elif isinstance(value, str):
+        attr.s = value.encode()
+    elif isinstance(value, tuple):  # rows: list_list_int
+        attr.list_list_int.SetInParent()
+        for row in value:
+            attr.list_list_int.list_list_i.add().list_i.extend(row)
+    else:
+        attr.list.SetInParent()
+        if all(isinstance(v, bool) for v in value):
+            attr.list.b.extend(value)
+            attr.list.val_type = 4  # VT_LIST_BOOL
+        elif all(isinstance(v, int) for v in value):
+            attr.list.i.extend(value)
+            attr.list.val_type = 2  # VT_LIST_INT
+        else:
+            attr.list.s.extend(v.encode() for v in value)
+            attr.list.val_type = 1  # VT_LIST_STRING
+
+
+def _ge_desc(desc, k: int, origin_name: str) -> None:
+    desc.dtype = 2 if k % 3 else 1  # DT_FLOAT16, DT_FLOAT
+    desc.layout = "NC1HWC0" if k % 2 else "ND"
+    desc.shape.dim.extend([8, 4, 56, 56, 16] if k % 2 else [8, 64, 3136])
+    for key, value in (("format_for_int", 3), ("origin_data_type", "DT_FLOAT16"),
+                       ("origin_format", "NCHW"), ("origin_format_for_int", 0),
+                       ("origin_shape", [8, 64, 56, 56]), ("origin_shape_initialized", True),
+                       ("origin_shape_range", ([8, 8], [64, 64], [1, -1], [1, -1])),
+                       ("shape_range", ()), ("_datadump_origin_name", origin_name),
+                       ("_datadump_origin_output_index", 0)):
+        _set_attr(desc.attr[key], value)
+    desc.size, desc.device_type, desc.real_dim_cnt = 3211264, "NPU", len(desc.shape.dim)
+
+
+def _ge_op(op, k: int) -> None:
+    """Op template ``k``: ``@I@`` stands for its number, ``@P@`` the previous op's, ``@N@`` the
+    next one's, and ``77777777`` its id."""
+    kind, before, after = (_KINDS[(k + d) % len(_KINDS)] for d in (0, -1, 1))
+    op.name, op.type = f"net/block@I@/{kind}", kind
+    op.input.append(f"net/block@P@/{before}:0")
+    fused = [f"tf/block@I@/{kind.lower()}_{j}" for j in range(1 + k % 12)]
+    kernel = f"te_{kind.lower()}_@I@_0123456789abcdef"
+    attrs = {
+        "_datadump_original_op_names": fused, "_datadump_is_multiop": len(fused) > 1,
+        "pass_name": list(_PASSES[:1 + k % 3]),
+        "_ir_attr_names": ["strides", "pads", "dilations", "groups", "data_format", "offset_x"],
+        "_input_name_key": ["x", "filter", "bias"], "_input_name_value": [0, 1, 2],
+        "_output_name_key": ["y"], "_output_name_value": [0],
+        "_ge_attr_op_kernel_lib_name": "AIcoreEngine", "_lxfusion_engine_name": "AIcoreEngine",
+        "_kernelname": kernel, f"net/block@I@/{kind}_kernelname": kernel,
+        "_session_graph_id": "0_1", "_is_unknown_shape": False, "imply_type": 1,
+        "output_memsize_vector": [3211264], "t_in_datatype": [1, 1, 1], "t_out_datatype": [1],
+        "is_input_const": [False, True, True], "strides": [1, 1, 1, 1], "pads": [1, 1, 1, 1],
+        "_fusion_scope": k % 7, "compile_info_key": f"{k * 7919:064x}",
+        "compile_info_json": '{"_pattern": "Convolution", "block_dim": 32, "op": "@I@"}',
+    }
+    for key, value in attrs.items():
+        _set_attr(op.attr[key], value)
+    op.has_out_attr, op.id = True, 77777777
+    op.input_name.append("x")
+    op.src_name.append(f"net/block@P@/{before}")
+    op.src_index.append(0)
+    op.dst_name.append(f"net/block@N@/{after}")
+    op.dst_index.append(0)
+    op.input_i.append(0)
+    op.output_i.append(0)
+    op.workspace_bytes.append(1024)
+    op.is_input_const.append(False)
+    _ge_desc(op.input_desc.add(), k, "tf/block@P@/out")
+    _ge_desc(op.output_desc.add(), k + 1, "tf/block@I@/out")
+
+
+def _ge_templates() -> list[str]:
+    from google.protobuf import text_format
+
+    from precision_tool.formats.proto import ge_ir
+
+    graph = ge_ir.GraphDef(name="t")
+    for k in range(_TEMPLATES):
+        _ge_op(graph.op.add(), k)
+    printed = text_format.MessageToString(ge_ir.ModelDef(graph=[graph]))
+    body = printed[printed.index("\n  op {\n"):printed.rindex("\n}")]
+    return ["  op {\n" + block + "\n" for block in body.split("\n  op {\n")[1:]]
+
+
+def ge_graph_text(ops: int) -> str:
+    """GE's printer layout: a chain of ``ops`` ops of the real attribute mix (see above)."""
+    templates = _ge_templates()
+    parts = ['name: "ge"\ngraph {\n  name: "ge_default"\n']
+    for i in range(1, ops + 1):
+        parts.append(templates[i % len(templates)].replace("@I@", str(i))
+                     .replace("@P@", str(i - 1)).replace("@N@", str(i + 1))
+                     .replace("77777777", str(i)))
+    return "".join(parts + ["}\n"])
+
+
+STEPS = ("protobuf", "fast", "tool", "cached")
+LABELS = {"protobuf": "protobuf's parser, one process", "fast": "fast reader, one process",
+          "tool": "first load as the tool does it",
+          "cached": "load from the binary cache"}
+
+
+def _load(step: str, path: Path, cache: Path):
+    from precision_tool.formats.graph import _graph_text, model_from_proto
+    from precision_tool.formats.graph_cache import cache_path, read_graph_cached
+    from precision_tool.formats.graph_convert import gc_paused
+    from precision_tool.formats.graph_text_fast import model_from_text
+    from precision_tool.formats.proto import ge_ir
+
+    if step == "imports":
+        return None
+    if step == "protobuf":
+        proto = ge_ir.parse_text(_graph_text(path))
         model = model_from_proto(proto, path)
-        cached = cache_path(path, cache)
+        cached = cache_path(path, cache, min_bytes=0)
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_bytes(proto.SerializeToString())
-    else:
-        model = read_graph_cached(path, cache, workers=workers)
-    seconds = time.perf_counter() - start
+        return model
+    if step == "fast":
+        with gc_paused():  # as the tool reads it
+            return model_from_text(_graph_text(path), path)
+    return read_graph_cached(path, cache, min_bytes=0)
+
+
+def _measure(step: str, path: Path, cache: Path) -> dict:
+    """One step, in this process (see the module doc)."""
+    from precision_tool.idle_cores import free_cores
+
+    _load("imports", path, cache)  # the imports are not what is measured
+    if step == "tool" and cache.exists() and any(cache.iterdir()):
+        sys.exit("tool: the cache must be empty, else the binary cache is what gets measured")
+    idle = free_cores()  # how loaded the machine is
+    start, cpu = time.perf_counter(), _cpu_seconds()
+    model = _load(step, path, cache)
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    if model is None:
+        sys.exit(f"{step}: the reader declined the graph")
     ops = sum(len(graph.ops) for graph in model.graphs)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": seconds, "ops": ops, "rss_mib": own, "workers_rss_mib": workers_rss,
-            "idle_cores": idle}
+    return {"seconds": seconds, "cpu": cpu, "ops": ops, "rss_mib": own, "idle_cores": idle}
 
 
-def _run_step(step: str, path: Path, cache: Path, workers: int) -> dict:
+def _cpu_seconds() -> float:
+    """CPU seconds of this process: what other programs' load on a shared machine changes far
+    less than the wall-clock time."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def _run_step(step: str, path: Path, cache: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", step, "--path", str(path), "--cache", str(cache),
-         "--workers", str(workers)],
+        [sys.executable, __file__, "--child", step, "--path", str(path), "--cache", str(cache)],
         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _summary(label: str, runs: list[dict]) -> str:
     times = sorted(run["seconds"] for run in runs)
+    cpu = statistics.median(run["cpu"] for run in runs)
     rss = max(run["rss_mib"] for run in runs)
-    workers = max(run["workers_rss_mib"] for run in runs)
-    extra = f", workers {workers:.0f} MiB each" if workers else ""
     idle = ", ".join(f"{run['idle_cores']:.1f}" for run in runs)
     return (f"{label:<31} {times[0]:7.2f} {statistics.median(times):7.2f} {times[-1]:7.2f} s"
-            f"  peak RSS {rss:.0f} MiB{extra}; idle cores at start {idle}")
+            f" (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB; idle cores at start {idle}")
+
+
+def _write_cache(path: Path, cache: Path) -> None:
+    """The binary cache of ``path`` for ``cached`` when ``protobuf`` is not run: written from
+    the fast reader's model (a ModelDef of the same graph, as the writer gives it)."""
+    from precision_tool.formats.graph import read_graph
+    from precision_tool.formats.graph_cache import cache_path
+    from precision_tool.formats.graph_write import model_to_proto
+
+    cached = cache_path(path, cache, min_bytes=0)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(model_to_proto(read_graph(path)).SerializeToString())
+
+
+def _steps(args) -> list[str]:
+    if args.steps:
+        steps = args.steps.split(",")
+        unknown = sorted(set(steps) - set(STEPS))
+        if unknown:
+            sys.exit(f"unknown steps {unknown}: choose from {', '.join(STEPS)}")
+        return [step for step in STEPS if step in steps]
+    if args.json:
+        return ["tool", "cached"]
+    return [step for step in STEPS if args.layout != "ge" or step != "protobuf"]
+
+
+def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
+    path = tmp / "ge_proto_00000001_Build.txt"
+    path.write_text(graph_text(args.ops, args.descs, args.layout))
+    if args.json:
+        from precision_tool.formats.graph import read_graph
+        from precision_tool.formats.graph_write import write_graph_json
+
+        path = write_graph_json(read_graph(path), path.with_name(path.name + ".json"))
+    print(f"{args.ops} ops{' with descs' if args.descs else ''}, {args.layout} layout: "
+          f"{path.stat().st_size / 1e6:.1f} MB of {'atc JSON' if args.json else 'TextFormat'}; "
+          f"{os.cpu_count()} cores, "
+          f"{args.repeat} runs each (best, median, worst); "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    results: dict[str, list[dict]] = {step: [] for step in steps}
+    first_cache = tmp / "first" / "graph_cache"
+    if "cached" in steps and "protobuf" not in steps:
+        _write_cache(path, first_cache)
+    for run in range(args.repeat):  # interleaved, so that load from others hits all alike
+        written = tmp / f"run{run}" / "temp" / "graph_cache"  # by "protobuf", else copied
+        empty = tmp / f"run{run}" / "empty" / "graph_cache"
+        if "cached" in steps and "protobuf" not in steps:
+            shutil.copytree(first_cache, written)
+        for step in steps:
+            cache = empty if step == "tool" else written
+            results[step].append(_run_step(step, path, cache))
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--descs", action="store_true", help="tensor descriptors on every op")
-    parser.add_argument("--layout", choices=("compact", "printer"), default="compact")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--layout", choices=("compact", "printer", "ge"), default="compact")
+    parser.add_argument("--json", action="store_true", help="the graph as atc's JSON")
+    parser.add_argument("--steps", help=f"comma-separated, of {', '.join(STEPS)}")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_measure(args.child, args.path, args.cache, args.workers)))
+        print(json.dumps(_measure(args.child, args.path, args.cache)))
         return
+    steps = _steps(args)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "ge_proto_00000001_Build.txt"
-        path.write_text(graph_text(args.ops, args.descs, args.layout))
-        print(f"{args.ops} ops{' with descs' if args.descs else ''}, {args.layout} layout: "
-              f"{path.stat().st_size / 1e6:.1f} MB of TextFormat; {os.cpu_count()} cores, "
-              f"{args.workers} workers; {args.repeat} runs each (best, median, worst)",
-              flush=True)
-        results: dict[str, list[dict]] = {"before": [], "after": [], "cached": []}
-        for run in range(args.repeat):  # interleaved, so that load from others hits all alike
-            written = Path(tmp) / f"run{run}" / "temp" / "graph_cache"  # by "before"
-            empty = Path(tmp) / f"run{run}" / "empty" / "graph_cache"
-            for step in results:
-                cache = empty if step == "after" else written
-                results[step].append(_run_step(step, path, cache, args.workers))
-        labels = {"before": "first load, protobuf's parser", "after": "first load, fast reader",
-                  "cached": "load from the binary cache"}
-        for step, runs in results.items():
-            print(_summary(labels[step], runs), flush=True)
-        ratios = sorted(b["seconds"] / a["seconds"]
-                        for b, a in zip(results["before"], results["after"]))
-        print(f"first load before / after: {statistics.median(ratios):.1f}x "
-              f"(runs: {', '.join(f'{r:.1f}' for r in ratios)})")
+        results = _bench(args, Path(tmp), steps)
+    for step, runs in results.items():
+        print(_summary(LABELS[step], runs), flush=True)
+    for what in ("seconds", "cpu"):
+        medians = {step: statistics.median(r[what] for r in runs) for step, runs in results.items()}
+        fastest = min(medians, key=medians.get)
+        print(f"median {'wall' if what == 'seconds' else 'CPU'} time against the fastest "
+              f"({LABELS[fastest]}): "
+              + ", ".join(f"{step} {value / medians[fastest]:.2f}x" for step, value in medians.items()))
+    print(f"load average now {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

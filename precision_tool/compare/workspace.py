@@ -219,7 +219,7 @@ class Workspace:
         except PrecisionToolError:  # an output root inside the inputs: said when writing
             root = None
         cache = root.path / CACHE_DIR if root is not None else None
-        return read_graph_cached(path, cache, workers=self.config.worker_count, root=root)
+        return read_graph_cached(path, cache, root=root)
 
     def graph_file(self, path: str | Path) -> Model:
         """The graph file ``path`` (any form :func:`~..formats.graph.read_graph` reads, under any

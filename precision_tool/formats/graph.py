@@ -24,12 +24,12 @@ from typing import Any
 from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
-from ..idle_cores import cpu_mark
 from .files import open_regular, read_regular
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
+from .graph_text_fast import model_from_text
 from .om_model import looks_like_om, read_om_model_def
 from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
 from .proto import atc_json, ge_ir, onnx_ir
@@ -124,56 +124,53 @@ def _is_onnx(text: str, path: Path) -> bool:
     return parsed.is_onnx if parsed is not None else path.suffix == ".pbtxt"
 
 
-def _proto_from_text(text: str, path: Path, workers: int | None):
+def _proto_from_text(text: str, path: Path):
     with gc_paused():
         if _is_json(text):
             return _parse_json(text, path)
         if _is_onnx(text, path):
             return _parse_onnx(text, path)
-        count = workers or os.cpu_count() or 1
-        return _parse_text(text, path, lambda t: ge_ir.parse_text(t, count))
+        return _parse_text(text, path, ge_ir.parse_text)
 
 
-def read_graph_proto(path: str | os.PathLike, *, workers: int | None = None):
-    """A GE graph dump as a ``ge.proto.ModelDef`` message (see :func:`read_graph`)."""
+def read_graph_proto(path: str | os.PathLike):
+    """A GE graph dump as a ``ge.proto.ModelDef`` message, by protobuf's parsers alone (see
+    :func:`read_graph`)."""
     path = Path(path)
     if _is_om(path):
         return read_om_model_def(path)
-    return _proto_from_text(_graph_text(path), path, workers)
+    return _proto_from_text(_graph_text(path), path)
 
 
-def load_graph(path: str | os.PathLike, *, workers: int | None = None) -> tuple[Model, Any]:
+def load_graph(path: str | os.PathLike) -> tuple[Model, Any]:
     """:func:`read_graph`, and the ``ModelDef`` message it went through: None when the
     ge_proto TextFormat was read straight into the model (:mod:`.graph_text_fast`)."""
-    from .graph_text_split import model_from_text_parallel  # the fast reader: ge_proto text only
-
     path = Path(path)
     if _is_om(path):
         proto = read_om_model_def(path)
         return model_from_proto(proto, path), proto
-    mark = cpu_mark()  # the idle cores are watched while the file is read
     text = _graph_text(path)
     if not _is_json(text) and not _is_onnx(text, path):
         with gc_paused():
-            model = model_from_text_parallel(text, path, workers or os.cpu_count() or 1, mark)
+            model = model_from_text(text, path)
         if model is not None:
             return model, None
-    proto = _proto_from_text(text, path, workers)
+    proto = _proto_from_text(text, path)
     return model_from_proto(proto, path), proto
 
 
 @names_the_file_when_out_of_memory
-def read_graph(path: str | os.PathLike, *, workers: int | None = None) -> Model:
+def read_graph(path: str | os.PathLike) -> Model:
     """Read a GE graph dump: ge_proto TextFormat, atc JSON, GE's ONNX TextFormat or an offline
     model (decided by content: an OM by its magic; by the file name only when the content does
     not tell).
 
-    ge_proto TextFormat is read by :mod:`.graph_text_fast`, and by protobuf's parser (in
-    ``workers`` processes for a large file; all cores by default) when that does not take it.
+    ge_proto TextFormat is read by :mod:`.graph_text_fast`, and by protobuf's parser when that
+    does not take it.
     Raises :class:`PrecisionToolError` naming the file and the problem for a missing or
     unreadable file, a TextFormat syntax error (with its line), invalid JSON, or JSON that does
     not fit the schema, ONNX text that holds no graph, an OM whose model definition cannot be
     read (:func:`.om_model.read_om_model_def`), or a graph with an unnamed op or two ops of one
     name. Unknown fields are skipped in every form, so newer GE versions load.
     """
-    return load_graph(path, workers=workers)[0]
+    return load_graph(path)[0]

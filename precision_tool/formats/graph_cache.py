@@ -1,12 +1,12 @@
 """A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
 
-TextFormat graphs are read by the fast reader (:mod:`.graph_text_fast`), which is quicker than
-reading this cache back (protobuf's C parser, then the model from the ``ModelDef``): 3.0 s
-against 3.4 s for the benchmark's 100k ops, so they are not cached. The graphs that go
-through a ``ModelDef`` -- atc's JSON, and TextFormat the fast reader does not take, which
-protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
-first session to load such a graph (1 MiB or more) keeps its binary form under
-``temp/graph_cache/``, and later sessions read that instead.
+The graphs that go through a ``ModelDef`` -- atc's JSON, GE's ONNX text, an offline model, and
+TextFormat the fast reader does not take, which protobuf's pure-Python text parser reads at
+about 1 MB/s -- are cached: the first session to load such a graph (1 MiB or more) keeps its
+binary form under ``temp/graph_cache/``, and later sessions read that instead (for atc's JSON
+about a third of the first load's time: ``docs/performance.md``, "Graph loading"). TextFormat
+the fast reader (:mod:`.graph_text_fast`) takes gives no ``ModelDef`` to store, and making one
+(:func:`.graph_write.model_to_proto`) would add to the first load, so it is not cached.
 
 A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
 directories' links resolved, device and inode, size, modification and status-change times in
@@ -90,20 +90,19 @@ def _store(root: OutputRoot, proto, cached: Path) -> None:
 
 @names_the_file_when_out_of_memory
 def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | None, *,
-                      workers: int | None = None, min_bytes: int = MIN_BYTES,
-                      root: OutputRoot | None = None) -> Model:
+                      min_bytes: int = MIN_BYTES, root: OutputRoot | None = None) -> Model:
     """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
     least ``min_bytes`` (see the module doc). ``cache_dir`` lies in ``root`` (defaults to
     ``cache_dir`` itself); None: no cache."""
     path = Path(path)
     if cache_dir is None:
-        return load_graph(path, workers=workers)[0]
+        return load_graph(path)[0]
     root = OutputRoot(cache_dir) if root is None else root
     cached = cache_path(path, Path(cache_dir), min_bytes)
     proto = _load(root, cached) if cached is not None else None
     if proto is not None:
         return model_from_proto(proto, path)
-    model, proto = load_graph(path, workers=workers)
+    model, proto = load_graph(path)
     if proto is not None and cached is not None:
         _store(root, proto, cached)
     return model

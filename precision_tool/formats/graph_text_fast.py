@@ -14,13 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .graph_convert import (
-    _ITEM,
-    graph_from_fields,
-    list_member,
-    tensor_desc_from_fields,
-    tensor_desc_values,
-)
+from .graph_convert import _ITEM, graph_from_fields, list_member, tensor_desc_from_fields
 from .graph_model import Model
 from .proto import ge_ir
 from .proto.fast_text import Unsupported, compile_schema, parse
@@ -108,44 +102,6 @@ def model_schema() -> MessageType:
     return compile_schema(ge_ir.ModelDef.DESCRIPTOR, _FINISHERS, _BY_FIELD)
 
 
-class NotPlain(Exception):
-    """An attribute holds what JSON cannot carry exactly (bytes, descriptors, tensors)."""
-
-
-_NOT_PLAIN = frozenset(("bt", "td", "t"))
-
-
-def _plain_attr_value(fields: dict) -> Any:
-    if fields.get("@value") in _NOT_PLAIN:
-        raise NotPlain
-    return _attr_value(fields)
-
-
-def _plain_list_value(fields: dict) -> list[Any]:
-    if not _NOT_PLAIN.isdisjoint(fields):
-        raise NotPlain
-    return _list_value(fields)
-
-
-def _tensor_desc_values(fields: dict) -> tuple:
-    get = fields.get
-    return tensor_desc_values(get("dtype", 0), get("layout", ""), get("shape", ()),
-                              _attrs(get("attr")), get("name", ""))
-
-
-_FOR_JSON = {"TensorDescriptor": _tensor_desc_values, "AttrDef": _plain_attr_value,
-             "AttrDef.ListValue": _plain_list_value}
-
-
-def ops_schema(for_json: bool = False) -> MessageType:
-    """A fresh ``GraphDef`` type whose finished value is its fields: for a run of ``op``
-    blocks cut out of a graph, ``{"op": [OpFields, ...]}``. ``for_json``: descriptors as
-    their :class:`TensorDesc` field values, and :class:`NotPlain` raised for an attribute
-    that JSON cannot carry exactly."""
-    finishers = {**_FINISHERS, "GraphDef": dict, **(_FOR_JSON if for_json else {})}
-    return compile_schema(ge_ir.GraphDef.DESCRIPTOR, finishers, _BY_FIELD)
-
-
 def model_from_fields(fields: dict, source: Path | None) -> Model:
     """The model of a parsed ``ModelDef`` (:func:`model_schema`).
 
@@ -161,8 +117,7 @@ def model_from_fields(fields: dict, source: Path | None) -> Model:
 def model_from_text(text: str, source: Path | None = None) -> Model | None:
     """The model of TextFormat ``text``, equal to what protobuf's parser and
     :func:`~.graph_convert.model_from_proto` give; None when the fast reader does not take the
-    text (a syntax error among others: protobuf's parser then reports it). In one process; a
-    large text may be read in several (:func:`.graph_text_split.model_from_text_parallel`).
+    text (a syntax error among others: protobuf's parser then reports it).
 
     Raises :class:`~precision_tool.errors.PrecisionToolError` for an op without a name or two
     ops of one graph with the same name, as :func:`~.graph_convert.model_from_proto` does.

@@ -402,20 +402,16 @@ def test_find_graph_files(tmp_path):
 # --- large graphs -----------------------------------------------------------------------------
 
 
-def test_split_parse_equals_one_piece_parse(monkeypatch):
+def test_protobuf_parse_of_two_graphs_and_its_errors_line():
     whole = text_format.Parse(_shared(GRAPH_TXT).read_text(), ge_ir.ModelDef())
     whole.graph.add().CopyFrom(whole.graph[0])
     whole.graph[1].name = "second"
     two_graphs = text_format.MessageToString(whole)
-    monkeypatch.setattr(ge_ir, "PARALLEL_MIN_CHARS", 0)
-    assert ge_ir._parse_split(two_graphs, 2) == whole
-    assert ge_ir.parse_text(two_graphs, 2) == whole
-    one_line = text_format.MessageToString(whole, as_one_line=True)
-    assert ge_ir._parse_split(one_line, 2) is None  # not protobuf's layout: no split
-    assert ge_ir.parse_text(one_line, 2) == whole
+    assert ge_ir.parse_text(two_graphs) == whole
+    assert ge_ir.parse_text(text_format.MessageToString(whole, as_one_line=True)) == whole
     broken = two_graphs.replace('type: "Cast"', "type: ", 1)
     with pytest.raises(text_format.ParseError) as caught:
-        ge_ir.parse_text(broken, 2)  # the split gives up; the error has the file's line
+        ge_ir.parse_text(broken)
     assert caught.value.GetLine() == broken[:broken.index("type: \n")].count("\n") + 2
 
 

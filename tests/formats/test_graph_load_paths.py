@@ -1,23 +1,22 @@
 """The shortcuts of the fast graph load, each against an independent reference: protobuf's
 parser for what the reader learns (integer lines, one-line messages whose literals differ,
-the benchmark's layouts), hand-made expectations for the graph builder, a ``^`` regex for where graphs start,
-and faked CPU counters for the idle-core watch."""
+blocks in several versions, the benchmark's layouts), hand-made expectations for the graph
+builder, and faked CPU counters for the idle-core watch."""
 
 from __future__ import annotations
 
 import gc
 import importlib.util
-import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from google.protobuf import text_format
 
 from precision_tool import idle_cores
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph_convert import FREEZE_MIN_OBJECTS, GraphBuilder, gc_paused
-from precision_tool.formats.proto.ge_ir import _graph_starts
+from precision_tool.formats.proto import ge_ir
+from precision_tool.formats.proto.fast_text import BLOCK_CHURN, BLOCK_VERSIONS
 
 from .test_graph_text_fast import assert_same, fast_reading, protobuf_reading
 
@@ -31,9 +30,34 @@ def _bench_graph_text():
     return module.graph_text
 
 
-@pytest.mark.parametrize("layout", ["compact", "printer"])
-def test_the_benchmark_graph_reads_as_protobuf_reads_it(layout):
-    assert_same(_bench_graph_text()(300, True, layout))
+@pytest.mark.parametrize("layout,ops", [("compact", 300), ("printer", 300), ("ge", 40)])
+def test_the_benchmark_graph_reads_as_protobuf_reads_it(layout, ops):
+    assert_same(_bench_graph_text()(ops, True, layout))
+
+
+def test_the_benchmark_ge_layout_is_protobufs_printer_layout():
+    text = _bench_graph_text()(20, True, "ge")
+    proto = text_format.Parse(text, ge_ir.ModelDef())
+    assert text_format.MessageToString(proto) == text
+    assert len(proto.graph[0].op) == 20 and len(proto.graph[0].op[3].attr) > 20
+
+
+def _attr_block(key: str, values: list[str]) -> str:
+    items = "".join(f'          s: "{value}"\n' for value in values)
+    return (f'    attr {{\n      key: "{key}"\n      value {{\n        list {{\n{items}'
+            '          val_type: VT_LIST_STRING\n        }\n      }\n    }\n')
+
+
+@pytest.mark.parametrize("versions", [2, 3, BLOCK_VERSIONS + 1, BLOCK_VERSIONS + 4,
+                                      BLOCK_CHURN + 10])
+def test_blocks_that_take_turns_among_versions(versions):
+    # one attribute's block in several versions, coming back in turn and out of turn: each
+    # is replayed as the version it is (a block kept in one version would be relearnt); past
+    # BLOCK_CHURN new versions the block is read line by line from then on
+    order = [i % versions for i in range(3 * versions)] + [0, versions - 1, 1, 0]
+    ops = "".join(f'  op {{\n    name: "n{i}"\n' + _attr_block("pass_name", [f"P{v}", "Q"][:1 + v % 2])
+                  + _attr_block("other", ["x"]) + "  }\n" for i, v in enumerate(order))
+    assert_same(f"graph {{\n{ops}}}\n")
 
 
 def test_integer_lines_learnt_by_what_precedes_them():
@@ -124,18 +148,6 @@ def test_a_failed_load_freezes_nothing():
             kept = [[] for _ in range(FREEZE_MIN_OBJECTS)]  # noqa: F841
             raise ValueError
     assert gc.isenabled() and gc.get_freeze_count() == 0
-
-
-# --- where graphs start ---------------------------------------------------------------------
-
-_REFERENCE = re.compile(r"^graph \{\n", re.MULTILINE)
-
-
-@given(st.lists(st.sampled_from(["graph {\n", "graph {", "  graph {\n", "xgraph {\n", "\n",
-                                 "op {\n", "graph  {\n", "}\n", "\r\n"]), max_size=30))
-def test_graph_starts_are_where_a_line_is_graph_open(parts):
-    text = "".join(parts)
-    assert _graph_starts(text) == [m.start() for m in _REFERENCE.finditer(text)]
 
 
 # --- the idle-core watch --------------------------------------------------------------------

@@ -15,13 +15,11 @@ import pytest
 from google.protobuf import text_format
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats import graph_text_split
 from precision_tool.formats.graph import model_from_proto, read_graph
 from tests.conftest import FIXTURES_SKIP_REASON, REAL_SKIP_REASON
-from precision_tool.formats.graph_text_fast import model_from_text, ops_schema
+from precision_tool.formats.graph_text_fast import model_from_text
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
 from precision_tool.formats.proto import ge_ir
-from precision_tool.formats.proto.fast_text import parse
 from precision_tool.formats.proto.text_scalars import tokens
 
 from .model_compare import canonical
@@ -271,7 +269,7 @@ def test_a_bad_op_does_not_hide_a_later_syntax_error():
     assert fast_reading(text) is None
 
 
-# --- big and repetitive graphs: learnt lines, templates, blocks, the split -----------------
+# --- big and repetitive graphs: learnt lines, templates, blocks -----------------------------
 
 
 def _repetitive_model(count: int):
@@ -308,33 +306,3 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
     assert_same(edited)
 
 
-def test_split_reads_as_one_piece_does(repetitive_text, monkeypatch):
-    monkeypatch.setattr(graph_text_split, "SPLIT_MIN_CHARS", 0)
-    monkeypatch.setattr(graph_text_split, "free_cores", lambda since=None: 4.0)
-    proto = text_format.Parse(repetitive_text, ge_ir.ModelDef())
-    proto.graph.add().CopyFrom(proto.graph[0])
-    proto.graph[1].name = "second"
-    text = text_format.MessageToString(proto)
-    expected = protobuf_reading(text)
-    for workers in (2, 3):
-        assert canonical(graph_text_split.model_from_text_parallel(text, workers=workers)) == expected
-    one_line = text_format.MessageToString(proto, as_one_line=True)  # no split: one piece
-    assert canonical(graph_text_split.model_from_text_parallel(one_line, workers=2)) == expected
-    between = text.replace("\n  op {\n", '\n  attr {\n    key: "late"\n  }\n  op {\n', 2)
-    assert canonical(graph_text_split.model_from_text_parallel(between, workers=2)) == protobuf_reading(between)
-    broken = text.replace('type: "Add"', "type: ", 1)
-    assert graph_text_split.model_from_text_parallel(broken, workers=2) is None
-
-
-def test_worker_runs_go_as_json_unless_an_attribute_cannot(repetitive_text):
-    kept, graphs, spans = ge_ir.split_ops(repetitive_text, 2000)
-    assert graphs == 1 and len(spans) > 3
-    runs = [(index, repetitive_text[start:end]) for index, start, end in spans]
-    sent = [graph_text_split.ops_json(run) for _, run in runs]
-    assert 0 < sum(s is not None for s in sent) < len(runs)  # bytes attributes stay here
-    for (_, run), answer in zip(runs, sent):
-        direct = parse(run, ops_schema())["op"]
-        if answer is not None:
-            assert canonical(graph_text_split.ops_from_json(answer)) == canonical(direct)
-        else:
-            assert any(isinstance(v, bytes) for op in direct for v in op[6].values())

@@ -176,6 +176,13 @@ MAX_BLOCK = 64
 """Longer messages are not learnt as blocks (their lines are, one by one)."""
 BLOCK_MISSES = 256
 """A type none of whose first this many messages could be learnt as a block is not tried."""
+BLOCK_VERSIONS = 8
+"""Versions of a block kept besides the first, for one opening and first line: an attribute of
+GE's ops takes a few values across a graph (its pass names, its fused-scope number), and a block
+kept in one version only would be relearnt at each change."""
+BLOCK_CHURN = 64
+"""New versions of a block after which it is no longer learnt: one that names its op (a fused
+op's names, its kernel) never repeats, and would cost a look at every version each time."""
 
 
 def _learn_block(frame: list, lines: list[str], end: int, value: Any, parent: MessageType) -> None:
@@ -184,22 +191,48 @@ def _learn_block(frame: list, lines: list[str], end: int, value: Any, parent: Me
     first = frame[4]
     if first < 0 or end - first > MAX_BLOCK:
         return
+    opening = lines[first - 1]
+    blocks = parent.blocks.get(opening)
+    known = None if blocks is None else blocks.get(lines[first])
+    if known is not None and known[3] < 0:
+        return  # a block that never repeats (it names its op): not learnt again
     op = replayable(frame[3], value)
     if op is None:
         frame[0].block_misses += 1
         return
     frame[0].block_misses = -(1 << 30)  # some can: keep trying
-    opening = lines[first - 1]
-    blocks = parent.blocks.get(opening)
     if blocks is None:
         if len(parent.blocks) >= LEARNT_LINES:
             parent.blocks.clear()
         blocks = parent.blocks[opening] = {}
-    known = blocks.get(lines[first])
-    if known is None or known[0] != lines[first:end]:
+    if known is None:
         if len(blocks) >= LEARNT_LINES:
             blocks.clear()
-        blocks[lines[first]] = (lines[first:end], op)
+        blocks[lines[first]] = [lines[first:end], op, [], 0]
+        return
+    body = lines[first:end]
+    if known[0] != body and all(version[0] != body for version in known[2]):
+        known[3] += 1
+        if known[3] > BLOCK_CHURN:
+            blocks[lines[first]] = _NEVER_AGAIN
+            return
+        if len(known[2]) >= BLOCK_VERSIONS:
+            del known[2][0]
+        known[2].append((body, op))
+
+
+_NEVER_AGAIN = [[None], None, [], -1]
+"""The learnt block of an opening and first line whose versions kept changing: no line is None,
+so it is never replayed, and has no other versions."""
+
+
+def _other_version(block: tuple, lines: list[str], after: int) -> tuple | None:
+    """The version of a learnt block, other than the first learnt, that the lines from
+    ``after`` on repeat; None when none does."""
+    for version in block[2]:
+        if lines[after:after + len(version[0])] == version[0]:
+            return version
+    return None
 
 
 def parse(text: str, root: MessageType) -> Any:
@@ -225,7 +258,9 @@ def parse(text: str, root: MessageType) -> Any:
                 after = i + offset
                 blocks = frame[0].blocks.get(line)
                 block = None if blocks is None or after >= len(lines) else blocks.get(lines[after])
-                if block is None or lines[after:after + len(block[0])] != block[0]:
+                if block is not None and lines[after:after + len(block[0])] != block[0]:
+                    block = _other_version(block, lines, after)
+                if block is None:
                     if len(stack) > MAX_DEPTH:
                         raise Unsupported
                     frame = [op[1].message, {}, op[2], op[1], after]

@@ -8,15 +8,12 @@ writes.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 from google.protobuf import text_format
 
 from .dumpdata import DATA_TYPE_NAMES
-from ...lifetime import init_worker_lifetime
 from .schema import Enum, Field, Message, ProtoFile, build_classes
 
 LIST_VALUE_TYPES = (
@@ -177,115 +174,14 @@ def shortest_float32(value: float) -> float:
 
 
 # --- TextFormat -------------------------------------------------------------------------------
-# protobuf's TextFormat parser is pure Python (about 1 MB/s), and a Build graph of a large
-# network is hundreds of MB. Files printed by protobuf (GE's C++ printer, or ours) indent two
-# spaces per level, so every op of a graph starts at a line "  op {" and ends at the next line
-# "  }". Large files are cut at those lines into runs of whole ops that worker processes parse
-# (with the same parser) as GraphDef text; the rest is parsed here and the ops appended in order.
-# Anything unexpected makes the split give up and the whole file be parsed in one piece, which is
-# also what reports syntax errors with the file's own line numbers.
-
-PARALLEL_MIN_CHARS = 4_000_000
-"""Text shorter than this is always parsed in one piece."""
-
-_GRAPH_START = "graph {\n"
-_OP_START = "\n  op {\n"
-_OP_END = "\n  }\n"
 
 
-def parse_text(text: str, workers: int = 1) -> Any:
-    """TextFormat ``text`` as a ``ModelDef``, unknown fields skipped; ``workers`` > 1 parses a
-    large file in that many processes. Raises ``text_format.ParseError`` on bad input."""
-    if workers > 1 and len(text) >= PARALLEL_MIN_CHARS:
-        model = _parse_split(text, workers)
-        if model is not None:
-            return model
+def parse_text(text: str) -> Any:
+    """TextFormat ``text`` as a ``ModelDef``, unknown fields skipped. Raises
+    ``text_format.ParseError`` on bad input.
+
+    protobuf's TextFormat parser is pure Python (about 1 MB/s): :mod:`..graph` gives it only the
+    texts the fast reader (:mod:`..graph_text_fast`) declines, which no layout GE writes is
+    (``bench/graph_load_bench.py``), and it words their errors.
+    """
     return text_format.Parse(text, ModelDef(), allow_unknown_field=True)
-
-
-def _graph_starts(text: str) -> list[int]:
-    """Where the lines ``graph {`` start. ``str.find`` rather than a ``^`` regex, which tries
-    every position of the text: 0.04 s against 0.4 s for a 70 MB graph."""
-    starts = [0] if text.startswith(_GRAPH_START) else []
-    found = text.find("\n" + _GRAPH_START)
-    while found >= 0:
-        starts.append(found + 1)
-        found = text.find("\n" + _GRAPH_START, found + 1)
-    return starts
-
-
-def _op_region(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """The span of whole ``op`` blocks of the graph block ``text[start:end]``, if any."""
-    first = text.find(_OP_START, start, end)
-    if first < 0:
-        return None
-    last_close = text.find(_OP_END, text.rfind(_OP_START, start, end) + 1, end)
-    return (first + 1, last_close + len(_OP_END)) if last_close >= 0 else (first + 1, -1)
-
-
-def _chunks(text: str, begin: int, end: int, size: int) -> list[tuple[int, int]]:
-    cuts = [begin]
-    while True:
-        cut = text.find(_OP_START, cuts[-1] + size, end)
-        if cut < 0:
-            break
-        cuts.append(cut + 1)
-    cuts.append(end)
-    return list(zip(cuts, cuts[1:]))
-
-
-def _parse_ops(chunk: str) -> bytes | None:
-    """Worker: a run of ``op`` blocks as serialized GraphDef, or None if it is anything else."""
-    graph = GraphDef()
-    try:
-        text_format.Parse(chunk, graph, allow_unknown_field=True)
-    except text_format.ParseError:
-        return None
-    if any(field.name != "op" for field, _ in graph.ListFields()):
-        return None
-    return graph.SerializeToString()
-
-
-def split_ops(text: str, size: int) -> tuple[str, int, list[tuple[int, int, int]]] | None:
-    """``text`` cut as described above: the text without the ``op`` blocks of its graphs, how
-    many graphs it has (by their ``graph {`` lines), and the runs of whole ``op`` blocks of
-    about ``size`` characters each, as ``(graph index, start, end)`` in ``text``; None when the
-    text is not laid out so. Whoever parses the pieces checks that the rest holds that many
-    graphs, and no ops."""
-    starts = _graph_starts(text) + [len(text)]
-    regions = [_op_region(text, a, b) for a, b in zip(starts, starts[1:])]
-    if any(r is not None and r[1] < 0 for r in regions):
-        return None
-    kept, jobs, position = [], [], 0
-    for index, region in enumerate(regions):
-        if region is not None:
-            kept.append(text[position:region[0]])
-            jobs.extend((index, a, b) for a, b in _chunks(text, *region, size))
-            position = region[1]
-    kept.append(text[position:])
-    return "".join(kept), len(regions), jobs
-
-
-def _parse_split(text: str, workers: int) -> Any | None:
-    split = split_ops(text, max(1, len(text) // (workers * 4)))
-    if split is None:
-        return None
-    kept, graphs, spans = split
-    jobs = [(index, text[a:b]) for index, a, b in spans]
-    try:
-        model = text_format.Parse(kept, ModelDef(), allow_unknown_field=True)
-    except text_format.ParseError:
-        return None
-    if len(model.graph) != graphs or any(len(g.op) for g in model.graph):
-        return None  # the "graph {" lines were not the graphs: not protobuf's layout
-    try:
-        with ProcessPoolExecutor(max_workers=workers, initializer=init_worker_lifetime,
-                                 initargs=(os.getpid(),)) as pool:  # they die with the parent
-            parsed = list(pool.map(_parse_ops, [chunk for _, chunk in jobs]))
-    except Exception:  # noqa: BLE001 -- no workers to be had here (a daemon, a sandbox): one piece
-        return None
-    if any(p is None for p in parsed):
-        return None
-    for (index, _), serialized in zip(jobs, parsed):
-        model.graph[index].MergeFromString(serialized)  # appends the ops, keeping their order
-    return model

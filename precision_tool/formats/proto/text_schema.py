@@ -44,7 +44,8 @@ class FieldInfo:
 class MessageType:
     """A message type, its finisher, and what was learnt in its context: ``lines`` maps a line
     to what it did, ``templates`` a line with its string literals emptied to what it did, and
-    ``blocks`` a line opening a message to ``{next line: (the lines to the close, op)}``."""
+    ``blocks`` a line opening a message to ``{next line: [the lines to the close, op, other
+    versions, how many were added]}``, each other version ``(lines, op)``."""
 
     __slots__ = ("name", "fields", "finish", "lines", "templates", "blocks", "block_misses")
 
