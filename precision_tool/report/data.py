@@ -1,0 +1,128 @@
+"""What the page's script reads of one result: every op on the curve, the flagged ops grouped
+under the introducer they follow, and the full metrics of the ops the table and panel show.
+
+Small at 100,000 ops: column arrays rather than one object per op, names front-coded (each name
+as the length it shares with the previous one and the rest: a network's names share long scope
+prefixes), the states as codes into one list, and the full metrics (every input and output
+cosine, the other metrics, GroundTruth, evidence, cause) only for ops not clean, or for every op
+while the result has at most :data:`FULL_OPS`. Nothing is judged here: the states, markers and
+words are the verdict's (:func:`.looks.op_state`, :mod:`precision_tool.render.palette`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..compare.result_csv import NUMERIC_METRICS
+from ..compare.result_view import COSINE, RED, OpRecord, ResultView
+from ..compare.verdict import CLEAN, INTRODUCES, NOT_COMPARED
+from ..render.palette import LEGEND_ORDER, css_class, marked
+from .looks import op_state
+from .plot import cosine_axis, red_axis
+
+FULL_OPS = 2000  # up to this many ops every op carries its full metrics (the panel shows them)
+
+
+def _num(value: float) -> float | None:
+    """A metric as the CSV prints it (6 decimals, which keeps the JSON short); None for NaN."""
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return value  # json_for_script writes it as null too; kept for the panel's words
+    return float(f"{value:.6g}") if abs(value) < 1e-4 and value != 0 else round(value, 6)
+
+
+def front_code(names: list[str]) -> tuple[list[int], list[str]]:
+    """Each name as (characters shared with the previous name, the rest)."""
+    shared, rest, previous = [], [], ""
+    for name in names:
+        n, limit = 0, min(len(name), len(previous))
+        while n < limit and name[n] == previous[n]:
+            n += 1
+        shared.append(n)
+        rest.append(name[n:])
+        previous = name
+    return shared, rest
+
+
+@dataclass(frozen=True)
+class Group:
+    """An introducer (None for the flagged ops before the first one) and the inheritors that
+    follow it in execution order up to the next introducer."""
+
+    introducer: OpRecord | None
+    inheritors: tuple[OpRecord, ...]
+
+
+def lead_groups(view: ResultView) -> list[Group]:
+    """The flagged ops as the table leads with them: each introducer in execution order with
+    its inheritors folded under it, then the inheritors no introducer precedes."""
+    groups: list[Group] = []
+    orphans: list[OpRecord] = []
+    current: OpRecord | None = None
+    members: list[OpRecord] = []
+    for record in view.flagged:
+        if record.op.introduces:
+            if current is not None:
+                groups.append(Group(current, tuple(members)))
+            current, members = record, []
+        elif current is None:
+            orphans.append(record)
+        else:
+            members.append(record)
+    if current is not None:
+        groups.append(Group(current, tuple(members)))
+    if orphans:
+        groups.append(Group(None, tuple(orphans)))
+    return groups
+
+
+def _evidence(record: OpRecord) -> str:
+    op = record.op
+    return op.local.describe() if op.local is not None else "no replay: decided by its inputs"
+
+
+def _full(record: OpRecord) -> list:
+    """[GroundTruth, input cosines, output cosines, input states, output states, every worst
+    output metric, evidence, cause]: the table's and the panel's columns of one op."""
+    op = record.op
+    states_in = {t.slot: css_class(t.state(op.rule)) for t in op.inputs}
+    states_out = {t.slot: css_class(t.state(op.rule)) for t in op.outputs}
+    return [op.ground_truth,
+            [[t.slot, _num(t.value(COSINE))] for t in record.inputs],
+            [[t.slot, _num(t.value(COSINE))] for t in record.outputs],
+            [states_in.get(t.slot, css_class(NOT_COMPARED)) for t in record.inputs],
+            [states_out.get(t.slot, css_class(NOT_COMPARED)) for t in record.outputs],
+            [_num(record.output(m)) for m in NUMERIC_METRICS],
+            _evidence(record) if op.flagged else "", op.cause or ""]
+
+
+def page_data(view: ResultView) -> dict:
+    """The JSON object of one result for report.js (see the module doc)."""
+    records = [r for r in view.records if r.outputs]
+    states = list(LEGEND_ORDER)
+    shown = [op_state(r.op) for r in records]
+    shared, rest = front_code([r.op.name for r in records])
+    types = sorted({r.op.op_type or "?" for r in records})
+    type_code = {t: k for k, t in enumerate(types)}
+    everyone = len(view.records) <= FULL_OPS
+    full = {str(r.position): _full(r) for r, s in zip(records, shown)
+            if everyone or s not in (CLEAN, NOT_COMPARED)}
+    cos_values = [r.cosine for r in records if not math.isnan(r.cosine)]
+    cos, red = cosine_axis(cos_values, view.threshold), red_axis([r.output(RED) for r in records])
+    return {
+        "threshold": view.threshold, "metrics": list(NUMERIC_METRICS),
+        "red": NUMERIC_METRICS.index(RED), "first": view.first_introducer.position
+        if view.first_introducer else (view.focus.position if view.focus else None),
+        "states": states, "marked": [marked(s) for s in states], "css": [css_class(s) for s in states],
+        "introduces": states.index(INTRODUCES), "types": types, "count": len(view.records),
+        "cosAxis": [cos.lo, cos.hi], "redAxis": [red.lo, red.hi],
+        "pos": [r.position for r in records], "index": [r.op.index for r in records],
+        "shared": shared, "rest": rest, "type": [type_code[r.op.op_type or "?"] for r in records],
+        "state": [states.index(s) if s in states else states.index(NOT_COMPARED) for s in shown],
+        "cos": [_num(r.cosine) for r in records], "redv": [_num(r.output(RED)) for r in records],
+        "full": full, "causes": any(r.op.cause for r in view.flagged),
+        "groups": [[g.introducer.position if g.introducer else None, [m.position for m in g.inheritors]]
+                   for g in lead_groups(view)],
+    }
