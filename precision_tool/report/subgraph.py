@@ -105,7 +105,7 @@ def sanitise_svg(svg_text: str, hood: Neighbourhood, paint: dict[str, NodeCosine
             group.set("data-cos", repr(_cos(paint[name])))
             group.set("data-state", paint[name].verdict)
             if title is not None:  # the tooltip: the op's ports and shapes, not dot's node id
-                title.text = visible(ports_text(name, hood.nodes[name]))
+                title.text = "\n".join(visible(line) for line in ports_text(name, hood.nodes[name]).split("\n"))
             if paint[name].introduces:
                 _double_border(group)
     root.set("class", "subgraph dot")
@@ -178,6 +178,11 @@ def _row_of(hood: Neighbourhood, name: str) -> int:
     return hood.levels[name] - (1 if name in hood.side else 0)
 
 
+def _lines(text: str) -> str:
+    """Multi-line hover text escaped line by line (a newline stays a newline)."""
+    return "\n".join(esc(line) for line in text.split("\n"))
+
+
 def _layout(hood: Neighbourhood) -> dict[str, tuple[float, float]]:
     """Top-left corner of each op's box: one row per level, rows centred."""
     rows: dict[int, list[str]] = {}
@@ -203,7 +208,7 @@ def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosi
              f'height="{BOX_H - 6}" rx="2" fill="none"/>' if colour.introduces else "")
     marker = f"{colour.marker} " if colour.marker else ""
     return (f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
-            f'data-state="{esc(colour.verdict)}"><title>{esc(ports_text(name, op))}</title>'
+            f'data-state="{esc(colour.verdict)}"><title>{_lines(ports_text(name, op))}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
             f'fill="{colour.fill}"/>{inner}'
             f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'
