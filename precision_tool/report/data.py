@@ -3,7 +3,8 @@ under the introducer they follow, and the full metrics of the ops the table and 
 
 Small at 100,000 ops: column arrays rather than one object per op, names front-coded (each name
 as the length it shares with the previous one and the rest: a network's names share long scope
-prefixes), the states as codes into one list, and the full metrics (every input and output
+prefixes), positions and Indexes as steps from the one before, the states as codes into one
+list, shared texts (evidence, causes, golden names) written once, and the full metrics (every input and output
 cosine, the other metrics, GroundTruth, evidence, cause) only for ops not clean, or for every op
 while the result has at most :data:`FULL_OPS`. Nothing is judged here: the states, markers and
 words are the verdict's (:func:`.looks.op_state`, :mod:`precision_tool.render.palette`).
@@ -16,10 +17,10 @@ from dataclasses import dataclass
 
 from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import COSINE, RED, OpRecord, ResultView
-from ..compare.verdict import CLEAN, INTRODUCES, NOT_COMPARED
-from ..render.palette import LEGEND_ORDER, css_class, marked
+from ..compare.verdict import INTRODUCES, NOT_COMPARED
+from ..render.palette import LEGEND_ORDER, css_class, legend_state, marked
 from .looks import op_state
-from .plot import cosine_axis, red_axis
+from .plot import cosine_axis, mark_shape, quiet, red_axis
 
 FULL_OPS = 2000  # up to this many ops every op carries its full metrics (the panel shows them)
 
@@ -83,19 +84,47 @@ def _evidence(record: OpRecord) -> str:
     return op.local.describe() if op.local is not None else "no replay: decided by its inputs"
 
 
-def _full(record: OpRecord) -> list:
+class _Strings:
+    """Texts many ops share (evidence, causes, golden names), each written once: an op holds
+    its number in :attr:`texts`."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._number: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        if text not in self._number:
+            self._number[text] = len(self.texts)
+            self.texts.append(text)
+        return self._number[text]
+
+
+def _full(record: OpRecord, states: list[str], text: _Strings) -> list:
     """[GroundTruth, input cosines, output cosines, input states, output states, every worst
-    output metric, evidence, cause]: the table's and the panel's columns of one op."""
+    output metric, evidence, cause] of one op: the table's and the panel's columns. The texts
+    are numbers into :class:`_Strings`; GroundTruth is -1 when it is the op's own name; a
+    tensor's state is the number of its legend entry in ``states``."""
     op = record.op
-    states_in = {t.slot: css_class(t.state(op.rule)) for t in op.inputs}
-    states_out = {t.slot: css_class(t.state(op.rule)) for t in op.outputs}
-    return [op.ground_truth,
+
+    def state(t) -> int:
+        return states.index(legend_state(t.state(op.rule)))
+
+    states_in = {t.slot: state(t) for t in op.inputs}
+    states_out = {t.slot: state(t) for t in op.outputs}
+    none = states.index(NOT_COMPARED)
+    return [-1 if op.ground_truth == op.name else text(op.ground_truth),
             [[t.slot, _num(t.value(COSINE))] for t in record.inputs],
             [[t.slot, _num(t.value(COSINE))] for t in record.outputs],
-            [states_in.get(t.slot, css_class(NOT_COMPARED)) for t in record.inputs],
-            [states_out.get(t.slot, css_class(NOT_COMPARED)) for t in record.outputs],
+            [states_in.get(t.slot, none) for t in record.inputs],
+            [states_out.get(t.slot, none) for t in record.outputs],
             [_num(record.output(m)) for m in NUMERIC_METRICS],
-            _evidence(record) if op.flagged else "", op.cause or ""]
+            text(_evidence(record) if op.flagged else ""), text(op.cause or "")]
+
+
+def _deltas(values: list[int]) -> list[int]:
+    """Each value less the one before it (the first as it is): positions and Indexes mostly
+    step by one, so the JSON holds a run of 1s."""
+    return [v - (values[k - 1] if k else 0) for k, v in enumerate(values)]
 
 
 def page_data(view: ResultView) -> dict:
@@ -106,9 +135,9 @@ def page_data(view: ResultView) -> dict:
     shared, rest = front_code([r.op.name for r in records])
     types = sorted({r.op.op_type or "?" for r in records})
     type_code = {t: k for k, t in enumerate(types)}
-    everyone = len(view.records) <= FULL_OPS
-    full = {str(r.position): _full(r) for r, s in zip(records, shown)
-            if everyone or s not in (CLEAN, NOT_COMPARED)}
+    everyone, text = len(view.records) <= FULL_OPS, _Strings()
+    full = {str(r.position): _full(r, states, text) for r, s in zip(records, shown)
+            if everyone or not quiet(s)}
     cos_values = [r.cosine for r in records if not math.isnan(r.cosine)]
     cos, red = cosine_axis(cos_values, view.threshold), red_axis([r.output(RED) for r in records])
     return {
@@ -116,13 +145,14 @@ def page_data(view: ResultView) -> dict:
         "red": NUMERIC_METRICS.index(RED), "first": view.first_introducer.position
         if view.first_introducer else (view.focus.position if view.focus else None),
         "states": states, "marked": [marked(s) for s in states], "css": [css_class(s) for s in states],
-        "introduces": states.index(INTRODUCES), "types": types, "count": len(view.records),
+        "introduces": states.index(INTRODUCES), "shape": [mark_shape(s) for s in states],
+        "quiet": [quiet(s) for s in states], "types": types, "count": len(view.records),
         "cosAxis": [cos.lo, cos.hi], "redAxis": [red.lo, red.hi],
-        "pos": [r.position for r in records], "index": [r.op.index for r in records],
+        "pos": _deltas([r.position for r in records]), "index": _deltas([r.op.index for r in records]),
         "shared": shared, "rest": rest, "type": [type_code[r.op.op_type or "?"] for r in records],
         "state": [states.index(s) if s in states else states.index(NOT_COMPARED) for s in shown],
         "cos": [_num(r.cosine) for r in records], "redv": [_num(r.output(RED)) for r in records],
-        "full": full, "causes": any(r.op.cause for r in view.flagged),
+        "full": full, "texts": text.texts, "causes": any(r.op.cause for r in view.flagged),
         "groups": [[g.introducer.position if g.introducer else None, [m.position for m in g.inheritors]]
                    for g in lead_groups(view)],
     }

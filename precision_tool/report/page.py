@@ -60,6 +60,9 @@ class PageInput:
     generated: datetime = field(default_factory=lambda: datetime.now().replace(microsecond=0))
 
 
+SCRIPTS = ("core.js", "plot.js", "table.js", "graph.js", "report.js")  # one script, in this order
+
+
 def asset(name: str) -> str:
     """The text of ``assets/<name>`` shipped with the package."""
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
@@ -202,7 +205,7 @@ def _nav(parts: Sequence[ResultPart], explorer: bool) -> str:
 
 def render_page(page: PageInput) -> str:
     """The whole HTML document."""
-    script, style = asset("report.js"), asset("report.css")
+    script, style = "\n".join(asset(name) for name in SCRIPTS), asset("report.css")
     csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash(script)}"
     sections = "".join(result_html(p, k) for k, p in enumerate(page.parts))
     explorer = (f'<section id="model-explorer"><h2>Model Explorer</h2>{page.explorer_html}</section>'

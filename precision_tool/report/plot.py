@@ -158,13 +158,25 @@ def _points(records: list[OpRecord], values: list[float], xs: XAxis, axis: Axis)
     return [(r, v, xs.x(r.position), axis.y(v)) for r, v in zip(records, values)]
 
 
+def mark_shape(state: str) -> str:
+    """The second cue of a state's mark: ``triangle`` for an introducer, ``diamond`` beyond
+    rounding, else ``circle`` (the page's script draws zoomed marks by this too)."""
+    return "triangle" if state == INTRODUCES else "diamond" if state == NEAR else "circle"
+
+
+def quiet(state: str) -> bool:
+    """True for the states that lose their marks first on a busy curve (clean, not compared)."""
+    return state in (CLEAN, NOT_COMPARED)
+
+
 def _mark(css: str, x: float, y: float, state: str, record: OpRecord, value: float) -> str:
     """One point: a triangle for an introducer, a diamond beyond rounding, else a circle."""
     data = f'data-pos="{record.position}" data-v="{value!r}" data-state="{esc(state)}"'
     cx, cy = _fmt(x), _fmt(y)
-    if state == INTRODUCES:
+    shape = mark_shape(state)
+    if shape == "triangle":
         shape = f"M{cx},{_fmt(y - 4.5)} l4.5,9 h-9 z"
-    elif state == NEAR:
+    elif shape == "diamond":
         shape = f"M{cx},{_fmt(y - 4.5)} l4.5,4.5 l-4.5,4.5 l-4.5,-4.5 z"
     else:
         return f'<circle class="{css}" cx="{cx}" cy="{cy}" r="3" {data}/>'
@@ -178,8 +190,7 @@ def _series(points: list[tuple], name: str, marks: str) -> list[str]:
            for s in _segments(points)]
     for record, value, x, y in points:
         state = op_state(record.op)
-        if (marks == "all" or (marks == "flagged" and state not in (CLEAN, NOT_COMPARED))
-                or state == INTRODUCES):
+        if marks == "all" or (marks == "flagged" and not quiet(state)) or state == INTRODUCES:
             css = f"pt {name} {css_class(state)}" + (" zero" if name == "red" and value <= 0 else "")
             out.append(_mark(css, x, y, state, record, value))
     return out
@@ -270,7 +281,7 @@ def _marks(view: ResultView) -> str:
     """Which ops get a mark: ``all``, ``flagged`` (every op not clean) or ``introducers``."""
     if len(view.records) <= MAX_MARKERS:
         return "all"
-    busy = sum(op_state(r.op) not in (CLEAN, NOT_COMPARED) for r in view.records)
+    busy = sum(not quiet(op_state(r.op)) for r in view.records)
     return "flagged" if busy <= MAX_FLAGGED_MARKS else "introducers"
 
 

@@ -8,6 +8,7 @@ from hypothesis import given, strategies as st
 from precision_tool.compare.result_view import read_view
 from precision_tool.report.data import front_code, lead_groups, page_data
 from tests.report.synthetic import csv_ops, write_many
+from tests.report.test_page import positions
 
 
 @given(st.lists(st.text(max_size=20)))
@@ -35,7 +36,8 @@ def test_inheritors_fold_under_the_introducer_before_them(data_root):
     data = page_data(view)
     assert data["groups"] == [[g.introducer.position, [r.position for r in g.inheritors]] for g in groups]
     # gaps: the NaN ops keep their place in the columns with no cosine
-    at = {p: k for k, p in enumerate(data["pos"])}
+    at = {p: k for k, p in enumerate(positions(data))}
+    assert positions(data, "index") == [r.op.index for r in view.records if r.outputs]
     assert data["cos"][at[100]] is None and data["cos"][at[99]] == cosines[99]
 
 

@@ -61,11 +61,21 @@ def page_data(page: Page, k: int = 0) -> dict:
     return json.loads([body for attrs, body in page.scripts if attrs.get("type") == "application/json"][k])
 
 
+def positions(data: dict, column: str = "pos") -> list[int]:
+    """The positions (or, ``column="index"``, the Indexes) of the ops in the page's data,
+    undoing the steps they are written as."""
+    out, total = [], 0
+    for step in data[column]:
+        total += step
+        out.append(total)
+    return out
+
+
 def op_names(data: dict) -> dict[int, str]:
     """Position -> name, undoing the front coding (each name: characters kept from the
     previous name, then the rest)."""
     names, previous = {}, ""
-    for pos, shared, rest in zip(data["pos"], data["shared"], data["rest"]):
+    for pos, shared, rest in zip(positions(data), data["shared"], data["rest"]):
         previous = previous[:shared] + rest
         names[pos] = previous
     return names
@@ -135,6 +145,7 @@ def test_the_table_holds_every_flagged_op_with_the_csv_values(hostile):
     for pos in lead_order(data):
         want = by_name[names[pos]]["output"]
         ground_truth, ins, outs, _, _, metrics, _, _ = data["full"][str(pos)]
+        assert ground_truth == -1  # the golden op has the NPU op's name
         assert outs == [[0, want["CosineSimilarity"]]]
         assert metrics == [want[m] for m in NUMERIC_METRICS]
 
@@ -158,8 +169,9 @@ def test_causes_add_a_column_with_escaped_text(data_root):
     data = page_data(Page(text))
     order = lead_order(data)
     assert table_names(Page(text))[0] == "net/block0/op5"
-    assert data["full"][str(order[0])][-1] == "scale: output x2 <b>not bold</b>" and data["causes"]
-    assert all(data["full"][str(p)][-1] == "" for p in order[1:])
+    cause = lambda pos: data["texts"][data["full"][str(pos)][-1]]  # noqa: E731
+    assert cause(order[0]) == "scale: output x2 <b>not bold</b>" and data["causes"]
+    assert all(cause(p) == "" for p in order[1:])
     assert "<b>not bold" not in text and "\\u003cb\\u003enot bold" in text
     plain = make_report(context, [csv_path], output=data_root / "p").index.read_text()
     assert ">cause<" not in plain and ">cause<" in text

@@ -30,7 +30,7 @@ from precision_tool.sample.defects import DEFECTS
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context, run_command
 from tests.report.synthetic import write_chain
-from tests.report.test_page import Page, lead_order, op_names, page_data
+from tests.report.test_page import Page, lead_order, op_names, page_data, positions
 
 KINDS = ("shipped", *sorted(DEFECTS))
 QUIET = (CLEAN, NOT_COMPARED)  # what an op neither flagged nor near may be shown as
@@ -57,7 +57,7 @@ class Shown:
     def states(self) -> dict[int, str]:
         """Position -> the state the page's script shows."""
         data = page_data(self.page)
-        return {p: data["states"][code] for p, code in zip(data["pos"], data["state"])}
+        return {p: data["states"][code] for p, code in zip(positions(data), data["state"])}
 
     @property
     def names(self) -> dict[int, str]:
@@ -69,7 +69,7 @@ class Shown:
         """Op name -> the verdict the page's script shows on hover (marker and state)."""
         data = page_data(self.page)
         names = op_names(data)
-        return {names[p]: data["marked"][code] for p, code in zip(data["pos"], data["state"])}
+        return {names[p]: data["marked"][code] for p, code in zip(positions(data), data["state"])}
 
     def marks(self) -> list[tuple[str, str, str, str]]:
         """(op name, data-state, class, tag) of every mark of the curve."""
