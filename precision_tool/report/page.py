@@ -164,8 +164,9 @@ def _subgraph_html(part: ResultPart, k: int) -> str:
     tools = (f'<div class="graph-tools" data-for="subgraph-{k}"><button type="button" data-zoom="1.25">+'
              f'</button><button type="button" data-zoom="0.8">\u2212</button><button type="button" '
              f'data-zoom="0">fit</button><button type="button" data-zoom="centre">centre the op</button>'
-             f'<span class="muted">wheel zooms, drag pans; hover a node for its ports and shapes</span></div>')
-    return head + legend + note + tools + f'<div class="subgraph-wrap" id="subgraph-{k}">{sub.svg}</div>'
+             f'<span class="muted">Ctrl+wheel zooms (the wheel alone once the drawing is clicked), drag '
+             f'pans; hover a node for its ports and shapes</span></div>')
+    return head + legend + note + tools + f'<div class="subgraph-wrap" id="subgraph-{k}" tabindex="0">{sub.svg}</div>'
 
 
 def result_html(part: ResultPart, k: int) -> str:

@@ -199,3 +199,28 @@ def test_a_phone_shows_no_text_under_10px_and_rows_as_cards(phone, sample, big, 
     assert shown["small"] == []
     assert shown["row"] == "block" and shown["head"] == "none"
     assert shown["width"] <= 390  # only the plot scrolls sideways, inside its box
+
+
+TABLE_CELLS = """(() => { let fold;
+    while ((fold = document.querySelector('table.flagged button.fold[aria-expanded=false]'))) { fold.click(); }
+    return [...document.querySelectorAll('table.flagged tbody tr[data-pos]')].map(tr =>
+        [...tr.cells].map(td => td.firstChild ? td.firstChild.textContent : '')); })()"""
+
+
+def test_the_rows_the_script_draws_hold_the_csv_values(desktop, sample):
+    """The table is drawn from the page's data: each row's name, Index, type, verdict, output
+    cosine and RED are the CSV's, in the order the table leads with (introducer first)."""
+    from tests.report.synthetic import csv_ops
+
+    csv_path = sample.parts[0].path
+    expected = {name: (index, t) for (index, name), t in csv_ops(csv_path).items()}
+    desktop.open(sample.index.as_uri())
+    rows = desktop.evaluate(TABLE_CELLS)
+    view = sample.parts[0].view
+    assert [r[0] for r in rows] == [r.op.name for r in view.flagged]  # one introducer, first
+    for name, index, kind, verdict, cosines, red in rows:
+        want_index, tensors = expected[name]
+        assert int(index) == want_index
+        assert verdict.split()[-1] in ("introduces", "inherits")
+        assert cosines == "0: %.6f" % tensors["output"]["CosineSimilarity"]
+        assert red == "%.6f" % tensors["output"]["RelativeEuclideanDistance"]
