@@ -149,8 +149,9 @@ def summary_html(view: ResultView) -> str:
 PLOT_NOTE = (f"in the curve {swatch(INTRODUCES).marker} marks an introducer, {swatch(NEAR).marker} an "
              f"op beyond rounding, {swatch(NONFINITE).marker} at the bottom a NaN cosine, a hollow "
              f"mark a RED of 0 (log axis), a gap ops not compared; hover for the op, click to pin "
-             f"it; wheel to zoom, drag to pan, drag the strip below to choose a window, arrow keys "
-             f"step op by op, 0 shows all")
+             f"it; once the curve is clicked the wheel zooms (Ctrl+wheel at any time), drag pans, "
+             f"dragging the strip below chooses a window, the arrow keys step op by op, n and p "
+             f"jump to the next and previous introducer, 0 shows all")
 
 
 def _subgraph_html(part: ResultPart, k: int) -> str:

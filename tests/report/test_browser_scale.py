@@ -138,9 +138,10 @@ def test_every_introducer_has_a_marker_first_and_zoomed(desktop, big):
     marked = desktop.evaluate("""[...document.querySelectorAll('svg.plot .pt.cos[data-state=introduces]')]
         .map(p => +p.dataset.pos)""")
     assert marked == introducers
-    # zoom on the third introducer with the wheel: every op in the window gets its mark
+    # zoom with the wheel (the curve has the focus, as after a click): every op in the window
+    # gets its mark
     zoomed = desktop.evaluate("""(() => {
-        const svg = document.getElementById('plot-0'); svg.scrollIntoView({block: 'center'});
+        const svg = document.getElementById('plot-0'); svg.scrollIntoView({block: 'center'}); svg.focus();
         const hover = svg.querySelector('rect.hover').getBoundingClientRect();
         for (let k = 0; k < 12; k++) { svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100,
             clientX: hover.left + hover.width * 0.2, clientY: hover.top + 50, bubbles: true, cancelable: true})); }

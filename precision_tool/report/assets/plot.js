@@ -176,6 +176,7 @@
     area.addEventListener("mousemove", function (e) { if (!drag) { s.hover(e, s.nearest(self.posAt(self.svgX(e)))); } });
     area.addEventListener("mouseleave", function () { s.tip.hidden = true; });
     this.svg.addEventListener("wheel", function (e) {
+      if (!e.ctrlKey && document.activeElement !== self.svg) { return; }  // page scroll stays page scroll
       e.preventDefault();
       self.zoom(e.deltaY < 0 ? 1.25 : 0.8, self.posAt(self.svgX(e)));
     }, {passive: false});
