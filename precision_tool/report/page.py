@@ -179,13 +179,14 @@ def result_html(part: ResultPart, k: int) -> str:
     view = part.view
     return (f'<section class="result" data-section="{k}">{title}'
             f'<div id="summary-{k}">{summary_html(view)}</div>'
-            f'<div class="selected" id="sel-{k}" aria-live="polite">click the plot, a table row or a '
-            f'graph node for an op\'s metrics</div>'
             f'<h3 id="curve-{k}">Output cosine along execution order</h3>{legend_html(PLOT_NOTE)}'
             f'<div class="plot-wrap">{plot_svg(view, k)}'
             f'<div class="tooltip" id="tip-{k}" hidden></div></div>'
             f'<h3 id="table-{k}">Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k)}'
-            f'<div id="graph-{k}">{_subgraph_html(part, k)}</div></section>'
+            f'<div id="graph-{k}">{_subgraph_html(part, k)}</div>'
+            f'<div class="selected" id="sel-{k}" aria-live="polite">click the plot, a table row or a '
+            f'graph node for an op\'s metrics</div>'
+            f'</section>'
             f'<script type="application/json" id="data-{k}">{json_for_script(page_data(view))}</script>')
 
 

@@ -296,11 +296,11 @@ def plot_svg(view: ResultView, section: int) -> str:
     red = red_axis(red_values)
     marks = _marks(view)
     body = _frame(xs, cos, red)
-    body.append(_threshold(cos, view.threshold))
     series = _series(_points(with_cos, [r.cosine for r in with_cos], xs, cos), "cos", marks)
     series += _series(_points(with_red, red_values, xs, red), "red", marks)
     series += _nan_marks(nan_ops, xs)
     body.append(f'<g class="series" data-marks="{marks}">' + "".join(series) + "</g>")
+    body.append(_threshold(cos, view.threshold))  # over the marks: its label stays readable
     first = view.first_introducer
     if first is not None:
         body.append(_introducer(first, xs))

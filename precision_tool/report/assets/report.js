@@ -64,6 +64,9 @@
     this.selected = pos;
     var box = this.panel, full = op.full, raw = this.data.raw;
     box.textContent = "";
+    var close = el("button", "\u00d7", "close");
+    close.type = "button"; close.title = "unpin";
+    box.appendChild(close);
     box.appendChild(el("b", op.name, "name"));
     box.appendChild(el("div", "[" + op.type + "] Index " + op.index + " \u00b7 ", undefined));
     box.lastChild.appendChild(el("span", op.marked, op.css));
@@ -74,14 +77,13 @@
       var ins = el("div", "input cosines: "), outs = el("div", "output cosines: ");
       cosSpans(ins, full[1], full[3]); cosSpans(outs, full[2], full[4]);
       box.appendChild(ins); box.appendChild(outs);
-      var table = el("table");
+      var metrics = el("div", undefined, "metrics");  // a grid: the panel stays a few lines tall
       raw.metrics.forEach(function (name, i) {
-        var row = el("tr");
-        row.appendChild(el("td", "worst output " + name));
-        row.appendChild(el("td", fmt(full[5][i])));
-        table.appendChild(row);
+        var item = el("span", "worst output " + name + " ");
+        item.appendChild(el("b", fmt(full[5][i])));
+        metrics.appendChild(item);
       });
-      box.appendChild(table);
+      box.appendChild(metrics);
     } else {
       box.appendChild(el("div", "output cosine " + fmt(op.cos) + " \u00b7 RelativeEuclideanDistance " + fmt(op.red)));
       box.appendChild(el("div", "within rounding: its other metrics are in the result CSV", "muted"));
@@ -93,7 +95,7 @@
     this.guide();
     if (this.table && op.full && !op.quiet) {
       var tr = this.table.reveal(pos);
-      if (tr && from === "keys") { tr.scrollIntoView({block: "nearest"}); }
+      if (tr && from === "keys") { this.table.show(tr); }
     }
   };
 
@@ -111,7 +113,16 @@
     }
   };
 
+  Section.prototype.unpin = function () {
+    this.selected = null;
+    this.panel.textContent = this.panel.dataset.prompt;
+    this.guide();
+  };
+
   Section.prototype.bind = function () {
+    var self = this;
+    this.panel.dataset.prompt = this.panel.textContent;
+    this.panel.addEventListener("click", function (e) { if (e.target.closest("button.close")) { self.unpin(); } });
     if (this.plot) { this.plot.bind(); }
     if (this.table) { this.table.bind(); }
     if (this.graph) { this.graph.bind(); }

@@ -144,6 +144,14 @@
     return tr;
   };
 
+  // Scroll the table's own box (never the page: the keys step on the curve) to show ``tr``.
+  Table.prototype.show = function (tr) {
+    var wrap = this.table.parentNode, row = tr.getBoundingClientRect(), box = wrap.getBoundingClientRect();
+    var head = this.table.tHead.getBoundingClientRect().height;
+    if (row.top < box.top + head) { wrap.scrollTop -= box.top + head - row.top; }
+    else if (row.bottom > box.bottom) { wrap.scrollTop += row.bottom - box.bottom; }
+  };
+
   Table.prototype.bind = function () {
     var self = this;
     this.count.dataset.text = this.count.textContent;
