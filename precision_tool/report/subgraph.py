@@ -7,7 +7,8 @@ cluster. With graphviz's ``dot`` installed the digraph is rendered by it; the SV
 parsed, stripped of anything active (scripts, links, event attributes) and written back with every
 text made :func:`~.escape.visible`, so the page stays self-contained and inert. Nodes are compact
 (:func:`compact_digraph`: name, type, marker, the verdict's fill); the ports and shapes are each
-node's hover text (:func:`ports_text`: an msprobe call also names its module). Without ``dot``
+node's hover text (:func:`ports_text`: an msprobe call also names its module), and an msprobe
+dump's calls sit inside their module calls (dot clusters). Without ``dot``
 (or when it fails) a simple layered drawing is made here with the same fills and borders: one row
 per distance from the op, upstream above, downstream below, a consumer's other inputs in the row
 above it. The page's script centres the drawing on the op when the page opens.
@@ -26,7 +27,8 @@ from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
 from ..formats.msprobe_graph import module_chain
-from ..render.op_graph import NodeCosine, dot_text, node_cosines, node_ids, port_text, string_escape
+from ..render.op_graph import (NodeCosine, dot_text, module_tree, node_cosines, node_ids, port_text,
+                               string_escape)
 from ..render.palette import css_class
 from .escape import esc, visible
 
@@ -146,7 +148,21 @@ def compact_digraph(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine
         dot.node(ids[name], label=label, fillcolor=colour.fill, **extra)
     for edge in hood.edges:
         dot.edge(ids[edge.src], ids[edge.dst], **({"style": "dashed"} if edge.control else {}))
+    _modules(dot, module_tree(hood), ids)
     return dot
+
+
+def _modules(parent, tree: dict, ids: dict[str, str], counter=None) -> None:
+    """The msprobe module calls (:func:`~precision_tool.render.op_graph.module_tree`) as
+    nested dashed clusters around the calls that ran in them, as ``ni -s`` draws them."""
+    counter = counter if counter is not None else iter(range(1 << 30))
+    for key, entry in tree.items():
+        with parent.subgraph(name=f"cluster_module{next(counter)}") as cluster:
+            cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888", fontsize="9",
+                         labeljust="l")
+            for name in entry["ops"]:
+                cluster.node(ids[name])
+            _modules(cluster, entry["inner"], ids, counter)
 
 
 def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tuple[str | None, str]:

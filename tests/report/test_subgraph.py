@@ -198,3 +198,17 @@ def test_dot_nodes_are_compact_with_ports_and_shapes_on_hover(data_root):
     assert titles["mm"].splitlines()[0] == "mm [MatMul]"
     assert [line.split()[0] for line in titles["mm"].splitlines()[1:]] == ["in0", "in1", "out0"]
     assert "FLOAT16" in titles["mm"] and "[4,8]" in titles["mm"].replace(" ", "")
+
+
+@needs_dot
+def test_compact_dot_keeps_the_module_calls_around_their_ops(data_root, monkeypatch):
+    """msprobe calls sit inside their module calls: the clusters of op_graph.module_tree."""
+    graph = _matmul_graph(data_root)
+    hood = neighbourhood(graph, graph.op("mm"), 2)
+    tree = {"Module.block.Linear.forward.0": {"ops": ["mm", "add"], "inner": {}}}
+    monkeypatch.setattr(subgraph, "module_tree", lambda h: tree)
+    paint = {name: subgraph.NodeCosine("clean", 1.0) for name in hood.nodes}
+    svg_text, why = subgraph.dot_svg(hood, "t", paint)
+    assert svg_text is not None, why
+    clusters = [g for g in ET.fromstring(svg_text).iter(f"{NS}g") if g.get("class") == "cluster"]
+    assert ["".join(t.itertext()) for c in clusters for t in c.iter(f"{NS}text")] == ["Module.block.Linear.forward.0"]
