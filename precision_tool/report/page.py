@@ -184,7 +184,7 @@ def result_html(part: ResultPart, k: int) -> str:
             f'<div class="tooltip" id="tip-{k}" hidden></div></div>'
             f'<h3 id="table-{k}">Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k)}'
             f'<div id="graph-{k}">{_subgraph_html(part, k)}</div>'
-            f'<div class="selected" id="sel-{k}" aria-live="polite">click the plot, a table row or a '
+            f'<div class="selected idle" id="sel-{k}" aria-live="polite">click the plot, a table row or a '
             f'graph node for an op\'s metrics</div>'
             f'</section>'
             f'<script type="application/json" id="data-{k}">{json_for_script(page_data(view))}</script>')

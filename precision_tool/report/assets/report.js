@@ -64,6 +64,7 @@
     this.selected = pos;
     var box = this.panel, full = op.full, raw = this.data.raw;
     box.textContent = "";
+    box.classList.remove("idle");
     var close = el("button", "\u00d7", "close");
     close.type = "button"; close.title = "unpin";
     box.appendChild(close);
@@ -116,6 +117,7 @@
   Section.prototype.unpin = function () {
     this.selected = null;
     this.panel.textContent = this.panel.dataset.prompt;
+    this.panel.classList.add("idle");
     this.guide();
   };
 
