@@ -21,6 +21,7 @@ from ..compare.verdict import INTRODUCES, NOT_COMPARED
 from ..render.palette import LEGEND_ORDER, css_class, legend_state, marked
 from .looks import op_state
 from .plot import cosine_axis, mark_shape, quiet, red_axis
+from .table import evidence
 
 FULL_OPS = 2000  # up to this many ops every op carries its full metrics (the panel shows them)
 
@@ -79,11 +80,6 @@ def lead_groups(view: ResultView) -> list[Group]:
     return groups
 
 
-def _evidence(record: OpRecord) -> str:
-    op = record.op
-    return op.local.describe() if op.local is not None else "no replay: decided by its inputs"
-
-
 class _Strings:
     """Texts many ops share (evidence, causes, golden names), each written once: an op holds
     its number in :attr:`texts`."""
@@ -118,7 +114,7 @@ def _full(record: OpRecord, states: list[str], text: _Strings) -> list:
             [states_in.get(t.slot, none) for t in record.inputs],
             [states_out.get(t.slot, none) for t in record.outputs],
             [_num(record.output(m)) for m in NUMERIC_METRICS],
-            text(_evidence(record) if op.flagged else ""), text(op.cause or "")]
+            text(evidence(op) if op.flagged else ""), text(op.cause or "")]
 
 
 def _deltas(values: list[int]) -> list[int]:
