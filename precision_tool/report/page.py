@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import __version__
-from ..compare.result_csv import NUMERIC_METRICS
-from ..compare.result_view import COSINE, RED, OpRecord, ResultView
+from ..compare.result_view import ResultView
 from ..compare.verdict import CLEAN, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED
-from ..render.palette import css_class, marked, swatch
+from ..render.palette import css_class, swatch
 from ..render.summary import drop_text
 from .escape import esc, json_for_script
-from .looks import legend_html, op_state, state_css
-from .plot import plot_svg, x_axis
+from .data import page_data
+from .looks import legend_html, state_css
+from .plot import plot_svg
 from .table import evidence, flagged_table
 
 
@@ -58,6 +58,9 @@ class PageInput:
     checks_html: str
     explorer_html: str = ""
     generated: datetime = field(default_factory=lambda: datetime.now().replace(microsecond=0))
+
+
+SCRIPTS = ("core.js", "plot.js", "table.js", "graph.js", "report.js")  # one script, in this order
 
 
 def asset(name: str) -> str:
@@ -143,22 +146,12 @@ def summary_html(view: ResultView) -> str:
     return verdict_html(view) + f'<dl class="summary">{rows}</dl>'
 
 
-def op_data(view: ResultView) -> dict:
-    """What the page's script needs of each op with a compared output (see report.js)."""
-    xs = x_axis(view)
-    red = NUMERIC_METRICS.index(RED)
-
-    def entry(r: OpRecord) -> list:
-        return [r.position, r.op.index, round(xs.x(r.op.index), 2), r.op.name, r.op.op_type or "?",
-                marked(op_state(r.op)), r.op.ground_truth, [t.value(COSINE) for t in r.inputs],
-                [t.value(COSINE) for t in r.outputs], [r.output(m) for m in NUMERIC_METRICS]]
-    return {"threshold": view.threshold, "metrics": list(NUMERIC_METRICS), "red": red,
-            "ops": [entry(r) for r in view.records if r.outputs]}
-
-
 PLOT_NOTE = (f"in the curve {swatch(INTRODUCES).marker} marks an introducer, {swatch(NEAR).marker} an "
              f"op beyond rounding, {swatch(NONFINITE).marker} at the bottom a NaN cosine, a hollow "
-             f"mark a RED of 0 (log axis); hover for the op, click to pin it")
+             f"mark a RED of 0 (log axis), a gap ops not compared; hover for the op, click to pin "
+             f"it; once the curve is clicked the wheel zooms (Ctrl+wheel at any time), drag pans, "
+             f"dragging the strip below chooses a window, the arrow keys step op by op, n and p "
+             f"jump to the next and previous introducer, 0 shows all")
 
 
 def _subgraph_html(part: ResultPart, k: int) -> str:
@@ -169,7 +162,12 @@ def _subgraph_html(part: ResultPart, k: int) -> str:
         return head + (note or '<p class="muted">nothing flagged: no subgraph to show</p>')
     legend = legend_html(f"each op filled by its verdict in this result, an introducer with a "
                          f"double border; drawn by {esc(sub.how)}", graph=True)
-    return head + legend + note + f'<div class="subgraph-wrap" id="subgraph-{k}">{sub.svg}</div>'
+    tools = (f'<div class="graph-tools" data-for="subgraph-{k}"><button type="button" data-zoom="1.25">+'
+             f'</button><button type="button" data-zoom="0.8">\u2212</button><button type="button" '
+             f'data-zoom="0">fit</button><button type="button" data-zoom="centre">centre the op</button>'
+             f'<span class="muted">Ctrl+wheel zooms (the wheel alone once the drawing is clicked), drag '
+             f'pans; hover a node for its ports and shapes</span></div>')
+    return head + legend + note + tools + f'<div class="subgraph-wrap" id="subgraph-{k}" tabindex="0">{sub.svg}</div>'
 
 
 def result_html(part: ResultPart, k: int) -> str:
@@ -179,19 +177,29 @@ def result_html(part: ResultPart, k: int) -> str:
         return (f'<section class="result error">{title}<p class="error">error: {esc(part.error)}</p>'
                 f'</section>')
     view = part.view
-    return (f'<section class="result" data-section="{k}">{title}{summary_html(view)}'
-            f'<h3>Output cosine along execution order</h3>{legend_html(PLOT_NOTE)}'
+    return (f'<section class="result" data-section="{k}">{title}'
+            f'<div id="summary-{k}">{summary_html(view)}</div>'
+            f'<h3 id="curve-{k}">Output cosine along execution order</h3>{legend_html(PLOT_NOTE)}'
             f'<div class="plot-wrap">{plot_svg(view, k)}'
             f'<div class="tooltip" id="tip-{k}" hidden></div></div>'
-            f'<div class="selected" id="sel-{k}">click the plot, a table row or a graph node for an '
-            f'op\'s metrics</div>'
-            f'<h3>Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k)}'
-            f'{_subgraph_html(part, k)}</section>'
-            f'<script type="application/json" id="data-{k}">{json_for_script(op_data(view))}</script>')
+            f'<h3 id="table-{k}">Flagged ops ({len(view.flagged)})</h3>{flagged_table(view, k)}'
+            f'<div id="graph-{k}">{_subgraph_html(part, k)}</div>'
+            f'<div class="selected idle" id="sel-{k}" aria-live="polite">click the plot, a table row or a '
+            f'graph node for an op\'s metrics</div>'
+            f'</section>'
+            f'<script type="application/json" id="data-{k}">{json_for_script(page_data(view))}</script>')
 
 
 def _nav(parts: Sequence[ResultPart], explorer: bool) -> str:
-    links = [f'<a href="#result-{k}">{esc(p.path.name)}</a>' for k, p in enumerate(parts)]
+    """The bar that stays at the top: per result its summary, curve, table and subgraph."""
+    links = []
+    for k, part in enumerate(parts):
+        prefix = f"{esc(part.path.name)}: " if len(parts) > 1 else ""
+        if part.view is None:
+            links.append(f'<a href="#result-{k}">{prefix or esc(part.path.name)}</a>')
+            continue
+        links += [f'<a href="#summary-{k}">{prefix}summary</a>', f'<a href="#curve-{k}">curve</a>',
+                  f'<a href="#table-{k}">table</a>', f'<a href="#graph-{k}">subgraph</a>']
     links.append('<a href="#checks">checks</a>')
     if explorer:
         links.append('<a href="#model-explorer">Model Explorer</a>')
@@ -200,7 +208,7 @@ def _nav(parts: Sequence[ResultPart], explorer: bool) -> str:
 
 def render_page(page: PageInput) -> str:
     """The whole HTML document."""
-    script, style = asset("report.js"), asset("report.css")
+    script, style = "\n".join(asset(name) for name in SCRIPTS), asset("report.css")
     csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash(script)}"
     sections = "".join(result_html(p, k) for k, p in enumerate(page.parts))
     explorer = (f'<section id="model-explorer"><h2>Model Explorer</h2>{page.explorer_html}</section>'
@@ -212,6 +220,6 @@ def render_page(page: PageInput) -> str:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>PrecisionTool report</title><style>{state_css()}\n{style}</style></head><body>"
             f'<header><h1>PrecisionTool report</h1><p class="meta">{meta}</p>'
-            f"{_nav(page.parts, bool(page.explorer_html))}</header>{sections}"
+            f"</header>{_nav(page.parts, bool(page.explorer_html))}{sections}"
             f'<section id="checks"><h2>Checks</h2>{page.checks_html}</section>{explorer}'
             f"<script>{script}</script></body></html>\n")

@@ -5,11 +5,13 @@ The neighbourhood, the graphviz digraph and each op's colour are
 state in the one palette, an introducer also with its marker and a double border, the legend as a
 cluster. With graphviz's ``dot`` installed the digraph is rendered by it; the SVG it prints is then
 parsed, stripped of anything active (scripts, links, event attributes) and written back with every
-text made :func:`~.escape.visible`, so the page stays self-contained and inert. Without ``dot``
+text made :func:`~.escape.visible`, so the page stays self-contained and inert. Nodes are compact
+(:func:`compact_digraph`: name, type, marker, the verdict's fill); the ports and shapes are each
+node's hover text (:func:`ports_text`: an msprobe call also names its module), and an msprobe
+dump's calls sit inside their module calls (dot clusters). Without ``dot``
 (or when it fails) a simple layered drawing is made here with the same fills and borders: one row
-per distance from the op, upstream above, downstream below. The calls of an msprobe dump are drawn
-inside their module calls (dot clusters, :func:`~precision_tool.render.op_graph.module_tree`; in
-the layered drawing, each box's title names its module).
+per distance from the op, upstream above, downstream below, a consumer's other inputs in the row
+above it. The page's script centres the drawing on the op when the page opens.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
 from ..formats.msprobe_graph import module_chain
-from ..render.op_graph import NodeCosine, build_digraph, node_cosines, node_ids
+from ..render.op_graph import (NodeCosine, dot_text, module_tree, node_cosines, node_ids, port_text,
+                               string_escape)
 from ..render.palette import css_class
 from .escape import esc, visible
 
@@ -33,8 +36,8 @@ SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
 _ALLOWED_TAGS = frozenset({"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text",
                            "a", "defs", "marker", "rect", "line"})
-BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 210, 46, 24, 56, 16
-MAX_BOX_CHARS = 30
+BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 40, 18, 48, 16
+MAX_BOX_CHARS = 24
 
 
 def colours(hood: Neighbourhood, view: ResultView) -> dict[str, NodeCosine]:
@@ -103,10 +106,63 @@ def sanitise_svg(svg_text: str, hood: Neighbourhood, paint: dict[str, NodeCosine
             group.set("data-op", visible(name))
             group.set("data-cos", repr(_cos(paint[name])))
             group.set("data-state", paint[name].verdict)
+            if title is not None:  # the tooltip: the op's ports and shapes, not dot's node id
+                title.text = "\n".join(visible(line) for line in ports_text(name, hood.nodes[name]).split("\n"))
             if paint[name].introduces:
                 _double_border(group)
     root.set("class", "subgraph dot")
     return ET.tostring(root, encoding="unicode")
+
+
+def ports_text(name: str, op: Op | None) -> str:
+    """The hover text of a node: name and type, its module (an msprobe call), then one line
+    per input and output port with its dtype, layout and shape."""
+    if op is None:
+        return f"{name}\n(not in this graph)"
+    chain = module_chain(op)
+    lines = [f"{name} [{op.type}]" + (f" in {chain[0]}" if chain else "")]
+    lines += [port_text("in", j, op.input_desc(j)).replace("\n", "; ") for j in range(len(op.data_inputs))]
+    lines += [port_text("out", i, op.output_desc(i)).replace("\n", "; ") for i in range(op.output_count)]
+    return "\n".join(lines)
+
+
+def compact_digraph(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]):
+    """A ``graphviz.Digraph`` of ``hood`` with small boxes: the name (its tail when long), the
+    type and the verdict's marker, filled by the verdict; an introducer with a thick border. The
+    ports and shapes are the tooltip (:func:`ports_text`) and the pinned panel's, so eleven ops
+    fit the width of a page instead of 1,900 px of port records."""
+    import graphviz
+
+    dot = graphviz.Digraph(name="op_graph", comment=dot_text(title))
+    dot.attr(rankdir="TB", nodesep="0.25", ranksep="0.35")
+    dot.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10",
+             margin="0.08,0.04", height="0.3")
+    ids = node_ids(hood)
+    for name, op in hood.nodes.items():
+        colour = paint[name]
+        kind = op.type if op is not None else "not in this graph"
+        marker = f"{colour.marker} " if colour.marker else ""
+        lines = (_short(name), f"{marker}{_short(kind, 18)}")
+        label = graphviz.nohtml("\\n".join(string_escape(visible(line)) for line in lines))
+        extra = {"penwidth": "3"} if colour.introduces or name == hood.root.name else {}
+        dot.node(ids[name], label=label, fillcolor=colour.fill, **extra)
+    for edge in hood.edges:
+        dot.edge(ids[edge.src], ids[edge.dst], **({"style": "dashed"} if edge.control else {}))
+    _modules(dot, module_tree(hood), ids)
+    return dot
+
+
+def _modules(parent, tree: dict, ids: dict[str, str], counter=None) -> None:
+    """The msprobe module calls (:func:`~precision_tool.render.op_graph.module_tree`) as
+    nested dashed clusters around the calls that ran in them, as ``ni -s`` draws them."""
+    counter = counter if counter is not None else iter(range(1 << 30))
+    for key, entry in tree.items():
+        with parent.subgraph(name=f"cluster_module{next(counter)}") as cluster:
+            cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888", fontsize="9",
+                         labeljust="l")
+            for name in entry["ops"]:
+                cluster.node(ids[name])
+            _modules(cluster, entry["inner"], ids, counter)
 
 
 def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tuple[str | None, str]:
@@ -119,7 +175,7 @@ def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tu
     import graphviz
 
     try:
-        text = build_digraph(hood, title, paint, legend=False).pipe(format="svg", encoding="utf-8", quiet=True)
+        text = compact_digraph(hood, title, paint).pipe(format="svg", encoding="utf-8", quiet=True)
         return sanitise_svg(text, hood, paint), ""
     except (graphviz.ExecutableNotFound, subprocess.CalledProcessError, OSError, ET.ParseError) as exc:
         return None, f"dot could not draw it ({type(exc).__name__})"
@@ -132,11 +188,22 @@ def _short(text: str, limit: int = MAX_BOX_CHARS) -> str:
     return text if len(text) <= limit else "\u2026" + text[-(limit - 1):]
 
 
+def _row_of(hood: Neighbourhood, name: str) -> int:
+    """The row of an op: its level, one row higher for a consumer's other producer (it feeds
+    that consumer from above, as every input does, rather than sitting beside it like a chain)."""
+    return hood.levels[name] - (1 if name in hood.side else 0)
+
+
+def _lines(text: str) -> str:
+    """Multi-line hover text escaped line by line (a newline stays a newline)."""
+    return "\n".join(esc(line) for line in text.split("\n"))
+
+
 def _layout(hood: Neighbourhood) -> dict[str, tuple[float, float]]:
     """Top-left corner of each op's box: one row per level, rows centred."""
     rows: dict[int, list[str]] = {}
     for name in hood.nodes:
-        rows.setdefault(hood.levels[name], []).append(name)
+        rows.setdefault(_row_of(hood, name), []).append(name)
     widest = max(len(names) for names in rows.values())
     full = widest * (BOX_W + GAP_X) - GAP_X
     places = {}
@@ -152,21 +219,18 @@ def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosi
          is_root: bool) -> str:
     x, y = corner
     kind = op.type if op is not None else "not in this graph"
-    chain = module_chain(op) if op is not None else ()
-    inside = f" in {chain[0]}" if chain else ""  # an msprobe call: the module it ran in
-    cos = f" \u00b7 {colour.text()}" if colour.cosine is not None else ""
     css = "node root" if is_root else "node"
     inner = (f'<rect class="inner" x="{x + 3:.1f}" y="{y + 3:.1f}" width="{BOX_W - 6}" '
              f'height="{BOX_H - 6}" rx="2" fill="none"/>' if colour.introduces else "")
     marker = f"{colour.marker} " if colour.marker else ""
     return (f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
-            f'data-state="{esc(colour.verdict)}"><title>{esc(name)} [{esc(kind)}]{esc(inside)}</title>'
+            f'data-state="{esc(colour.verdict)}"><title>{_lines(ports_text(name, op))}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
             f'fill="{colour.fill}"/>{inner}'
             f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'
             f'{esc(_short(name))}</text>'
             f'<text class="sub" x="{x + BOX_W / 2:.1f}" y="{y + 35:.1f}" text-anchor="middle">'
-            f'{esc(marker + _short(kind, 18))}{cos}</text></g>')
+            f'{esc(marker + _short(kind, 18))}</text></g>')
 
 
 def _edge(src: tuple[float, float], dst: tuple[float, float], control: bool, marker: str) -> str:

@@ -62,13 +62,16 @@ def chain_names(count: int, hostile: bool = False) -> list[str]:
 
 def write_chain(root: Path, count: int = 40, drop: int = 20, *, hostile: bool = False,
                 stamp: str = "20261201120000", nan_at: tuple[int, ...] = (),
-                near_at: tuple[int, ...] = ()) -> Path:
+                near_at: tuple[int, ...] = (), cosines: list[float] | None = None) -> Path:
     """A data root with a ``count``-op chain graph in npu/debug_0/graph and its result CSV in
     temp/vector_compare/{stamp}/; returns the CSV's path. Op k reads op k-1; ``nan_at`` ops have
     an output cosine that was not computed (NaN); ``near_at`` ops an output cosine of 0.99 (RED
-    about 0.01: above the threshold, far beyond float16 rounding)."""
+    about 0.01: above the threshold, far beyond float16 rounding); ``cosines`` replaces the
+    curve."""
     names = chain_names(count, hostile)
-    cosines = [NEAR_COSINE if k in near_at else c for k, c in enumerate(curve(count, drop))]
+    shape = curve(count, drop) if cosines is None else cosines
+    cosines = [NEAR_COSINE if k in near_at else c for k, c in enumerate(shape)]
+    nan_at = frozenset(nan_at)
     desc = tensor_desc("DT_FLOAT16", "ND", (4, 8))
     specs = [OpSpec(name, "Add" if k % 2 else "Mul", [f"{names[k - 1]}:0"] if k else [],
                     input_descs=[desc] if k else [], output_descs=[desc])
@@ -84,6 +87,27 @@ def write_chain(root: Path, count: int = 40, drop: int = 20, *, hostile: bool = 
         rows.append(_row(k, op_type, name, "output", cosines[k], k, k in nan_at))
     path = root / "temp" / "vector_compare" / stamp / f"result_{stamp}.csv"
     return write_result_csv(path, rows)
+
+
+def many_cosines(count: int, introducers: tuple[int, ...], tail: int = 124) -> list[float]:
+    """Output cosines of a chain with several introducers: 1 (to rounding) everywhere but at
+    each introducer, where the cosine drops, and the ``tail`` ops after it (or up to the next
+    introducer), which inherit it and recover slowly, still below 0.98."""
+    out = curve(count, count)  # all clean
+    starts = sorted(introducers) + [count]
+    for start, end in zip(starts, starts[1:]):
+        for k in range(start, min(end - 1, start + tail + 1)):
+            out[k] = round(0.5 + 0.4 * (k - start) / (tail + 1), 6)
+    return out
+
+
+def write_many(root: Path, count: int, introducers: tuple[int, ...], *, tail: int = 124,
+               nan_at: tuple[int, ...] = (), stamp: str = "20261201130000") -> Path:
+    """A ``count``-op chain (:func:`write_chain`) whose ops ``introducers`` introduce an error
+    that the next ``tail`` ops inherit: the 10,000-op network of the report's scale tests is
+    ``write_many(root, 10000, 24 introducers, tail=124)`` (3,000 flagged)."""
+    return write_chain(root, count, count, stamp=stamp, nan_at=nan_at,
+                       cosines=many_cosines(count, introducers, tail))
 
 
 def _row(index: int, op_type: str, name: str, kind: str, cosine: float, k: int, nan: bool) -> CompareRow:

@@ -56,6 +56,42 @@ class Page(HTMLParser):
             self._cell.append(data)
 
 
+def page_data(page: Page, k: int = 0) -> dict:
+    """The JSON object of result ``k`` the page's script reads."""
+    return json.loads([body for attrs, body in page.scripts if attrs.get("type") == "application/json"][k])
+
+
+def positions(data: dict, column: str = "pos") -> list[int]:
+    """The positions (or, ``column="index"``, the Indexes) of the ops in the page's data,
+    undoing the steps they are written as."""
+    out, total = [], 0
+    for step in data[column]:
+        total += step
+        out.append(total)
+    return out
+
+
+def op_names(data: dict) -> dict[int, str]:
+    """Position -> name, undoing the front coding (each name: characters kept from the
+    previous name, then the rest)."""
+    names, previous = {}, ""
+    for pos, shared, rest in zip(positions(data), data["shared"], data["rest"]):
+        previous = previous[:shared] + rest
+        names[pos] = previous
+    return names
+
+
+def lead_order(data: dict) -> list[int]:
+    """The positions of the flagged ops in the order the table leads with them."""
+    return [p for first, rest in data["groups"] for p in ([first] if first is not None else []) + rest]
+
+
+def table_names(page: Page) -> list[str]:
+    data = page_data(page)
+    names = op_names(data)
+    return [names[p] for p in lead_order(data)]
+
+
 @pytest.fixture
 def hostile(data_root):
     csv_path = write_chain(data_root, 24, 4, hostile=True, nan_at=(12,))
@@ -85,28 +121,33 @@ def test_hostile_names_are_text_everywhere(hostile):
     assert "\u202e" not in text and "\x1b" not in text and "\t" not in text
     assert "alert(1)</script>" not in text and "<script>alert" not in text
     page = Page(text)
-    table_names = {row[3] for row in page.rows if len(row) > 5}
     shown = {visible(name) for name in HOSTILE_NAMES}
-    flagged_hostile = shown & table_names
+    flagged_hostile = shown & set(table_names(page))
     assert len(flagged_hostile) >= 4  # the ones after the drop (ops 4, 7, 10, 13, 16, 19)
-    data = json.loads(next(body for attrs, body in page.scripts if attrs.get("type")))
-    names = {op[3] for op in data["ops"]}
+    names = set(op_names(page_data(page)).values())
     assert {visible(n) for n in HOSTILE_NAMES} <= names
 
 
 def test_the_table_holds_every_flagged_op_with_the_csv_values(hostile):
+    """The table's data: every flagged op once, each introducer leading the inheritors after it,
+    and every metric the CSV's value."""
     csv_path, written, text = hostile
     expected = csv_ops(csv_path)
-    page = Page(text)
-    rows = [row for row in page.rows if len(row) > 5]
+    data = page_data(Page(text))
     view = written.parts[0].view
-    assert [row[3] for row in rows] == [visible(r.op.name) for r in view.flagged]
+    assert sorted(lead_order(data)) == [r.position for r in view.flagged]
+    for first, rest in data["groups"]:
+        if first is not None:
+            assert view.records[first].op.introduces and all(p > first for p in rest)
+        assert not any(view.records[p].op.introduces for p in rest)
+    names = op_names(data)
     by_name = {visible(name): tensors for (_, name), tensors in expected.items()}
-    other = [m for m in NUMERIC_METRICS if m != "CosineSimilarity"]
-    for row in rows:
-        want = by_name[row[3]]["output"]
-        assert row[6] == "0: %.6f" % want["CosineSimilarity"]
-        assert row[7:7 + len(other)] == ["%.6f" % want[m] for m in other]
+    for pos in lead_order(data):
+        want = by_name[names[pos]]["output"]
+        ground_truth, ins, outs, _, _, metrics, _, _ = data["full"][str(pos)]
+        assert ground_truth == -1  # the golden op has the NPU op's name
+        assert outs == [[0, want["CosineSimilarity"]]]
+        assert metrics == [want[m] for m in NUMERIC_METRICS]
 
 
 def test_summary_names_the_first_introducer_and_counts(hostile):
@@ -125,11 +166,13 @@ def test_causes_add_a_column_with_escaped_text(data_root):
     context, _ = make_context(data_root)
     causes = {"net/block0/op5": "scale: output x2 <b>not bold</b>"}
     text = make_report(context, [csv_path], output=data_root / "c", causes=causes).index.read_text()
-    page = Page(text)
-    rows = [row for row in page.rows if len(row) > 5]
-    assert rows[0][3] == "net/block0/op5" and rows[0][-1] == "scale: output x2 <b>not bold</b>"
-    assert all(row[-1] == "" for row in rows[1:])
-    assert "&lt;b&gt;not bold&lt;/b&gt;" in text
+    data = page_data(Page(text))
+    order = lead_order(data)
+    assert table_names(Page(text))[0] == "net/block0/op5"
+    cause = lambda pos: data["texts"][data["full"][str(pos)][-1]]  # noqa: E731
+    assert cause(order[0]) == "scale: output x2 <b>not bold</b>" and data["causes"]
+    assert all(cause(p) == "" for p in order[1:])
+    assert "<b>not bold" not in text and "\\u003cb\\u003enot bold" in text
     plain = make_report(context, [csv_path], output=data_root / "p").index.read_text()
     assert ">cause<" not in plain and ">cause<" in text
 
@@ -140,7 +183,7 @@ def test_msaccucmp_csv_without_a_graph_still_reports_with_a_note(data_root, refe
     text = written.index.read_text(encoding="utf-8")
     assert "first operator that introduces the error: <b class=\"name\">model/add/add</b> (Add), Index 14" in text
     assert "no Build graph under npu/*/graph holds this op" in text
-    assert len(Page(text).rows) - 1 == 8  # the header row and the eight flagged ops
+    assert len(table_names(Page(text))) == 8  # the eight flagged ops
 
 
 @pytest.mark.parametrize("case", ["nothing flagged", "nothing compared", "header only"])
@@ -181,7 +224,5 @@ def test_any_op_names_stay_text_in_the_page(names):
     page = Page(render_page(PageInput(Path("root"), [ResultPart(Path("r.csv"), view)], "")))
     assert len(page.scripts) == 2
     assert not any(key.startswith("on") for _, attrs in page.tags for key in attrs)
-    table = [row[3] for row in page.rows if len(row) > 5]
-    assert table == [visible(n) for n in names]
-    data = json.loads(next(body for attrs, body in page.scripts if attrs.get("type")))
-    assert [op[3] for op in data["ops"]] == [visible(n) for n in names]
+    assert table_names(page) == [visible(n) for n in names]  # each its own introducer
+    assert list(op_names(page_data(page)).values()) == [visible(n) for n in names]

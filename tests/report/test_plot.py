@@ -11,7 +11,7 @@ import pytest
 from precision_tool.compare.result_view import read_view
 from precision_tool.render.palette import css_class
 from precision_tool.report import plot
-from tests.report.synthetic import csv_ops, write_chain
+from tests.report.synthetic import write_many, csv_ops, write_chain
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 
@@ -31,8 +31,15 @@ def tick_map(svg: ET.Element, axis: str, log: bool = False):
 def markers(svg: ET.Element, series: str) -> list[ET.Element]:
     """The marks of ``series`` in drawing order: circles, and the introducers' triangles and
     the diamonds of ops beyond rounding."""
-    return [m for m in svg if m.tag.rsplit("}", 1)[-1] in ("circle", "path")
+    group = svg.find("s:g[@class='series']", NS)
+    return [m for m in group if m.tag.rsplit("}", 1)[-1] in ("circle", "path")
             and {"pt", series} <= set(m.get("class").split())]
+
+
+def lines(svg: ET.Element, series: str) -> list[list[str]]:
+    """The points of each polyline of ``series`` (one per run of compared ops)."""
+    return [p.get("points").split() for p in svg.iter(f"{{{NS['s']}}}polyline")
+            if p.get("class") == f"line {series}"]
 
 
 def centre(mark: ET.Element) -> tuple[str, str]:
@@ -62,8 +69,9 @@ def test_each_cosine_marker_holds_the_csv_value_at_the_axis_position(chain):
         assert state == ("clean" if want > 0.98 else "introduces" if record.op.index in (25, 41) else "inherits")
         assert css_class(state) in circle.get("class").split()
         assert (circle.tag.endswith("path")) == (state == "introduces")  # the second cue: a triangle
-    line = svg.find("s:polyline[@class='line cos']", NS).get("points").split()
-    assert line == [",".join(centre(c)) for c in points]
+    # op 40 has no cosine: the line stops before it and starts again after it
+    assert [len(run) for run in lines(svg, "cos")] == [40, 19]
+    assert sum(lines(svg, "cos"), []) == [",".join(centre(c)) for c in points]
 
 
 def test_red_markers_use_a_log_axis_and_zero_sits_on_the_floor(chain):
@@ -96,7 +104,7 @@ def test_threshold_introducer_and_nan_are_marked(chain):
     marker = next(c for c in markers(svg, "cos") if c.get("data-pos") == str(first.position))
     assert intro.find("s:line", NS).get("x1") == centre(marker)[0]
     assert "\u25b2 first introducer: net/block2/op25" in "".join(intro.itertext())
-    nan = [p for p in svg.iterfind("s:path", NS) if "nan" in p.get("class")]
+    nan = [p for p in svg.iter(f"{{{NS['s']}}}path") if "nan" in p.get("class", "").split()]
     assert [view.records[int(p.get("data-pos"))].op.name for p in nan] == ["net/block4/op40"]
     assert nan[0].get("data-state") == "not compared" and "cross" in nan[0].get("class")
 
@@ -107,7 +115,41 @@ def test_past_max_markers_only_ops_not_clean_get_a_marker(chain, monkeypatch):
     svg = parse(view)
     flagged = {str(r.position) for r in view.flagged}
     assert {c.get("data-pos") for c in markers(svg, "cos")} == flagged
-    assert len(svg.find("s:polyline[@class='line cos']", NS).get("points").split()) == 59
+    assert sum(len(run) for run in lines(svg, "cos")) == 59
+
+
+def test_x_is_the_execution_position_and_every_introducer_is_marked(data_root, monkeypatch):
+    """Past MAX_FLAGGED_MARKS ops not clean only the introducers keep a mark, each a triangle
+    at its position; the overview strip has a tick per introducer."""
+    csv_path = write_many(data_root, 400, introducers=(30, 150, 390), tail=40)
+    monkeypatch.setattr(plot, "MAX_MARKERS", 10)
+    monkeypatch.setattr(plot, "MAX_FLAGGED_MARKS", 10)
+    view = read_view(csv_path, 0.98)
+    svg = parse(view)
+    introducers = [r for r in view.records if r.op.introduces]
+    assert [r.op.name for r in introducers] == [f"net/block{k // 10}/op{k}" for k in (30, 150, 390)]
+    marks = markers(svg, "cos")
+    assert [int(m.get("data-pos")) for m in marks] == [r.position for r in introducers]
+    assert all(m.tag.endswith("path") and m.get("data-state") == "introduces" for m in marks)
+    xs = [float(centre(m)[0]) for m in marks]
+    width = plot.WIDTH - plot.LEFT - plot.RIGHT
+    assert xs == [pytest.approx(plot.LEFT + r.position / 399 * width, abs=0.01) for r in introducers]
+    ticks = [t for t in svg.iter(f"{{{NS['s']}}}line") if "ov-intro" in t.get("class", "")]
+    assert [int(t.get("data-pos")) for t in ticks] == [r.position for r in introducers]
+
+
+def test_a_long_line_keeps_each_columns_lowest_and_highest_value(data_root):
+    csv_path = write_many(data_root, 12000, introducers=(5000,))
+    view = read_view(csv_path, 0.98)
+    svg = parse(view)
+    (run,) = lines(svg, "cos")
+    assert len(run) <= 4 * plot.MAX_LINE_POINTS
+    ys = [float(p.split(",")[1]) for p in run]
+    at = tick_map(svg, "cos")
+    lowest = min(r.cosine for r in view.records)
+    assert max(ys) == pytest.approx(at(lowest), abs=0.011)  # the dip survives the thinning
+    xs = [float(p.split(",")[0]) for p in run]
+    assert xs == sorted(xs)
 
 
 @pytest.mark.parametrize("lo, hi", [(0.3, 1.0), (-1.0, 1.0), (0.95, 1.0), (-3.0, 2.0), (0.0, 1e-3)])

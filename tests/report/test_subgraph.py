@@ -154,3 +154,61 @@ def test_every_hostile_name_survives_dot_as_text(data_root):
     assert len(names) == 3
     for name in names:
         assert subgraph.visible(name) in shown, name
+
+
+def _matmul_graph(root):
+    """x -> MatMul(x, kernel) -> BiasAdd(., bias) -> Relu: the kernel and the bias are the
+    consumers' other producers of x's neighbourhood."""
+    from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
+
+    desc = tensor_desc("DT_FLOAT16", "ND", (4, 8))
+    specs = [OpSpec("x", "Data", [], output_descs=[desc]),
+             OpSpec("kernel", "Const", [], output_descs=[desc]),
+             OpSpec("bias", "Const", [], output_descs=[desc]),
+             OpSpec("mm", "MatMul", ["x:0", "kernel:0"], input_descs=[desc, desc], output_descs=[desc]),
+             OpSpec("add", "BiasAdd", ["mm:0", "bias:0"], input_descs=[desc, desc], output_descs=[desc]),
+             OpSpec("relu", "Relu", ["add:0"], input_descs=[desc], output_descs=[desc])]
+    path = root / "g.txt"
+    write_graph_text(build_model(specs, name="g"), path)
+    return read_graph(path).graphs[0]
+
+
+def test_without_dot_a_consumers_other_inputs_sit_above_it(data_root):
+    graph = _matmul_graph(data_root)
+    hood = neighbourhood(graph, graph.op("x"), 3)
+    assert {"kernel", "bias"} <= hood.side  # the premise: both feed a consumer of the walk
+    paint = {name: subgraph.NodeCosine("not compared") for name in hood.nodes}
+    svg = ET.fromstring(subgraph.layered_svg(hood, paint, 0))
+    y = {g.get("data-op"): float(g.find(f"{NS}rect").get("y")) for g in svg.iter(f"{NS}g") if g.get("data-op")}
+    assert y["x"] < y["mm"] < y["add"] < y["relu"]
+    assert y["kernel"] < y["mm"] and y["bias"] < y["add"]  # above the op they feed, not beside it
+
+
+@needs_dot
+def test_dot_nodes_are_compact_with_ports_and_shapes_on_hover(data_root):
+    graph = _matmul_graph(data_root)
+    hood = neighbourhood(graph, graph.op("mm"), 2)
+    paint = {name: subgraph.NodeCosine("clean", 1.0) for name in hood.nodes}
+    svg_text, why = subgraph.dot_svg(hood, "t", paint)
+    assert svg_text is not None, why
+    tree = ET.fromstring(svg_text)
+    width = float(tree.get("width").removesuffix("pt"))
+    assert width < 80 * len(hood.nodes)  # boxes, not port records
+    titles = {g.get("data-op"): g.find(f"{NS}title").text for g in tree.iter(f"{NS}g") if g.get("data-op")}
+    assert titles["mm"].splitlines()[0] == "mm [MatMul]"
+    assert [line.split()[0] for line in titles["mm"].splitlines()[1:]] == ["in0", "in1", "out0"]
+    assert "FLOAT16" in titles["mm"] and "[4,8]" in titles["mm"].replace(" ", "")
+
+
+@needs_dot
+def test_compact_dot_keeps_the_module_calls_around_their_ops(data_root, monkeypatch):
+    """msprobe calls sit inside their module calls: the clusters of op_graph.module_tree."""
+    graph = _matmul_graph(data_root)
+    hood = neighbourhood(graph, graph.op("mm"), 2)
+    tree = {"Module.block.Linear.forward.0": {"ops": ["mm", "add"], "inner": {}}}
+    monkeypatch.setattr(subgraph, "module_tree", lambda h: tree)
+    paint = {name: subgraph.NodeCosine("clean", 1.0) for name in hood.nodes}
+    svg_text, why = subgraph.dot_svg(hood, "t", paint)
+    assert svg_text is not None, why
+    clusters = [g for g in ET.fromstring(svg_text).iter(f"{NS}g") if g.get("class") == "cluster"]
+    assert ["".join(t.itertext()) for c in clusters for t in c.iter(f"{NS}text")] == ["Module.block.Linear.forward.0"]

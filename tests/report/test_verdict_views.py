@@ -30,7 +30,7 @@ from precision_tool.sample.defects import DEFECTS
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context, run_command
 from tests.report.synthetic import write_chain
-from tests.report.test_page import Page
+from tests.report.test_page import Page, lead_order, op_names, page_data, positions
 
 KINDS = ("shipped", *sorted(DEFECTS))
 QUIET = (CLEAN, NOT_COMPARED)  # what an op neither flagged nor near may be shown as
@@ -47,22 +47,29 @@ class Shown:
 
     @property
     def table(self) -> list[tuple[str, str]]:
-        """(op name, data-state) of each row of the flagged table, in order."""
-        rows = [attrs for tag, attrs in self.page.tags if tag == "tr"]
-        return [(cells[3], attrs["data-state"]) for attrs, cells in zip(rows, self.page.rows)
-                if "data-state" in attrs]
+        """(op name, state) of each op of the flagged table, in execution order (the table
+        leads with the introducers; :func:`lead_order`)."""
+        data = page_data(self.page)
+        names, states = op_names(data), self.states
+        return [(names[p], states[p]) for p in sorted(lead_order(data))]
+
+    @property
+    def states(self) -> dict[int, str]:
+        """Position -> the state the page's script shows."""
+        data = page_data(self.page)
+        return {p: data["states"][code] for p, code in zip(positions(data), data["state"])}
 
     @property
     def names(self) -> dict[int, str]:
         """Position in the page's data -> op name."""
-        data = next(body for attrs, body in self.page.scripts if attrs.get("type") == "application/json")
-        return {op[0]: op[3] for op in json.loads(data)["ops"]}
+        return op_names(page_data(self.page))
 
     @property
     def script_states(self) -> dict[str, str]:
         """Op name -> the verdict the page's script shows on hover (marker and state)."""
-        data = next(body for attrs, body in self.page.scripts if attrs.get("type") == "application/json")
-        return {op[3]: op[5] for op in json.loads(data)["ops"]}
+        data = page_data(self.page)
+        names = op_names(data)
+        return {names[p]: data["marked"][code] for p, code in zip(positions(data), data["state"])}
 
     def marks(self) -> list[tuple[str, str, str, str]]:
         """(op name, data-state, class, tag) of every mark of the curve."""

@@ -1,167 +1,137 @@
-// PrecisionTool report: hover and click on the plot, the subgraph and the table; sortable tables.
-// Text from the data is only ever set with textContent, never parsed as HTML.
-(function () {
+// PrecisionTool report, 5 of 5: one result's section (hover, the pinned panel, stepping op by
+// op) tying the curve, the table and the subgraph together, and the start of the page.
+(function (PT) {
   "use strict";
-  var POS = 0, INDEX = 1, X = 2, NAME = 3, TYPE = 4, VERDICT = 5, GT = 6, IN = 7, OUT = 8, M = 9;
-
-  function fmt(v) { return v === null || v === undefined ? "NaN" : v.toFixed(6); }
-
-  function el(tag, text, cls) {
-    var node = document.createElement(tag);
-    if (text !== undefined) { node.textContent = text; }
-    if (cls) { node.className = cls; }
-    return node;
-  }
-
-  function cosines(list) {
-    if (!list.length) { return "none compared"; }
-    return list.map(function (v, i) { return i + ": " + fmt(v); }).join("  ");
-  }
+  var el = PT.el;
+  var fmt = PT.fmt;
+  var svgEl = PT.svgEl;
+  var cosSpans = PT.cosSpans;
+  var Data = PT.Data;
+  var Plot = PT.Plot;
+  var Table = PT.Table;
+  var Graph = PT.Graph;
 
   function Section(id) {
-    var script = document.getElementById("data-" + id);
     this.id = id;
-    this.data = JSON.parse(script.textContent);
-    this.ops = this.data.ops.slice().sort(function (a, b) { return a[X] - b[X]; });
-    this.byPos = {};
-    this.byName = {};
-    for (var i = 0; i < this.ops.length; i++) {
-      this.byPos[this.ops[i][POS]] = this.ops[i];
-      this.byName[this.ops[i][NAME]] = this.ops[i];
-    }
-    this.svg = document.getElementById("plot-" + id);
+    this.data = new Data(JSON.parse(document.getElementById("data-" + id).textContent));
     this.tip = document.getElementById("tip-" + id);
-    this.selected = document.getElementById("sel-" + id);
-    this.table = document.getElementById("flagged-" + id);
+    this.panel = document.getElementById("sel-" + id);
+    this.selected = null;
+    this.plot = document.getElementById("plot-" + id) ? new Plot(this) : null;
+    this.table = document.getElementById("flagged-" + id) ? new Table(this) : null;
+    this.graph = document.getElementById("subgraph-" + id) ? new Graph(this) : null;
   }
 
-  Section.prototype.nearest = function (x) {
-    var ops = this.ops, lo = 0, hi = ops.length - 1;
-    if (hi < 0) { return null; }
-    while (hi - lo > 1) {
-      var mid = (lo + hi) >> 1;
-      if (ops[mid][X] < x) { lo = mid; } else { hi = mid; }
-    }
-    return Math.abs(ops[lo][X] - x) <= Math.abs(ops[hi][X] - x) ? ops[lo] : ops[hi];
+  // the op with a compared output nearest to position ``pos``
+  Section.prototype.nearest = function (pos) {
+    var p = this.data.raw.pos, i = this.data.from(pos);
+    if (!p.length) { return null; }
+    if (i >= p.length) { return p[p.length - 1]; }
+    if (i > 0 && Math.abs(p[i - 1] - pos) <= Math.abs(p[i] - pos)) { return p[i - 1]; }
+    return p[i];
   };
 
-  Section.prototype.svgX = function (event) {
-    var point = this.svg.createSVGPoint();
-    point.x = event.clientX;
-    point.y = event.clientY;
-    return point.matrixTransform(this.svg.getScreenCTM().inverse()).x;
-  };
-
-  Section.prototype.guide = function (op) {
-    var line = this.svg.querySelector("line.guide");
+  Section.prototype.guide = function () {
+    if (!this.plot) { return; }
+    var svg = this.plot.svg, line = svg.querySelector("line.guide"), pos = this.selected;
+    if (pos === null || pos < this.plot.win[0] || pos > this.plot.win[1]) { if (line) { line.remove(); } return; }
     if (!line) {
-      line = document.createElementNS("http://www.w3.org/2000/svg", "line");
-      line.setAttribute("class", "guide");
-      line.setAttribute("y1", this.svg.dataset.top);
-      line.setAttribute("y2", this.svg.dataset.bottom);
-      this.svg.insertBefore(line, this.svg.querySelector("rect.hover"));
+      line = svgEl("line", {"class": "guide", y1: svg.dataset.top, y2: svg.dataset.bottom});
+      svg.insertBefore(line, svg.querySelector("rect.hover"));
     }
-    line.setAttribute("x1", op[X]);
-    line.setAttribute("x2", op[X]);
+    var x = this.plot.x(pos).toFixed(2);
+    line.setAttribute("x1", x); line.setAttribute("x2", x);
   };
 
-  Section.prototype.hover = function (event) {
-    var op = this.nearest(this.svgX(event));
+  Section.prototype.hover = function (event, pos) {
+    var op = this.data.op(pos);
     if (!op) { return; }
-    this.guide(op);
     var tip = this.tip;
     tip.textContent = "";
-    tip.appendChild(el("b", op[NAME]));
-    tip.appendChild(el("div", "[" + op[TYPE] + "] Index " + op[INDEX] + " \u00b7 " + op[VERDICT]));
-    tip.appendChild(el("div", "output cosine " + cosines(op[OUT])));
-    tip.appendChild(el("div", "RelativeEuclideanDistance " + fmt(op[M][this.data.red])));
+    tip.appendChild(el("b", op.name));
+    tip.appendChild(el("div", "[" + op.type + "] Index " + op.index + " \u00b7 " + op.marked));
+    tip.appendChild(el("div", "output cosine " + fmt(op.cos)));
+    tip.appendChild(el("div", "RelativeEuclideanDistance " + fmt(op.red)));
     var box = tip.parentNode.getBoundingClientRect();
-    tip.style.left = Math.min(event.clientX - box.left + 14, box.width - 260) + "px";
+    tip.style.left = Math.max(0, Math.min(event.clientX - box.left + 14, box.width - 260)) + "px";
     tip.style.top = (event.clientY - box.top + 14) + "px";
     tip.hidden = false;
   };
 
-  Section.prototype.select = function (op) {
+  Section.prototype.select = function (pos, from) {
+    var op = this.data.op(pos);
     if (!op) { return; }
-    this.guide(op);
-    var box = this.selected;
+    this.selected = pos;
+    var box = this.panel, full = op.full, raw = this.data.raw;
     box.textContent = "";
-    box.appendChild(el("b", op[NAME], "name"));
-    box.appendChild(el("div", "[" + op[TYPE] + "] Index " + op[INDEX] + " \u00b7 " + op[VERDICT] +
-                              " \u00b7 GroundTruth " + op[GT]));
-    box.appendChild(el("div", "input cosines: " + cosines(op[IN])));
-    box.appendChild(el("div", "output cosines: " + cosines(op[OUT])));
-    var table = el("table");
-    var names = this.data.metrics;
-    for (var i = 0; i < names.length; i++) {
-      var row = el("tr");
-      row.appendChild(el("td", "worst output " + names[i]));
-      row.appendChild(el("td", fmt(op[M][i])));
-      table.appendChild(row);
+    box.classList.remove("idle");
+    var close = el("button", "\u00d7", "close");
+    close.type = "button"; close.title = "unpin";
+    box.appendChild(close);
+    box.appendChild(el("b", op.name, "name"));
+    box.appendChild(el("div", "[" + op.type + "] Index " + op.index + " \u00b7 ", undefined));
+    box.lastChild.appendChild(el("span", op.marked, op.css));
+    if (full) {
+      box.lastChild.appendChild(document.createTextNode(" \u00b7 GroundTruth " + full[0]));
+      if (full[6]) { box.appendChild(el("div", full[6], "evidence")); }
+      if (full[7]) { box.appendChild(el("div", "cause: " + full[7], "cause")); }
+      var ins = el("div", "input cosines: "), outs = el("div", "output cosines: ");
+      cosSpans(ins, full[1], full[3]); cosSpans(outs, full[2], full[4]);
+      box.appendChild(ins); box.appendChild(outs);
+      var metrics = el("div", undefined, "metrics");  // a grid: the panel stays a few lines tall
+      raw.metrics.forEach(function (name, i) {
+        var item = el("span", "worst output " + name + " ");
+        item.appendChild(el("b", fmt(full[5][i])));
+        metrics.appendChild(item);
+      });
+      box.appendChild(metrics);
+    } else {
+      box.appendChild(el("div", "output cosine " + fmt(op.cos) + " \u00b7 RelativeEuclideanDistance " + fmt(op.red)));
+      box.appendChild(el("div", "within rounding: its other metrics are in the result CSV", "muted"));
     }
-    box.appendChild(table);
-    if (this.table) {
-      var old = this.table.querySelector("tr.sel");
-      if (old) { old.classList.remove("sel"); }
-      var tr = this.table.querySelector('tr[data-pos="' + op[POS] + '"]');
-      if (tr) { tr.classList.add("sel"); }
+    if (this.plot && (pos < this.plot.win[0] || pos > this.plot.win[1])) {
+      var half = (this.plot.win[1] - this.plot.win[0]) / 2;
+      this.plot.show(pos - half, pos + half);
     }
+    this.guide();
+    if (this.table && op.full && !op.quiet) {
+      var tr = this.table.reveal(pos);
+      if (tr && from === "keys") { this.table.show(tr); }
+    }
+  };
+
+  Section.prototype.step = function (by) {
+    var p = this.data.raw.pos;
+    if (!p.length) { return; }
+    var i = this.selected === null ? this.data.from(this.plot.win[0]) - (by > 0 ? 1 : 0) : this.data.at[this.selected];
+    this.select(p[Math.max(0, Math.min(p.length - 1, i + by))], "keys");
+  };
+
+  Section.prototype.nextIntroducer = function (by) {
+    var raw = this.data.raw, i = this.selected === null ? (by > 0 ? -1 : raw.pos.length) : this.data.at[this.selected];
+    for (i += by; i >= 0 && i < raw.pos.length; i += by) {
+      if (raw.state[i] === raw.introduces) { this.select(raw.pos[i], "keys"); return; }
+    }
+  };
+
+  Section.prototype.unpin = function () {
+    this.selected = null;
+    this.panel.textContent = this.panel.dataset.prompt;
+    this.panel.classList.add("idle");
+    this.guide();
   };
 
   Section.prototype.bind = function () {
     var self = this;
-    if (this.svg) {
-      var area = this.svg.querySelector("rect.hover");
-      area.addEventListener("mousemove", function (e) { self.hover(e); });
-      area.addEventListener("mouseleave", function () { self.tip.hidden = true; });
-      area.addEventListener("click", function (e) { self.select(self.nearest(self.svgX(e))); });
-    }
-    if (this.table) {
-      this.table.querySelector("tbody").addEventListener("click", function (e) {
-        var tr = e.target.closest("tr");
-        if (tr) { self.select(self.byPos[tr.dataset.pos]); }
-      });
-    }
-    var graph = document.getElementById("subgraph-" + this.id);
-    if (graph) {
-      graph.addEventListener("click", function (e) {
-        var node = e.target.closest("[data-op]");
-        if (node) { self.select(self.byName[node.getAttribute("data-op")]); }
-      });
-    }
+    this.panel.dataset.prompt = this.panel.textContent;
+    this.panel.addEventListener("click", function (e) { if (e.target.closest("button.close")) { self.unpin(); } });
+    if (this.plot) { this.plot.bind(); }
+    if (this.table) { this.table.bind(); }
+    if (this.graph) { this.graph.bind(); }
   };
 
-  function sortValue(cell, numeric) {
-    if (!numeric) { return cell.textContent; }
-    var text = cell.getAttribute("data-sort");
-    return text === null || text === "" ? NaN : parseFloat(text);
-  }
-
-  function sortBy(table, th) {
-    var column = Array.prototype.indexOf.call(th.parentNode.children, th);
-    var numeric = th.getAttribute("data-type") === "num";
-    var ascending = th.getAttribute("aria-sort") !== "ascending";
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = sortValue(a.cells[column], numeric), y = sortValue(b.cells[column], numeric);
-      if (numeric) {
-        if (isNaN(x) || isNaN(y)) { return isNaN(x) - isNaN(y); }  // NaN last either way
-        return ascending ? x - y : y - x;
-      }
-      return ascending ? x.localeCompare(y) : y.localeCompare(x);
-    });
-    rows.forEach(function (row) { body.appendChild(row); });
-    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-  }
-
-  document.querySelectorAll("table.sortable").forEach(function (table) {
-    table.querySelectorAll("th").forEach(function (th) {
-      th.querySelector("button").addEventListener("click", function () { sortBy(table, th); });
-    });
-  });
   document.querySelectorAll("section.result[data-section]").forEach(function (node) {
     new Section(node.dataset.section).bind();
   });
-})();
+
+})(window.PrecisionToolReport = window.PrecisionToolReport || {});
