@@ -47,7 +47,7 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="list at most LIMIT flagged ops, 0 for all; defaults to the config's "
                              "vcs limit (3)")
     parser.add_argument("--json", action="store_true",
-                        help="print the verdict as JSON (every flagged op; see the README)")
+                        help="print the verdict as JSON (every flagged op; see docs/json.md)")
 
 
 def _newest_subdir_with_csv(directory: Path) -> Path | None:
