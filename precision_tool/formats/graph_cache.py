@@ -1,12 +1,12 @@
 """A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
 
 TextFormat graphs are read by the fast reader (:mod:`.graph_text_fast`), which is quicker than
-reading this cache back (protobuf's C parser, then the model from the ``ModelDef``): 3.0 s
-against 3.4 s for the benchmark's 100k ops, so they are not cached. The graphs that go
-through a ``ModelDef`` -- atc's JSON, and TextFormat the fast reader does not take, which
-protobuf's pure-Python text parser reads at about 1 MB/s -- are: the
-first session to load such a graph (1 MiB or more) keeps its binary form under
-``temp/graph_cache/``, and later sessions read that instead.
+reading this cache back (protobuf's C parser, then the model from the ``ModelDef``), so they are
+not cached (``bench/graph_load_bench.py``; figures in docs/performance.md, "Graph loading"). The
+graphs that go through a ``ModelDef`` -- atc's JSON, and TextFormat the fast reader does not
+take, which protobuf's pure-Python text parser reads slowly -- are: the first session to load
+such a graph (1 MiB or more) keeps its binary form under ``temp/graph_cache/``, and later
+sessions read that instead.
 
 A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
 directories' links resolved, device and inode, size, modification and status-change times in

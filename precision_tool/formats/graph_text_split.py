@@ -8,14 +8,12 @@ exactly (bytes, descriptors or tensors inside attributes) make their worker decl
 which is then read here. Anything unexpected (a run holding more than ops, no worker processes
 to be had) gives up the split: the caller reads the text in one piece.
 
-A worker takes about a third more time per op than this process (the JSON, its start), and
-this process still takes in the workers' ops and builds every graph after them, so the split
-pays only when two cores are idle: on the benchmark graph (``bench/graph_load_bench.py
---descs``, 100k ops), started with two idle cores here, 3.0-3.1 s against 4.1 s in one
-process, and 3.8-4.3 s against 5.5 s in the layout GE writes (``--layout printer``): on this
-machine two processes busy at once each run about 1.3 times slower per op. With a core busy
-it is slower still. So it counts the idle cores while the file is read (:func:`free_cores`,
-from a mark the caller takes) and reads in one process unless two are free.
+A worker takes more time per op than this process (the JSON, its start), and this process
+still takes in the workers' ops and builds every graph after them, and two processes busy at
+once each run slower per op than one alone: so the split pays only when two cores are idle, and
+with a core busy it is slower than one process (``bench/graph_load_bench.py``; the figures are
+in docs/performance.md, "Graph loading"). So it counts the idle cores while the file is read
+(:func:`free_cores`, from a mark the caller takes) and reads in one process unless two are free.
 """
 
 from __future__ import annotations
@@ -40,17 +38,17 @@ _DESC_FIELDS = [f.name for f in fields(TensorDesc)]
 _DESC_TUPLES = [i for i, name in enumerate(_DESC_FIELDS) if name in ("shape", "origin_shape")]
 
 # Time per op of the benchmark graph (bench/graph_load_bench.py --descs --layout printer, the
-# layout GE writes), in microseconds, timed in split reads: reading it here, and reading it and
-# writing its JSON in a worker, whose start and first touches of memory count too (the compact
-# layout: 36.8 and 46.4). Taking the JSON in and building the graphs follow here once the
-# workers are done, whatever the shares; so this process reads the share of the runs that it
+# layout GE writes), in microseconds, timed in split reads (docs/performance.md, "Graph
+# loading"): reading it here, and reading it and writing its JSON in a worker, whose start and
+# first touches of memory count too. Taking the JSON in and building the graphs follow here once
+# the workers are done, whatever the shares; so this process reads the share of the runs that it
 # finishes when they do.
 _READ, _READ_AND_SEND = 49.6, 65.6
 _RUNS_PER_PROCESS = 16  # fine enough for the shares to come out near what they should be
 
 SPLIT_MIN_CHARS = 32_000_000
-"""Smaller texts are read in one process: below about 45k ops (2 s) the look at the cores and
-the workers' start take most of what a second core would save."""
+"""Smaller texts are read in one process: below about 45k ops the look at the cores and the
+workers' start take most of what a second core would save (docs/performance.md)."""
 
 
 def own_share(workers: int) -> float:

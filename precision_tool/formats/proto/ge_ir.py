@@ -177,9 +177,9 @@ def shortest_float32(value: float) -> float:
 
 
 # --- TextFormat -------------------------------------------------------------------------------
-# protobuf's TextFormat parser is pure Python (about 1 MB/s), and a Build graph of a large
-# network is hundreds of MB. Files printed by protobuf (GE's C++ printer, or ours) indent two
-# spaces per level, so every op of a graph starts at a line "  op {" and ends at the next line
+# protobuf's TextFormat parser is pure Python (slow: docs/performance.md), and a Build graph of a
+# large network is hundreds of MB. Files printed by protobuf (GE's C++ printer, or ours) indent
+# two spaces per level, so every op of a graph starts at a line "  op {" and ends at the next line
 # "  }". Large files are cut at those lines into runs of whole ops that worker processes parse
 # (with the same parser) as GraphDef text; the rest is parsed here and the ops appended in order.
 # Anything unexpected makes the split give up and the whole file be parsed in one piece, which is
@@ -205,7 +205,7 @@ def parse_text(text: str, workers: int = 1) -> Any:
 
 def _graph_starts(text: str) -> list[int]:
     """Where the lines ``graph {`` start. ``str.find`` rather than a ``^`` regex, which tries
-    every position of the text: 0.04 s against 0.4 s for a 70 MB graph."""
+    every position of the text (ten times slower: docs/performance.md)."""
     starts = [0] if text.startswith(_GRAPH_START) else []
     found = text.find("\n" + _GRAPH_START)
     while found >= 0:
