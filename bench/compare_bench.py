@@ -47,7 +47,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from perf_doc import add_write_flag, run_writing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUN, MODEL = "20260101000000", "ge_default_20260101000000_1"

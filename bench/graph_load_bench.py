@@ -38,8 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perf_doc import add_write_flag, run_writing
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
