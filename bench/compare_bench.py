@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUN, MODEL = "20260101000000", "ge_default_20260101000000_1"
@@ -452,6 +454,7 @@ def _msaccucmp_for(name: str, cache: str, lookup: dict) -> dict | None:
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags; run the benchmark, or the naive baseline when called as a subprocess."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_write_flag(parser)
     parser.add_argument("--gb", type=float, default=1.5, help="data set size in GB (default 1.5)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="vc worker processes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each vc measurement (default 3)")
@@ -472,5 +475,11 @@ def main(argv: list[str] | None = None) -> int:
     return bench(args)
 
 
+SECTION = "Compare kernels: vc and cp"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
+INTRO = ("`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
+         " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
+         'pass against a tight numpy loop.')
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "compare_bench.py", SECTION, INTRO))

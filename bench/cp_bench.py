@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = 1 << 16
@@ -85,6 +87,7 @@ def _measure(command: list[str], env: dict, repeat: int, inner: bool) -> list[fl
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags; write the tensors; time every variant and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_write_flag(parser)
     parser.add_argument("--elements", type=int, default=100_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", metavar="CODE_DIR", help="also time compare_elementwise of this checkout")
@@ -145,5 +148,11 @@ def _print(rows: list[tuple[str, list[float]]], n: int) -> None:
         print(f"{name:<22}{min(times):>8.2f}/{med:.2f}/{max(times):.2f}{n / med / 1e6:>10.0f}{tight / med:>10.0%}")
 
 
+SECTION = "Compare kernels: vc and cp"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
+INTRO = ("`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
+         " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
+         'pass against a tight numpy loop.')
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "cp_bench.py", SECTION, INTRO))

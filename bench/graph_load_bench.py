@@ -41,6 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -340,6 +343,7 @@ def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_write_flag(parser)
     parser.add_argument("--ops", type=int, default=100_000)
     parser.add_argument("--descs", action="store_true", help="tensor descriptors on every op")
     parser.add_argument("--layout", choices=("compact", "printer", "ge"), default="compact")
@@ -367,5 +371,11 @@ def main() -> None:
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
 
+SECTION = "Graph loading"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
+INTRO = ('`bench/graph_load_bench.py`: the first load of a large GE graph dump by the fast '
+         "TextFormat reader against protobuf's parser, and the load from the binary cache (the "
+         "script's doc says what each line measures).")
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(run_writing(main, "graph_load_bench.py", SECTION, INTRO))

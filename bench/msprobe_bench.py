@@ -47,13 +47,16 @@ import time
 from pathlib import Path
 
 from msprobe_workload import RUNS, add_workload_arguments, tensor_files
+from perf_doc import write_doc
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MSPROBE = "/tmp/msprobe-venv/bin/msprobe"
 COSINE_LIMIT = 1e-6
 SLACK = 1e-12  # two cosines printed to 6 decimals can differ by 1e-6 plus a float's error
 DOC = REPO / "docs" / "performance.md"
-SECTION = "## msprobe dumps"
+SECTION = "msprobe dumps"  # its section of docs/performance.md (bench/perf_doc.py writes it)
+INTRO = ("`bench/msprobe_bench.py`: `vc` on msprobe dumps against msprobe's own `compare`, and how their "
+         "results agree (the script's doc says how each figure is taken).")
 
 
 # --- measuring a run -----------------------------------------------------------------------------
@@ -346,29 +349,6 @@ def machine_facts(facts: dict) -> str:
             f"{'present' if importlib.util.find_spec('numba') else 'absent'}, msprobe venv: {ms}")
 
 
-def write_doc(path: Path, key: str, body: str) -> None:
-    """Put ``body`` under ``### key`` in the msprobe section of ``path``, replacing that
-    subsection only (created with its section, or the file, when missing)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else (
-        "# Performance\n\nFigures the bench scripts printed on this project's machine, one section per script.\n")
-    lines = text.rstrip("\n").split("\n")
-    if SECTION not in lines:
-        lines += ["", SECTION, "", "`bench/msprobe_bench.py`: `vc` on msprobe dumps against msprobe's own "
-                  "`compare`, and how their results agree (the script's doc says how each figure is taken)."]
-    start = lines.index(SECTION) + 1
-    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
-    heading = f"### {key}"
-    first = last = end
-    if heading in lines[start:end]:
-        first = lines.index(heading, start)
-        last = next((i for i in range(first + 1, end) if lines[i].startswith("### ")), end)
-    before = lines[:first]
-    while before and not before[-1]:
-        before.pop()
-    new = before + ["", heading, "", *body.strip("\n").split("\n"), ""] + lines[last:]
-    path.write_text("\n".join(new).rstrip("\n") + "\n", encoding="utf-8")
-
-
 # --- the run -------------------------------------------------------------------------------------
 
 def interleave(runners: list[Runner], repeat: int, ms_repeat: int) -> None:
@@ -455,7 +435,7 @@ def bench(args) -> int:
         body = "\n".join([f"`{command}` ({time.strftime('%Y-%m-%d')})", "", *[f"- {n}" for n in notes], "",
                           markdown_table(RUN_HEADER, rows), "", *[f"- {n}" for n in a_notes]]
                          + (["", markdown_table(AGREEMENT_HEADER, a_rows), "", f"Agreement: {verdict}."] if a_rows else []))
-        write_doc(DOC, f"{args.framework}, level {args.level}, NPU {args.npu_dtype}, {args.size}", body)
+        write_doc(SECTION, INTRO, f"{args.framework}, level {args.level}, NPU {args.npu_dtype}, {args.size}", body)
         print(f"written to {DOC}")
     return 0 if agreed else 1
 

@@ -18,6 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -81,6 +84,7 @@ def parquet_round_trip(rows, path: Path):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_write_flag(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     args = parser.parse_args(argv)
     rows = list(synthetic_rows(args.rows))
@@ -94,5 +98,10 @@ def main(argv=None) -> int:
     return 0
 
 
+SECTION = "Result store: CSV and Parquet"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
+INTRO = ("`bench/result_store_bench.py`: `vcs`'s reading and judging of a million-row result from "
+         'CSV and from Parquet.')
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "result_store_bench.py", SECTION, INTRO))

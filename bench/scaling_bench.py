@@ -52,6 +52,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_bench import (REPO, RUN, data_files, generate, measure, raw_read,  # noqa: E402
                            with_memory)
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 BIG_NAME, BIG_STAMP = "net/huge/op", 1767400000000000
 UNSPLIT = str(1 << 50)
@@ -282,6 +283,7 @@ def bench_scheduler(tasks: int, repeat: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Generate (or reuse) the data, measure and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_write_flag(parser)
     parser.add_argument("--devices", type=int, default=8, help="devices of the tree (default 8)")
     parser.add_argument("--device-gb", type=float, default=0.5, help="GB per device (default 0.5)")
     parser.add_argument("--big-gb", type=float, default=4.0, help="GB of the huge golden tensor (default 4)")
@@ -314,5 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+SECTION = "Scaling: the local pool and Dask"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
+INTRO = ('`bench/scaling_bench.py`: `vc` on 1 and 8 devices with the local pool and a Dask '
+         'LocalCluster; what the figures project for real training jobs is in '
+         '[scaling.md](scaling.md).')
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "scaling_bench.py", SECTION, INTRO))

@@ -129,13 +129,20 @@ def _cosine(value: Any) -> float:
     return number
 
 
+def _distance(value: Any) -> float:
+    number = _number(value)  # finite: an infinite RED would flag nothing, silently
+    if number < 0:
+        raise _Bad("a number >= 0")
+    return number
+
+
 def _red(value: Any) -> float | None:
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
         return None
-    number = _number(value)
-    if number < 0:
-        raise _Bad("a number >= 0, or None")
-    return number
+    try:
+        return _distance(value)
+    except _Bad as bad:
+        raise _Bad(bad.wants + (", or None" if bad.wants == "a number >= 0" else "")) from None
 
 
 def _casts(value: Any) -> tuple[tuple[str, str], ...]:
@@ -192,6 +199,9 @@ _RULES = {
     "SCHEDULER": _scheduler, "SPLIT_BYTES": lambda v: _whole(v, 0, MAX_SPLIT_BYTES),
     "CMD_ROOT_PATH": _text, "DEBUG": _flag,
 }
+# A flag's value, when the setting's rule also takes None (a flag cannot say None: leaving it
+# out is what gives the configured value).
+_GIVEN = {"RED_THRESHOLD": _distance}
 
 
 def _shown(value: Any, limit: int = 60) -> str:
@@ -206,6 +216,17 @@ def check_setting(name: str, value: Any, origin: str) -> Any:
         return _RULES[name](value)
     except _Bad as bad:
         raise PrecisionToolError(f"setting {name}: {_shown(value)} is not {bad.wants}", origin) from None
+
+
+def check_flag(name: str, text: str) -> Any:
+    """``text`` of a command's flag that stands for setting ``name`` for one run (``vcs -c``
+    is COSINE_THRESHOLD, ``vcs --red`` RED_THRESHOLD, ``-l`` VCS_LIMIT), checked by the same
+    rule as config.py and the environment, so a value one accepts the others accept too.
+
+    Raises ValueError whose text says what the setting wants. A flag cannot say None: leaving
+    it out is what gives the configured value.
+    """
+    return _GIVEN.get(name, _RULES[name])(text)
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:

@@ -24,3 +24,47 @@ def test_bench_script_starts_and_explains_itself(script):
                           timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:") and "--help" in done.stdout
+
+
+# --- docs/performance.md, the one place for the figures (issue 25.3) ----------------------------
+
+def _perf_doc():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import perf_doc
+    finally:
+        sys.path.remove(str(BENCH))
+    return perf_doc
+
+
+def test_write_doc_replaces_one_subsection_and_keeps_the_rest(tmp_path):
+    perf_doc = _perf_doc()
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nintro\n\n## Other\n\nkept\n\n### a run\n\nold\n", encoding="utf-8")
+    perf_doc.write_doc("Graph loading", "what it measures", "Latest run: bench/x.py", "first", doc)
+    perf_doc.write_doc("Other", "unused", "a run", "new", doc)
+    perf_doc.write_doc("Graph loading", "unused", "Latest run: bench/x.py", "second", doc)
+    text = doc.read_text(encoding="utf-8")
+    assert text == ("# Performance\n\nintro\n\n## Other\n\nkept\n\n### a run\n\nnew\n\n"
+                    "## Graph loading\n\nwhat it measures\n\n### Latest run: bench/x.py\n\nsecond\n")
+
+
+def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsys):
+    perf_doc = _perf_doc()
+    monkeypatch.setattr(perf_doc, "DOC", tmp_path / "performance.md")
+    monkeypatch.setattr(sys, "argv", ["x.py", "--rows", "5", "--write"])
+    status = perf_doc.run_writing(lambda: print("rows 5: 0.01 s") or 0, "x.py", "Result store", "intro")
+    text = (tmp_path / "performance.md").read_text(encoding="utf-8")
+    assert status == 0 and "rows 5: 0.01 s" in capsys.readouterr().out
+    assert "## Result store\n\nintro\n\n### Latest run: bench/x.py\n\n`python bench/x.py --rows 5 --write` (" in text
+    assert "```\nrows 5: 0.01 s\n```" in text
+
+
+@pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name not in ("perf_doc.py", "msprobe_reference.py",
+                                                                         "msprobe_workload.py", "check_torch_write.py",
+                                                                         "noise_calibration.py", "verdict_tables.py")],
+                         ids=lambda p: p.name)
+def test_every_bench_writes_its_figures_to_docs_performance(script):
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert "--write" in done.stdout and "performance.md" in " ".join(done.stdout.split())

@@ -22,7 +22,7 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="list at most N flagged ops and overflow files, 0 for all; "
                              "defaults to the config's vcs limit (3)")
     parser.add_argument("--json", action="store_true",
-                        help="print what was found as one JSON document (see the README)")
+                        help="print what was found as one JSON document (see docs/json.md)")
 
 
 def run(args, context: Context) -> CommandResult:

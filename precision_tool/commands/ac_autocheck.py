@@ -212,7 +212,7 @@ def render_text(found: AutoCheck, limit: int) -> list:
 
 
 def render_json(found: AutoCheck) -> RawLines:
-    """The ``ac --json`` document (README, "JSON output")."""
+    """The ``ac --json`` document (docs/json.md)."""
     comparison = None
     if found.comparison is not None or found.comparison_error:
         files = [str(p) for p in found.comparison.files] if found.comparison else []

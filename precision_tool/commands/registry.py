@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ..config import check_flag
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
 
@@ -41,6 +42,21 @@ class CommandParser(argparse.ArgumentParser):
 
     def exit(self, status: int = 0, message: str | None = None):
         raise UsageError(message or f"{self.prog}: exited", self.format_usage().strip())
+
+
+def setting_arg(name: str):
+    """An argparse type for a flag standing for setting ``name`` (``vcs -c`` for
+    COSINE_THRESHOLD): the value is checked by the setting's own rule in :mod:`..config`, the
+    one home of what each setting accepts, so the flag and config.py refuse the same values."""
+
+    def parse(text: str):
+        try:
+            return check_flag(name, text)
+        except ValueError as bad:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {bad}") from None
+
+    parse.__name__ = name.lower()
+    return parse
 
 
 @dataclass

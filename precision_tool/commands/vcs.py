@@ -7,7 +7,6 @@ is summarised on its own.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
-from .registry import Command, CommandParser, CommandResult
+from .registry import Command, CommandParser, CommandResult, setting_arg
 
 if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when vcs runs
     from ..compare.divergence import Divergence, FlagRule
@@ -23,37 +22,10 @@ if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when v
     from ..context import Context
 
 
-def cosine_arg(text: str) -> float:
-    """An argparse type: a cosine threshold between -1 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not -1.0 <= value <= 1.0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text} is not a cosine between -1 and 1")
-    return value
-
-
-def red_arg(text: str) -> float:
-    """An argparse type: a RelativeEuclideanDistance threshold, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"{text} is not a distance (0 or more)")
-    return value
-
-
-def limit_arg(text: str) -> int:
-    """An argparse type: how many ops to list, 0 meaning all."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative (0 lists every flagged op)")
-    return value
+# The flags standing for settings, checked by the settings' own rules (config.py's).
+cosine_arg = setting_arg("COSINE_THRESHOLD")  # a cosine between -1 and 1
+red_arg = setting_arg("RED_THRESHOLD")  # a finite RelativeEuclideanDistance, 0 or more
+limit_arg = setting_arg("VCS_LIMIT")  # how many ops to list, 0 meaning all
 
 
 def add_result_argument(parser: CommandParser) -> None:
@@ -75,7 +47,7 @@ def _add_arguments(parser: CommandParser) -> None:
                         help="list at most LIMIT flagged ops, 0 for all; defaults to the config's "
                              "vcs limit (3)")
     parser.add_argument("--json", action="store_true",
-                        help="print the verdict as JSON (every flagged op; see the README)")
+                        help="print the verdict as JSON (every flagged op; see docs/json.md)")
 
 
 def _newest_subdir_with_csv(directory: Path) -> Path | None:

@@ -4,7 +4,7 @@
 call of the newest result's msprobe dumps (its key, or a part of one key), else an op of the
 Build graphs;
 ``why`` alone explains the first operators that introduce error in the newest result (see
-:func:`precision_tool.explain.diagnosis.explain_newest`). ``--json`` prints the README's schema.
+:func:`precision_tool.explain.diagnosis.explain_newest`). ``--json`` prints the schema of docs/why.md.
 """
 
 from __future__ import annotations

@@ -157,7 +157,8 @@ class Session:
             env = self.child_env() if self.child_env is not None else nullcontext()
             # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers, which turns off
             # glibc's adaptive mmap threshold: every numpy temporary of the numpy kernels is then
-            # mapped and unmapped, 1.6x slower measured; the workers' environment is child_env's
+            # mapped and unmapped, measured slower (docs/performance.md); the workers'
+            # environment is child_env's
             with env, _sigint_ignored(), dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
                 # loopback only, on free ports: a scheduler runs whatever it is sent, so no one
                 # else may reach it; no dashboard (its HTTP server would take port 8787)

@@ -157,14 +157,12 @@ def numba_for(size: int | None, wanted: bool | None = None):
 
 
 def numba_pays_off(data_bytes: int, cosine_only: bool) -> bool:
-    """Whether loading numba (0.5-0.8 s once: its import and first dispatch) pays for a run.
+    """Whether loading numba (a fixed cost once: its import and first dispatch) pays for a run.
 
-    Measured on a 2-core AVX2 machine, per float16/float32 element pair: all ten metrics take
-    about 4 ns in the kernels against 35 ns in numpy, cosine alone 0.25 ns against 2.9 ns. A
-    data set holds about 4 bytes of files per element pair compared (goldens are read for two
-    pairs), so numba should win from about 200 MB with the relative-error and KL metrics; measured
-    end to end it was still 0.5 s slower at 220 MB and 2.7x faster at 1.5 GB, so the line is
-    drawn at 500 MB; with cosine alone at about 2.5 GB.
+    The kernels are several times faster per element pair than numpy, so past some size of data
+    they win back numba's load; where that size lies was measured end to end (the figures are in
+    docs/performance.md, "Figures behind design choices"), and the line is drawn at 500 MB of
+    files, at about 2.5 GB with cosine alone (whose numpy path is already cheap).
     """
     return data_bytes >= (2.5e9 if cosine_only else 5e8)
 

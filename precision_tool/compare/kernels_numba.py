@@ -8,12 +8,12 @@ uint16 array holding float16 bit patterns, or an int16 array holding bfloat16 bi
 
 float16 and bfloat16 are widened by the CPU, not through a 65,536-entry table: LLVM's ``fpext``
 from ``half`` is one F16C instruction for eight values, and bfloat16 is its upper 16 bits of a
-float32. Measured on this machine's AVX2 core, the three dot products of cosine ran at 0.26
-ns/element that way against 0.65 ns through the table (a gather per element); both are exact
-for all 65,536 patterns, which :func:`.kernels._check` verifies before the kernels are used.
+float32. That way is faster than a table (a gather per element; the figures are in
+docs/performance.md, "Figures behind design choices"); both are exact for all 65,536 patterns,
+which :func:`.kernels._check` verifies before the kernels are used.
 
-How the loops are written so that LLVM vectorises them (measured on the AVX2 machine this was
-written on; a loop that does not vectorise runs 2-3x slower):
+How the loops are written so that LLVM vectorises them (a loop that does not vectorise runs
+several times slower; docs/performance.md has the figure):
 
 * no stores inside the element loops (a store that might alias an input stops vectorisation),
   so every statistic is a scalar reduction;

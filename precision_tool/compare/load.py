@@ -117,8 +117,8 @@ def advise(handle, offset: int, length: int, *advice: int) -> None:
 
     SEQUENTIAL doubles the kernel's read-ahead window; WILLNEED starts reading a region in the
     background now, so a cold file's next block is read while this one is being compared.
-    (WILLNEED on whole files at a job's start was measured: no gain cold on this machine's
-    virtual disk, and 0.1 s of system time warm for 1.5 GB, as it walks every cached page.)
+    (WILLNEED on whole files at a job's start was measured: no gain cold, and system time warm,
+    as it walks every cached page; docs/performance.md.)
     """
     fadvise = getattr(os, "posix_fadvise", None)
     if fadvise is None:

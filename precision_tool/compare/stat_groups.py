@@ -56,7 +56,8 @@ def _min(a: float, b: float) -> float:
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
     # einsum, not np.dot: a multi-threaded BLAS dot stalls on short vectors when the cores are
-    # busy (e.g. with the engine's worker processes), at 20-50x the single-thread cost.
+    # busy (e.g. with the engine's worker processes), at many times the single-thread cost
+    # (docs/performance.md).
     return float(np.einsum("i,i->", a, b))
 
 

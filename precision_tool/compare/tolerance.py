@@ -30,7 +30,7 @@ import numpy as np
 
 ROUNDING_ULPS = 4
 FLOOR = 1e-5
-# The dtypes the table documents (``cp --help`` and the README list them).
+# The dtypes the table documents (``cp --help`` and docs/commands.md list them).
 DOCUMENTED = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32", "float64")
 
 

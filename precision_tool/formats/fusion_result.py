@@ -1,7 +1,7 @@
 """``fusion_result.json``: what the graph compiler's fusion passes did (FORMATS.md section 8).
 
 GE writes one entry per compiled graph, and real installations have written it in four forms
-(samples of each are in ``shared/real/fusion/``):
+(samples of each are in ``tests/data/real/fusion/``):
 
 1. objects back to back, nothing between them::
 

@@ -295,7 +295,7 @@ def gc_paused():
 
     A graph is millions of small objects. The collector's repeated passes over them while they
     are made, which can free nothing, would double the load time; and its first pass after it
-    is enabled again would walk them all once more (0.6 s for 100k ops). So after a load that
+    is enabled again would walk them all once more (docs/performance.md). So after a load that
     made at least :data:`FREEZE_MIN_OBJECTS` objects, everything alive is frozen (``gc.freeze``:
     moved where collections do not look). A model holds no reference cycles, so it is still
     freed by reference counting when dropped.

@@ -6,8 +6,8 @@ values (``attrs``) are the Python values listed in :mod:`.graph`, which builds t
 
 All of them are values: nothing changes them once built. :class:`InputRef`, :class:`TensorDesc`
 and :class:`Op` are not declared ``frozen`` only because a frozen dataclass sets each field through
-``object.__setattr__``, seven times slower than plain assignment, and a 100k-op graph builds
-400k of them (0.7 s of its load).
+``object.__setattr__``, several times slower than plain assignment, and a 100k-op graph builds
+400k of them (the figures are in docs/performance.md).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from .graph_model import GraphDesc, Model, Op, TensorDesc
 from .onnx_graph import OP_TYPE_PREFIX, SUBGRAPH_ATTR, SUBGRAPH_TYPE
 from .proto import onnx_ir
 
-IR_VERSION = 6  # what GE writes (the real dumps in shared/real say ir_version: 6)
+IR_VERSION = 6  # what GE writes (the real dumps in tests/data/real say ir_version: 6)
 _ORIGIN_KEYS = {"origin_format": "origin_layout", "origin_shape": "origin_shape",
                 "origin_data_type": "origin_dtype"}
 

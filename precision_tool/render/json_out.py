@@ -1,6 +1,6 @@
 """``--json`` output: what ``vcs`` and ``ac`` found, as JSON for scripts and CI.
 
-The schema is documented in the README ("JSON output"). Numbers that are NaN or infinite
+The schema is documented in docs/json.md. Numbers that are NaN or infinite
 become ``null`` (JSON has no NaN); paths become strings; a check's result is its dataclass's
 fields (and its ``present``/``found``/``flagged`` verdicts), converted the same way.
 """

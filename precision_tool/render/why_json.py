@@ -1,5 +1,5 @@
-"""Explanations as plain JSON-ready data (``why --json``, ``ac --json``; the schema is in the
-README); converted to strict JSON values by :func:`.json_out.plain`."""
+"""Explanations as plain JSON-ready data (``why --json``, ``ac --json``; the schema is in
+docs/why.md); converted to strict JSON values by :func:`.json_out.plain`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _cause(cause: Cause) -> dict[str, Any]:
 
 
 def explanation_data(e: Explanation) -> dict[str, Any]:
-    """One explanation as a dict of the README's schema."""
+    """One explanation as a dict of the schema docs/why.md shows."""
     replay = e.replay
     return plain({
         "op": e.op, "type": e.op_type, "output": e.output, "dump": e.dump,

@@ -11,7 +11,7 @@ from precision_tool import read_dump
 from precision_tool.commands.dc_decode import output_name
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.status import ExitStatus
-from tests.conftest import FIXTURES, FIXTURES_SKIP_REASON, make_context, run_command
+from tests.conftest import FIXTURES, make_context, run_command
 
 STEP = "npu/debug_0/dump/20240612103000/0/ge_default_20240612103000_1/1/0"
 SAMPLE_STEP = "npu/debug_0/dump/20261129120000/0/ge_default_20261129120000_1/1/0"
@@ -238,9 +238,7 @@ def test_refuses_to_write_into_the_dump_directories(fixture_data):
 
 
 def test_output_names():
-    dump = read_dump(next((FIXTURES / "small/precision_data" / STEP).glob("Add.*"))) if FIXTURES.exists() else None
-    if dump is None:
-        pytest.skip(FIXTURES_SKIP_REASON)
+    dump = read_dump(next((FIXTURES / "small/precision_data" / STEP).glob("Add.*")))
     tensor = dump.outputs[0]
     assert output_name("Add.x.1.0.1", tensor, (2, 8)) == "Add.x.1.0.1.output.0.2x8.npy"
     assert output_name("Add.x.1.0.1", tensor, ()) == "Add.x.1.0.1.output.0.scalar.npy"

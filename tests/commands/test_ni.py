@@ -22,7 +22,7 @@ from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.formats import digraph_files
 from precision_tool.status import ExitStatus
-from tests.conftest import FIXTURES, make_context, require_shared, run_command
+from tests.conftest import FIXTURES, make_context, run_command
 
 WIDE = 260  # no table cell is cut or wrapped
 FIXTURE_GRAPH = "ge_default_20240612103000_1"
@@ -58,7 +58,7 @@ def _fmt(value: float) -> str:
 
 
 def _case() -> dict:
-    return json.loads(require_shared(FIXTURES / "small" / "case.json").read_text())
+    return json.loads((FIXTURES / "small" / "case.json").read_text())
 
 
 def _raw_dump_tensors(path: Path, specs: list[tuple[str, list[int]]]) -> list[np.ndarray]:
@@ -116,7 +116,7 @@ def test_sample_name_option_and_unfused_op(sample_data):
                                                                 "resnet/conv2/Conv2D:0"]
 
 
-# --- node info on the shared fixture -------------------------------------------------------------
+# --- node info on the small fixture --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("line", ["ni model/conv1/Conv2D", "ni model_conv1_Conv2D",

@@ -114,8 +114,8 @@ def test_the_shipped_sample_end_to_end(sample_data):
 
 
 def _readme_example():
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## why: the cause of the error"):]
+    text = (REPO_ROOT / "docs" / "why.md").read_text(encoding="utf-8")
+    section = text[text.index("# why: the cause of the error"):]
     block = section[section.index("```json\n") + len("```json\n"):]
     return json.loads(block[:block.index("```")])
 

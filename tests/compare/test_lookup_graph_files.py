@@ -15,7 +15,7 @@ from precision_tool.compare.plan import pick_graph
 from precision_tool.compare.workspace import Workspace
 from precision_tool.config import load_config
 from precision_tool.errors import PrecisionToolError
-from tests.conftest import REAL, REPO_ROOT, require_shared
+from tests.conftest import REAL, REPO_ROOT
 from tests.formats.om_bytes import om_of_text_graph
 
 GRAPH = "npu/debug_0/graph/ge_proto_00000001_Build.txt"
@@ -53,14 +53,14 @@ def test_a_graph_file_anywhere_on_disk(root, tmp_path):
 
 def test_a_graph_file_given_by_path_needs_no_data_root(tmp_path):
     atc = tmp_path / "resnet50.json"
-    shutil.copy(require_shared(REAL / "atc_model.json"), atc)
+    shutil.copy(REAL / "atc_model.json", atc)
     refs = graph_refs(_workspace(tmp_path / "nowhere"), str(atc))
     assert len(refs) == 19 and {r.debug for r in refs} == {"debug_0"}
 
 
 def test_a_file_of_the_graph_dir_that_is_not_its_build_graph(root):
     atc = root / "npu/debug_1/graph/resnet50.json"
-    shutil.copy(require_shared(REAL / "atc_model.json"), atc)
+    shutil.copy(REAL / "atc_model.json", atc)
     workspace = _workspace(root)
     assert len(workspace.models("debug_1")) == 1  # the named Build dump wins
     refs = graph_refs(workspace, "resnet50.json")

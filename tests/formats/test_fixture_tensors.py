@@ -1,4 +1,4 @@
-"""Every tensor of the shared fixtures, read from the real dump files and converted to host
+"""Every tensor of the fixtures in tests/data, read from the real dump files and converted to host
 layout, equals what the fixture's truth (case.json) says it compares to."""
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden
-from tests.conftest import FIXTURES, FIXTURES_SKIP_REASON
+from tests.conftest import FIXTURES
 
 
 def _cases():
-    if not FIXTURES.exists():
-        return []
     return sorted(p.parent for p in FIXTURES.glob("*/case.json"))
 
 
@@ -30,8 +28,7 @@ def _cosine(x, y):
     return float(np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y)))
 
 
-@pytest.mark.parametrize("case_dir, dump_path, tensor", list(_tensors()) or [
-    pytest.param(None, None, None, marks=pytest.mark.skip(reason=FIXTURES_SKIP_REASON))])
+@pytest.mark.parametrize("case_dir, dump_path, tensor", list(_tensors()))
 def test_host_tensor_matches_the_fixture_truth(case_dir, dump_path, tensor):
     dump = read_dump(dump_path)
     side = dump.inputs if tensor["kind"] == "input" else dump.outputs

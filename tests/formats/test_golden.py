@@ -21,17 +21,14 @@ from precision_tool.formats.golden import (
 )
 
 from tests.blocking import without_blocking
-from tests.conftest import FIXTURES_SKIP_REASON
+from tests.conftest import FIXTURES
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-SMALL_GOLDEN = SHARED / "fixtures" / "small" / "precision_data" / "tf" / "dump"
+SMALL_GOLDEN = FIXTURES / "small" / "precision_data" / "tf" / "dump"
 TS = 1718160000000000
 
 
 @pytest.fixture
 def small_golden() -> Path:
-    if not SMALL_GOLDEN.is_dir():
-        pytest.skip(FIXTURES_SKIP_REASON)
     return SMALL_GOLDEN
 
 
@@ -41,7 +38,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
             for p in sorted(root.iterdir())}
 
 
-# --- the shared fixture ---------------------------------------------------------------------
+# --- the small fixture ----------------------------------------------------------------------
 
 def test_fixture_index(small_golden):
     index = read_golden(small_golden)

@@ -30,29 +30,22 @@ from precision_tool.formats.graph_write import (
 )
 from precision_tool.formats.proto import ge_ir
 
-from tests.conftest import skip_reason
+from tests.conftest import FIXTURES, REAL
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-SMALL = SHARED / "fixtures" / "small"
+SMALL = FIXTURES / "small"
 GRAPH_TXT = SMALL / "precision_data" / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt"
-REAL_JSON = SHARED / "real" / "atc_model.json"
-
-
-def _shared(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(skip_reason(path))
-    return path
+REAL_JSON = REAL / "atc_model.json"
 
 
 @pytest.fixture(scope="module")
 def small_pair():
-    text = read_graph(_shared(GRAPH_TXT))
+    text = read_graph(GRAPH_TXT)
     return text, read_graph(GRAPH_TXT.with_name(GRAPH_TXT.name + ".json"))
 
 
 @pytest.fixture(scope="module")
 def real():
-    return read_graph(_shared(REAL_JSON))
+    return read_graph(REAL_JSON)
 
 
 # --- the fixture pair -------------------------------------------------------------------------
@@ -403,7 +396,7 @@ def test_find_graph_files(tmp_path):
 
 
 def test_protobuf_parse_of_two_graphs_and_its_errors_line():
-    whole = text_format.Parse(_shared(GRAPH_TXT).read_text(), ge_ir.ModelDef())
+    whole = text_format.Parse(GRAPH_TXT.read_text(), ge_ir.ModelDef())
     whole.graph.add().CopyFrom(whole.graph[0])
     whole.graph[1].name = "second"
     two_graphs = text_format.MessageToString(whole)

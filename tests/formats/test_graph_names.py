@@ -19,7 +19,7 @@ from precision_tool.formats.graph_names import (
 )
 from precision_tool.formats.graph_write import OpSpec, build_model, write_graph_text
 from precision_tool.formats.onnx_write import write_graph_onnx
-from tests.conftest import REAL, require_shared
+from tests.conftest import REAL
 from tests.formats.om_bytes import MODEL_DEF, model_def_bytes, om_bytes
 
 
@@ -129,7 +129,7 @@ def test_content_kind_from_the_first_kib(head, kind):
 def test_content_kind_of_the_real_graphs():
     for name, kind in (("atc_model.json", "json"), ("ge_proto_00000001_Build.txt", "text"),
                        ("ge_onnx_00000000_graph_1_Build.pbtxt", "text")):
-        assert content_kind(require_shared(REAL / name).read_bytes()[:1024]) == kind
+        assert content_kind((REAL / name).read_bytes()[:1024]) == kind
 
 
 def test_user_named_graphs_are_the_build_graphs_when_no_dump_is_named(tmp_path):

@@ -16,7 +16,7 @@ from google.protobuf import text_format
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import model_from_proto, read_graph
-from tests.conftest import FIXTURES_SKIP_REASON, REAL_SKIP_REASON
+from tests.conftest import FIXTURES, REAL
 from precision_tool.formats.graph_text_fast import model_from_text
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
 from precision_tool.formats.proto import ge_ir
@@ -25,9 +25,8 @@ from precision_tool.formats.proto.text_scalars import tokens
 from .model_compare import canonical
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-FIXTURE_GRAPHS = sorted((SHARED / "fixtures").glob("*/precision_data/npu/*/graph/*.txt"))
-REAL_GRAPHS = sorted(p for p in (SHARED / "real").glob("ge_*") if p.suffix in (".txt", ".pbtxt"))
+FIXTURE_GRAPHS = sorted(FIXTURES.glob("*/precision_data/npu/*/graph/*.txt"))
+REAL_GRAPHS = sorted(p for p in REAL.glob("ge_*") if p.suffix in (".txt", ".pbtxt"))
 SAMPLE_GRAPHS = sorted((REPO / "precision_data" / "npu").glob("*/graph/*.txt"))
 
 
@@ -64,13 +63,12 @@ def assert_same(text: str) -> None:
 
 
 def _graph_files(paths: list[Path], where: str) -> list[Path]:
-    if not paths:
-        pytest.skip(REAL_SKIP_REASON if where == "real" else FIXTURES_SKIP_REASON)
+    assert paths, f"no {where} graph files under tests/data"
     return paths
 
 
 @pytest.mark.parametrize("kind", ["fixtures", "real"])
-def test_shared_graphs_read_as_protobuf_reads_them(kind):
+def test_data_graphs_read_as_protobuf_reads_them(kind):
     paths = _graph_files(FIXTURE_GRAPHS if kind == "fixtures" else REAL_GRAPHS, kind)
     for path in paths:
         text = path.read_text(encoding="utf-8")

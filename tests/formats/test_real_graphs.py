@@ -1,4 +1,4 @@
-"""Every graph dump in ../shared/real loads, with the ops and types its raw text or JSON holds."""
+"""Every graph dump in tests/data/real loads, with the ops and types its raw text or JSON holds."""
 
 from __future__ import annotations
 

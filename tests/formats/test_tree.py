@@ -13,17 +13,14 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_names import list_dump_files
 from precision_tool.formats.tree import DumpTree, parse_step_spec
 
-from tests.conftest import FIXTURES_SKIP_REASON
+from tests.conftest import FIXTURES
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-SMALL_DUMP = SHARED / "fixtures" / "small" / "precision_data" / "npu" / "debug_0" / "dump"
+SMALL_DUMP = FIXTURES / "small" / "precision_data" / "npu" / "debug_0" / "dump"
 TS = 1718170000000000
 
 
 @pytest.fixture
 def small_dump() -> Path:
-    if not SMALL_DUMP.is_dir():
-        pytest.skip(FIXTURES_SKIP_REASON)
     return SMALL_DUMP
 
 
@@ -33,7 +30,7 @@ def _touch(directory: Path, *names: str, content: bytes = b"x") -> None:
         (directory / name).write_bytes(content)
 
 
-# --- the shared fixture ---------------------------------------------------------------------
+# --- the small fixture ----------------------------------------------------------------------
 
 def test_fixture_tree_labels(small_dump):
     tree = DumpTree(small_dump)
