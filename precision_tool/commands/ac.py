@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import vcs
+from .result_args import limit_arg, settings
 from .registry import Command, CommandParser, CommandResult
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-c", "--compare", action="store_true",
                         help="first compare the whole network (run vc), then summarise that result")
-    parser.add_argument("-l", "--limit", type=vcs.limit_arg, metavar="N",
+    parser.add_argument("-l", "--limit", type=limit_arg, metavar="N",
                         help="list at most N flagged ops and overflow files, 0 for all; "
                              "defaults to the config's vcs limit (3)")
     parser.add_argument("--json", action="store_true",
@@ -30,7 +30,7 @@ def run(args, context: Context) -> CommandResult:
     the four checks, and a conclusion. The status is the worst of the parts."""
     from .ac_autocheck import auto_check, render_json, render_text
 
-    _, limit = vcs.settings(args, context)
+    _, limit = settings(args, context)
     found = auto_check(context, args.compare, limit, quiet=args.json)
     renderables = [render_json(found)] if args.json else render_text(found, limit)
     files = list(found.comparison.files) if found.comparison else []

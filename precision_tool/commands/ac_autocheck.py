@@ -40,6 +40,7 @@ from ..render.why import cause_line, why_panel
 from ..render.why_json import explanation_data
 from ..status import ExitStatus
 from . import vc, vcs
+from .result_args import result_sources
 from .registry import CommandResult
 
 
@@ -113,7 +114,7 @@ def _compare(context: Context, found: AutoCheck, quiet: bool) -> list[Path] | No
 
 def _summarise(context: Context, found: AutoCheck, paths: list[Path] | None) -> None:
     try:
-        sources = paths or vcs.result_sources(None, context)
+        sources = paths or result_sources(None, context)
         found.summaries = vcs.analyse_results(context, sources, FlagRule.from_config(context.config))
     except PrecisionToolError as exc:
         found.summary_error = str(exc)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from .registry import Command, CommandParser, CommandResult
-from . import vcs
+from .result_args import cosine_arg, result_sources
 
 if TYPE_CHECKING:  # the result's readers load numpy: only when explore runs
     from ..context import Context
@@ -43,7 +43,7 @@ def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("source", nargs="?", metavar="CSV|DIR",
                         help="a result CSV or a directory of them; defaults to the newest result "
                              "under temp/vector_compare/")
-    parser.add_argument("-c", "--cosine", type=vcs.cosine_arg, metavar="COS",
+    parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
                         help="the cosine threshold; defaults to the config's (0.98)")
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write the node data and explore.json into DIR instead of "
@@ -85,7 +85,7 @@ def _chosen_result(context: Context, source: str | None, rule) -> tuple[Path, li
     """The CSV to show: the only one, else the first whose verdict names an introducer."""
     from ..model_explorer.prepare import judged_view
 
-    paths = vcs.result_sources(source, context)
+    paths = result_sources(source, context)
     if len(paths) == 1:
         return paths[0], []
     errors = []

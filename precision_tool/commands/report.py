@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..report import DEFAULT_DEPTH
 from ..status import ExitStatus
-from . import vcs
+from .result_args import add_result_argument, cosine_arg, result_sources
 from .registry import Command, CommandParser, CommandResult, UsageError
 
 if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when report runs
@@ -19,11 +19,11 @@ if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when 
 
 
 def _add_arguments(parser: CommandParser) -> None:
-    vcs.add_result_argument(parser)
+    add_result_argument(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="write index.html (and the node data) into DIR instead of "
                              "temp/report/{timestamp}/")
-    parser.add_argument("-c", "--cosine", type=vcs.cosine_arg, metavar="COS",
+    parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
                         help="the cosine threshold; defaults to the config's (0.98)")
     parser.add_argument("-s", "--subgraph", dest="depth", type=int, default=DEFAULT_DEPTH,
                         metavar="DEPTH", help=f"depth of the graph around the first introducer "
@@ -51,7 +51,7 @@ def run(args, context: Context) -> CommandResult:
     from ..report.write import make_report
 
     threshold = context.config.cosine_threshold if args.cosine is None else args.cosine
-    written = make_report(context, vcs.result_sources(args.file, context), output=args.output,
+    written = make_report(context, result_sources(args.file, context), output=args.output,
                           threshold=threshold, depth=args.depth, model_explorer=args.model_explorer)
     out: list = [_path_line("report", written.index, f"  ({written.size / 1024:.1f} KiB)")]
     out += [OneLine(f"error: {p.error}") for p in written.parts if p.view is None]

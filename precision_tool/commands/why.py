@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
-from .vcs import limit_arg
+from .result_args import limit_arg
 
 if TYPE_CHECKING:  # the explanations load numpy: only when why runs
     from ..context import Context
