@@ -1,12 +1,14 @@
 """Benchmark ``vc`` against msaccucmp and the raw read rate, warm and cold, on the same data.
 
-    python bench/compare_bench.py [--gb 1.5] [--workers N] [--repeat 3] [--keep DIR]
-                                  [--baseline CODE_DIR] [--no-cold] [--naive]
+    python bench/compare_bench.py [--gb 1.5] [--network uniform|mixed] [--workers N] [--repeat 3]
+                                  [--keep DIR] [--baseline CODE_DIR] [--no-cold] [--naive]
 
 Generates (deterministically, with the project's writers) a synthetic ``precision_data`` of about
 ``--gb`` GB: a chain of ops, each dumping a float16 input and output of 8x64x64x128 (8 MiB each;
 outputs in NC1HWC0, every third in FRACTAL_NZ as 512x64x128) against float32 NHWC golden ``.npy`` (16 MiB); every
-sixth op is a Conv2D with a FRACTAL_Z weight (HWCN golden). The Build graph is written as text
+sixth op is a Conv2D with a FRACTAL_Z weight (HWCN golden). ``--network mixed`` writes a
+held-out-like network instead (:mod:`ge_network`: padded NC1HWC0 convolutions, FRACTAL_NZ
+attention, many small tensors beside mid-size ones). The Build graph is written as text
 and as atc JSON (msaccucmp reads the JSON). Then it measures, each run a subprocess of the real
 command line (``python -m precision_tool --data ROOT vc [-alg 0]``, process start included):
 
@@ -353,7 +355,7 @@ def bench(args) -> int:
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vc_bench_")) / "precision_data"
     scratch = Path(tempfile.mkdtemp(prefix="vc_bench_out_"))
     try:
-        _prepare(root, args.gb)
+        _prepare(root, args.gb, args.network)
         files = data_files(root)
         data_bytes = sum(p.stat().st_size for p in files)
         ms = Msaccucmp(enabled=args.msaccucmp)
@@ -371,14 +373,22 @@ def bench(args) -> int:
     return 0
 
 
-def _prepare(root: Path, gb: float) -> None:
+def _prepare(root: Path, gb: float, network: str = "uniform") -> None:
     marker = root / "bench.json"
     wanted = {"gb": gb, "shape": list(HOST_SHAPE), "layout": LAYOUT_VERSION}
+    if network != "uniform":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import ge_network
+
+        wanted = {"gb": gb, "network": network, "layout": ge_network.VERSION}
     if marker.exists() and json.loads(marker.read_text()) == wanted:
         return
     shutil.rmtree(root, ignore_errors=True)
     start = time.perf_counter()
-    ops = generate(root, gb)
+    if network == "uniform":
+        ops = generate(root, gb)
+    else:
+        ops = ge_network.generate(root, gb, STEP_DIR, root / GRAPH, MODEL)
     marker.write_text(json.dumps(wanted))
     print(f"generated {ops} ops in {time.perf_counter() - start:.1f} s")
 
@@ -456,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_write_flag(parser)
     parser.add_argument("--gb", type=float, default=1.5, help="data set size in GB (default 1.5)")
+    parser.add_argument("--network", choices=("uniform", "mixed"), default="uniform",
+                        help="uniform: the bench's chain of 8 MiB tensors (default); mixed: a "
+                             "held-out-like network (bench/ge_network.py)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="vc worker processes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each vc measurement (default 3)")
     parser.add_argument("--ms-repeat", type=int, default=1, help="runs of each msaccucmp measurement (default 1)")

@@ -12,7 +12,7 @@ the page's size, and from Chromium (``/usr/bin/chromium`` driven over its DevToo
 tab per load, the browser itself started beforehand) the load time -- the page's own
 ``loadEventEnd - startTime`` of its navigation entry, after which the table's first rows and the
 curve are drawn -- as the median of ``--repeat`` loads, and the DOM's element count.
-``--write`` puts the table into the "Report" section of docs/performance.md. No numbers are
+``--write`` puts what the run prints under the "Report" section of docs/performance.md (bench/perf_doc.py). No numbers are
 asserted.
 """
 
@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "performance.md"
-SECTION = "## Report"
-BEGIN, END = "<!-- report_bench: begin -->", "<!-- report_bench: end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 EVERY, TAIL = 416, 124
 
 LOAD = """(() => { const n = performance.getEntriesByType('navigation')[0];
@@ -77,19 +76,6 @@ def table(results: list[tuple]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(path: Path, body: str) -> None:
-    """Put ``body`` between the bench's markers in the Report section of ``path`` (the section
-    is added at the end when missing; the rest of the file is left as it is)."""
-    text = path.read_text(encoding="utf-8")
-    block = f"{BEGIN}\n{body}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    elif SECTION in text:
-        text = text.replace(SECTION, f"{SECTION}\n\n{block}", 1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n{block}\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="1000,10000,100000", help="comma-separated op counts")
     parser.add_argument("--repeat", type=int, default=3, help="loads per page (the median is shown)")
     parser.add_argument("--keep", metavar="DIR", help="write the networks and reports into DIR and keep them")
-    parser.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
+    add_write_flag(parser)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     results = []
@@ -110,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
             results.append((ops, len(view.flagged), sum(r.op.introduces for r in view.flagged), seconds,
                             written.size, ms, nodes, rows))
             print(table(results[-1:]).splitlines()[-1], flush=True)
-    body = table(results)
-    print(body)
-    if args.write:
-        write_doc(DOC, body)
+    print(table(results))
     return 0
 
 
+INTRO = ("`bench/report_bench.py`: the HTML report of chains of 1,000, 10,000 and 100,000 ops; page size, "
+         "Chromium load time and DOM elements (what each column means: the section's text below).")
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "report_bench.py", "Report", INTRO))

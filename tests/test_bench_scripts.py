@@ -62,7 +62,8 @@ def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsy
 
 @pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name not in ("perf_doc.py", "msprobe_reference.py",
                                                                          "msprobe_workload.py", "check_torch_write.py",
-                                                                         "noise_calibration.py", "verdict_tables.py")],
+                                                                         "noise_calibration.py", "verdict_tables.py",
+                                                                         "ge_network.py")],
                          ids=lambda p: p.name)
 def test_every_bench_writes_its_figures_to_docs_performance(script):
     done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,

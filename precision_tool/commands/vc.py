@@ -224,7 +224,6 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
 
     from ..lifetime import stop_on_signals
     from ..compare.metrics import select_metrics
-    from ..compare.msprobe_rows import metrics_for
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir
     from ..config import check_setting
@@ -239,7 +238,10 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     metrics = select_metrics(options.algorithms)
     plans = plan_comparisons(context, left=options.left, right=options.right, graph=options.graph,
                              steps=options.steps, devices=options.devices, mapping=options.mapping)
-    metrics = metrics_for(plans, metrics, asked=options.algorithms is not None)
+    if any(plan.msprobe is not None for plan in plans):  # msprobe's metrics: imported only then
+        from ..compare.msprobe_rows import metrics_for
+
+        metrics = metrics_for(plans, metrics, asked=options.algorithms is not None)
     out: list = [Text(f"passed over: {line}", style="warn") for line in skipped]
     out += [Text(note, style="warn") for p in plans for note in p.notes]
     swept = directory.root if resume else context.output_at(output) if output else None
@@ -265,7 +267,6 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
     cache turned itself off."""
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
-    from ..compare.msprobe_files import write_msprobe_files
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
 
@@ -282,7 +283,10 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
             found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path,
                        [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
-        write_msprobe_files(directory.root, directory.path, plans, paths)
+        if any(plan.msprobe is not None for plan in plans):  # imported only for msprobe dumps
+            from ..compare.msprobe_files import write_msprobe_files
+
+            write_msprobe_files(directory.root, directory.path, plans, paths)
         switched = True
         directory.replace_previous(paths)
         directory.mark(COMPLETE, options)

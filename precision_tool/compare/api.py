@@ -22,11 +22,8 @@ from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
-from .judged import judge_rows
-from .msprobe_replay import comparison_dumps
 from .metrics import METRICS, Metric, select_metrics
 from .golden_pairing import FileSide, PairTask
-from .msprobe_rows import metrics_for
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
@@ -100,6 +97,9 @@ class ComparisonResult:
         rule = rule if isinstance(rule, FlagRule) else FlagRule(float(rule))
         key = (rule, len(self.rows))
         if key not in self._verdicts:
+            from .judged import judge_rows  # the replays: imported when a verdict is asked for
+            from .msprobe_replay import comparison_dumps
+
             self._verdicts[key] = (analyse(self.rows, rule) if self.workspace is None
                                    else judge_rows(self.workspace, self.rows, rule,
                                                    comparison_dumps(self.comparison)))
@@ -249,7 +249,10 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     chosen = select_metrics(metrics)
     plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
                              devices=devices, mapping=mapping)
-    chosen = metrics_for(plans, chosen, asked=metrics is not None)
+    if any(plan.msprobe is not None for plan in plans):  # msprobe's metrics: imported only then
+        from .msprobe_rows import metrics_for
+
+        chosen = metrics_for(plans, chosen, asked=metrics is not None)
     parts = [ComparisonResult(plan, [], chosen, workspace) for plan in plans]
     for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
                                       split_bytes=config.split_bytes):

@@ -43,7 +43,7 @@ from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
 from ..formats.files import open_regular
-from ..formats.golden import load_npy
+from ..formats.golden import load_npy, npy_header
 from .metrics import dtype_problem
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
 
@@ -388,7 +388,16 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
 
 
 def open_npy_side(side: NpySide) -> Source:
-    """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem."""
+    """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem.
+
+    A C-order file (what every dumper writes) is read from its header alone: its blocks are
+    read with ``readinto`` anyway, so mapping it first would cost a memory map a file for
+    nothing. Fortran order is mapped and copied out block by block."""
+    header = npy_header(side.path)
+    if not header.fortran_order and math.prod(header.shape):
+        check_numeric(header.dtype, side.path.name, side.path)
+        return FileRegion(shape=tuple(header.shape), dtype=header.dtype, dtype_name=header.dtype.name,
+                          nbytes=header.file_size, path=Path(os.path.abspath(side.path)), offset=header.offset)
     array = load_npy(side.path)
     check_numeric(array.dtype, side.path.name, side.path)
     try:

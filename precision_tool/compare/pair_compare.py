@@ -163,9 +163,10 @@ def failed_row(row: CompareRow, sides: Sequence[Source], reason: str) -> Compare
 
 def compared_row(row: CompareRow, x: Source, y: Source, result: MetricResult, note: str) -> CompareRow:
     """The row of a comparison that computed ``result`` (the sides' notes joined to ``note``)."""
-    row = _with_side(_with_side(row, x, is_left=True), y, is_left=False)
     reason = " ".join(part for part in (x.note, y.note, note, result.fail_reason) if part)
-    return row.with_metrics(result.numbers, result.std_text, reason)
+    # one copy of the row, not three (a dataclass copy costs tens of microseconds a row)
+    return replace(row, npu_dtype=x.dtype_name, shape=tuple(x.shape), golden_dtype=y.dtype_name,
+                   metrics=dict(result.numbers), std_text=result.std_text, fail_reason=reason)
 
 
 def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from ..formats.dump_names import MAPPING_FILE, DumpListing
@@ -29,11 +30,12 @@ from ..formats.graph_model import GraphDesc, Model, TensorName
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
 from ..formats.msprobe_tree import is_msprobe_dump
-from .msprobe_plan import (MsprobeSides, comparison_tag, load_mapping, msprobe_tasks, rank_label,
-                           rank_pairs, read_sides, sides_notes)
 from .dir_pairing import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
 from .golden_pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
+
+if TYPE_CHECKING:  # msprobe's planning is imported only for msprobe dumps (start-up cost)
+    from .msprobe_plan import MsprobeSides
 
 MAX_TAG = 180  # "result_{stamp}_{tag}.csv" stays far below the 255 a file name may have
 
@@ -140,6 +142,9 @@ def plan_msprobe(npu: str | Path, bench: str | Path, steps: str | None = None,
                  devices: str | None = None, mapping: str | None = None) -> list[Comparison]:
     """One comparison per rank pair of two msprobe dumps (:mod:`.msprobe_plan`); ``mapping`` is
     a ``-dm`` style tensor mapping file whose pairs win over the pairing's own."""
+    from .msprobe_plan import (comparison_tag, load_mapping, msprobe_tasks, rank_label, rank_pairs,
+                               read_sides, sides_notes)
+
     pairs, notes = rank_pairs(npu, bench, steps, devices)
     pairs_given = load_mapping(mapping)
     plans = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,12 +171,54 @@ class NpyHeader:
     file_size: int
 
 
+def npy_header(path: str | os.PathLike) -> NpyHeader:
+    """The checked header of a ``.npy`` file (as :func:`load_npy` checks it), a sub-array
+    element type folded into the shape as numpy maps it; nothing is mapped, so a caller that
+    reads the data itself pays only for the header. Bad files raise PrecisionToolError."""
+    path = Path(path)
+    with open_regular(path, "golden file") as handle:
+        header = _read_npy_header(handle, path)
+    check_npy_header(header, path)
+    dtype = header.dtype
+    if dtype.subdtype is not None and dtype.names is None:
+        header = NpyHeader(header.shape + dtype.subdtype[1], dtype.subdtype[0], header.fortran_order,
+                           header.offset, header.file_size)
+    return header
+
+
+# The header numpy's writer makes for a plain array (np.save, every TF dumper): parsed here
+# without ast.literal_eval, which compiles the text each time (a quarter of a millisecond a
+# file); any other header goes through numpy's reader.
+_PLAIN_HEADER = re.compile(rb"\{'descr': '([<>|=][a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
+                           rb"'shape': \(((?:[0-9]+, )*[0-9]*,?)\), \} *\n")
+
+
+def _plain_header(handle) -> tuple[tuple[int, ...], bool, np.dtype] | None:
+    """(shape, fortran order, dtype) of a version 1.0 or 2.0 header in numpy's own spelling,
+    the handle left at the data; None (the handle anywhere) for any other header."""
+    start = handle.read(len(_NPY_MAGIC) + 2)
+    if start[-2:] not in (b"\x01\x00", b"\x02\x00"):
+        return None
+    width = 2 if start[-2] == 1 else 4
+    length = int.from_bytes(handle.read(width), "little")
+    match = _PLAIN_HEADER.fullmatch(handle.read(length))
+    if match is None:
+        return None
+    descr, order, dims = match.groups()
+    shape = tuple(int(d) for d in dims.split(b",") if d.strip())
+    return shape, order == b"True", np.dtype(descr.decode("ascii"))
+
+
 def _read_npy_header(handle, path: Path) -> NpyHeader:
     """The header of the ``.npy`` file open in ``handle``; PrecisionToolError naming ``path``
     when it cannot be read or is not a ``.npy`` file."""
     try:
         if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
             raise PrecisionToolError("not a .npy file (bad magic)", path)
+        handle.seek(0)
+        plain = _plain_header(handle)
+        if plain is not None:
+            return NpyHeader(plain[0], plain[2], plain[1], handle.tell(), os.fstat(handle.fileno()).st_size)
         handle.seek(0)
         version = np.lib.format.read_magic(handle)
         # 3.0 is 2.0 with a UTF-8 header; reading it as 2.0 only garbles non-Latin-1 field
@@ -189,7 +232,8 @@ def _read_npy_header(handle, path: Path) -> NpyHeader:
         raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
     except (RecursionError, MemoryError):  # a header of at most 10,000 bytes nested that deep
         raise PrecisionToolError("cannot load golden file: its header is nested too deeply", path) from None
-    except (ValueError, EOFError, SyntaxError, TypeError) as exc:
+    except (ValueError, EOFError, SyntaxError, TypeError, tokenize.TokenError) as exc:
+        # TokenError: numpy re-tokenises a header it cannot parse, and an unclosed one ends there
         raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
 
 

@@ -1,0 +1,77 @@
+"""The fixed cost of a ``vc`` run: wall and CPU time of small runs, code trees side by side.
+
+    python bench/fixed_cost_bench.py DATA_ROOT [--repeat 7] [CODE_DIR ...]
+
+Runs ``python -m precision_tool --data DATA_ROOT vc --fresh`` of each code tree (default: this
+checkout), the trees alternating run by run since a shared machine's load drifts, and beside them
+the floor no run can go under: a Python that imports numpy and rich and exits. Wall time and the
+CPU (user + system, from ``os.wait4``) of each run's process tree; medians and minima; the load
+average at the start and the end. ``PYTHONDONTWRITEBYTECODE`` is dropped from the runs'
+environment: a user's install has its bytecode cached, and without it every run compiles the
+package again (about 2 s of CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+FLOOR = "floor: python -c 'import numpy, rich.console'"
+
+
+def _env(code: Path | None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("PRECISION_TOOL_")}
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    return env
+
+
+def run_once(command: list[str], env: dict) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its children) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run, print one line per code tree and the floor."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", help="the data root of a small dump (e.g. bench/compare_bench.py --gb 0.01 --keep)")
+    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    parser.add_argument("--repeat", type=int, default=7, help="runs of each (default 7)")
+    add_write_flag(parser)
+    args = parser.parse_args(argv)
+    codes = [Path(c).resolve() for c in args.codes] or [REPO]
+    out = Path(tempfile.mkdtemp(prefix="fixed_cost_"))
+    runs: dict[str, list[tuple[float, float]]] = {str(c): [] for c in codes} | {FLOOR: []}
+    print(f"load average at the start {os.getloadavg()[0]:.2f}")
+    for _ in range(args.repeat):
+        for code in codes:
+            command = [sys.executable, "-m", "precision_tool", "--data", args.root, "vc", "-o", str(out), "--fresh"]
+            runs[str(code)].append(run_once(command, _env(code)))
+        runs[FLOOR].append(run_once([sys.executable, "-c", "import numpy, rich.console"], _env(None)))
+    for label, found in runs.items():
+        walls, cpus = [w for w, _ in found], [c for _, c in found]
+        print(f"{label}: wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
+              f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+INTRO = ("`bench/fixed_cost_bench.py`: wall and CPU time of a `vc` run on a small dump, per code tree, "
+         "beside the interpreter floor (`import numpy, rich.console`).")
+
+if __name__ == "__main__":
+    sys.exit(run_writing(main, "fixed_cost_bench.py", "Fixed cost of a run", INTRO))
