@@ -339,6 +339,15 @@ class HeaderCache:
     def __init__(self) -> None:
         self._dumps: dict[Path, DumpFile] = {}
         self._data: tuple[Path | None, np.ndarray | None] = (None, None)
+        self._pt = None
+
+    def pt_reader(self):
+        """The job's :class:`~precision_tool.formats.torch_file.PtReader` (made on first use)."""
+        if self._pt is None:
+            from ..formats.torch_file import PtReader  # msprobe dumps only
+
+            self._pt = PtReader()
+        return self._pt
 
     def data(self, t: DumpTensor) -> np.ndarray | None:
         """The bytes of the dump file holding ``t`` (up to its last tensor's end), read with one
@@ -461,12 +470,18 @@ def open_npy_side(side: NpySide) -> Source:
     return ArrayBlocks(array=array, **common)
 
 
-def open_tensor_file_side(side: TensorFileSide) -> Source:
+def open_tensor_file_side(side: TensorFileSide, headers: HeaderCache | None = None) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
-    ``dump.json`` dtype; PrecisionToolError names the problem."""
-    from ..formats.msprobe_dump import read_tensor_file
+    ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the job's
+    reader (``headers``), so the files of a job share its memo of their ``data.pkl``."""
+    if Path(side.path).suffix == ".pt" and headers is not None:
+        from ..formats.torch_file import read_pt
 
-    array = read_tensor_file(side.path, side.dtype_name)
+        array = read_pt(side.path, headers.pt_reader())
+    else:
+        from ..formats.msprobe_dump import read_tensor_file
+
+        array = read_tensor_file(side.path, side.dtype_name)
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
@@ -479,7 +494,7 @@ def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
     if isinstance(side, TensorFileSide):
-        return open_tensor_file_side(side)
+        return open_tensor_file_side(side, headers)
     if isinstance(side, NpySide):
         return open_npy_side(side)
     raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")

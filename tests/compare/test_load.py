@@ -98,3 +98,24 @@ def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp
         load.open_dump_side(DumpSide(path, "output", 1), headers)
     assert "truncated" in str(caught.value) and "\n" not in str(caught.value)
     assert str(path) in str(caught.value) or path.name in str(caught.value)
+
+
+def test_the_pt_files_of_one_job_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
+    import struct
+
+    from precision_tool.compare import load
+    from precision_tool.compare.golden_pairing import TensorFileSide
+    from precision_tool.formats import torch_file
+    from tests.formats.test_torch_file import build_pt, tensor_pickle
+
+    pickle = tensor_pickle(("torch", "FloatStorage"), 3, 0, (3,), (1,))
+    first = build_pt(tmp_path / "a.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
+    second = build_pt(tmp_path / "b.pt", pickle, {"0": struct.pack("<3f", 4, 5, 6)}, prefix="other")
+    runs = []
+    interpret = torch_file.read_tensor_pickle
+    monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    headers = load.HeaderCache()  # one job
+    values = [_values(load.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
+    assert values == [[1, 2, 3], [4, 5, 6]] and runs == [first]
+    load.open_side(TensorFileSide(first, "torch.float32"), load.HeaderCache())  # another job: its own
+    assert runs == [first, first]
