@@ -70,6 +70,7 @@ POOL_BATCH_BYTES = 4 << 20
 
 # --- jobs ------------------------------------------------------------------------------------
 
+
 def _task_files(tasks: Sequence[PairTask]) -> list:
     """Every file the comparable tasks read, once each, in order."""
     files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide))
@@ -100,8 +101,9 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     return jobs
 
 
-def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK,
-            numba: bool | None = None) -> JobResult:
+def run_job(
+    tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK, numba: bool | None = None
+) -> JobResult:
     """Compare one job's tasks (in a worker or inline).
 
     The Metric objects themselves travel to the worker (pickled by reference to their
@@ -242,9 +244,15 @@ def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) 
     return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba), sizes)
 
 
-def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS, workers: int = 1,
-                  chunk: int = DEFAULT_CHUNK, progress: Progress | None = None,
-                  scheduler: str | None = None, split_bytes: int = 0) -> Iterator[CompareRow]:
+def compare_tasks(
+    tasks: Iterable[PairTask],
+    metrics: Sequence[Metric] = METRICS,
+    workers: int = 1,
+    chunk: int = DEFAULT_CHUNK,
+    progress: Progress | None = None,
+    scheduler: str | None = None,
+    split_bytes: int = 0,
+) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
@@ -305,8 +313,9 @@ def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> 
     small jobs joined into calls of ``batch_bytes`` when that is given."""
     units = plan.jobs
     if workers > 1:
-        units = split_units(plan.jobs, plan.job_args, plan.sizes,
-                            split_size(sum(plan.sizes.values()), workers, split_bytes))
+        units = split_units(
+            plan.jobs, plan.job_args, plan.sizes, split_size(sum(plan.sizes.values()), workers, split_bytes)
+        )
     if batch_bytes:
         units = batch_jobs(units, plan.sizes, batch_bytes)
     return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
@@ -340,8 +349,7 @@ def _on_cluster(scheduler: str, plan: Plan, split_bytes: int, tracker: _Tracker)
         yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
 
 
-def _pooled(units: list, job_args: tuple, workers: int,
-            tracker: _Tracker) -> Iterator[CompareRow]:
+def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> Iterator[CompareRow]:
     window = 2 * workers
     context = _mp_context()
     if context.get_start_method() == "fork" and job_args[2]:
@@ -349,8 +357,7 @@ def _pooled(units: list, job_args: tuple, workers: int,
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                       initargs=(os.getpid(),))
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
         try:
             yield from stream_units(units, executor.submit, window, tracker.emit)
         except BaseException:
@@ -359,6 +366,22 @@ def _pooled(units: list, job_args: tuple, workers: int,
         executor.shutdown(wait=True)
 
 
-__all__ = ["CLUSTER_BATCH_BYTES", "DEFAULT_CHUNK", "POOL_BATCH_BYTES", "pool_batch_bytes", "JobResult", "JobUnit", "Plan", "batch_jobs",
-           "compare_sources", "compare_task", "compare_tasks", "group_jobs", "lost_rows", "needs_worker",
-           "nonfinite_note", "plan_jobs", "run_job"]
+__all__ = [
+    "CLUSTER_BATCH_BYTES",
+    "DEFAULT_CHUNK",
+    "POOL_BATCH_BYTES",
+    "pool_batch_bytes",
+    "JobResult",
+    "JobUnit",
+    "Plan",
+    "batch_jobs",
+    "compare_sources",
+    "compare_task",
+    "compare_tasks",
+    "group_jobs",
+    "lost_rows",
+    "needs_worker",
+    "nonfinite_note",
+    "plan_jobs",
+    "run_job",
+]

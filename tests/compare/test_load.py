@@ -58,12 +58,14 @@ def test_truncated_and_text_files_are_one_line_errors(tmp_path):
 
 # --- small dump files: read whole, once per job ---------------------------------------------------
 
+
 def _three_tensor_dump(path):
     from precision_tool.formats.dump_write import TensorSpec, write_dump
 
     arrays = [np.arange(n, dtype=np.float32) * (i + 1) for i, n in enumerate((6, 10, 4))]
-    return write_dump(path, "op", [TensorSpec(arrays[0], "FLOAT")],
-                      [TensorSpec(a, "FLOAT") for a in arrays[1:]]), arrays
+    return write_dump(
+        path, "op", [TensorSpec(arrays[0], "FLOAT")], [TensorSpec(a, "FLOAT") for a in arrays[1:]]
+    ), arrays
 
 
 def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_data(tmp_path, monkeypatch):
@@ -75,8 +77,9 @@ def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_da
     opened = []
     for module in (load, dump_module):
         real = module.open_regular
-        monkeypatch.setattr(module, "open_regular",
-                            lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k))
+        monkeypatch.setattr(
+            module, "open_regular", lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k)
+        )
     headers = load.HeaderCache()
     sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
     for side, array in zip(sides, arrays):
