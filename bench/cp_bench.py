@@ -45,10 +45,10 @@ def tight_loop(a: np.ndarray, b: np.ndarray, atol: float = 1e-5, rtol: float = 1
     bad, peak, dot, ll, rr = 0, 0.0, 0.0, 0.0, 0.0
     for start in range(0, a.size, BLOCK):
         n = min(BLOCK, a.size - start)
-        l, r, d, t, c = left[:n], right[:n], diff[:n], tol[:n], close[:n]
-        np.copyto(l, a[start:start + n], casting="unsafe")
+        lhs, r, d, t, c = left[:n], right[:n], diff[:n], tol[:n], close[:n]
+        np.copyto(lhs, a[start:start + n], casting="unsafe")
         np.copyto(r, b[start:start + n], casting="unsafe")
-        np.subtract(l, r, out=d)
+        np.subtract(lhs, r, out=d)
         np.abs(d, out=d)
         np.abs(r, out=t)
         np.multiply(t, rtol, out=t)
@@ -56,8 +56,8 @@ def tight_loop(a: np.ndarray, b: np.ndarray, atol: float = 1e-5, rtol: float = 1
         np.less_equal(d, t, out=c)
         bad += n - int(np.count_nonzero(c))
         peak = max(peak, float(d[int(np.argmax(d))]))
-        dot += float(np.einsum("i,i->", l, r))
-        ll += float(np.einsum("i,i->", l, l))
+        dot += float(np.einsum("i,i->", lhs, r))
+        ll += float(np.einsum("i,i->", lhs, lhs))
         rr += float(np.einsum("i,i->", r, r))
     return bad, peak, dot / np.sqrt(ll * rr)
 

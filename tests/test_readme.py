@@ -17,7 +17,7 @@ README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 def _banner_in_readme() -> list[str]:
     block = README[README.index("$ precision-tool                          # the shell"):]
     lines = block.splitlines()[1:]
-    return [line for line in lines[:lines.index(next(l for l in lines if l.startswith(PROMPT)))]]
+    return [line for line in lines[:lines.index(next(line for line in lines if line.startswith(PROMPT)))]]
 
 
 def test_the_readme_banner_is_the_banner_the_shell_prints(tmp_path):

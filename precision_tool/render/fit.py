@@ -103,7 +103,7 @@ class FitTable:
 
     def _widths(self, shown: list[int], measure) -> list[int]:
         out = []
-        for k, i in enumerate(shown):
+        for i in shown:
             cells = [cells[i] for cells, _ in self.rows]
             if self.show_header:
                 cells.append(Text(self.columns[i].header))

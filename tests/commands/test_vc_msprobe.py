@@ -120,15 +120,15 @@ def test_left_and_right_at_every_level_and_ranks_paired_by_number(tmp_path):
     work.mkdir()
     done = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench))
     assert done.returncode == 1, done.stderr
-    lines = [l for l in done.stdout.splitlines() if "tensors compared" in l]
-    assert [l.split(":")[0] for l in lines] == ["step 0, rank 0", "step 0, rank 1"]
+    lines = [line for line in done.stdout.splitlines() if "tensors compared" in line]
+    assert [line.split(":")[0] for line in lines] == ["step 0, rank 0", "step 0, rank 1"]
     assert "0 op(s) flagged" in lines[0] and "0 op(s) flagged" not in lines[1]
     one = _tool(work, "--data", str(work), "vc", "-lt", str(npu / "step0" / "rank0"),
                 "-rt", str(bench / "step0" / "rank1" / "dump.json"), "-o", str(work / "out"))
     assert one.returncode == 0, one.stderr  # one rank dir each: those two, whatever their numbers
     only = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench), "--device", "1",
                  "-o", str(work / "out1"))
-    assert [l.split(":")[0] for l in only.stdout.splitlines() if "tensors compared" in l] == ["step 0, rank 1"]
+    assert [line.split(":")[0] for line in only.stdout.splitlines() if "tensors compared" in line] == ["step 0, rank 1"]
 
 
 def test_a_rank_without_a_bench_rank_is_one_line_and_status_2(tmp_path):

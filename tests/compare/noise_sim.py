@@ -126,7 +126,7 @@ def chain_red(depth: int, device: str = "float16", seed: int = 0) -> float:
     for step in range(depth):
         w = (rng.standard_normal((128, 128)) / np.sqrt(128)).astype(np.float32)
         op = step % 4
-        def run(v, weight, cast):
+        def run(v, weight, cast, op=op):
             value = [lambda: v @ weight, lambda: v + weight[:1], lambda: _gelu(v), lambda: _layer_norm(v)][op]()
             return cast(value)
         exact = run(exact, w.astype(np.float64), lambda a: a)

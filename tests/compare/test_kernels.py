@@ -145,7 +145,7 @@ def test_both_backends_print_the_same_metrics():
     results = []
     for compiled in (None, kernels.numba_kernels()):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(kernels, "numba_for", lambda size, wanted=None: compiled)
+            patch.setattr(kernels, "numba_for", lambda size, wanted=None, compiled=compiled: compiled)
             results.append(compare_arrays(x, y))
     printed = [{k: v if isinstance(v, str) else "%.6f" % v for k, v in r.values.items()} for r in results]
     assert printed[0] == printed[1]

@@ -205,7 +205,7 @@ def test_a_mapping_csv_that_is_a_fifo_or_too_big_is_not_read_and_says_so(tmp_pat
     fifo = "mapping.csv is a FIFO (named pipe), not a regular file: not read"
     for directory, why in ((tmp_path, fifo), (tmp_path / "big", _mapping_too_big(tmp_path / "big"))):
         _touch(directory, "1001", f"Add.model_add.5.0.{TS}")
-        mapping = without_blocking(directory / "mapping.csv", lambda: read_mapping(directory))
+        mapping = without_blocking(directory / "mapping.csv", lambda directory=directory: read_mapping(directory))
         assert (mapping.aliases, mapping.problems, mapping.unread) == ({}, [(0, why)], why)
         listing = list_dump_files(directory)
         assert [ref.path.name for ref in listing.files] == [f"Add.model_add.5.0.{TS}"]

@@ -123,7 +123,8 @@ def _fill_map(container, entries: Any) -> None:
             if entry.get("value") is not None:
                 _fill(value, entry["value"])
         except AtcJsonError as err:
-            raise err.add(segment)
+            err.add(segment)
+            raise
 
 
 def _step(field) -> Callable[[Any, Any], None]:
@@ -141,7 +142,8 @@ def _step(field) -> Callable[[Any, Any], None]:
                 try:
                     _fill(container.add(), item)
                 except AtcJsonError as err:
-                    raise err.add(f"[{index}]")
+                    err.add(f"[{index}]")
+                    raise
         return add_all
     if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
         def set_message(message, value):
@@ -178,7 +180,8 @@ def _fill(message, obj: Any) -> None:
         try:
             step(message, value)
         except AtcJsonError as err:
-            raise err.add(f".{key}")
+            err.add(f".{key}")
+            raise
         except (ValueError, TypeError) as err:  # protobuf's own range checks
             raise AtcJsonError(str(err)).add(f".{key}") from None
 
