@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from datetime import datetime
@@ -34,7 +35,6 @@ if TYPE_CHECKING:  # the result's readers load numpy: only when explore runs
 DEFAULT_PORT = 8080  # Model Explorer's; the first free one from here is taken
 PORT_RANGE = 20  # as Model Explorer looks for a free port: 8080..8099
 STARTUP = 180.0  # seconds: the server imports flask and every adapter on busy shared cores
-SERVE_MODULE = "precision_tool.model_explorer.serve"
 LOG_NAME = "serve.log"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so the server loads this same package
 
@@ -105,13 +105,21 @@ def _environment() -> dict[str, str]:
 
 def start_server(root: OutputRoot, config: Path, host: str, port: int, browser: bool) -> subprocess.Popen:
     """Model Explorer on ``config`` in its own session (Ctrl-C at the prompt leaves it running),
-    its output into ``serve.log`` beside ``config`` (written under ``root``)."""
+    its output into ``serve.log`` beside ``config`` (written under ``root``), reaped when it
+    exits."""
+    from ..model_explorer.launch import SERVE_MODULE
+
     command = [sys.executable, "-m", SERVE_MODULE, str(config), "--host", host, "--port", str(port)]
     if not browser:
         command.append("--no-browser")
     with root.create(config.parent / LOG_NAME, binary=True) as log:
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=_environment(), start_new_session=True)
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   env=_environment(), start_new_session=True)
+    # The server is this process's child: once it exits (killed, or it fails) it stays a zombie
+    # until waited for, for as long as the shell runs. A daemon thread waits for it, reaping it
+    # the moment it exits; poll() then gives the status the thread collected.
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+    return process
 
 
 def _answers(host: str, port: int) -> bool:
@@ -155,6 +163,7 @@ def wait_until_serving(process: subprocess.Popen, host: str, port: int, log: Pat
 def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) -> list:
     from rich.text import Text
 
+    from ..model_explorer.launch import serve_command
     from ..render.lines import OneLine, OneLineText, data_text, one_line
     from ..render.palette import marked, swatch
 
@@ -167,7 +176,7 @@ def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) 
     out.append(OneLineText(Text.assemble(("result: ", "title"), data_text(launch.result, "path"))))
     out.append(OneLine(f"running as process {pid}; stop it with: kill {pid}", "muted"))
     out.append(OneLineText(Text.assemble(("start it again: ", "title"),
-                                         (one_line(f"python3 -m {SERVE_MODULE} {config}"), "path"))))
+                                         (one_line(serve_command(config)), "path"))))
     out += [OneLine(f"error: {e}") for e in errors]
     return out
 

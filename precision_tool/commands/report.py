@@ -1,7 +1,9 @@
 """``report``: one self-contained HTML page of a comparison result, for the browser and for
 sharing: the summary, the cosine curve along execution order, the flagged ops, the graph around
 the first operator that introduces the error, and ``ac``'s checks. ``--model-explorer`` also
-writes the per-op node data for Google's Model Explorer.
+writes what ``explore`` opens in Google's Model Explorer (the node data and ``explore.json``,
+:func:`precision_tool.model_explorer.prepare.write_launch`) and prints the short command that
+starts it there.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ def _add_arguments(parser: CommandParser) -> None:
                         metavar="DEPTH", help=f"depth of the graph around the first introducer "
                                               f"(default {DEFAULT_DEPTH})")
     parser.add_argument("--model-explorer", action="store_true",
-                        help="also write Model Explorer node data (one JSON per metric) and print "
-                             "the model-explorer command that overlays it on the Build graph")
+                        help="also write Model Explorer node data (the verdict, one JSON per metric) "
+                             "and explore.json, and print the short command that opens Model "
+                             "Explorer at the first introducer")
 
 
 def _path_line(label: str, path, extra: str = "") -> OneLineText:
@@ -73,4 +76,5 @@ COMMAND = Command(
                 "the output cosine and RelativeEuclideanDistance along execution order, a sortable "
                 "table of the flagged ops, the graph around the first introducer filled by "
                 "each op's verdict, and ac's checks. --model-explorer also writes Model Explorer node data "
-                "and prints the model-explorer command that shows it.")
+                "and explore.json and prints the short command that opens it at the first "
+                "introducer, the verdict overlay first (as explore does).")

@@ -8,7 +8,7 @@ object: ``models`` (each ``url``, the file's path on the server, and ``adapterId
 ``deepestExpandedGroupNodeIds``, ``widthFraction``), which opens the graph at the selected node
 with the layers around it expanded. Its command line has no option for the selected node, so
 :mod:`.serve` starts the server with this URL; ``explore.json`` lets a user start it again
-(``python -m precision_tool.model_explorer.serve DIR/explore.json``).
+(:func:`serve_command`: ``python3 -m precision_tool.model_explorer.serve DIR/explore.json``).
 
 Plain JSON and the standard library: nothing here needs Model Explorer installed.
 """
@@ -16,6 +16,7 @@ Plain JSON and the standard library: nothing here needs Model Explorer installed
 from __future__ import annotations
 
 import json
+import shlex
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..formats.files import read_text
 from .ids import ADAPTER_ID
 
 CONFIG_NAME = "explore.json"
+SERVE_MODULE = "precision_tool.model_explorer.serve"  # starts Model Explorer on an explore.json
 CONFIG_LIMIT = 1 << 20  # bytes; the file holds a dozen paths
 URL_SAFE = "/:,"  # left as they are in the query (the web app's URLSearchParams reads them so)
 
@@ -67,6 +69,12 @@ class Launch:
         """The address that opens the graph at the focus node on a server at ``host:port``."""
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/?{self.query()}"
+
+
+def serve_command(config: Path) -> str:
+    """The short command that starts Model Explorer on ``config`` (an ``explore.json``),
+    shell-quoted: what ``explore`` and ``report --model-explorer`` print."""
+    return shlex.join(["python3", "-m", SERVE_MODULE, str(config)])
 
 
 def _strings(value, key: str, path: Path) -> list[str]:

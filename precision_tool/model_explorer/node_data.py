@@ -16,9 +16,9 @@ NaN value has no JSON form and is left out, an infinite one is written as the la
 A metric overlay shows no sum or mean over a layer (:data:`METRIC_STATS`), the verdict none of
 the aggregated numbers (a "sum" of words is 0).
 
-The verdict file comes last in :attr:`NodeDataFiles.files`: Model Explorer selects each node data
-file as it adds it, in the order of ``--node_data_paths``, so the last one is shown when the graph
-opens. Plain dicts and ``json``: writing node data does not need Model Explorer installed.
+The order Model Explorer adds them in (the verdict first) is
+:func:`~precision_tool.model_explorer.prepare.overlay_order`'s, not :attr:`NodeDataFiles.files`'.
+Plain dicts and ``json``: writing node data does not need Model Explorer installed.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 serves the graph with this project's adapter and opens the browser at the focus op, the verdict
 overlay first (``--no-browser``: only print the address; ``--host``, ``--port`` as
 Model Explorer's own, port 8080 meaning the first free one from 8080). ``explore`` runs this in
-the background; a user can run it again from the printed line.
+the background; it and ``report --model-explorer`` print the line that runs it
+(:func:`~.launch.serve_command`).
 
 Model Explorer's ``server.start`` opens the address its config encodes, which carries models
 and node data only; the config here adds the selected node and layers (``Launch.query``).

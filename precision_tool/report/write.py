@@ -1,5 +1,5 @@
 """Write the report: ``temp/report/{stamp}/index.html`` (or ``-o DIR``), and with
-``model_explorer`` the node-data JSON beside it.
+``model_explorer`` the node-data JSON and an ``explore.json`` per result beside it.
 
 Everything is written under the one output directory, each file under a temporary name and
 renamed when complete, never through a link (:class:`~precision_tool.formats.output_root.OutputRoot`);
@@ -12,8 +12,7 @@ any point leaves neither, nor an empty ``{stamp}`` directory.
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -30,15 +29,13 @@ from ..formats.output_root import OutputRoot, stamps
 from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
 from ..formats.pending_dir import PendingDirectory
-from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
+from ..model_explorer.launch import serve_command
+from ..model_explorer.prepare import Prepared, write_launch
 from .checks_html import checks_html, run_checks
 from . import DEFAULT_DEPTH
 from .escape import esc
 from .page import PageInput, ResultPart, Subgraph, render_page
 from .subgraph import subgraph_svg
-
-EXTENSION = "precision_tool.model_explorer"
-
 
 @dataclass
 class WrittenReport:
@@ -47,23 +44,16 @@ class WrittenReport:
     index: Path
     size: int
     parts: list[ResultPart]
-    node_data: list[NodeDataFiles] = field(default_factory=list)
+    explorer: list[Prepared] = field(default_factory=list)  # per result: its explore.json
 
     @property
     def files(self) -> list[Path]:
         """Every file written: the page first."""
-        return [self.index] + [f for n in self.node_data for f in n.files]
+        return [self.index] + [f for n in self.explorer for f in n.files]
 
     def explorer_commands(self) -> list[str]:
-        """The ``model-explorer`` command line for each result's node data."""
-        return [explorer_command(n) for n in self.node_data if n.graph_file is not None]
-
-
-def explorer_command(files: NodeDataFiles) -> str:
-    """``model-explorer GRAPH --extensions=... --node_data_paths=A,B,...``, shell-quoted."""
-    paths = ",".join(str(p) for p in files.files)
-    return shlex.join(["model-explorer", str(files.graph_file), f"--extensions={EXTENSION}",
-                       f"--node_data_paths={paths}"])
+        """The short command that starts Model Explorer on each result's ``explore.json``."""
+        return [serve_command(n.config) for n in self.explorer]
 
 
 def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot, Path]:
@@ -139,18 +129,19 @@ def _result_models(context: Context, csv: Path, models: list[Model]) -> list[Mod
     return [own] if own is not None else models
 
 
-def _node_data(context: Context, parts: list[ResultPart], root: OutputRoot,
-               directory: PendingDirectory) -> list[NodeDataFiles]:
-    """Each result's node data, written into ``directory`` (not yet in place), with the paths
-    they will have once it is."""
+def _explorer(context: Context, parts: list[ResultPart], root: OutputRoot,
+              directory: PendingDirectory) -> list[Prepared]:
+    """Each result's node data and ``explore.json`` (Model Explorer's one preparation,
+    :func:`~precision_tool.model_explorer.prepare.write_launch`), written into ``directory``
+    (not yet in place) and naming the paths they will have once it is."""
     models, written = _all_models(context), []
     for part in parts:
         if part.view is None:
             continue
-        model = best_model(part.view, _result_models(context, part.path, models))
-        if model is not None:
-            files = write_node_data(root, part.view, model, directory.path / part.path.stem)
-            written.append(replace(files, files=tuple(directory.final(f) for f in files.files)))
+        prepared = write_launch(root, part.view, _result_models(context, part.path, models),
+                                directory.path / part.path.stem, directory.final)
+        if prepared is not None:
+            written.append(prepared)
     return written
 
 
@@ -183,12 +174,11 @@ def _put_in_place(root: OutputRoot, index: Path, data: bytes, node_data: Pending
         raise
 
 
-def _explorer_html(node_data: list[NodeDataFiles]) -> str:
-    if not node_data:
+def _explorer_html(prepared: list[Prepared]) -> str:
+    if not prepared:
         return '<p class="muted">no Build graph holds the ops of these results: no node data</p>'
-    blocks = [f'<code class="command">{esc(explorer_command(n))}</code>'
-              for n in node_data if n.graph_file is not None]
-    return ('<p>Open the Build graph with the results overlaid (needs '
+    blocks = [f'<code class="command">{esc(serve_command(n.config))}</code>' for n in prepared]
+    return ('<p>Open the Build graph at the first introducer, the verdict overlay first (needs '
             '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks))
 
 
@@ -209,10 +199,10 @@ def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Pa
     explorer = None
     try:
         explorer = PendingDirectory(root, directory / "model_explorer") if model_explorer else None
-        node_data = _node_data(context, parts, root, explorer) if explorer is not None else []
+        prepared = _explorer(context, parts, root, explorer) if explorer is not None else []
         page = PageInput(context.config.data_root_dir, parts,
                          checks_html(run_checks(context) if checks is None else checks),
-                         _explorer_html(node_data) if model_explorer else "")
+                         _explorer_html(prepared) if model_explorer else "")
         data = render_page(page).encode("utf-8")
         index = _put_in_place(root, directory / "index.html", data, explorer)
     except BaseException:  # Ctrl-C, a full disk: no part of the report, no empty directory left
@@ -220,7 +210,7 @@ def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Pa
             explorer.discard()
         root.remove_empty_dir(directory)
         raise
-    return WrittenReport(index, len(data), parts, node_data)
+    return WrittenReport(index, len(data), parts, prepared)
 
 
 def write_report(context: Context, csv_paths: Sequence[Path], **options) -> Path:

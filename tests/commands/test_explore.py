@@ -10,8 +10,11 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
+import time
 import urllib.parse
 import urllib.request
 
@@ -23,6 +26,7 @@ from tests.model_explorer.explorer import require_explorer
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
 WIDE = 10_000  # the console is wide enough that no line wraps
+REAPED = 60.0  # seconds a killed server may take to exit and be reaped on busy shared cores
 
 
 def free_port() -> int:
@@ -210,3 +214,52 @@ def test_an_msprobe_result_opens_its_dump_json_with_only_the_metrics_it_computed
     layers = focus["namespace"].split("/")
     assert pane["deepestExpandedGroupNodeIds"] == [
         "/".join(layers[:k]) + "___group___" for k in range(1, len(layers) + 1)]
+
+
+def _state(pid: int) -> str | None:
+    """The process state letter in /proc (``Z`` a zombie), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_a_server_that_exits_under_the_shell_is_reaped_while_the_shell_runs(sample_data):
+    """The shell started from a terminal, ``explore`` in it, the server killed: it does not stay
+    a zombie of the shell (which runs for hours); the shell goes on answering."""
+    require_explorer()
+    context, _ = make_context(sample_data)
+    assert run_command(context, "vc") == 1
+    script = shutil.which("precision-tool")
+    assert script, "the console script is missing: install the package (README test command)"
+    env = {**os.environ, "HOME": str(sample_data.parent), "PYTHONUNBUFFERED": "1", "COLUMNS": str(WIDE)}
+    shell = subprocess.Popen([script, "--data", str(sample_data)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, cwd=sample_data.parent, env=env)
+    pid = None
+    try:
+        shell.stdin.write(f"explore --no-browser --port {free_port()}\n")
+        shell.stdin.flush()
+        for line in shell.stdout:  # until explore says which process it started
+            match = re.search(r"running as process (\d+); stop it with: kill \1", line)
+            if match:
+                pid = int(match.group(1))
+                break
+        assert pid is not None, "explore printed no process"
+        assert _state(pid) not in (None, "Z")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + REAPED  # a bound to give up at, not a speed asserted
+        while _state(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert shell.poll() is None  # the shell still runs
+        assert _state(pid) is None, f"process {pid} is a zombie of the shell"
+        shell.stdin.write("ls\nexit\n")
+        shell.stdin.flush()
+        rest = shell.stdout.read()
+        assert shell.wait(timeout=120) == 0 and "Traceback" not in rest
+    finally:
+        if pid is not None and _state(pid) not in (None, "Z"):
+            os.kill(pid, signal.SIGKILL)
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()

@@ -153,7 +153,9 @@ def test_report_with_model_explorer_overlays_the_rank_dirs_dump_json(data_root):
     done = _tool(data_root, "report", "--model-explorer")
     assert done.returncode == 0, done.stderr
     dump = data_root / "npu" / "step0" / "rank0" / "dump.json"
-    assert f"model explorer: model-explorer {dump} --extensions=precision_tool.model_explorer" in done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith("model explorer: "))
+    assert line.startswith("model explorer: python3 -m precision_tool.model_explorer.serve ")
+    assert json.loads(Path(line.split()[-1]).read_text())["graph"] == str(dump.resolve())
     (verdicts,) = (data_root / "temp" / "report").glob("*/model_explorer/*/verdict.json")
     (graph,) = json.loads(verdicts.read_text()).values()
     assert graph["results"][MATMUL]["value"] == "▲ introduces"

@@ -95,8 +95,9 @@ def test_model_explorer_shows_the_origins_vc_pairs(compared, tmp_path):
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("model explorer: "))
     graph_path = str(root / GRAPH_REL)
-    assert graph_path in line
-    cosine_file = line.split("--node_data_paths=")[1].split(",")[0]
+    launch = json.loads(open(line.split()[-1], encoding="utf-8").read())  # the explore.json it names
+    assert launch["graph"] == str((root / GRAPH_REL).resolve())
+    (cosine_file,) = [p for p in launch["node_data"] if p.endswith("/CosineSimilarity.json")]
     results = json.loads(open(cosine_file, encoding="utf-8").read())[MODEL]["results"]
     assert results[OP]["value"] > 0.9999  # the node data colours the op by its own goldens
     (graph,) = convert(graph_path)["graphs"]

@@ -17,7 +17,7 @@ from precision_tool.compare.result_csv import (
 )
 from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
-from precision_tool.model_explorer.node_data import metric_node_data
+from precision_tool.model_explorer.node_data import NodeDataFiles, metric_node_data
 from precision_tool.render.palette import marked, swatch
 from precision_tool.report.write import make_report
 from tests.conftest import make_context
@@ -40,8 +40,9 @@ def written(data_root):
     csv_path = write_chain(data_root, 30, 10, nan_at=(20,))
     context, _ = make_context(data_root)
     report = make_report(context, [csv_path], output=data_root / "out", model_explorer=True)
-    (files,) = report.node_data
-    return csv_path, files
+    (prepared,) = report.explorer
+    assert prepared.files[-1] == prepared.config  # the node data, then explore.json
+    return csv_path, NodeDataFiles(prepared.launch.graph_file, prepared.files[:-1])
 
 
 def as_builder(data: dict):
@@ -63,7 +64,7 @@ def test_node_data_builder_serialises_the_same_json(data_root):
     defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
                 for f in dataclasses.fields(ndb.GraphNodeData) if f.name != "results"}
     _, files = written(data_root)
-    assert [p.stem for p in files.files] == [*NUMERIC_METRICS, "verdict"]  # the last one shows first
+    assert [p.stem for p in files.files] == [*NUMERIC_METRICS, "verdict"]  # as written (explore.json orders them)
     for path in files.files:
         ours = json.loads(path.read_text(encoding="utf-8"))
         theirs = json.loads(as_builder(ours).to_json_string())

@@ -101,7 +101,8 @@ def report(root: Path, out: Path) -> Shown:
     html = (out / "index.html").read_text(encoding="utf-8")
     (directory,) = (out / "model_explorer").iterdir()
     node_data = {}
-    for path in directory.glob("*.json"):
+    opened = json.loads((directory / "explore.json").read_text(encoding="utf-8"))["node_data"]
+    for path in map(Path, opened):  # what Model Explorer opens: the verdict first
         (graph,) = json.loads(path.read_text(encoding="utf-8")).values()
         node_data[path.stem] = graph
     return Shown(vcs_json(root), html, Page(html), node_data)

@@ -12,6 +12,7 @@ is used up: nothing is skipped.
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import shutil
@@ -26,6 +27,7 @@ from tests.conftest import make_context, run_command
 
 PAGE = 4096  # tmpfs counts whole pages
 NODE_DATA = 10  # one node-data file per metric of the sample's CSV, and the verdict overlay
+JSON_FILES = NODE_DATA + 1  # and explore.json, which lists them for Model Explorer
 
 
 class SmallDisk:
@@ -130,7 +132,7 @@ def _sizes(disk: SmallDisk, compared, *options: str) -> tuple[int, int]:
     assert status == ExitStatus.OK, output
     index = Path(output.split("report: ", 1)[1].split("  (", 1)[0])
     nodes = sorted((index.parent / "model_explorer").rglob("*.json"))
-    assert len(nodes) == NODE_DATA
+    assert len(nodes) == JSON_FILES
 
     def allocated(path: Path) -> int:
         return math.ceil(path.stat().st_size / disk.unit) * disk.unit
@@ -172,7 +174,7 @@ def test_a_failed_report_into_a_directory_keeps_the_earlier_report_there(compare
     nodes, page = _sizes(small_disk, compared, *other)
     assert _report(compared, small_disk, "-o", str(out))[0] == ExitStatus.OK
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert len(before) == NODE_DATA + 1
+    assert len(before) == JSON_FILES + 1
     small_disk.leave(nodes + page - small_disk.unit)
     status, output = _report(compared, small_disk, *other)
     _one_error(status, output, "No space left on device", str(out / "index.html"))
@@ -187,9 +189,10 @@ def test_with_room_the_report_is_whole_and_names_its_node_data(compared, small_d
     assert status == ExitStatus.OK, output
     (index,) = (small_disk.path / "report").glob("*/index.html")
     line = next(line for line in output.splitlines() if line.startswith("model explorer: "))
-    listed = line.split("--node_data_paths=")[1].split(",")
+    config = line.split()[-1]
+    listed = [*json.loads(Path(config).read_text(encoding="utf-8"))["node_data"], config]
     assert sorted(listed) == sorted(str(p) for p in (index.parent / "model_explorer").rglob("*.json"))
-    assert len(listed) == NODE_DATA and all(os.path.isfile(p) for p in listed)
+    assert len(listed) == JSON_FILES and all(os.path.isfile(p) for p in listed)
     assert all(".part" not in name for name in small_disk.files())
 
 
