@@ -170,8 +170,9 @@ def test_report_without_dot_names_each_calls_module(data_root):
     (csv,) = (data_root / "temp" / "vector_compare").glob("*/result_*.csv")
     written = make_report(context, [csv], use_dot=False)
     html = written.index.read_text()
-    assert f"<title>{MATMUL} [Functional.matmul] in {BLOCK}</title>" in html
-    assert f"<title>{RELU} [Functional.relu] in {BLOCK}</title>" in html
+    # the hover text: the call, its API and module on the first line, its ports below
+    assert f"<title>{MATMUL} [Functional.matmul] in {BLOCK}\nout0 Float32" in html
+    assert f"<title>{RELU} [Functional.relu] in {BLOCK}\nin0 Float32" in html
 
 
 def test_a_piped_shell_session(data_root):
