@@ -239,7 +239,7 @@ def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) 
 
 def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS, workers: int = 1,
                   chunk: int = DEFAULT_CHUNK, progress: Progress | None = None,
-                  scheduler: str | None = None, split_bytes: int = 0) -> Iterator[CompareRow]:
+                  scheduler=None, split_bytes: int = 0) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
@@ -250,7 +250,8 @@ def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS
         progress: called as ``progress(rows done, rows total, bytes done)`` after each job,
             bytes being both sides' file bytes of the tensors compared so far.
         scheduler: a Dask scheduler (``tcp://HOST:8786``, or ``local:N`` for a LocalCluster of
-            N processes) to run the jobs on instead of local workers (:mod:`.cluster`).
+            N processes), or a :class:`~.cluster.ClusterSpec`, to run the jobs on instead of
+            local workers (:mod:`.cluster`).
         split_bytes: pairs larger than this (both sides' bytes) are compared in ranges of about
             this size on several workers (:mod:`.split`); 0 derives it from the data and the
             workers (:func:`~.split.split_size`). Inline runs (one worker) do not split.
@@ -318,11 +319,13 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
         yield from _pooled(units, plan.job_args, pooled, tracker)
 
 
-def _on_cluster(scheduler: str, plan: Plan, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
-    """The plan on the Dask cluster at ``scheduler``: the same units and window as the pool."""
+def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
+    """The plan on the Dask cluster of ``scheduler`` (an address or a ClusterSpec), its workers
+    checked first: the same units and window as the pool."""
     from .cluster import Session
 
     with Session(scheduler, _single_threaded_children) as session:
+        session.check(plan.sizes, bool(plan.job_args[2]))
         units = _units(plan, session.workers, split_bytes, CLUSTER_BATCH_BYTES)
         yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
 
