@@ -115,10 +115,19 @@ def absolute_task(task: PairTask) -> PairTask:
     return replace(task, left=_absolute(task.left), right=_absolute(task.right))
 
 
+def _dask_loggers() -> list[logging.Logger]:
+    """Dask's loggers: its configuration gives several (``distributed.client`` among them) a
+    stderr handler of their own, so each is redirected, not only their parent."""
+    names = [name for name in list(logging.root.manager.loggerDict)
+             if name.split(".")[0] in _LOGGERS]
+    return [logging.getLogger(name) for name in dict.fromkeys([*_LOGGERS, *names])]
+
+
 class DaskLog:
     """Dask's log lines (reconnect attempts, restarted workers, a lost scheduler's traceback) in
     a file under the output root while the cluster is used, not on the terminal, where they
-    would bury the one line this command prints; dropped when there is no output root."""
+    would bury the one line this command prints; dropped when there is no output root, and
+    after the session (see ``__exit__``)."""
 
     def __init__(self, root=None) -> None:
         self.root, self.pending, self.path, self._saved = root, None, None, []
@@ -132,15 +141,18 @@ class DaskLog:
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         else:
             handler = logging.NullHandler()
-        for name in _LOGGERS:
-            logger = logging.getLogger(name)
+        for logger in _dask_loggers():
             self._saved.append((logger, logger.handlers[:], logger.propagate))
             logger.handlers, logger.propagate = [handler], False
         return self
 
     def __exit__(self, *exc) -> None:
-        for logger, handlers, propagate in self._saved:
-            logger.handlers, logger.propagate = handlers, propagate
+        # Dask's handlers are not put back: a client closed on a lost scheduler still logs its
+        # reconnect's traceback from its loop thread a moment later, and that too is Dask's, not
+        # the user's; the next session sends them to its own file again
+        quiet = logging.NullHandler()
+        for logger, _, _ in self._saved:
+            logger.handlers = [quiet]
         self._saved = []
         if self.pending is not None:
             try:
@@ -316,12 +328,12 @@ class Session:
         workers = self.client.scheduler_info().get("workers", {})
         if any(self.allowed is None or w in self.allowed for w in workers):
             self._last_worker = now
-        elif now - self._last_worker >= min(GONE_SECONDS, self.spec.timeout):
+        gone = now - self._last_worker
+        stalled = now - self._last_progress >= self.spec.timeout
+        if gone >= min(GONE_SECONDS, self.spec.timeout) or (stalled and gone > POLL_SECONDS):
             which = "every Dask worker the run may use" if self.allowed is not None else "every Dask worker"
-            self.lost = True
-            raise self._stopped(f"{which} of {self.scheduler} is gone (none for "
-                                f"{now - self._last_worker:.0f} s)")
-        if now - self._last_progress >= self.spec.timeout:
+            raise self._stopped(f"{which} of {self.scheduler} is gone (none for {gone:.0f} s)")
+        if stalled:
             raise self._stopped(f"no result from the Dask workers of {self.scheduler} for "
                                 f"{now - self._last_progress:.0f} s (setting CLUSTER_TIMEOUT)")
 

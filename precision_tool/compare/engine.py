@@ -57,11 +57,18 @@ from .window import JobResult, LostWork, Unit, stream_units
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-# A Dask call costs about a millisecond of the scheduler's time (and a round trip), a pool call
-# a tenth of that: on a cluster, consecutive small jobs travel as one call of about this many
-# file bytes, so a job of many small dump files is not bound by the scheduler (1,000 calls/s
-# x 64 MiB is 67 GB/s, beyond any storage the workers read from).
+# A Dask call costs a round trip through the scheduler (207 calls/s measured on 2 shared cores,
+# docs/scaling.md), a pool call a tenth of that: on a cluster, consecutive small jobs travel as
+# one call of up to this many file bytes, so a run of many small dump files is not bound by the
+# scheduler's call rate; a smaller run is cut into about CLUSTER_CALLS_PER_WORKER calls per
+# worker thread, so every worker gets some.
 CLUSTER_BATCH_BYTES = 64 << 20
+CLUSTER_CALLS_PER_WORKER = 4
+
+
+def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
+    """The file bytes of one call on a cluster of ``workers`` threads for a run of ``data_bytes``."""
+    return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
 
 # --- jobs ------------------------------------------------------------------------------------
 
@@ -326,7 +333,8 @@ def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> I
 
     with Session(scheduler, _single_threaded_children) as session:
         session.check(plan.sizes, bool(plan.job_args[2]))
-        units = _units(plan, session.workers, split_bytes, CLUSTER_BATCH_BYTES)
+        batch = cluster_batch_bytes(sum(plan.sizes.values()), session.workers)
+        units = _units(plan, session.workers, split_bytes, batch)
         yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
 
 
@@ -349,6 +357,6 @@ def _pooled(units: list, job_args: tuple, workers: int,
         executor.shutdown(wait=True)
 
 
-__all__ = ["CLUSTER_BATCH_BYTES", "DEFAULT_CHUNK", "JobResult", "JobUnit", "Plan", "batch_jobs",
+__all__ = ["CLUSTER_BATCH_BYTES", "CLUSTER_CALLS_PER_WORKER", "DEFAULT_CHUNK", "cluster_batch_bytes", "JobResult", "JobUnit", "Plan", "batch_jobs",
            "compare_sources", "compare_task", "compare_tasks", "group_jobs", "lost_rows", "needs_worker",
            "nonfinite_note", "plan_jobs", "run_job"]
