@@ -250,12 +250,24 @@ class Session:
                     scheduler_port=0, dashboard_address="127.0.0.1:0",
                     scheduler_kwargs={"dashboard": False}, silence_logs=logging.CRITICAL)
             address = self.cluster
+        self._check_tls()
         try:
             self.client = self.distributed.Client(address, set_as_default=False)
             self.client.wait_for_workers(1, timeout=WORKERS_WAIT_SECONDS)
         except (OSError, TimeoutError) as exc:
             raise PrecisionToolError(f"Dask scheduler {self.scheduler}: {_why(exc)}{self.log.note()}") from None
         return self
+
+    def _check_tls(self) -> None:
+        """A ``tls://`` scheduler without Dask's TLS settings here is one line, before a client
+        is made (Dask's own error is a TypeError, and the half-made client's traceback)."""
+        if not self.scheduler.startswith(("tls://", "wss://")):
+            return
+        if self.distributed.Security().get_connection_args("client").get("ssl_context") is None:
+            raise PrecisionToolError(
+                f"Dask scheduler {self.scheduler}: a tls:// scheduler needs Dask's TLS settings here "
+                "(distributed.comm.tls.ca-file, .client.cert and .client.key, e.g. "
+                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem: see docs/cluster.md)")
 
     def check(self, files, need_numba: bool) -> None:
         """The preflight check (:mod:`.cluster_preflight`) of every worker, before any task:

@@ -61,7 +61,7 @@ def _wait(ready, what: str, timeout: float = 60) -> None:
 class Cluster:
     """A scheduler on loopback and the workers added to it; :meth:`stop` kills them all."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, scheduler_flags: list[str] | None = None) -> None:
         base.mkdir(parents=True, exist_ok=True)
         self.base, self.file = base, base / "scheduler.json"
         self.file.unlink(missing_ok=True)  # a killed scheduler's, which would name a dead port
@@ -69,7 +69,7 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
         self.scheduler = self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
                                       "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                                      str(self.file)], clean_env())
+                                      str(self.file), *(scheduler_flags or [])], clean_env())
         _wait(lambda: self.file.exists() and self.file.stat().st_size, "the scheduler file")
         self.address = json.loads(self.file.read_text())["address"]
         self.expected = 0
@@ -81,10 +81,11 @@ class Cluster:
         return proc
 
     def add_worker(self, *, python: str = sys.executable, prefix: list[str] | None = None,
-                   env: dict | None = None, preload: dict | None = None, nanny: bool = True) -> None:
+                   env: dict | None = None, preload: dict | None = None, nanny: bool = True,
+                   flags: list[str] | None = None) -> None:
         """One single-threaded worker; ``preload`` (environment) loads :data:`PRELOAD` in it."""
         argv = [*(prefix or []), python, "-m", "distributed.cli.dask_worker", self.address,
-                "--nthreads", "1", "--no-dashboard", "--death-timeout", "20"]
+                "--nthreads", "1", "--no-dashboard", "--death-timeout", "20", *(flags or [])]
         env = dict(clean_env() if env is None else env)
         if preload is not None:
             script = self.base / "preload_misbehave.py"
@@ -96,11 +97,12 @@ class Cluster:
         self._start(argv, env)
         self.expected += 1
 
-    def wait_for_workers(self, count: int | None = None) -> None:
-        from distributed import Client
-
-        with Client(self.address, set_as_default=False) as client:
-            client.wait_for_workers(count or self.expected, timeout=60)
+    def wait_for_workers(self, count: int | None = None, env: dict | None = None) -> None:
+        """Wait for the workers, in a process of its own (``env``: the Dask settings to use)."""
+        code = ("import sys; from distributed import Client; c = Client(sys.argv[1], set_as_default=False); "
+                "c.wait_for_workers(int(sys.argv[2]), timeout=60); c.close()")
+        subprocess.run([sys.executable, "-c", code, self.address, str(count or self.expected)],
+                       env=clean_env(**(env or {})), check=True, timeout=120, capture_output=True)
 
     def stop(self) -> None:
         for proc in reversed(self.procs):

@@ -6,6 +6,7 @@ one from a venv without this package, one that cannot read a single golden file.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,47 @@ def test_a_row_a_worker_cannot_read_is_never_counted_as_compared(sample_data, cl
     assert text.count("Not compared: Dask worker tcp://127.0.0.1:") == count >= 1
     assert f"cannot read {victim}" in text
     assert os.access(victim, os.R_OK)  # this machine can: the worker could not
+
+
+# --- TLS, as docs/cluster.md sets it up ------------------------------------------------------------
+
+def _certificates(where: Path) -> dict:
+    """A throw-away CA and one certificate for 127.0.0.1 signed by it (openssl)."""
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+        "-subj", "/CN=test-ca")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", "/CN=node")
+    (where / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+        "node.pem", "-days", "1", "-extfile", "ext.cnf")
+    return {"ca": str(where / "ca.pem"), "cert": str(where / "node.pem"), "key": str(where / "node.key")}
+
+
+def test_a_tls_scheduler_without_tls_settings_is_one_line(sample_data):
+    done = vc(sample_data, "--scheduler", "tls://127.0.0.1:9", timeout=120)
+    assert done.returncode == 2
+    assert _one_line(done).startswith("error: Dask scheduler tls://127.0.0.1:9: a tls:// scheduler needs "
+                                      "Dask's TLS settings here (distributed.comm.tls.ca-file")
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="needs openssl to make certificates")
+def test_vc_on_a_tls_cluster_with_certificates(sample_data, tmp_path):
+    certs = _certificates(tmp_path)
+    flags = ["--tls-ca-file", certs["ca"], "--tls-cert", certs["cert"], "--tls-key", certs["key"]]
+    secure = Cluster(tmp_path / "tls", scheduler_flags=["--protocol", "tls", *flags])
+    try:
+        assert secure.address.startswith("tls://127.0.0.1:")
+        secure.add_worker(flags=flags)
+        settings = {"DASK_DISTRIBUTED__COMM__TLS__CA_FILE": certs["ca"],
+                    "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": certs["cert"],
+                    "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": certs["key"],
+                    "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True"}
+        secure.wait_for_workers(env=settings)
+        done = vc(sample_data, "--scheduler", secure.address, **settings)
+        local = vc(sample_data, "--fresh")
+    finally:
+        secure.stop()
+    assert done.returncode == local.returncode == 1, done.stderr
+    first, second = _csvs(sample_data)
+    assert first == second
