@@ -158,6 +158,48 @@ def bench_malloc(root: Path, scratch: Path, repeat: int) -> None:
         print(f"  {label:<40} {_mmm(seconds)} s (min/med/max), load {os.getloadavg()[0]:.2f}", flush=True)
 
 
+MICRO = """
+import resource, sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from precision_tool.compare.cluster_preflight import restore_malloc
+if sys.argv[2] == "restore":
+    restore_malloc()
+rng = np.random.default_rng(0)
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 1 << 20
+x = rng.standard_normal(n).astype(np.float16)
+y = rng.standard_normal(n).astype(np.float32)
+start = resource.getrusage(resource.RUSAGE_SELF)
+for _ in range(30 * (1 << 22) // n):  # what the numpy kernels do per block: widen, subtract, square, sum
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    d = a - b
+    (d * d).sum(), (a * b).sum(), np.abs(d).max()
+end = resource.getrusage(resource.RUSAGE_SELF)
+print(end.ru_utime - start.ru_utime + end.ru_stime - start.ru_stime, end.ru_minflt - start.ru_minflt)
+"""
+
+
+def malloc_micro(repeat: int) -> None:
+    """CPU seconds (user + system, so less sensitive to a shared machine than wall time) of the
+    numpy kernels' kind of work on tensors of 256 Ki, 1 Mi and 4 Mi elements (120 Mi elements in
+    all each time), with MALLOC_TRIM_THRESHOLD_=65536 as a nanny sets it, left to act or restored
+    by the tool; the two alternate."""
+    print("\nmalloc: numpy work on float16 vs float32 blocks (widen, subtract, 3 reductions), "
+          "MALLOC_TRIM_THRESHOLD_=65536, CPU s (user + system)")
+    for elements in (1 << 18, 1 << 20, 1 << 22):
+        results: dict = {"left to act": [], "restored": []}
+        for _ in range(repeat):
+            for label, how in (("left to act", "keep"), ("restored", "restore")):
+                done = subprocess.run([sys.executable, "-c", MICRO, str(REPO), how, str(elements)],
+                                      capture_output=True, text=True, env=_env(MALLOC_TRIM_THRESHOLD_="65536"),
+                                      check=True)
+                cpu, faults = done.stdout.split()
+                results[label].append((float(cpu), int(faults)))
+        for label, runs in results.items():
+            print(f"  {elements >> 10:>5} Ki elements, {label:<12} CPU s {_mmm([c for c, _ in runs])} "
+                  f"(min/med/max), minor page faults {statistics.median([f for _, f in runs]):.0f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", metavar="DIR", help="generate the tree into DIR and keep it")
@@ -167,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="1,2,4", help="worker processes to run with (default 1,2,4)")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--no-malloc", dest="malloc", action="store_false")
+    parser.add_argument("--micro-only", action="store_true", help="only the malloc micro-benchmark")
     args = parser.parse_args(argv)
+    if args.micro_only:
+        malloc_micro(max(args.repeat, 3))
+        return 0
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="vc_cluster_"))
     scratch = Path(tempfile.mkdtemp(prefix="vc_cluster_out_"))
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: other work may run)")
@@ -176,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_workers(tree, scratch, [int(k) for k in args.workers.split(",")], args.calls, args.repeat)
     if args.malloc:
         bench_malloc(tree, scratch, args.repeat)
+        malloc_micro(max(args.repeat, 3))
     return 0
 
 
