@@ -357,6 +357,6 @@ def _pooled(units: list, job_args: tuple, workers: int,
         executor.shutdown(wait=True)
 
 
-__all__ = ["CLUSTER_BATCH_BYTES", "CLUSTER_CALLS_PER_WORKER", "DEFAULT_CHUNK", "cluster_batch_bytes", "JobResult", "JobUnit", "Plan", "batch_jobs",
-           "compare_sources", "compare_task", "compare_tasks", "group_jobs", "lost_rows", "needs_worker",
+__all__ = ["CLUSTER_BATCH_BYTES", "CLUSTER_CALLS_PER_WORKER", "DEFAULT_CHUNK", "JobResult", "JobUnit", "Plan",
+           "batch_jobs", "cluster_batch_bytes", "compare_sources", "compare_task", "compare_tasks", "group_jobs", "lost_rows", "needs_worker",
            "nonfinite_note", "plan_jobs", "run_job"]
