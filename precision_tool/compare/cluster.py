@@ -66,6 +66,7 @@ PING_AFTER_SECONDS = 30.0
 PING_TIMEOUT_SECONDS = 10.0
 WORKERS_WAIT_SECONDS = 60.0
 GONE_SECONDS = 30.0  # a nanny restarts a worker in seconds: longer without any is a lost cluster
+WORKERS_EVERY_SECONDS = 3.0  # how often the scheduler is asked which workers it has
 CLOSE_SECONDS = 10.0
 DEFAULT_TIMEOUT = 300.0
 LOG_DIR = "cluster_logs"
@@ -213,7 +214,8 @@ class Session:
         self.allowed: list[str] | None = None  # the workers tasks may run on; None: any
         self.log = DaskLog(self.spec.log_root)
         self._collected = self._seen_done = 0
-        self._last_progress = self._last_worker = time.monotonic()
+        self._last_progress = self._last_asked = time.monotonic()
+        self._none_since: float | None = None  # since when the scheduler has had no worker for us
 
     def __enter__(self) -> Session:
         self.log.__enter__()
@@ -337,12 +339,16 @@ class Session:
         done = self._collected + sum(1 for f in self.live.values() if f.done())
         if done != self._seen_done:
             self._seen_done, self._last_progress = done, now
-        workers = self.client.scheduler_info().get("workers", {})
-        if any(self.allowed is None or w in self.allowed for w in workers):
-            self._last_worker = now
-        gone = now - self._last_worker
+        if now - self._last_asked >= WORKERS_EVERY_SECONDS:
+            self._last_asked = now
+            workers = self._identity().get("workers", {})
+            if any(self.allowed is None or w in self.allowed for w in workers):
+                self._none_since = None
+            elif self._none_since is None:
+                self._none_since = now - WORKERS_EVERY_SECONDS  # gone since the ask before, at least
+        gone = now - self._none_since if self._none_since is not None else 0.0
         stalled = now - self._last_progress >= self.spec.timeout
-        if gone >= min(GONE_SECONDS, self.spec.timeout) or (stalled and gone > POLL_SECONDS):
+        if self._none_since is not None and (gone >= min(GONE_SECONDS, self.spec.timeout) or stalled):
             which = "every Dask worker the run may use" if self.allowed is not None else "every Dask worker"
             raise self._stopped(f"{which} of {self.scheduler} is gone (none for {gone:.0f} s)")
         if stalled:
@@ -352,13 +358,19 @@ class Session:
     def _stopped(self, message: str) -> ClusterStopped:
         return ClusterStopped(f"{message}; the rows computed so far are kept{self.log.note()}")
 
-    def _ping(self) -> None:
+    def _identity(self) -> dict:
+        """The scheduler's identity (its workers among it), asked with a timeout: Dask's own
+        ``scheduler_info`` waits for a frozen scheduler forever."""
         try:
-            self.client.sync(self.client.scheduler.identity, callback_timeout=PING_TIMEOUT_SECONDS)
+            return self.client.sync(self.client.scheduler.identity, n_workers=-1,
+                                    callback_timeout=PING_TIMEOUT_SECONDS)
         except (OSError, TimeoutError) as exc:
             self.lost = True
             raise self._stopped(f"the Dask scheduler {self.scheduler} does not answer "
                                 f"({_why(exc)})") from None
+
+    def _ping(self) -> None:
+        self._identity()
 
     def cancel(self) -> None:
         """Cancel every future not yet collected (when the scheduler still listens)."""
