@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", type=int, default=4)
     parser.add_argument("--device-gb", type=float, default=0.25)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--workers", default="1,2,4", help="worker processes to run with (default 1,2,4)")
+    parser.add_argument("--workers", default="1,2,4", help="worker processes to run with (default 1,2,4; '' none)")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--no-malloc", dest="malloc", action="store_false")
     parser.add_argument("--micro-only", action="store_true", help="only the malloc micro-benchmark")
@@ -219,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: other work may run)")
     tree = base / "tree" / "precision_data"
     make_tree(tree, args.devices, args.device_gb)
-    bench_workers(tree, scratch, [int(k) for k in args.workers.split(",")], args.calls, args.repeat)
+    if args.workers:
+        bench_workers(tree, scratch, [int(k) for k in args.workers.split(",")], args.calls, args.repeat)
     if args.malloc:
         bench_malloc(tree, scratch, args.repeat)
         malloc_micro(max(args.repeat, 3))

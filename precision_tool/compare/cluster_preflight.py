@@ -35,6 +35,7 @@ from ..errors import PrecisionToolError
 HEAD_BYTES = 64  # bytes compared per sampled file: a dump's header differs from file to file
 MAX_SAMPLES = 64  # directories sampled at most (spread over the run's files)
 MALLOC_VARIABLE = "MALLOC_TRIM_THRESHOLD_"
+KERNELS_VARIABLE = "PRECISION_TOOL_KERNELS"  # kernels.py's switch: "numpy" turns numba off
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 _MMAP_THRESHOLD = 32 << 20  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: where the adaptive rule stops
 INSTALL = "pip install 'precision-tool[cluster]'"
@@ -87,8 +88,8 @@ def probe(samples: Sequence[Sample], need_numba: bool) -> Report:
     from .. import __version__
 
     report = Report(__version__, malloc_trim=os.environ.get(MALLOC_VARIABLE))
-    if need_numba:
-        from . import kernels
+    if need_numba and os.environ.get(KERNELS_VARIABLE, "").strip().lower() != "numpy":
+        from . import kernels  # numba switched off there on purpose is no lack: numpy computes the same
 
         report.numba = kernels.numba_kernels() is not None
     for sample in samples:
@@ -196,8 +197,8 @@ def lacks(report: Report | BaseException, version: str) -> str | None:
     if report.version != version:
         return f"precision-tool {version} (it has {report.version})"
     if report.numba is False:
-        return ("the numba kernels this run uses (pip install 'precision-tool[fast]' there, or "
-                "PRECISION_TOOL_KERNELS=numpy here)")
+        return ("the numba kernels this run uses (pip install 'precision-tool[fast]' there, or start "
+                "it with PRECISION_TOOL_KERNELS=numpy)")
     if report.unreadable:
         path, why = report.unreadable[0]
         more = f" and {len(report.unreadable) - 1} more director(ies)" if len(report.unreadable) > 1 else ""

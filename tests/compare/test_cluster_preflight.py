@@ -78,6 +78,12 @@ def test_the_probe_names_a_missing_file_and_another_copy(tmp_path):
         ("nope", "No such file or directory")]
 
 
+def test_numba_switched_off_on_a_worker_on_purpose_is_no_lack(monkeypatch):
+    monkeypatch.setenv("PRECISION_TOOL_KERNELS", "numpy")
+    assert pre.probe([], need_numba=True).numba is None
+    assert pre.lacks(pre.probe([], need_numba=True), __version__) is None
+
+
 def test_what_a_worker_lacks_in_a_few_words():
     assert pre.lacks(pre.Report(__version__), __version__) is None
     assert pre.lacks(pre.Report("0.0.1"), __version__) == f"precision-tool {__version__} (it has 0.0.1)"
