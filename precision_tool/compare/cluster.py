@@ -25,8 +25,9 @@ What happens when things go away:
   the reason; the run goes on.
 * The scheduler dies or the connection to it is lost: Dask cancels the futures at once; this
   is one error line (PrecisionToolError), the workers and a LocalCluster are closed. A
-  scheduler that stops answering (frozen, a network partition) is noticed by a ping after
-  :data:`PING_AFTER_SECONDS` without a result, answered within :data:`PING_TIMEOUT_SECONDS`, or
+  scheduler that stops answering (frozen, a network partition) is noticed when it is asked
+  which workers it has (every :data:`WORKERS_EVERY_SECONDS`, and a ping after
+  :data:`PING_AFTER_SECONDS` without a result), answered within :data:`PING_TIMEOUT_SECONDS`, or
   that error line. Rows already written stay in the row cache, so running ``vc`` again
   computes only the rest. These errors are :class:`ClusterStopped`: the run was interrupted
   (``vc`` marks it so, for ``vc --resume``), its data is not at fault.
