@@ -46,6 +46,11 @@ SCHEDULER = ""
 # within 64 MiB and 1 GiB.
 SPLIT_BYTES = 0
 
+# vc on a Dask cluster: seconds without any result before the run stops with one line (the run
+# is marked interrupted, and vc --resume continues it). A call carries at most about 1 GiB, so
+# five minutes of nothing is a lost or stuck cluster, not a slow one.
+CLUSTER_TIMEOUT = 300
+
 # ac cast check: a Cast from the left dtype to the right one is reported as dangerous. A list of
 # (source, target) pairs of GE dtype names (DT_...).
 # The default: every floating type to every integer type, and every narrowing integer cast.

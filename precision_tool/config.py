@@ -43,6 +43,7 @@ class Config:
     workers: int = 0  # 0: one per CPU core
     scheduler: str = ""  # a Dask scheduler address, or local:N; "" runs on local processes
     split_bytes: int = 0  # pairs larger than this are compared in ranges; 0: derived
+    cluster_timeout: float = 300.0  # seconds without any result before a cluster run stops
     dangerous_casts: tuple[tuple[str, str], ...] = DEFAULT_DANGEROUS_CASTS
     cmd_root_path: str = ""  # accepted for compatibility with the original; unused
     debug: bool = False
@@ -64,6 +65,7 @@ _RELATIVE_TO_FILE = ("DATA_ROOT_DIR", "OUTPUT_ROOT")  # paths in config.py: from
 MAX_CONFIG_BYTES = 1 << 20  # a config.py is a few KB; more is not a settings file
 MAX_WORKERS = 1024
 MAX_SPLIT_BYTES = 1 << 50
+MAX_SECONDS = 7 * 24 * 3600
 _SCHEDULER = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 _DTYPE_NAME = re.compile(r"^DT_[A-Z0-9_]+$")
@@ -166,6 +168,13 @@ def _flag(value: Any) -> bool:
     raise _Bad("True or False")
 
 
+def _seconds(value: Any) -> float:
+    number = _number(value)
+    if not 1 <= number <= MAX_SECONDS:
+        raise _Bad(f"a number of seconds from 1 to {MAX_SECONDS}")
+    return number
+
+
 def _scheduler(value: Any) -> str:
     """A Dask scheduler: ``tcp://HOST:PORT`` (tls, ucx, ws, wss, inproc too), ``local:N``, or ''."""
     wants = f"a Dask scheduler address like 'tcp://HOST:8786', or 'local:N' (N 1 to {MAX_WORKERS}), or ''"
@@ -197,6 +206,7 @@ _RULES = {
     "COSINE_THRESHOLD": _cosine, "RED_THRESHOLD": _red, "VCS_LIMIT": lambda v: _whole(v, 0),
     "WORKERS": lambda v: _whole(v, 0, MAX_WORKERS), "DANGEROUS_CASTS": _casts,
     "SCHEDULER": _scheduler, "SPLIT_BYTES": lambda v: _whole(v, 0, MAX_SPLIT_BYTES),
+    "CLUSTER_TIMEOUT": _seconds,
     "CMD_ROOT_PATH": _text, "DEBUG": _flag,
 }
 # A flag's value, when the setting's rule also takes None (a flag cannot say None: leaving it

@@ -38,15 +38,19 @@ class Summary:
     rule: object  # a compare.divergence.FlagRule
     compared: int = 0
     not_compared: int = 0
+    unreadable: int = 0  # not compared: a Dask worker could not read the files
     flagged_ops: list[str] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set, repr=False)
 
     def add(self, row) -> None:
         """Count one :class:`~precision_tool.compare.result.CompareRow`."""
+        from ..compare.cluster_preflight import UNREADABLE
+
         if row.compared:
             self.compared += 1
         elif row.tensor_index:
             self.not_compared += 1
+            self.unreadable += row.fail_reason.startswith(UNREADABLE)
         diverges = self.rule.diverges(row.cosine, row.metric("RelativeEuclideanDistance"),
                                       row.npu_nonfinite)
         if row.is_output and diverges and row.op_name not in self._seen:
@@ -115,7 +119,7 @@ class CompareProgress:
 # --- running ---------------------------------------------------------------------------------
 
 def _write_all(plans, root, paths: list[Path], metrics, config, rule, display,
-               cache) -> tuple[list[Summary], dict]:
+               cache, scheduler) -> tuple[list[Summary], dict]:
     """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
     sub-graphs and steps: local workers, or the cluster of ``config.scheduler``); every CSV
     appears only once all are complete. Returns the summaries and how many rows were reused
@@ -134,7 +138,7 @@ def _write_all(plans, root, paths: list[Path], metrics, config, rule, display,
                                                     metrics=metrics))
                    for plan, path in zip(plans, paths)]
         for owner, row in run_comparisons(plans, metrics, config.worker_count, progress, cache, counts,
-                                          scheduler=config.scheduler, split_bytes=config.split_bytes):
+                                          scheduler=scheduler, split_bytes=config.split_bytes):
             writers[owner].write(row)
             summaries[owner].add(row)
     return summaries, counts
@@ -199,7 +203,8 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
                    graph: str | None = None, steps: str | None = None, algorithms: str | None = None,
                    output: str | None = None, show_progress: bool = True,
                    devices: str | None = None, resume: bool | str = False, reuse: bool = True,
-                   scheduler: str | None = None, mapping: str | None = None) -> CommandResult:
+                   scheduler: str | None = None, mapping: str | None = None,
+                   allow_partial: bool = False) -> CommandResult:
     """Run a vector compare and return the notes and one summary line per CSV written.
 
     Rows an earlier run computed from the same files and metrics are reused unless ``reuse`` is
@@ -209,7 +214,12 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     options given besides must be the run's. ``output`` without ``resume`` holds this run only:
     an earlier vc result there is replaced when this one is complete (see
     :mod:`~precision_tool.compare.result_dir`). ``scheduler`` (a Dask address or ``local:N``)
-    overrides the SCHEDULER setting. ``mapping`` (msprobe dumps) is a tensor mapping file whose
+    overrides the SCHEDULER setting; its workers are checked first (one line naming a worker
+    that lacks something, or, with ``allow_partial``, the run goes on without it), Dask's log
+    goes to ``cluster_logs/`` under the output root, and a cluster that goes away or gives no
+    result for CLUSTER_TIMEOUT seconds leaves the run interrupted, for ``--resume``; rows a
+    worker could not read make the status ERROR. ``reuse`` False (``--fresh``) still stores the
+    rows computed, and the run's resume reuses only those. ``mapping`` (msprobe dumps) is a tensor mapping file whose
     pairs win; the pairing used is written beside the CSVs, in ``msprobe/``, with msprobe's
     own compare-result columns.
     Status FLAGGED when any op is flagged (compare.divergence's rule), else OK; the CSVs
@@ -227,6 +237,7 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
     from ..compare.plan import plan_comparisons
     from ..compare.result_dir import CompareOptions, new_result_dir
     from ..config import check_setting
+    from .vc_cluster import cluster_spec, resumed_options, unreadable_line
 
     config = context.config
     if scheduler is not None:
@@ -244,27 +255,39 @@ def vector_compare(context: Context, *, left: str | None = None, right: str | No
         metrics = metrics_for(plans, metrics, asked=options.algorithms is not None)
     out: list = [Text(f"passed over: {line}", style="warn") for line in skipped]
     out += [Text(note, style="warn") for p in plans for note in p.notes]
+    if resume:
+        directory, applied = resumed_options(directory, reuse, scheduler, allow_partial)
+        out += [Text(line, style="muted") for line in applied]
     swept = directory.root if resume else context.output_at(output) if output else None
     _remove_stale_parts(context, swept)
+    spec = cluster_spec(config, context, allow_partial)
     with stop_on_signals():  # SIGTERM, SIGHUP: as Ctrl-C, then the process ends by the signal
         if not resume:  # after planning: bad input leaves no directory behind
             directory = new_result_dir(context.output, context.output_at(output) if output else None)
-        summaries, counts = _run_into(directory, options, plans, metrics, context, config,
-                                      show_progress=show_progress, reuse=reuse, resume=resume)
+            if not reuse:  # rows are stored, and this run's resume reuses only its own
+                directory = replace(directory, fresh_since=time.time_ns())
+        summaries, counts = _run_into(directory, options, plans, metrics, context, config, spec,
+                                      show_progress=show_progress, reuse=reuse or bool(resume), resume=resume)
     out += _cache_lines(counts) + [s.line() for s in summaries]
+    unread = sum(s.unreadable for s in summaries)
+    if unread:
+        out.append(unreadable_line(unread))
+        return CommandResult(out, ExitStatus.ERROR, [s.path for s in summaries])
     flagged = any(s.flagged_ops for s in summaries)
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK, [s.path for s in summaries])
 
 
-def _run_into(directory, options, plans, metrics, context: Context, config, *,
+def _run_into(directory, options, plans, metrics, context: Context, config, spec, *,
               show_progress: bool, reuse: bool, resume: bool) -> tuple[list[Summary], dict]:
     """Every plan's CSV in ``directory``, its run.json saying running, then complete. Until the
     manifest names the new CSVs (the moment readers switch to them) a failure or a stop leaves
     none of them: on a bad output nothing of the run is left (a resumed run's directory stays),
     on Ctrl-C or a stop signal the directory is marked interrupted, for ``vc --resume``. After
     it, the CSVs of the earlier run there go. ``config`` is the context's, with the command's
-    scheduler. Returns :func:`_write_all`'s, the counts with ``cache_warning`` when the row
+    scheduler; ``spec`` the cluster's (None: local workers). A cluster that went away
+    (ClusterStopped) leaves the run interrupted, as Ctrl-C does, and says how to resume. Returns :func:`_write_all`'s, the counts with ``cache_warning`` when the row
     cache turned itself off."""
+    from ..compare.cluster import ClusterStopped
     from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
@@ -273,12 +296,12 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
     paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
     switched = False
     try:
-        cache = RowCache(context.output) if reuse else None
+        cache = RowCache(context.output, read=reuse, since=directory.fresh_since)
         directory.mark(RUNNING, options)
         with CompareProgress(context.console, enabled=show_progress) as display, \
                 (cache if cache is not None else nullcontext()):
             found = _write_all(plans, directory.root, paths, metrics, config,
-                               FlagRule.from_config(config), display, cache)
+                               FlagRule.from_config(config), display, cache, spec)
         if cache is not None and cache.warning:  # read after the last flush, at the with's end
             found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path,
@@ -290,6 +313,10 @@ def _run_into(directory, options, plans, metrics, context: Context, config, *,
         switched = True
         directory.replace_previous(paths)
         directory.mark(COMPLETE, options)
+    except ClusterStopped as exc:  # not the data's fault: what was computed is kept, to resume
+        _drop_unfinished(directory, [] if switched else paths)
+        _mark_interrupted(directory, options)
+        raise PrecisionToolError(f"{exc}; vc --resume {directory.path} computes the rest") from None
     except PrecisionToolError:  # a full disk, a refused link: no new CSV and no directory is left
         _drop_unfinished(directory, [] if switched else paths)
         _abandon(directory, options, resume)
@@ -345,7 +372,7 @@ def run(args, context: Context) -> CommandResult:
     return vector_compare(context, left=args.left, right=args.right, graph=args.graph, steps=args.step,
                           algorithms=args.alg, output=args.output, devices=args.device,
                           resume=args.resume, reuse=not args.fresh, scheduler=args.scheduler,
-                          mapping=args.mapping)
+                          mapping=args.mapping, allow_partial=args.allow_partial)
 
 
 def _add_arguments(parser: CommandParser) -> None:
@@ -375,7 +402,12 @@ def _add_arguments(parser: CommandParser) -> None:
                              "under vector_compare/; other -lt/-rt/-g/--step/--device/-alg are refused")
     parser.add_argument("--fresh", action="store_true",
                         help="compute every row again (default: reuse rows earlier runs computed from "
-                             "the same files and metrics)")
+                             "the same files and metrics); the rows are still stored, and a resume "
+                             "of the run reuses only those")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="on a Dask cluster: go on with the workers that pass the check made "
+                             "before the run (this package at this version, the kernels, the data "
+                             "at the same paths); default: one line naming the first that fails")
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="compute on a Dask cluster: its scheduler's address (tcp://HOST:8786; its "
                              "workers must see the same paths), or local:N for N local processes. "

@@ -66,6 +66,7 @@ class _RunFile:
     stamp: str
     pid: int | None = None
     replaces: list | None = None
+    fresh_since: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class RunState:
     when: datetime
     pid: int | None = None
     replaces: tuple[str, ...] = ()
+    fresh_since: int | None = None  # vc --fresh: reuse only rows computed from then (ns)
 
     @property
     def writer_alive(self) -> bool:
@@ -113,7 +115,10 @@ def read_state(directory: Path) -> RunState | None:
     replaces = found.get("replaces") or []
     if not all(isinstance(name, str) and is_csv_name(name) for name in replaces):
         raise PrecisionToolError(f"replaces is {shown(replaces)}, not a list of CSV names", path)
-    return RunState(found["state"], options, when, pid, tuple(replaces))
+    fresh_since = found.get("fresh_since")
+    if fresh_since is not None and fresh_since < 0:
+        raise PrecisionToolError(f"fresh_since is {shown(fresh_since)}, not a time in ns", path)
+    return RunState(found["state"], options, when, pid, tuple(replaces), fresh_since)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ class ResultDir:
     path: Path
     when: datetime
     replaces: tuple[str, ...] = ()
+    fresh_since: int | None = None  # vc --fresh: its resume reuses only rows computed from then
 
     def csv_path(self, tag: str | None) -> Path:
         """``result_{stamp}[_{tag}].csv`` in this directory."""
@@ -137,6 +143,8 @@ class ResultDir:
                     "stamp": self.when.strftime(STAMP)}
         if state != COMPLETE and self.replaces:
             document["replaces"] = list(self.replaces)
+        if self.fresh_since is not None:
+            document["fresh_since"] = self.fresh_since
         self.root.write_text(self.path / RUN_FILE, json.dumps(document, indent=1))
 
     def replace_previous(self, written: Iterable[Path]) -> None:
@@ -171,7 +179,8 @@ def _prepared(root: OutputRoot, path: Path, state: RunState | None, when: dateti
         raise PrecisionToolError(
             f"holds result CSVs vc did not write ({', '.join(foreign[:3])}{more}), which would be "
             "read with its result; move them away, or give an empty directory or one vc wrote", path)
-    return ResultDir(root, path, when, tuple(sorted(name for name in csvs if name in ours)))
+    return ResultDir(root, path, when, tuple(sorted(name for name in csvs if name in ours)),
+                     state.fresh_since if state is not None and state.when == when else None)
 
 
 def _refuse_live(state: RunState, path: Path) -> None:

@@ -18,6 +18,11 @@ SQLite opens its files itself, so its directory is made through the output root 
 or below it) and a link planted at the database's or its journal's name is refused.
 A damaged store (not SQLite, a table of other columns, a malformed row) is never trusted: the
 cache turns itself off with one line and every row is computed, as with ``--fresh``.
+
+Each outcome records when it was computed (``at``, ns since the epoch; rows of older versions
+have none): ``vc --fresh`` reuses nothing but still stores what it computes, and its resume
+reuses only the rows computed since the fresh run started (``since``), so a resumed fresh run
+computes only what is missing and still nothing older.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def task_key(task: PairTask, metric_names: Sequence[str],
 def _outcome(row: CompareRow) -> str:
     return json.dumps({"metrics": row.metrics, "std": row.std_text, "reason": row.fail_reason,
                        "npu_dtype": row.npu_dtype, "golden_dtype": row.golden_dtype,
-                       "shape": list(row.shape) if row.shape is not None else None})
+                       "shape": list(row.shape) if row.shape is not None else None,
+                       "at": time.time_ns()})
 
 
 def _is_int(value) -> bool:
@@ -148,8 +154,11 @@ class RowCache:
     reused as without it. A planted link at its names is the one refusal (an OutputError).
     """
 
-    def __init__(self, root: OutputRoot, *parts: str) -> None:
+    def __init__(self, root: OutputRoot, *parts: str, read: bool = True, since: int | None = None) -> None:
+        """``read`` False stores rows and reuses none (``--fresh``); ``since`` (ns since the
+        epoch) reuses only rows computed from then on (a fresh run's resume)."""
         self.root, self.parts = root, parts or (CACHE_DIR,)
+        self.read, self.since = read, since
         self.path = root.path.joinpath(*self.parts, CACHE_NAME)
         self.warning: str | None = None
         self._db: sqlite3.Connection | None = None
@@ -216,12 +225,17 @@ class RowCache:
     def outcomes(self, keys: Sequence[str | None]) -> list[dict | None]:
         """The checked stored outcome of each key (None: not stored, or no key). When the store
         fails or one row is malformed, none is trusted: the cache turns off, all are None."""
+        if not self.read:
+            return [None] * len(keys)
         found = [self.get(key) if key else None for key in keys]
         try:
             checked = [_checked_outcome(text) if text is not None else None for text in found]
         except ValueError as exc:
             self._off(exc)
             return [None] * len(keys)
+        if self.since is not None:  # older than the fresh run: computed again
+            checked = [c if c is not None and _is_int(c.get("at")) and c["at"] >= self.since else None
+                       for c in checked]
         return checked if self._db is not None else [None] * len(keys)
 
     def put(self, key: str, row: CompareRow) -> None:
