@@ -19,7 +19,7 @@ from precision_tool.compare.result_dir import ResultDir
 from precision_tool.compare.row_cache import RowCache
 from precision_tool.config import Config, load_config
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.atomic import OutputRoot
+from precision_tool.formats.output_root import OutputRoot
 
 
 def test_cluster_timeout_is_a_setting_in_seconds(tmp_path):

@@ -27,6 +27,6 @@ def test_small_jobs_join_into_calls_of_the_batch_size_in_order():
 def _side(name):
     from pathlib import Path
 
-    from precision_tool.compare.pairing import NpySide
+    from precision_tool.compare.golden_pairing import NpySide
 
     return NpySide(Path(name))
