@@ -67,6 +67,11 @@ PING_AFTER_SECONDS = 30.0
 PING_TIMEOUT_SECONDS = 10.0
 WORKERS_WAIT_SECONDS = 60.0
 GONE_SECONDS = 30.0  # a nanny restarts a worker in seconds: longer without any is a lost cluster
+# What a wait for Dask that got no answer raises: TimeoutError, or UnboundLocalError from
+# distributed.utils.sync, which returns its never-assigned local ``result`` when the coroutine it
+# waits on is cancelled (CancelledError is no Exception, so it records no error): seen once under
+# load as "cannot access local variable 'result'". Either way the watch decides what happens next.
+NO_ANSWER = (TimeoutError, UnboundLocalError)
 WORKERS_EVERY_SECONDS = 3.0  # how often the scheduler is asked which workers it has
 CLOSE_SECONDS = 10.0
 DEFAULT_TIMEOUT = 300.0
@@ -315,7 +320,7 @@ class Session:
         while True:
             try:
                 value = future.result(timeout=POLL_SECONDS)
-            except TimeoutError:
+            except NO_ANSWER:
                 waited += POLL_SECONDS
                 if waited >= PING_AFTER_SECONDS:
                     self._ping()
@@ -366,7 +371,7 @@ class Session:
         try:
             return self.client.sync(self.client.scheduler.identity, n_workers=-1,
                                     callback_timeout=PING_TIMEOUT_SECONDS)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, *NO_ANSWER) as exc:
             self.lost = True
             raise self._stopped(f"the Dask scheduler {self.scheduler} does not answer "
                                 f"({_why(exc)})") from None

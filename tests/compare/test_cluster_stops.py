@@ -114,3 +114,28 @@ def test_allow_partial_without_a_cluster_is_refused(sample_data):
     assert done.returncode == 2
     assert _one_line(done) == ("error: vc --allow-partial: there is no Dask scheduler to go on with part "
                                "of (--scheduler or the SCHEDULER setting)")
+
+
+def test_a_wait_that_distributed_ends_with_its_unassigned_result_is_polled_again(monkeypatch):
+    """distributed.utils.sync returns its never-assigned ``result`` when the coroutine it waits
+    on is cancelled; the session takes that as no answer yet, and the watch decides."""
+    from precision_tool.compare import cluster
+
+    class Future:
+        key, answers = "job-1", [UnboundLocalError("cannot access local variable 'result'"), 7]
+
+        def result(self, timeout=None):
+            answer = self.answers.pop(0)
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+        def done(self):
+            return not self.answers
+
+    session = cluster.Session("tcp://127.0.0.1:9")  # never opened: result() asks only the future
+    watched = []
+    monkeypatch.setattr(session, "_watch", lambda: watched.append(True))
+    future = Future()
+    session.live[future.key] = future
+    assert session.result(future) == 7 and watched == [True] and session.live == {}
