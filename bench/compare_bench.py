@@ -424,10 +424,10 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"
             warm()
-            rows.append((name, "warm", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat,
+            rows.append((name, "warm", _repeat(lambda alg=alg: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat,
                                                label=f"{name} warm")))
             if args.cold and args.ms_cold:
-                rows.append((name, "cold", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before,
+                rows.append((name, "cold", _repeat(lambda alg=alg: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before,
                                                    f"{name} cold")))
     if args.naive:
         env = {**os.environ, "PYTHONPATH": str(REPO)}

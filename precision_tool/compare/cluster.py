@@ -55,7 +55,8 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import Callable, ContextManager
+from contextlib import AbstractContextManager
+from typing import Callable
 
 from ..errors import PrecisionToolError
 from .golden_pairing import FileSide, PairTask
@@ -210,7 +211,7 @@ class Session:
     :class:`ClusterSpec` or just the scheduler's address.
     """
 
-    def __init__(self, spec: ClusterSpec | str, child_env: Callable[[], ContextManager] | None = None) -> None:
+    def __init__(self, spec: ClusterSpec | str, child_env: Callable[[], AbstractContextManager] | None = None) -> None:
         self.spec = spec if isinstance(spec, ClusterSpec) else ClusterSpec(spec)
         self.scheduler, self.child_env = self.spec.address, child_env
         self.distributed = _distributed()

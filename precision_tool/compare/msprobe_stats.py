@@ -34,9 +34,8 @@ import math
 import re
 import zlib
 from dataclasses import dataclass, fields
-from typing import Union
 
-Value = Union[float, int, bool, str, None]
+Value = float | int | bool | str | None
 STAT_NAMES = ("max", "min", "mean", "norm")
 DIFF_COLUMNS = ("Max diff", "Min diff", "Mean diff", "L2norm diff")
 RELATIVE_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")

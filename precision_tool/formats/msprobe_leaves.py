@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 _STATS = ("Max", "Min", "Mean", "Norm")
 
-Step = Union[str, int]
+Step = str | int
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Value:
         return str(self.path[0])
 
 
-Leaf = Union[Tensor, Value]
+Leaf = Tensor | Value
 
 
 def path_name(path: tuple[Step, ...]) -> str:

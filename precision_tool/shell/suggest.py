@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence, Union
+from typing import Callable, Iterable, Sequence
 
 MAX_SUGGESTIONS = 1000
 _NEEDS_QUOTES = frozenset(" \t\n'\";\\")
 _NORMALISE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_", "-": "_"})
 
-Names = Union[Sequence[str], Callable[[], Sequence[str]]]
+Names = Sequence[str] | Callable[[], Sequence[str]]
 
 
 @dataclass(frozen=True)

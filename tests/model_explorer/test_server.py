@@ -41,7 +41,7 @@ def server(tmp_path_factory):
     context, out = make_context(root, width=10_000)
     run_command(context, "vc")
     run_command(context, "report --model-explorer")
-    line = next(l for l in out.getvalue().splitlines() if l.startswith("model explorer: "))
+    line = next(text for text in out.getvalue().splitlines() if text.startswith("model explorer: "))
     command = line.removeprefix("model explorer: ")
     assert command.startswith("python3 -m precision_tool.model_explorer.serve ") and len(command) < 250
     launch = json.loads(open(command.split()[-1], encoding="utf-8").read())
