@@ -37,12 +37,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_bench import REPO, data_files, measure  # noqa: E402
+from perf_doc import add_write_flag, run_writing  # noqa: E402
 from scaling_bench import make_tree  # noqa: E402
 
-NO_RESTORE = '''
+NO_RESTORE = """
 from precision_tool.compare import cluster_preflight
 cluster_preflight.restore_malloc = lambda: False  # the bench's "left to act" runs only
-'''
+"""
 KEEP_UNSET = "distributed:\n  nanny:\n    pre-spawn-environ:\n      MALLOC_TRIM_THRESHOLD_: null\n"
 
 
@@ -54,21 +55,44 @@ def _env(**extra) -> dict:
 class RealCluster:
     """``dask scheduler`` on loopback and ``dask worker --nworkers K --nthreads 1``."""
 
-    def __init__(self, base: Path, workers: int, worker_env: dict | None = None,
-                 preload: str | None = None) -> None:
+    def __init__(self, base: Path, workers: int, worker_env: dict | None = None, preload: str | None = None) -> None:
         base.mkdir(parents=True, exist_ok=True)
         file = base / "scheduler.json"
         file.unlink(missing_ok=True)
         self.log = open(base / "dask.log", "ab")
         common = dict(stdout=self.log, stderr=self.log, cwd=base, start_new_session=True)
-        self.procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                                        "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                                        str(file)], env=_env(), **common)]
+        self.procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(file),
+                ],
+                env=_env(),
+                **common,
+            )
+        ]
         while not (file.exists() and file.stat().st_size):
             time.sleep(0.1)
         self.address = json.loads(file.read_text())["address"]
-        argv = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers", str(workers),
-                "--nthreads", "1", "--no-dashboard"]
+        argv = [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_worker",
+            self.address,
+            "--nworkers",
+            str(workers),
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+        ]
         if preload:
             script = base / "preload.py"
             script.write_text(preload)
@@ -111,8 +135,19 @@ def calls_per_second(address: str, calls: int) -> float:
 
 
 def vc_seconds(root: Path, out: Path, address: str, env: dict | None = None) -> float:
-    command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "--fresh", "-o", str(out),
-               "--scheduler", address]
+    command = [
+        sys.executable,
+        "-m",
+        "precision_tool",
+        "--data",
+        str(root),
+        "vc",
+        "--fresh",
+        "-o",
+        str(out),
+        "--scheduler",
+        address,
+    ]
     return measure(command, root.parent, _env(**(env or {})), ok=(0, 1), every=None)["seconds"]
 
 
@@ -136,8 +171,10 @@ def bench_workers(root: Path, scratch: Path, counts: list[int], calls: int, repe
         finally:
             cluster.stop()
         rate = total / statistics.median(seconds) / 1e9
-        print(f"{k:>7}{_mmm(rates, 0):>16}{_mmm(seconds):>22}{rate:>7.2f}{rate / k:>13.3f}"
-              f"{os.getloadavg()[0]:>6.2f}", flush=True)
+        print(
+            f"{k:>7}{_mmm(rates, 0):>16}{_mmm(seconds):>22}{rate:>7.2f}{rate / k:>13.3f}{os.getloadavg()[0]:>6.2f}",
+            flush=True,
+        )
 
 
 def bench_malloc(root: Path, scratch: Path, repeat: int) -> None:
@@ -145,9 +182,11 @@ def bench_malloc(root: Path, scratch: Path, repeat: int) -> None:
     config.mkdir(exist_ok=True)
     (config / "unset.yaml").write_text(KEEP_UNSET)
     numpy = {"PRECISION_TOOL_KERNELS": "numpy"}
-    cases = [("restored by the tool (default)", numpy, None),
-             ("unset by pre-spawn-environ", {**numpy, "DASK_CONFIG": str(config)}, None),
-             ("MALLOC_TRIM_THRESHOLD_=65536 acting", numpy, NO_RESTORE)]
+    cases = [
+        ("restored by the tool (default)", numpy, None),
+        ("unset by pre-spawn-environ", {**numpy, "DASK_CONFIG": str(config)}, None),
+        ("MALLOC_TRIM_THRESHOLD_=65536 acting", numpy, NO_RESTORE),
+    ]
     print("\nmalloc setting, 1 nanny worker, numpy kernels (PRECISION_TOOL_KERNELS=numpy on the worker)")
     for label, env, preload in cases:
         cluster = RealCluster(scratch / "malloc", 1, env, preload)
@@ -184,20 +223,28 @@ def malloc_micro(repeat: int) -> None:
     numpy kernels' kind of work on tensors of 256 Ki, 1 Mi and 4 Mi elements (120 Mi elements in
     all each time), with MALLOC_TRIM_THRESHOLD_=65536 as a nanny sets it, left to act or restored
     by the tool; the two alternate."""
-    print("\nmalloc: numpy work on float16 vs float32 blocks (widen, subtract, 3 reductions), "
-          "MALLOC_TRIM_THRESHOLD_=65536, CPU s (user + system)")
+    print(
+        "\nmalloc: numpy work on float16 vs float32 blocks (widen, subtract, 3 reductions), "
+        "MALLOC_TRIM_THRESHOLD_=65536, CPU s (user + system)"
+    )
     for elements in (1 << 18, 1 << 20, 1 << 22):
         results: dict = {"left to act": [], "restored": []}
         for _ in range(repeat):
             for label, how in (("left to act", "keep"), ("restored", "restore")):
-                done = subprocess.run([sys.executable, "-c", MICRO, str(REPO), how, str(elements)],
-                                      capture_output=True, text=True, env=_env(MALLOC_TRIM_THRESHOLD_="65536"),
-                                      check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", MICRO, str(REPO), how, str(elements)],
+                    capture_output=True,
+                    text=True,
+                    env=_env(MALLOC_TRIM_THRESHOLD_="65536"),
+                    check=True,
+                )
                 cpu, faults = done.stdout.split()
                 results[label].append((float(cpu), int(faults)))
         for label, runs in results.items():
-            print(f"  {elements >> 10:>5} Ki elements, {label:<12} CPU s {_mmm([c for c, _ in runs])} "
-                  f"(min/med/max), minor page faults {statistics.median([f for _, f in runs]):.0f}")
+            print(
+                f"  {elements >> 10:>5} Ki elements, {label:<12} CPU s {_mmm([c for c, _ in runs])} "
+                f"(min/med/max), minor page faults {statistics.median([f for _, f in runs]):.0f}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--no-malloc", dest="malloc", action="store_false")
     parser.add_argument("--micro-only", action="store_true", help="only the malloc micro-benchmark")
+    add_write_flag(parser)
     args = parser.parse_args(argv)
     if args.micro_only:
         malloc_micro(max(args.repeat, 3))
@@ -227,5 +275,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+INTRO = (
+    "`bench/cluster_bench.py`: calls/s and GB/s per worker on a real Dask scheduler with 1, 2 and 4 "
+    "nanny workers, and the workers' malloc setting (projections from these rates: docs/scaling.md)."
+)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_writing(main, "cluster_bench.py", "Scaling: the local pool and Dask", INTRO))

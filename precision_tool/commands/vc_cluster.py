@@ -17,8 +17,10 @@ def cluster_spec(config, context: Context, allow_partial: bool):
     """The Dask cluster of the run (its log under the output root), or None for local workers."""
     if not config.scheduler:
         if allow_partial:
-            raise PrecisionToolError("vc --allow-partial: there is no Dask scheduler to go on with "
-                                     "part of (--scheduler or the SCHEDULER setting)")
+            raise PrecisionToolError(
+                "vc --allow-partial: there is no Dask scheduler to go on with "
+                "part of (--scheduler or the SCHEDULER setting)"
+            )
         return None
     from ..compare.cluster import ClusterSpec
 
@@ -33,24 +35,30 @@ def resumed_options(directory, reuse: bool, scheduler: str | None, allow_partial
     lines = []
     if not reuse and directory.fresh_since is None:
         directory = replace(directory, fresh_since=int(directory.when.timestamp() * 1e9))
-        lines.append(f"vc --resume --fresh: reusing only the rows computed since the run started "
-                     f"({directory.when:%Y-%m-%d %H:%M:%S})")
+        lines.append(
+            f"vc --resume --fresh: reusing only the rows computed since the run started "
+            f"({directory.when:%Y-%m-%d %H:%M:%S})"
+        )
     elif directory.fresh_since is not None:
         lines.append("resuming a vc --fresh: reusing only the rows it computed")
-    given = [f"--scheduler {scheduler}" if scheduler is not None else "",
-             "--allow-partial" if allow_partial else ""]
+    given = [f"--scheduler {scheduler}" if scheduler is not None else "", "--allow-partial" if allow_partial else ""]
     if any(given):
-        lines.append(f"vc --resume: {' and '.join(g for g in given if g)} applied (where the rows "
-                     "are computed, not what they are)")
+        lines.append(
+            f"vc --resume: {' and '.join(g for g in given if g)} applied (where the rows "
+            "are computed, not what they are)"
+        )
     return directory, lines
 
 
 def unreadable_line(count: int):
     from ..render.lines import OneLine
 
-    return OneLine(f"{count} row(s) not compared: a Dask worker could not read their files (the "
-                   "CSV's CompareFailReason names the worker and the file); every worker must see "
-                   "the data at the same paths, and vc run again computes only these", "warn")
+    return OneLine(
+        f"{count} row(s) not compared: a Dask worker could not read their files (the "
+        "CSV's CompareFailReason names the worker and the file); every worker must see "
+        "the data at the same paths, and vc run again computes only these",
+        "warn",
+    )
 
 
 __all__ = ["cluster_spec", "resumed_options", "unreadable_line"]

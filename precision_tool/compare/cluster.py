@@ -53,10 +53,9 @@ import os
 import signal
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from contextlib import AbstractContextManager
-from typing import Callable
 
 from ..errors import PrecisionToolError
 from .golden_pairing import FileSide, PairTask
@@ -126,8 +125,7 @@ def absolute_task(task: PairTask) -> PairTask:
 def _dask_loggers() -> list[logging.Logger]:
     """Dask's loggers: its configuration gives several (``distributed.client`` among them) a
     stderr handler of their own, so each is redirected, not only their parent."""
-    names = [name for name in list(logging.root.manager.loggerDict)
-             if name.split(".")[0] in _LOGGERS]
+    names = [name for name in list(logging.root.manager.loggerDict) if name.split(".")[0] in _LOGGERS]
     return [logging.getLogger(name) for name in dict.fromkeys([*_LOGGERS, *names])]
 
 
@@ -194,7 +192,7 @@ def _sigint_ignored():
 def _local_workers(scheduler: str) -> int | None:
     if not scheduler.startswith(LOCAL_PREFIX):
         return None
-    count = scheduler[len(LOCAL_PREFIX):]
+    count = scheduler[len(LOCAL_PREFIX) :]
     if not count.isdigit() or int(count) < 1:
         raise PrecisionToolError(f"scheduler {scheduler!r}: local:N wants N >= 1 worker processes")
     return int(count)
@@ -256,9 +254,15 @@ class Session:
                 # loopback only, on free ports: a scheduler runs whatever it is sent, so no one
                 # else may reach it; no dashboard (its HTTP server would take port 8787)
                 self.cluster = self.distributed.LocalCluster(
-                    n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    scheduler_port=0, dashboard_address="127.0.0.1:0",
-                    scheduler_kwargs={"dashboard": False}, silence_logs=logging.CRITICAL)
+                    n_workers=local,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    scheduler_port=0,
+                    dashboard_address="127.0.0.1:0",
+                    scheduler_kwargs={"dashboard": False},
+                    silence_logs=logging.CRITICAL,
+                )
             address = self.cluster
         self._check_tls()
         try:
@@ -277,7 +281,8 @@ class Session:
             raise PrecisionToolError(
                 f"Dask scheduler {self.scheduler}: a tls:// scheduler needs Dask's TLS settings here "
                 "(distributed.comm.tls.ca-file, .client.cert and .client.key, e.g. "
-                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem: see docs/cluster.md)")
+                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem: see docs/cluster.md)"
+            )
 
     def check(self, files, need_numba: bool) -> None:
         """The preflight check (:mod:`.cluster_preflight`) of every worker, before any task:
@@ -360,8 +365,10 @@ class Session:
             which = "every Dask worker the run may use" if self.allowed is not None else "every Dask worker"
             raise self._stopped(f"{which} of {self.scheduler} is gone (none for {gone:.0f} s)")
         if stalled:
-            raise self._stopped(f"no result from the Dask workers of {self.scheduler} for "
-                                f"{now - self._last_progress:.0f} s (setting CLUSTER_TIMEOUT)")
+            raise self._stopped(
+                f"no result from the Dask workers of {self.scheduler} for "
+                f"{now - self._last_progress:.0f} s (setting CLUSTER_TIMEOUT)"
+            )
 
     def _stopped(self, message: str) -> ClusterStopped:
         return ClusterStopped(f"{message}; the rows computed so far are kept{self.log.note()}")
@@ -370,12 +377,10 @@ class Session:
         """The scheduler's identity (its workers among it), asked with a timeout: Dask's own
         ``scheduler_info`` waits for a frozen scheduler forever."""
         try:
-            return self.client.sync(self.client.scheduler.identity, n_workers=-1,
-                                    callback_timeout=PING_TIMEOUT_SECONDS)
+            return self.client.sync(self.client.scheduler.identity, n_workers=-1, callback_timeout=PING_TIMEOUT_SECONDS)
         except (OSError, *NO_ANSWER) as exc:
             self.lost = True
-            raise self._stopped(f"the Dask scheduler {self.scheduler} does not answer "
-                                f"({_why(exc)})") from None
+            raise self._stopped(f"the Dask scheduler {self.scheduler} does not answer ({_why(exc)})") from None
 
     def _ping(self) -> None:
         self._identity()
@@ -405,10 +410,14 @@ def _killed_reason(exc: BaseException) -> str:
     """The row's reason for a job on which every worker that ran it died (KilledWorker)."""
     tries = getattr(exc, "allowed_failures", None)
     last = getattr(getattr(exc, "last_worker", None), "address", None)
-    detail = ", ".join(part for part in (f"{tries + 1} tries" if tries is not None else "",
-                                          f"the last on {last}" if last else "") if part)
-    return ("Not compared: the Dask worker computing it died and Dask gave up retrying"
-            + (f" ({detail})." if detail else "."))
+    detail = ", ".join(
+        part
+        for part in (f"{tries + 1} tries" if tries is not None else "", f"the last on {last}" if last else "")
+        if part
+    )
+    return "Not compared: the Dask worker computing it died and Dask gave up retrying" + (
+        f" ({detail})." if detail else "."
+    )
 
 
 def _why(exc: BaseException) -> str:
@@ -427,5 +436,12 @@ def _drop_offload_thread(distributed) -> None:
     old.shutdown(wait=True)
 
 
-__all__ = ["ClusterSpec", "ClusterStopped", "DaskLog", "PING_AFTER_SECONDS", "PING_TIMEOUT_SECONDS",
-           "Session", "absolute_task"]
+__all__ = [
+    "ClusterSpec",
+    "ClusterStopped",
+    "DaskLog",
+    "PING_AFTER_SECONDS",
+    "PING_TIMEOUT_SECONDS",
+    "Session",
+    "absolute_task",
+]

@@ -26,9 +26,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..errors import PrecisionToolError
 
@@ -110,8 +110,9 @@ def restore_malloc() -> bool:
     libc = ctypes.CDLL(name)
     if not hasattr(libc, "mallopt"):  # not glibc
         return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-                and libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD))
+    return bool(
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and libc.mallopt(_M_TRIM_THRESHOLD, 2 * _MMAP_THRESHOLD)
+    )
 
 
 def _restore_once() -> None:
@@ -197,8 +198,10 @@ def lacks(report: Report | BaseException, version: str) -> str | None:
     if report.version != version:
         return f"precision-tool {version} (it has {report.version})"
     if report.numba is False:
-        return ("the numba kernels this run uses (pip install 'precision-tool[fast]' there, or start "
-                "it with PRECISION_TOOL_KERNELS=numpy)")
+        return (
+            "the numba kernels this run uses (pip install 'precision-tool[fast]' there, or start "
+            "it with PRECISION_TOOL_KERNELS=numpy)"
+        )
     if report.unreadable:
         path, why = report.unreadable[0]
         more = f" and {len(report.unreadable) - 1} more director(ies)" if len(report.unreadable) > 1 else ""
@@ -209,17 +212,24 @@ def lacks(report: Report | BaseException, version: str) -> str | None:
 def passing_workers(reports: dict, version: str, allow_partial: bool, address: str) -> list[str]:
     """The workers that have what the run needs; PrecisionToolError (one line naming the first
     worker that fails and what it lacks) unless all do, or ``allow_partial`` and some do."""
-    failing = {worker: why for worker, report in reports.items()
-               if (why := lacks(report, version)) is not None}
+    failing = {worker: why for worker, report in reports.items() if (why := lacks(report, version)) is not None}
     good = [worker for worker in reports if worker not in failing]
     if not failing or (allow_partial and good):
         return good
     worker, why = next(iter(failing.items()))
     others = f" (and {len(failing) - 1} more of the {len(reports)} workers)" if len(failing) > 1 else ""
-    then = (f"; vc --allow-partial goes on with the {len(good)} that pass" if good else
-            "; no worker passes")
+    then = f"; vc --allow-partial goes on with the {len(good)} that pass" if good else "; no worker passes"
     raise PrecisionToolError(f"Dask worker {worker} of {address} lacks {why}{others}{then}")
 
 
-__all__ = ["UNREADABLE", "Report", "Sample", "lacks", "on_worker", "passing_workers", "probe", "restore_malloc",
-           "samples"]
+__all__ = [
+    "UNREADABLE",
+    "Report",
+    "Sample",
+    "lacks",
+    "on_worker",
+    "passing_workers",
+    "probe",
+    "restore_malloc",
+    "samples",
+]

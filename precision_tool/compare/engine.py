@@ -39,18 +39,18 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
-from typing import Callable, Iterable, Iterator, Sequence
 
-from . import kernels
 from ..lifetime import init_worker_lifetime
+from . import kernels
+from .golden_pairing import DumpSide, FileSide, PairTask
 from .load import DEFAULT_CHUNK, HeaderCache
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
-from .golden_pairing import DumpSide, FileSide, PairTask
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
@@ -70,7 +70,9 @@ def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
     """The file bytes of one call on a cluster of ``workers`` threads for a run of ``data_bytes``."""
     return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
 
+
 # --- jobs ------------------------------------------------------------------------------------
+
 
 def _task_files(tasks: Sequence[PairTask]) -> list:
     """Every file the comparable tasks read, once each, in order."""
@@ -102,8 +104,9 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     return jobs
 
 
-def run_job(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK,
-            numba: bool | None = None) -> JobResult:
+def run_job(
+    tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK, numba: bool | None = None
+) -> JobResult:
     """Compare one job's tasks (in a worker or inline).
 
     The Metric objects themselves travel to the worker (pickled by reference to their
@@ -244,9 +247,15 @@ def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) 
     return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba), sizes)
 
 
-def compare_tasks(tasks: Iterable[PairTask], metrics: Sequence[Metric] = METRICS, workers: int = 1,
-                  chunk: int = DEFAULT_CHUNK, progress: Progress | None = None,
-                  scheduler=None, split_bytes: int = 0) -> Iterator[CompareRow]:
+def compare_tasks(
+    tasks: Iterable[PairTask],
+    metrics: Sequence[Metric] = METRICS,
+    workers: int = 1,
+    chunk: int = DEFAULT_CHUNK,
+    progress: Progress | None = None,
+    scheduler=None,
+    split_bytes: int = 0,
+) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
@@ -308,8 +317,9 @@ def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> 
     small jobs joined into calls of ``batch_bytes`` when that is given."""
     units = plan.jobs
     if workers > 1:
-        units = split_units(plan.jobs, plan.job_args, plan.sizes,
-                            split_size(sum(plan.sizes.values()), workers, split_bytes))
+        units = split_units(
+            plan.jobs, plan.job_args, plan.sizes, split_size(sum(plan.sizes.values()), workers, split_bytes)
+        )
     if batch_bytes:
         units = batch_jobs(units, plan.sizes, batch_bytes)
     return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
@@ -338,8 +348,7 @@ def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> I
         yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
 
 
-def _pooled(units: list, job_args: tuple, workers: int,
-            tracker: _Tracker) -> Iterator[CompareRow]:
+def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> Iterator[CompareRow]:
     window = 2 * workers
     context = _mp_context()
     if context.get_start_method() == "fork" and job_args[2]:
@@ -347,8 +356,7 @@ def _pooled(units: list, job_args: tuple, workers: int,
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                       initargs=(os.getpid(),))
+        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
         try:
             yield from stream_units(units, executor.submit, window, tracker.emit)
         except BaseException:
@@ -357,6 +365,22 @@ def _pooled(units: list, job_args: tuple, workers: int,
         executor.shutdown(wait=True)
 
 
-__all__ = ["CLUSTER_BATCH_BYTES", "CLUSTER_CALLS_PER_WORKER", "DEFAULT_CHUNK", "JobResult", "JobUnit", "Plan",
-           "batch_jobs", "cluster_batch_bytes", "compare_sources", "compare_task", "compare_tasks", "group_jobs", "lost_rows", "needs_worker",
-           "nonfinite_note", "plan_jobs", "run_job"]
+__all__ = [
+    "CLUSTER_BATCH_BYTES",
+    "CLUSTER_CALLS_PER_WORKER",
+    "DEFAULT_CHUNK",
+    "JobResult",
+    "JobUnit",
+    "Plan",
+    "batch_jobs",
+    "cluster_batch_bytes",
+    "compare_sources",
+    "compare_task",
+    "compare_tasks",
+    "group_jobs",
+    "lost_rows",
+    "needs_worker",
+    "nonfinite_note",
+    "plan_jobs",
+    "run_job",
+]

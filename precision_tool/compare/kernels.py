@@ -41,9 +41,9 @@ import os
 import stat
 import tempfile
 import warnings
+from collections.abc import Iterable, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -55,13 +55,34 @@ BLOCK = 1 << 15  # numpy path: elements per step, so the float64 buffers stay in
 NUMBA_MIN_SIZE = 1 << 18  # smaller tensors take the numpy path: no numba import for them
 _PIECE = 1 << 16  # elements converted at a time for dtypes the numba kernels do not read
 _CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
-FUSED_FIELDS = ("count", "sum_xy", "sum_xx", "sum_yy", "sum_x", "sum_y", "m2_x", "m2_y", "max_abs",
-                "sum_abs", "sum_sq", "rel_sum", "rel_max", "x_lo", "x_hi", "y_lo", "y_hi",
-                "nan_x", "nan_y", "inf_x", "inf_y")
+FUSED_FIELDS = (
+    "count",
+    "sum_xy",
+    "sum_xx",
+    "sum_yy",
+    "sum_x",
+    "sum_y",
+    "m2_x",
+    "m2_y",
+    "max_abs",
+    "sum_abs",
+    "sum_sq",
+    "rel_sum",
+    "rel_max",
+    "x_lo",
+    "x_hi",
+    "y_lo",
+    "y_hi",
+    "nan_x",
+    "nan_y",
+    "inf_x",
+    "inf_y",
+)
 COUNTS = frozenset({"count", "nan_x", "nan_y", "inf_x", "inf_y"})
 
 
 # --- the numba backend ------------------------------------------------------------------------
+
 
 def numba_cache_dir() -> Path | None:
     """A private directory for numba's compiled kernels, outside any data; None if none is.
@@ -75,8 +96,10 @@ def numba_cache_dir() -> Path | None:
         return Path(os.environ["NUMBA_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     user = os.getuid() if hasattr(os, "getuid") else "user"
-    for candidate in (Path(base) / "precision_tool" / "numba",
-                      Path(tempfile.gettempdir()) / f"precision_tool-numba-{user}"):
+    for candidate in (
+        Path(base) / "precision_tool" / "numba",
+        Path(tempfile.gettempdir()) / f"precision_tool-numba-{user}",
+    ):
         try:
             candidate.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError:
@@ -119,8 +142,7 @@ def numba_kernels():
 
 
 def _warn(exc: BaseException) -> None:
-    warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy",
-                  RuntimeWarning, stacklevel=3)
+    warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy", RuntimeWarning, stacklevel=3)
 
 
 def _check(module) -> None:
@@ -190,12 +212,12 @@ def _float64_pieces(x: np.ndarray, y: np.ndarray, step: int) -> Iterable[tuple[n
     """
     if x.dtype == np.float64 and y.dtype == np.float64:
         for start in range(0, x.size, step):
-            yield x[start:start + step], y[start:start + step]
+            yield x[start : start + step], y[start : start + step]
         return
     size = min(step, x.size)
     buffers = np.empty(size), np.empty(size)
     for start in range(0, x.size, step):
-        xs, ys = x[start:start + step], y[start:start + step]
+        xs, ys = x[start : start + step], y[start : start + step]
         n = xs.size
         for block, out in ((xs, buffers[0][:n]), (ys, buffers[1][:n])):
             np.copyto(out, block.view(np.uint8) if block.dtype == np.bool_ else block, casting="unsafe")
@@ -227,8 +249,7 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> St
             part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
         else:
             kernels.fused(xv, yv, out)
-            part = Stats(**{name: int(v) if name in COUNTS else float(v)
-                            for name, v in zip(FUSED_FIELDS, out)})
+            part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
             _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
         total = combine(total, part)
@@ -260,8 +281,8 @@ def _nan_maxima(s: Stats) -> None:
 
 # --- the passes -------------------------------------------------------------------------------
 
-def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup],
-               kernels=None) -> Stats:
+
+def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], kernels=None) -> Stats:
     """Fold a pair of equal-length flat chunks into ``stats`` for the first-pass ``groups``.
 
     ``kernels`` (from :func:`numba_for`) folds every built-in group in one fused pass; groups
@@ -297,7 +318,7 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
 def _fold_stored(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup]) -> None:
     """Fold the ``stored`` groups over views of :data:`BLOCK` elements in the stored dtypes."""
     for start in range(0, x.size, BLOCK):
-        xb, yb = x[start:start + BLOCK], y[start:start + BLOCK]
+        xb, yb = x[start : start + BLOCK], y[start : start + BLOCK]
         for group in groups:
             group.fold(stats, xb, yb)
 
@@ -344,8 +365,9 @@ def _kl_side(values: np.ndarray, rng: Range) -> tuple[np.ndarray, Range]:
     return values, rng
 
 
-def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup],
-                ranges: tuple[Range, Range], kernels=None) -> None:
+def fold_second(
+    stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], ranges: tuple[Range, Range], kernels=None
+) -> None:
     """Fold a pair of chunks into ``stats`` for the groups that need the ``ranges`` (KL...)."""
     (x, x_range), (y, y_range) = _kl_side(x, ranges[0]), _kl_side(y, ranges[1])
     ranges = (x_range, y_range)
@@ -362,5 +384,18 @@ def fold_second(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Sta
                 group.fold(stats, xb, yb, ranges)
 
 
-__all__ = ["BLOCK", "FUSED_FIELDS", "NUMBA_MIN_SIZE", "as_float64", "fold_first", "fold_second", "fresh_fold",
-           "kernel_operand", "kl_scaling", "numba_cache_dir", "numba_for", "numba_kernels", "numba_pays_off"]
+__all__ = [
+    "BLOCK",
+    "FUSED_FIELDS",
+    "NUMBA_MIN_SIZE",
+    "as_float64",
+    "fold_first",
+    "fold_second",
+    "fresh_fold",
+    "kernel_operand",
+    "kl_scaling",
+    "numba_cache_dir",
+    "numba_for",
+    "numba_kernels",
+    "numba_pays_off",
+]

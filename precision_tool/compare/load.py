@@ -31,21 +31,21 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
-from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
+from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.files import open_regular
 from ..formats.golden import load_npy, npy_header
-from .metrics import dtype_problem
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
+from .metrics import dtype_problem
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
@@ -64,7 +64,7 @@ class Buffers:
         raw = self._raw.get(role)
         if raw is None or raw.size < nbytes:
             raw = self._raw[role] = np.empty(nbytes, np.uint8)
-        return raw[:count * dtype.itemsize].view(dtype)
+        return raw[: count * dtype.itemsize].view(dtype)
 
     def clear(self) -> None:
         """Drop every buffer."""
@@ -92,8 +92,9 @@ class Source:
         read nothing twice)."""
         return 1
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
-               stop: int | None = None) -> Iterator[np.ndarray]:
+    def blocks(
+        self, chunk: int, buffers: Buffers, role: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[np.ndarray]:
         """Flat contiguous blocks covering elements ``[start, stop)`` (default: all) in C order."""
         raise NotImplementedError
 
@@ -130,8 +131,9 @@ def advise(handle, offset: int, length: int, *advice: int) -> None:
             return
 
 
-def _read_flat(path: Path, offset: int, dtype: np.dtype, count: int, chunk: int, buffers: Buffers,
-               role: str) -> Iterator[np.ndarray]:
+def _read_flat(
+    path: Path, offset: int, dtype: np.dtype, count: int, chunk: int, buffers: Buffers, role: str
+) -> Iterator[np.ndarray]:
     """``count`` elements stored contiguously at ``offset``, read block by block into a buffer.
 
     Large sequential reads (``readinto`` of a whole block, no Python-level buffering), with the
@@ -161,11 +163,13 @@ class FileRegion(Source):
     path: Path = Path()
     offset: int = 0
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
-               stop: int | None = None) -> Iterator[np.ndarray]:
+    def blocks(
+        self, chunk: int, buffers: Buffers, role: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[np.ndarray]:
         start, stop = self._span(start, stop)
-        return _read_flat(self.path, self.offset + start * self.dtype.itemsize, self.dtype,
-                          stop - start, chunk, buffers, role)
+        return _read_flat(
+            self.path, self.offset + start * self.dtype.itemsize, self.dtype, stop - start, chunk, buffers, role
+        )
 
 
 @dataclass
@@ -183,12 +187,12 @@ class DeviceRows(Source):
     def unit(self) -> int:
         return max(math.prod(self.shape[1:]), 1)  # one host row: one device row
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
-               stop: int | None = None) -> Iterator[np.ndarray]:
+    def blocks(
+        self, chunk: int, buffers: Buffers, role: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[np.ndarray]:
         start, stop = self._span(start, stop)
         first, last = start // self.unit, -(-stop // self.unit)  # the rows holding the range
-        return _trimmed(self._rows(first, last, chunk, buffers, role), start - first * self.unit,
-                        stop - start)
+        return _trimmed(self._rows(first, last, chunk, buffers, role), start - first * self.unit, stop - start)
 
     def _rows(self, first: int, last: int, chunk: int, buffers: Buffers, role: str) -> Iterator[np.ndarray]:
         """Host rows ``[first, last)``, converted a few device rows at a time."""
@@ -196,8 +200,15 @@ class DeviceRows(Source):
         row_shape = t.shape[1:]
         device_row = math.prod(row_shape)
         block = max(1, chunk // self.unit) * device_row
-        for raw in _read_flat(t.path, t.offset + first * device_row * t.dtype.itemsize, t.dtype,
-                              (last - first) * device_row, block, buffers, role + ".device"):
+        for raw in _read_flat(
+            t.path,
+            t.offset + first * device_row * t.dtype.itemsize,
+            t.dtype,
+            (last - first) * device_row,
+            block,
+            buffers,
+            role + ".device",
+        ):
             device = raw.reshape(-1, *row_shape)
             host_shape = (device.shape[0], *self.shape[1:])
             out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
@@ -216,7 +227,7 @@ def _trimmed(blocks: Iterator[np.ndarray], skip: int, count: int) -> Iterator[np
         if skip >= block.size:
             skip -= block.size
             continue
-        piece = block[skip:skip + count]
+        piece = block[skip : skip + count]
         skip, count = 0, count - piece.size
         yield piece
 
@@ -227,14 +238,15 @@ class ArrayBlocks(Source):
 
     array: np.ndarray | None = None
 
-    def blocks(self, chunk: int, buffers: Buffers, role: str, start: int = 0,
-               stop: int | None = None) -> Iterator[np.ndarray]:
+    def blocks(
+        self, chunk: int, buffers: Buffers, role: str, start: int = 0, stop: int | None = None
+    ) -> Iterator[np.ndarray]:
         start, stop = self._span(start, stop)
         array = self.array
         if array.flags.c_contiguous:
             flat = array.reshape(-1)
             for at in range(start, stop, chunk):
-                yield flat[at:min(at + chunk, stop)]
+                yield flat[at : min(at + chunk, stop)]
             return
         if (start, stop) == (0, self.size):
             yield from _copied_blocks(array, chunk, buffers, role)
@@ -282,7 +294,7 @@ def _copied_blocks(array: np.ndarray, chunk: int, buffers: Buffers, role: str) -
     if row <= chunk:
         step = chunk // max(row, 1)
         for start in range(0, array.shape[0], step):
-            yield from _copied_blocks(array[start:start + step], chunk, buffers, role)
+            yield from _copied_blocks(array[start : start + step], chunk, buffers, role)
         return
     for i in range(array.shape[0]):
         yield from _copied_blocks(array[i], chunk, buffers, role)
@@ -310,6 +322,7 @@ def aligned(xs: Iterator[np.ndarray], ys: Iterator[np.ndarray]) -> Iterator[tupl
 
 
 # --- opening sides ---------------------------------------------------------------------------
+
 
 def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
     """Raise PrecisionToolError unless ``dtype`` holds real numbers (:func:`.metrics.dtype_problem`).
@@ -396,8 +409,14 @@ def open_npy_side(side: NpySide) -> Source:
     header = npy_header(side.path)
     if not header.fortran_order and math.prod(header.shape):
         check_numeric(header.dtype, side.path.name, side.path)
-        return FileRegion(shape=tuple(header.shape), dtype=header.dtype, dtype_name=header.dtype.name,
-                          nbytes=header.file_size, path=Path(os.path.abspath(side.path)), offset=header.offset)
+        return FileRegion(
+            shape=tuple(header.shape),
+            dtype=header.dtype,
+            dtype_name=header.dtype.name,
+            nbytes=header.file_size,
+            path=Path(os.path.abspath(side.path)),
+            offset=header.offset,
+        )
     array = load_npy(side.path)
     check_numeric(array.dtype, side.path.name, side.path)
     try:
@@ -419,8 +438,9 @@ def open_tensor_file_side(side: TensorFileSide) -> Source:
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
-    return ArrayBlocks(shape=tuple(array.shape), array=array, dtype=array.dtype,
-                       dtype_name=array.dtype.name, nbytes=int(array.nbytes))
+    return ArrayBlocks(
+        shape=tuple(array.shape), array=array, dtype=array.dtype, dtype_name=array.dtype.name, nbytes=int(array.nbytes)
+    )
 
 
 def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -> Source:

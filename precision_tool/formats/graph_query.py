@@ -68,8 +68,9 @@ def _ring(graph: GraphDesc, frontier: list[Op], step: int, *seen: dict) -> dict[
     return ring
 
 
-def _side_candidates(graph: GraphDesc, ring: dict[str, Op | None], level: int, reached,
-                     pending: dict[str, tuple[Op | None, int]]) -> dict[str, tuple[Op | None, int]]:
+def _side_candidates(
+    graph: GraphDesc, ring: dict[str, Op | None], level: int, reached, pending: dict[str, tuple[Op | None, int]]
+) -> dict[str, tuple[Op | None, int]]:
     """``pending`` without what the walks have ``reached`` now, plus the other producers of the
     downstream ops of ``ring`` (at ``level``): a consumer's weight and bias. A producer the
     walks reach later (a residual branch upstream) is theirs, not a side producer."""

@@ -45,20 +45,35 @@ class Launch:
 
     def to_json(self) -> str:
         """The ``explore.json`` text."""
-        return json.dumps({"graph": str(self.graph_file), "node_data": [str(p) for p in self.node_data],
-                           "graph_id": self.graph_id, "focus": self.focus,
-                           "expanded": list(self.expanded), "focus_state": self.focus_state,
-                           "result": str(self.result) if self.result else ""},
-                          ensure_ascii=True, indent=1)
+        return json.dumps(
+            {
+                "graph": str(self.graph_file),
+                "node_data": [str(p) for p in self.node_data],
+                "graph_id": self.graph_id,
+                "focus": self.focus,
+                "expanded": list(self.expanded),
+                "focus_state": self.focus_state,
+                "result": str(self.result) if self.result else "",
+            },
+            ensure_ascii=True,
+            indent=1,
+        )
 
     def url_data(self) -> dict:
         """The web app's ``data`` object (module doc)."""
-        pane = {"deepestExpandedGroupNodeIds": list(self.expanded), "selectedNodeId": self.focus,
-                "selectedGraphId": self.graph_id, "selectedCollectionLabel": "", "widthFraction": 1}
-        return {"models": [{"url": str(self.graph_file), "adapterId": ADAPTER_ID}],
-                "nodeData": [str(p) for p in self.node_data],
-                "nodeDataTargets": [""] * len(self.node_data),
-                "uiState": {"paneStates": [pane]}}
+        pane = {
+            "deepestExpandedGroupNodeIds": list(self.expanded),
+            "selectedNodeId": self.focus,
+            "selectedGraphId": self.graph_id,
+            "selectedCollectionLabel": "",
+            "widthFraction": 1,
+        }
+        return {
+            "models": [{"url": str(self.graph_file), "adapterId": ADAPTER_ID}],
+            "nodeData": [str(p) for p in self.node_data],
+            "nodeDataTargets": [""] * len(self.node_data),
+            "uiState": {"paneStates": [pane]},
+        }
 
     def query(self) -> str:
         """``data=...``, URL-encoded."""
@@ -105,6 +120,12 @@ def read_launch(path: str | Path) -> Launch:
         text[key] = value
     if not text["graph"]:
         raise PrecisionToolError("'graph' is missing: no graph to open", path)
-    return Launch(Path(text["graph"]), tuple(Path(p) for p in _strings(data.get("node_data", []), "node_data", path)),
-                  text["graph_id"], text["focus"], tuple(_strings(data.get("expanded", []), "expanded", path)),
-                  text["focus_state"], Path(text["result"]) if text["result"] else None)
+    return Launch(
+        Path(text["graph"]),
+        tuple(Path(p) for p in _strings(data.get("node_data", []), "node_data", path)),
+        text["graph_id"],
+        text["focus"],
+        tuple(_strings(data.get("expanded", []), "expanded", path)),
+        text["focus_state"],
+        Path(text["result"]) if text["result"] else None,
+    )

@@ -10,9 +10,9 @@ remembered for the session): this module asks for it and never decides anything 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..compare.divergence import FlagRule
 from ..compare.judged import judged_rows
@@ -20,8 +20,8 @@ from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..compare.workspace import Workspace
 from ..errors import PrecisionToolError
-from ..formats.output_root import OutputRoot
 from ..formats.graph_model import Model
+from ..formats.output_root import OutputRoot
 from ..render.op_graph import node_cosine
 from .ids import graph_ids, node_id
 from .launch import CONFIG_NAME, Launch
@@ -95,8 +95,13 @@ class Prepared:
     files: tuple[Path, ...]  # every file written: the node data, then explore.json
 
 
-def write_launch(root: OutputRoot, view: ResultView, models: list[Model], directory: Path,
-                 final: Callable[[Path], Path] | None = None) -> Prepared | None:
+def write_launch(
+    root: OutputRoot,
+    view: ResultView,
+    models: list[Model],
+    directory: Path,
+    final: Callable[[Path], Path] | None = None,
+) -> Prepared | None:
     """Write the node data of ``view`` and ``explore.json`` into ``directory`` (under ``root``);
     None when no model of ``models`` holds its ops. ``final`` maps a path written to the one it
     will have (the report writes into a hidden directory renamed when the page is complete), so
@@ -112,8 +117,15 @@ def write_launch(root: OutputRoot, view: ResultView, models: list[Model], direct
     files = write_node_data(root, view, model, directory)
     graph_id, focus, expanded, state = focus_of(view, model)
     computed = [p for p in files.files if p.stem == VERDICT or has_values(view, p.stem)]
-    launch = Launch(Path(model.source_path).resolve(), tuple(place(p).resolve() for p in overlay_order(computed)),
-                    graph_id, focus, expanded, state, view.path.resolve())
+    launch = Launch(
+        Path(model.source_path).resolve(),
+        tuple(place(p).resolve() for p in overlay_order(computed)),
+        graph_id,
+        focus,
+        expanded,
+        state,
+        view.path.resolve(),
+    )
     config = directory / CONFIG_NAME
     root.write_text(config, launch.to_json())
     return Prepared(launch, place(config).resolve(), tuple(place(p) for p in (*files.files, config)))

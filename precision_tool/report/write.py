@@ -12,30 +12,31 @@ any point leaves neither, nor an empty ``{stamp}`` directory.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from rich.console import RenderableType
 
 from ..compare.divergence import FlagRule
+from ..compare.judged import judged_rows
 from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..compare.judged import judged_rows
-from ..formats.output_root import OutputRoot, stamps
 from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
+from ..formats.output_root import OutputRoot, stamps
 from ..formats.pending_dir import PendingDirectory
 from ..model_explorer.launch import serve_command
 from ..model_explorer.prepare import Prepared, write_launch
-from .checks_html import checks_html, run_checks
 from . import DEFAULT_DEPTH
+from .checks_html import checks_html, run_checks
 from .escape import esc
 from .page import PageInput, ResultPart, Subgraph, render_page
 from .subgraph import subgraph_svg
+
 
 @dataclass
 class WrittenReport:
@@ -66,8 +67,7 @@ def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot,
     return root, root.new_directory(["report"], stamps(datetime.now()))
 
 
-def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
-                   use_dot: bool = True) -> Subgraph:
+def focus_subgraph(context: Context, view: ResultView, section: int, depth: int, use_dot: bool = True) -> Subgraph:
     """The neighbourhood of ``view``'s focus op (first introducer, else first flagged op)."""
     focus = view.focus
     if focus is None:
@@ -82,12 +82,12 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
     graph, op = found.graph, found.op
     hood = neighbourhood(graph, op, depth)
     drawn = subgraph_svg(graph, hood, view, section, use_dot)
-    return Subgraph(drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph "
-                                          f"{graph.name})", drawn.note)
+    return Subgraph(
+        drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph {graph.name})", drawn.note
+    )
 
 
-def judged_view(context: Context, path: Path, rule: FlagRule,
-                causes: Mapping[str, str] | None = None) -> ResultView:
+def judged_view(context: Context, path: Path, rule: FlagRule, causes: Mapping[str, str] | None = None) -> ResultView:
     """The view of the result CSV ``path`` built from the one verdict on it (replays attached,
     :func:`~precision_tool.compare.judged.judged_rows`: what ``vcs`` says), with ``causes`` (op
     name -> cause) on the ops of those names: the page and the node data show only it.
@@ -100,8 +100,16 @@ def judged_view(context: Context, path: Path, rule: FlagRule,
     return build_view(path, rows, rule, divergence.with_causes(causes or {}))
 
 
-def _part(context: Context, path: Path, rule: FlagRule, section: int, depth: int,
-          causes: Mapping[str, str] | None, use_dot: bool, strict: bool) -> ResultPart:
+def _part(
+    context: Context,
+    path: Path,
+    rule: FlagRule,
+    section: int,
+    depth: int,
+    causes: Mapping[str, str] | None,
+    use_dot: bool,
+    strict: bool,
+) -> ResultPart:
     """One result's section; an unreadable CSV is an error line, or raises when ``strict``."""
     try:
         view = judged_view(context, path, rule, causes)
@@ -129,8 +137,9 @@ def _result_models(context: Context, csv: Path, models: list[Model]) -> list[Mod
     return [own] if own is not None else models
 
 
-def _explorer(context: Context, parts: list[ResultPart], root: OutputRoot,
-              directory: PendingDirectory) -> list[Prepared]:
+def _explorer(
+    context: Context, parts: list[ResultPart], root: OutputRoot, directory: PendingDirectory
+) -> list[Prepared]:
     """Each result's node data and ``explore.json`` (Model Explorer's one preparation,
     :func:`~precision_tool.model_explorer.prepare.write_launch`), written into ``directory``
     (not yet in place) and naming the paths they will have once it is."""
@@ -138,8 +147,13 @@ def _explorer(context: Context, parts: list[ResultPart], root: OutputRoot,
     for part in parts:
         if part.view is None:
             continue
-        prepared = write_launch(root, part.view, _result_models(context, part.path, models),
-                                directory.path / part.path.stem, directory.final)
+        prepared = write_launch(
+            root,
+            part.view,
+            _result_models(context, part.path, models),
+            directory.path / part.path.stem,
+            directory.final,
+        )
         if prepared is not None:
             written.append(prepared)
     return written
@@ -178,31 +192,44 @@ def _explorer_html(prepared: list[Prepared]) -> str:
     if not prepared:
         return '<p class="muted">no Build graph holds the ops of these results: no node data</p>'
     blocks = [f'<code class="command">{esc(serve_command(n.config))}</code>' for n in prepared]
-    return ('<p>Open the Build graph at the first introducer, the verdict overlay first (needs '
-            '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks))
+    return (
+        "<p>Open the Build graph at the first introducer, the verdict overlay first (needs "
+        '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks)
+    )
 
 
-def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Path | None = None,
-                threshold: float | None = None, depth: int = DEFAULT_DEPTH,
-                checks: Sequence[RenderableType] | None = None,
-                causes: Mapping[str, str] | None = None, model_explorer: bool = False,
-                use_dot: bool = True) -> WrittenReport:
+def make_report(
+    context: Context,
+    csv_paths: Sequence[Path],
+    *,
+    output: str | Path | None = None,
+    threshold: float | None = None,
+    depth: int = DEFAULT_DEPTH,
+    checks: Sequence[RenderableType] | None = None,
+    causes: Mapping[str, str] | None = None,
+    model_explorer: bool = False,
+    use_dot: bool = True,
+) -> WrittenReport:
     """Write the report of ``csv_paths`` (see :func:`write_report`); returns what was written.
 
     Raises:
         PrecisionToolError: the only CSV cannot be read, or the output cannot be written.
     """
     rule = FlagRule.from_config(context.config, threshold)
-    parts = [_part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1)
-             for k, p in enumerate(csv_paths)]
+    parts = [
+        _part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1) for k, p in enumerate(csv_paths)
+    ]
     root, directory = report_dir(context, output)
     explorer = None
     try:
         explorer = PendingDirectory(root, directory / "model_explorer") if model_explorer else None
         prepared = _explorer(context, parts, root, explorer) if explorer is not None else []
-        page = PageInput(context.config.data_root_dir, parts,
-                         checks_html(run_checks(context) if checks is None else checks),
-                         _explorer_html(prepared) if model_explorer else "")
+        page = PageInput(
+            context.config.data_root_dir,
+            parts,
+            checks_html(run_checks(context) if checks is None else checks),
+            _explorer_html(prepared) if model_explorer else "",
+        )
         data = render_page(page).encode("utf-8")
         index = _put_in_place(root, directory / "index.html", data, explorer)
     except BaseException:  # Ctrl-C, a full disk: no part of the report, no empty directory left

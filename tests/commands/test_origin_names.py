@@ -39,10 +39,15 @@ def _desc(**origin):
 
 def _write(root):
     """The data root: a Data op and one three-output op; its dump; the goldens."""
-    outputs = [_desc(origin_name="tf/P", origin_output_index=0), _desc(origin_name="tf/A"),
-               _desc(origin_name="tf/B", origin_output_index=0)]
-    ops = [OpSpec(INPUT, "Data", output_descs=[_desc(origin_name=INPUT, origin_output_index=0)]),
-           OpSpec(OP, "SplitD", [f"{INPUT}:0"], [_desc()], outputs, original_op_names=["tf/P", "tf/A", "tf/B"])]
+    outputs = [
+        _desc(origin_name="tf/P", origin_output_index=0),
+        _desc(origin_name="tf/A"),
+        _desc(origin_name="tf/B", origin_output_index=0),
+    ]
+    ops = [
+        OpSpec(INPUT, "Data", output_descs=[_desc(origin_name=INPUT, origin_output_index=0)]),
+        OpSpec(OP, "SplitD", [f"{INPUT}:0"], [_desc()], outputs, original_op_names=["tf/P", "tf/A", "tf/B"]),
+    ]
     graph = root / GRAPH_REL
     graph.parent.mkdir(parents=True)
     write_graph_text(build_model(ops, name=MODEL), graph)
@@ -52,9 +57,13 @@ def _write(root):
         name, index = tensor.rsplit(":", 1)
         write_golden(root / "tf" / "dump", name, int(index), TS + k, value)
     half = {t: v.astype(np.float16) for t, v in values.items()}
-    write_dump(root / STEP_REL / f"SplitD.{normalise_op_name(OP)}.2.0.{TS + 50}", OP,
-               [TensorSpec(half[INPUT + ":0"], "FLOAT16", original_shape=SHAPE)],
-               [TensorSpec(half[t], "FLOAT16", original_shape=SHAPE) for t in EXPECTED], dump_time=TS + 50)
+    write_dump(
+        root / STEP_REL / f"SplitD.{normalise_op_name(OP)}.2.0.{TS + 50}",
+        OP,
+        [TensorSpec(half[INPUT + ":0"], "FLOAT16", original_shape=SHAPE)],
+        [TensorSpec(half[t], "FLOAT16", original_shape=SHAPE) for t in EXPECTED],
+        dump_time=TS + 50,
+    )
     return root
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.status import ExitStatus
 from precision_tool.compare.result_csv import NUMERIC_METRICS
+from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 from tests.model_explorer.explorer import require_explorer, serving
 from tests.report.synthetic import write_chain
@@ -38,8 +38,7 @@ def get(url: str) -> bytes:
 
 def tree(root):
     """Every file under ``root`` with its size and mtime."""
-    return {p.relative_to(root): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*") if p.is_file()}
+    return {p.relative_to(root): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 def test_report_after_vc_writes_only_under_temp_report(sample_data):
@@ -56,8 +55,11 @@ def test_report_after_vc_writes_only_under_temp_report(sample_data):
     assert index.parent.parent == sample_data / "temp" / "report"
     assert re.fullmatch(r"\d{14}", index.parent.name)
     text = index.read_text(encoding="utf-8")
-    assert re.search(r"first operator that introduces the error: <b class=\"name\">resnet/conv2/Conv2D"
-                     r"</b> \(Conv2D\), Index 13", text)
+    assert re.search(
+        r"first operator that introduces the error: <b class=\"name\">resnet/conv2/Conv2D"
+        r"</b> \(Conv2D\), Index 13",
+        text,
+    )
     assert abs(float(match["kib"]) - len(text.encode()) / 1024) < 0.1
     for title in ("overflow check", "fusion check", "cast check", "graph similarity"):
         assert title in text
@@ -90,8 +92,11 @@ def test_model_explorer_prints_the_short_command_that_starts_it_verdict_first(da
     assert launch["graph"] == str(graph.resolve()) and launch["focus"] == "net/block1/op10"
     paths = launch["node_data"]
     others = [m for m in NUMERIC_METRICS if m != "CosineSimilarity"]
-    assert [os.path.basename(p) for p in paths] == ["verdict.json", *[f"{m}.json" for m in others],
-                                                    "CosineSimilarity.json"]  # explore's order
+    assert [os.path.basename(p) for p in paths] == [
+        "verdict.json",
+        *[f"{m}.json" for m in others],
+        "CosineSimilarity.json",
+    ]  # explore's order
     assert all(os.path.isfile(p) for p in paths)
     with serving(command) as base:
         served = json.loads(get(base + "/api/v1/read_text_file?path=" + urllib.parse.quote(paths[0])))
@@ -140,8 +145,15 @@ def test_reports_in_one_second_get_their_own_directories(data_root):
 def test_the_shell_runs_report_from_piped_input(sample_data):
     cwd = sample_data.parent
     script = shutil.which("precision-tool")
-    result = subprocess.run([script, "--data", str(sample_data)], input="vc\nreport -s 1\nexit\n", cwd=cwd,
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(cwd)})
+    result = subprocess.run(
+        [script, "--data", str(sample_data)],
+        input="vc\nreport -s 1\nexit\n",
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(cwd)},
+    )
     assert REPORT_LINE.search(result.stdout), result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 

@@ -26,15 +26,29 @@ def test_cluster_timeout_is_a_setting_in_seconds(tmp_path):
     assert Config().cluster_timeout == 300.0
     assert load_config(environ={"PRECISION_TOOL_CLUSTER_TIMEOUT": "12.5"}, cwd=tmp_path).cluster_timeout == 12.5
     for bad in ("0", "-3", "nan", "x", str(8 * 24 * 3600)):
-        with pytest.raises(PrecisionToolError, match=r"setting CLUSTER_TIMEOUT: .* is not a number of seconds "
-                                                     r"from 1 to 604800|is not a (finite )?number"):
+        with pytest.raises(
+            PrecisionToolError,
+            match=r"setting CLUSTER_TIMEOUT: .* is not a number of seconds "
+            r"from 1 to 604800|is not a (finite )?number",
+        ):
             load_config({"CLUSTER_TIMEOUT": bad}, environ={}, cwd=tmp_path)
 
 
 def _row(value: float) -> CompareRow:
-    return CompareRow(index=1, op_type="Add", npu_name="a", npu_dtype="DT_FLOAT", npu_address=None,
-                      ground_truth="a", golden_dtype="float32", tensor_index="a:output:0", shape=(2,),
-                      metrics={"CosineSimilarity": value}, std_text="", fail_reason="")
+    return CompareRow(
+        index=1,
+        op_type="Add",
+        npu_name="a",
+        npu_dtype="DT_FLOAT",
+        npu_address=None,
+        ground_truth="a",
+        golden_dtype="float32",
+        tensor_index="a:output:0",
+        shape=(2,),
+        metrics={"CosineSimilarity": value},
+        std_text="",
+        fail_reason="",
+    )
 
 
 def test_a_fresh_cache_stores_its_rows_and_reuses_none(tmp_path):
@@ -54,8 +68,14 @@ def test_since_reuses_only_rows_computed_from_then(tmp_path):
         cache.put("older", _row(0.5))
     db = sqlite3.connect(tmp_path / "row_cache" / "rows.sqlite")
     with db:  # a row of an earlier version: no time at all
-        db.execute("INSERT INTO rows VALUES ('untimed', ?)", (json.dumps(
-            {"metrics": {}, "std": "", "reason": "", "npu_dtype": None, "golden_dtype": None, "shape": None}),))
+        db.execute(
+            "INSERT INTO rows VALUES ('untimed', ?)",
+            (
+                json.dumps(
+                    {"metrics": {}, "std": "", "reason": "", "npu_dtype": None, "golden_dtype": None, "shape": None}
+                ),
+            ),
+        )
     start = time.time_ns()
     with RowCache(root) as cache:
         cache.put("newer", _row(0.9))
@@ -73,22 +93,25 @@ def test_a_resume_applies_fresh_scheduler_and_allow_partial_and_says_so(tmp_path
     assert lines == [] and directory.fresh_since is None
     directory, lines = resumed_options(_dir(tmp_path), False, "tcp://h:1", True)
     assert directory.fresh_since == int(datetime(2026, 12, 1, 10, 0, 0).timestamp() * 1e9)
-    assert lines == ["vc --resume --fresh: reusing only the rows computed since the run started (2026-12-01 10:00:00)",
-                     "vc --resume: --scheduler tcp://h:1 and --allow-partial applied (where the rows are "
-                     "computed, not what they are)"]
+    assert lines == [
+        "vc --resume --fresh: reusing only the rows computed since the run started (2026-12-01 10:00:00)",
+        "vc --resume: --scheduler tcp://h:1 and --allow-partial applied (where the rows are "
+        "computed, not what they are)",
+    ]
     directory, lines = resumed_options(_dir(tmp_path, 5), True, None, False)
     assert directory.fresh_since == 5 and lines == ["resuming a vc --fresh: reusing only the rows it computed"]
 
 
 def test_a_fresh_runs_start_is_kept_in_run_json_for_its_resume(tmp_path):
-    from precision_tool.compare.result_dir import CompareOptions, INTERRUPTED, read_state
+    from precision_tool.compare.result_dir import INTERRUPTED, CompareOptions, read_state
 
     (tmp_path / "run").mkdir()
     _dir(tmp_path, 1234).mark(INTERRUPTED, CompareOptions())
     assert json.loads((tmp_path / "run" / "run.json").read_text())["fresh_since"] == 1234
     assert read_state(tmp_path / "run").fresh_since == 1234
-    (tmp_path / "run" / "run.json").write_text(json.dumps({"state": "interrupted", "options": {},
-                                                            "stamp": "20261201100000", "fresh_since": "soon"}))
+    (tmp_path / "run" / "run.json").write_text(
+        json.dumps({"state": "interrupted", "options": {}, "stamp": "20261201100000", "fresh_since": "soon"})
+    )
     with pytest.raises(PrecisionToolError, match="fresh_since is 'soon', not a whole number or null"):
         read_state(tmp_path / "run")
 

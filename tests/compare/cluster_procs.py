@@ -67,25 +67,55 @@ class Cluster:
         self.file.unlink(missing_ok=True)  # a killed scheduler's, which would name a dead port
         self.log = open(base / "dask.log", "ab")
         self.procs: list[subprocess.Popen] = []
-        self.scheduler = self._start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                                      "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                                      str(self.file), *(scheduler_flags or [])], clean_env())
+        self.scheduler = self._start(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(self.file),
+                *(scheduler_flags or []),
+            ],
+            clean_env(),
+        )
         _wait(lambda: self.file.exists() and self.file.stat().st_size, "the scheduler file")
         self.address = json.loads(self.file.read_text())["address"]
         self.expected = 0
 
     def _start(self, argv: list[str], env: dict) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=self.log, cwd=self.base,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=self.log, cwd=self.base, start_new_session=True)
         self.procs.append(proc)
         return proc
 
-    def add_worker(self, *, python: str = sys.executable, prefix: list[str] | None = None,
-                   env: dict | None = None, preload: dict | None = None, nanny: bool = True,
-                   flags: list[str] | None = None) -> None:
+    def add_worker(
+        self,
+        *,
+        python: str = sys.executable,
+        prefix: list[str] | None = None,
+        env: dict | None = None,
+        preload: dict | None = None,
+        nanny: bool = True,
+        flags: list[str] | None = None,
+    ) -> None:
         """One single-threaded worker; ``preload`` (environment) loads :data:`PRELOAD` in it."""
-        argv = [*(prefix or []), python, "-m", "distributed.cli.dask_worker", self.address,
-                "--nthreads", "1", "--no-dashboard", "--death-timeout", "20", *(flags or [])]
+        argv = [
+            *(prefix or []),
+            python,
+            "-m",
+            "distributed.cli.dask_worker",
+            self.address,
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+            "--death-timeout",
+            "20",
+            *(flags or []),
+        ]
         env = dict(clean_env() if env is None else env)
         if preload is not None:
             script = self.base / "preload_misbehave.py"
@@ -99,10 +129,17 @@ class Cluster:
 
     def wait_for_workers(self, count: int | None = None, env: dict | None = None) -> None:
         """Wait for the workers, in a process of its own (``env``: the Dask settings to use)."""
-        code = ("import sys; from distributed import Client; c = Client(sys.argv[1], set_as_default=False); "
-                "c.wait_for_workers(int(sys.argv[2]), timeout=60); c.close()")
-        subprocess.run([sys.executable, "-c", code, self.address, str(count or self.expected)],
-                       env=clean_env(**(env or {})), check=True, timeout=120, capture_output=True)
+        code = (
+            "import sys; from distributed import Client; c = Client(sys.argv[1], set_as_default=False); "
+            "c.wait_for_workers(int(sys.argv[2]), timeout=60); c.close()"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code, self.address, str(count or self.expected)],
+            env=clean_env(**(env or {})),
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
 
     def stop(self) -> None:
         for proc in reversed(self.procs):
@@ -117,8 +154,11 @@ class Cluster:
 def hiding(path: Path) -> list[str]:
     """A command prefix: the worker runs in a mount namespace where ``path`` is an empty tmpfs
     (as a machine without the shared storage mounted there), or /dev/null for a file."""
-    script = ('mount -t tmpfs tmpfs "$0" && shift && exec "$@"' if path.is_dir()
-              else 'mount --bind /dev/null "$0" && shift && exec "$@"')
+    script = (
+        'mount -t tmpfs tmpfs "$0" && shift && exec "$@"'
+        if path.is_dir()
+        else 'mount --bind /dev/null "$0" && shift && exec "$@"'
+    )
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(path), "--"]
 
 
@@ -144,6 +184,11 @@ def venv_without_the_package(where: Path) -> str:
 
 def vc(data: Path, *args: str, timeout: float = 300, **env) -> subprocess.CompletedProcess:
     """``precision-tool --data DATA vc ARGS`` as the user runs it."""
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(data), "vc", *args],
-                          capture_output=True, text=True, timeout=timeout, env=clean_env(**env),
-                          cwd=data.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(data), "vc", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=clean_env(**env),
+        cwd=data.parent,
+    )

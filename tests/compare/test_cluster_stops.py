@@ -25,6 +25,7 @@ def clusters(tmp_path):
     def make(name: str) -> Cluster:
         made.append(Cluster(tmp_path / name))
         return made[-1]
+
     yield make
     for running in made:
         running.stop()
@@ -76,7 +77,9 @@ def test_a_scheduler_killed_mid_fresh_run_is_one_line_and_resume_computes_only_t
     assert "resuming a vc --fresh: reusing only the rows it computed" in resumed.stdout
     assert f"--scheduler {second.address} applied" in resumed.stdout
     reused, computed = _reused(resumed)
-    assert 0 < reused < 30 and reused + computed == 41  # the fresh run's rows only, 41 in all  # what the fresh run computed, no older row
+    assert (
+        0 < reused < 30 and reused + computed == 41
+    )  # the fresh run's rows only, 41 in all  # what the fresh run computed, no older row
     assert _state(run)["state"] == "complete"
     here = vc(sample_data, "--fresh")
     assert here.returncode == 1
@@ -91,9 +94,11 @@ def test_every_worker_gone_is_one_line_within_the_timeout(sample_data, clusters)
     done = vc(sample_data, "--scheduler", lonely.address, PRECISION_TOOL_CLUSTER_TIMEOUT="5")
     assert done.returncode == 2, done.stderr
     line = _one_line(done)
-    assert re.match(rf"error: every Dask worker of {re.escape(lonely.address)} is gone \(none for [1-9] s\); "
-                    r"the rows computed so far are kept \(Dask's log: .*\); vc --resume .* computes the rest$",
-                    line), line
+    assert re.match(
+        rf"error: every Dask worker of {re.escape(lonely.address)} is gone \(none for [1-9] s\); "
+        r"the rows computed so far are kept \(Dask's log: .*\); vc --resume .* computes the rest$",
+        line,
+    ), line
     assert _state(_runs(sample_data)[-1])["state"] == "interrupted"
 
 
@@ -104,16 +109,21 @@ def test_a_worker_that_never_answers_is_one_line_after_cluster_timeout(sample_da
     done = vc(sample_data, "--scheduler", stuck.address, PRECISION_TOOL_CLUSTER_TIMEOUT="4")
     assert done.returncode == 2, done.stderr
     line = _one_line(done)
-    assert re.match(rf"error: no result from the Dask workers of {re.escape(stuck.address)} for [4-9] s "
-                    r"\(setting CLUSTER_TIMEOUT\); the rows computed so far are kept", line), line
+    assert re.match(
+        rf"error: no result from the Dask workers of {re.escape(stuck.address)} for [4-9] s "
+        r"\(setting CLUSTER_TIMEOUT\); the rows computed so far are kept",
+        line,
+    ), line
     assert _state(_runs(sample_data)[-1])["state"] == "interrupted"
 
 
 def test_allow_partial_without_a_cluster_is_refused(sample_data):
     done = vc(sample_data, "--allow-partial")
     assert done.returncode == 2
-    assert _one_line(done) == ("error: vc --allow-partial: there is no Dask scheduler to go on with part "
-                               "of (--scheduler or the SCHEDULER setting)")
+    assert _one_line(done) == (
+        "error: vc --allow-partial: there is no Dask scheduler to go on with part "
+        "of (--scheduler or the SCHEDULER setting)"
+    )
 
 
 def test_a_wait_that_distributed_ends_with_its_unassigned_result_is_polled_again(monkeypatch):

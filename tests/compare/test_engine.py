@@ -13,12 +13,12 @@ import pytest
 from precision_tool import read_dump, read_golden, read_graph
 from precision_tool.compare import engine, pair_compare
 from precision_tool.compare.engine import compare_tasks, group_jobs
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
-from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
+from precision_tool.compare.stat_groups import register_group
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.golden import write_golden
 from precision_tool.formats.layouts import to_device
@@ -34,7 +34,7 @@ LAST_PLACE = 1.000001e-6  # one unit of the 6th decimal both files print, plus f
 def _tasks(root: Path) -> list[PairTask]:
     graph = read_graph(root / GRAPH).graphs[0]
     tree = DumpTree(root / "npu/debug_0/dump")
-    step, = tree.select()
+    (step,) = tree.select()
     return pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))
 
 
@@ -114,14 +114,15 @@ def test_alg_0_computes_cosine_only(fixture_data):
 
 # --- bad tensors become rows with reasons -------------------------------------------------------
 
+
 def _unknown_dtype_dump(path: Path, array: np.ndarray) -> Path:
     raw = build_dump("bad/op", [], [TensorSpec(array, "FLOAT16")])
     length = struct.unpack("<Q", raw[:8])[0]
     header = DumpData()
-    header.ParseFromString(raw[8:8 + length])
+    header.ParseFromString(raw[8 : 8 + length])
     header.output[0].data_type = 977
     body = header.SerializeToString()
-    path.write_bytes(struct.pack("<Q", len(body)) + body + raw[8 + length:])
+    path.write_bytes(struct.pack("<Q", len(body)) + body + raw[8 + length :])
     return path
 
 
@@ -135,15 +136,15 @@ def test_per_tensor_problems_are_rows_with_reasons_and_the_run_goes_on(tmp_path)
     other = write_golden(tmp_path / "golden", "other", 0, 2, good.reshape(-1)[:10])
     garbage = tmp_path / "golden" / "garbage.0.3.npy"
     garbage.write_bytes(b"not an npy file at all")
-    dump = write_dump(tmp_path / "Op.good.1.0.1700000000000000", "good", [],
-                      [TensorSpec(good.astype(np.float16), "FLOAT16")])
+    dump = write_dump(
+        tmp_path / "Op.good.1.0.1700000000000000", "good", [], [TensorSpec(good.astype(np.float16), "FLOAT16")]
+    )
     bad = _unknown_dtype_dump(tmp_path / "Op.bad.2.0.1700000000000001", good.astype(np.float16))
     tasks = [
         _task(0, "unknown", DumpSide(bad, "output", 0), NpySide(gold)),
         _task(1, "shape", DumpSide(dump, "output", 0), NpySide(other)),
         _task(2, "garbage", DumpSide(dump, "output", 0), NpySide(garbage)),
-        _task(3, "missing", DumpSide(dump, "output", 0), None,
-              "no ground truth dump file for missing:output:0"),
+        _task(3, "missing", DumpSide(dump, "output", 0), None, "no ground truth dump file for missing:output:0"),
         _task(4, "absent", DumpSide(dump, "output", 5), NpySide(gold)),
         _task(5, "fine", DumpSide(dump, "output", 0), NpySide(gold)),
     ]
@@ -171,28 +172,35 @@ def test_a_pair_that_runs_out_of_memory_is_its_row_and_the_run_goes_on(tmp_path,
         if x.nbytes and getattr(x, "path", None) == big:
             raise MemoryError()  # as numpy raises it for an allocation the machine cannot give
         return real(x, y, *args)
+
     monkeypatch.setattr(pair_compare, "compare_sources", short_of_memory)
-    rows = list(compare_tasks([_task(0, "big", DumpSide(big, "output", 0), NpySide(gold)),
-                               _task(1, "fine", DumpSide(fine, "output", 0), NpySide(gold))]))
+    rows = list(
+        compare_tasks(
+            [
+                _task(0, "big", DumpSide(big, "output", 0), NpySide(gold)),
+                _task(1, "fine", DumpSide(fine, "output", 0), NpySide(gold)),
+            ]
+        )
+    )
     assert not rows[0].compared and "not enough memory to compare big" in rows[0].fail_reason
     assert rows[1].compared and rows[1].cosine == pytest.approx(1.0)
 
 
 def test_equal_sizes_with_different_shapes_compare_flattened(tmp_path):
     values = np.arange(1, 13, dtype=np.float32)
-    dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [],
-                      [TensorSpec(values.reshape(3, 4), "FLOAT")])
+    dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [], [TensorSpec(values.reshape(3, 4), "FLOAT")])
     gold = write_golden(tmp_path, "a", 0, 1, values.reshape(2, 6))
-    row, = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
     assert row.cosine == pytest.approx(1.0) and row.shape == (3, 4)
     assert "compared flattened" in row.fail_reason
 
 
 def test_empty_tensors_are_not_compared_with_a_reason(tmp_path):
-    dump = write_dump(tmp_path / "Op.e.1.0.1700000000000000", "e", [],
-                      [TensorSpec(np.zeros((0, 4), np.float16), "FLOAT16")])
+    dump = write_dump(
+        tmp_path / "Op.e.1.0.1700000000000000", "e", [], [TensorSpec(np.zeros((0, 4), np.float16), "FLOAT16")]
+    )
     gold = write_golden(tmp_path, "e", 0, 1, np.zeros((0, 4), np.float32))
-    row, = compare_tasks([_task(0, "e", DumpSide(dump, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "e", DumpSide(dump, "output", 0), NpySide(gold))])
     assert not row.compared and "empty" in row.fail_reason
 
 
@@ -202,8 +210,14 @@ def test_a_golden_of_dates_is_not_compared_with_a_reason(tmp_path, kernel_backen
     dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [], [TensorSpec(values, "FLOAT")])
     dates = write_golden(tmp_path, "a", 0, 1, values.astype("datetime64[s]"))
     good = write_golden(tmp_path, "b", 0, 2, values)
-    rows = list(compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(dates)),
-                               _task(1, "b", DumpSide(dump, "output", 0), NpySide(good))]))
+    rows = list(
+        compare_tasks(
+            [
+                _task(0, "a", DumpSide(dump, "output", 0), NpySide(dates)),
+                _task(1, "b", DumpSide(dump, "output", 0), NpySide(good)),
+            ]
+        )
+    )
     assert not rows[0].compared and rows[0].metrics == {}
     assert rows[0].fail_reason == f"{dates}: {dates.name}: datetime64[s] data (dates and times) is not compared"
     assert rows[1].compared and rows[1].cosine == pytest.approx(1.0)
@@ -214,13 +228,14 @@ def test_huge_float64_tensors_get_their_metrics_not_nan(tmp_path, kernel_backend
     values = np.full((4, 250), 1e300)
     dump = write_dump(tmp_path / "Op.a.1.0.1700000000000000", "a", [], [TensorSpec(values, "DOUBLE")])
     gold = write_golden(tmp_path, "a", 0, 1, values)
-    row, = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "a", DumpSide(dump, "output", 0), NpySide(gold))])
     assert row.fail_reason == ""
     assert row.cosine == pytest.approx(1.0, abs=1e-12)
     assert row.metric("RootMeanSquareError") == 0.0 and row.metric("RelativeEuclideanDistance") == 0.0
 
 
 # --- interruption -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_interrupted_run_leaves_no_csv_and_no_workers(sample_data, tmp_path, workers):
@@ -248,6 +263,7 @@ def test_closing_the_stream_early_ends_the_workers(sample_data):
 
 # --- streaming: blocks in C order equal the whole host tensor -----------------------------------
 
+
 def _streamed(source, chunk):
     buffers = Buffers()
     return np.concatenate([b.copy() for b in source.blocks(chunk, buffers, "x")] or [np.zeros(0)])
@@ -273,22 +289,29 @@ def test_streamed_blocks_equal_the_whole_conversion(request, data, chunk):
     assert kinds == {"FileRegion", "DeviceRows", "ArrayBlocks"}
 
 
-@pytest.mark.parametrize("fmt, host_format, shape", [
-    ("NC1HWC0", "NHWC", (3, 5, 4, 40)),    # C1 = 3 with padding
-    ("NC1HWC0", "NHWC", (2, 3, 3, 32)),    # no padding
-    ("NC1HWC0", "NHWC", (1, 6, 2, 20)),    # a batch of one is one block
-    ("NC1HWC0", "NCHW", (3, 20, 5, 4)),
-    ("NC1HWC0", "NCHW", (2, 16, 2, 2)),
-    ("FRACTAL_NZ", "ND", (3, 20, 37)),     # padded fractals
-    ("FRACTAL_NZ", "ND", (2, 3, 32, 16)),
-    ("NDC1HWC0", "NDHWC", (2, 3, 4, 5, 17)),
-    ("NC1HWC0_C04", "NHWC", (2, 4, 4, 3)),
-])
+@pytest.mark.parametrize(
+    "fmt, host_format, shape",
+    [
+        ("NC1HWC0", "NHWC", (3, 5, 4, 40)),  # C1 = 3 with padding
+        ("NC1HWC0", "NHWC", (2, 3, 3, 32)),  # no padding
+        ("NC1HWC0", "NHWC", (1, 6, 2, 20)),  # a batch of one is one block
+        ("NC1HWC0", "NCHW", (3, 20, 5, 4)),
+        ("NC1HWC0", "NCHW", (2, 16, 2, 2)),
+        ("FRACTAL_NZ", "ND", (3, 20, 37)),  # padded fractals
+        ("FRACTAL_NZ", "ND", (2, 3, 32, 16)),
+        ("NDC1HWC0", "NDHWC", (2, 3, 4, 5, 17)),
+        ("NC1HWC0_C04", "NHWC", (2, 4, 4, 3)),
+    ],
+)
 def test_row_streamed_layouts_match_the_layout_code(tmp_path, fmt, host_format, shape):
     host = np.random.default_rng(7).standard_normal(shape).astype(np.float16)
     device = to_device(host, fmt, host_format)
-    path = write_dump(tmp_path / "Op.x.1.0.1700000000000000", "x", [],
-                      [TensorSpec(device, "FLOAT16", fmt, shape, ("x", 0, host_format))])
+    path = write_dump(
+        tmp_path / "Op.x.1.0.1700000000000000",
+        "x",
+        [],
+        [TensorSpec(device, "FLOAT16", fmt, shape, ("x", 0, host_format))],
+    )
     source = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
     assert type(source).__name__ == "DeviceRows"
     for chunk in (1, 50, 10_000):
@@ -314,9 +337,12 @@ def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels, kernel_ba
     rng = np.random.default_rng(3)
     golden = rng.standard_normal((4, 6, 5, channels)).astype(np.float32)
     npu = (golden + 0.01 * rng.standard_normal(golden.shape)).astype(np.float16)
-    path = write_dump(tmp_path / "Op.x.1.0.1700000000000000", "x", [],
-                      [TensorSpec(to_device(npu, "NC1HWC0", "NHWC"), "FLOAT16", "NC1HWC0", npu.shape,
-                                  ("x", 0, "NHWC"))])
+    path = write_dump(
+        tmp_path / "Op.x.1.0.1700000000000000",
+        "x",
+        [],
+        [TensorSpec(to_device(npu, "NC1HWC0", "NHWC"), "FLOAT16", "NC1HWC0", npu.shape, ("x", 0, "NHWC"))],
+    )
     gold = write_golden(tmp_path, "x", 0, 1, golden)
     expected = compare_arrays(npu, golden)
     for chunk in (1 << 20, 300, 7):
@@ -329,26 +355,35 @@ def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels, kernel_ba
 
 # --- notes in the reason ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("npu, golden, expected", [
-    ([1, np.nan, 3, 4], [1, 2, 3, 4], "The NPU tensor holds 1 NaN."),
-    ([1, 2, 3, 4], [np.inf, 2, -np.inf, 4], "The golden tensor holds 2 Inf."),
-    ([np.nan, np.inf, 3, 4], [np.nan, 2, 3, np.nan], "The NPU tensor holds 1 NaN and 1 Inf. "
-                                                     "The golden tensor holds 2 NaN."),
-])
+
+@pytest.mark.parametrize(
+    "npu, golden, expected",
+    [
+        ([1, np.nan, 3, 4], [1, 2, 3, 4], "The NPU tensor holds 1 NaN."),
+        ([1, 2, 3, 4], [np.inf, 2, -np.inf, 4], "The golden tensor holds 2 Inf."),
+        (
+            [np.nan, np.inf, 3, 4],
+            [np.nan, 2, 3, np.nan],
+            "The NPU tensor holds 1 NaN and 1 Inf. The golden tensor holds 2 NaN.",
+        ),
+    ],
+)
 def test_nan_and_inf_are_named_in_the_reason(tmp_path, npu, golden, expected):
-    dump = write_dump(tmp_path / "Op.n.1.0.1700000000000000", "n", [],
-                      [TensorSpec(np.array(npu, np.float16), "FLOAT16")])
+    dump = write_dump(
+        tmp_path / "Op.n.1.0.1700000000000000", "n", [], [TensorSpec(np.array(npu, np.float16), "FLOAT16")]
+    )
     gold = write_golden(tmp_path, "n", 0, 1, np.array(golden, np.float32))
-    row, = compare_tasks([_task(0, "n", DumpSide(dump, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "n", DumpSide(dump, "output", 0), NpySide(gold))])
     assert row.compared and math.isnan(row.cosine)
     assert expected in row.fail_reason
 
 
 def test_finite_data_gets_no_nan_note(tmp_path):
-    dump = write_dump(tmp_path / "Op.f.1.0.1700000000000000", "f", [],
-                      [TensorSpec(np.arange(1, 5, dtype=np.float32), "FLOAT")])
+    dump = write_dump(
+        tmp_path / "Op.f.1.0.1700000000000000", "f", [], [TensorSpec(np.arange(1, 5, dtype=np.float32), "FLOAT")]
+    )
     gold = write_golden(tmp_path, "f", 0, 1, np.arange(1, 5, dtype=np.float32))
-    row, = compare_tasks([_task(0, "f", DumpSide(dump, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "f", DumpSide(dump, "output", 0), NpySide(gold))])
     assert row.fail_reason == ""
 
 
@@ -357,18 +392,19 @@ def test_an_unsupported_format_is_compared_as_stored_with_a_note(tmp_path):
     data = build_dump("u", [], [TensorSpec(values, "FLOAT")])
     length = struct.unpack("<Q", data[:8])[0]
     header = DumpData()
-    header.ParseFromString(data[8:8 + length])
+    header.ParseFromString(data[8 : 8 + length])
     header.output[0].format = 77  # no such OutputFormat
     raw = header.SerializeToString()
     path = tmp_path / "Op.u.1.0.1700000000000000"
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length:])
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length :])
     gold = write_golden(tmp_path, "u", 0, 1, values)
-    row, = compare_tasks([_task(0, "u", DumpSide(path, "output", 0), NpySide(gold))])
+    (row,) = compare_tasks([_task(0, "u", DumpSide(path, "output", 0), NpySide(gold))])
     assert row.cosine == pytest.approx(1.0)
     assert "unsupported format UNKNOWN(77), compared in its stored order" in row.fail_reason
 
 
 # --- custom metrics reach the workers -----------------------------------------------------------
+
 
 def _fold_sign_flips(stats, x, y):
     stats.extra["flips"] = stats.extra.get("flips", 0) + int(np.count_nonzero(np.signbit(x) != np.signbit(y)))
@@ -406,7 +442,7 @@ def test_custom_metrics_compute_in_worker_processes(sample_data, tmp_path, monke
         golden = np.load(task.right.path).astype(np.float64).ravel()
         assert set(row.metrics) == {"CosineSimilarity", "SignFlipShare", "GoldenRMS"}
         assert row.metrics["SignFlipShare"] == np.count_nonzero(np.signbit(npu) != np.signbit(golden)) / npu.size
-        assert row.metrics["GoldenRMS"] == pytest.approx(np.sqrt(np.mean(golden ** 2)), rel=1e-12)
+        assert row.metrics["GoldenRMS"] == pytest.approx(np.sqrt(np.mean(golden**2)), rel=1e-12)
     out = write_result_csv(tmp_path / "r.csv", rows, metrics=metrics)
     assert out.read_text(encoding="utf-8").splitlines()[0].endswith("CompareFailReason,SignFlipShare,GoldenRMS")
 
@@ -414,6 +450,7 @@ def test_custom_metrics_compute_in_worker_processes(sample_data, tmp_path, monke
 def test_small_jobs_are_batched_into_calls_of_the_byte_limit_in_order_around_split_tensors():
     """Cluster calls: consecutive jobs join until the next would pass the limit; a split
     tensor's unit is never joined and keeps its place."""
+
     def job(i):
         return [_task(i, f"op{i}", DumpSide(Path(f"/d/{i}"), "output", 0), NpySide(Path(f"/g/{i}")))]
 

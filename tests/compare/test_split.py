@@ -14,13 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool import read_dump
-from precision_tool.compare import split
-from precision_tool.compare import engine
+from precision_tool.compare import engine, split
 from precision_tool.compare.engine import compare_tasks, plan_jobs
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.load import Buffers, HeaderCache, open_dump_side, open_npy_side, range_extent
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.result_csv import write_result_csv
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.window import stream_units
@@ -38,13 +37,11 @@ def _task(i: int, name: str, left, right) -> PairTask:
     return PairTask(i, "Op", name, name, f"{name}:output:0", left, right)
 
 
-def _dump(tmp_path, name: str, host: np.ndarray, fmt: str = "ND", dtype: str = "FLOAT16",
-          host_format: str = "NHWC"):
+def _dump(tmp_path, name: str, host: np.ndarray, fmt: str = "ND", dtype: str = "FLOAT16", host_format: str = "NHWC"):
     """An NPU dump of ``host`` in device format ``fmt``; returns its DumpSide."""
     device = host if fmt == "ND" else to_device(host, fmt, host_format)
     original = (host.shape, (name, 0, host_format)) if fmt != "ND" else (host.shape, None)
-    path = write_dump(tmp_path / f"Op.{name}.1.0.{STAMP}", name, [],
-                      [TensorSpec(device, dtype, fmt, *original)])
+    path = write_dump(tmp_path / f"Op.{name}.1.0.{STAMP}", name, [], [TensorSpec(device, dtype, fmt, *original)])
     return DumpSide(path, "output", 0)
 
 
@@ -69,6 +66,7 @@ def _units(task, split_bytes):
 
 
 # --- ranges of every kind of Source ---------------------------------------------------------
+
 
 def _streamed(source, start, stop, chunk):
     blocks = [b.copy() for b in source.blocks(chunk, Buffers(), "x", start, stop)]
@@ -123,6 +121,7 @@ def test_device_rows_read_in_rows_and_a_whole_run_in_any_range(sources):
 
 # --- where to cut -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size, unit, pieces", [(100, 1, 3), (120, 40, 5), (7, 7, 4), (4096 * 244_141, 4096, 7)])
 def test_split_points_cover_the_tensor_on_whole_units(size, unit, pieces):
     points = split.split_points(size, unit, pieces)
@@ -144,11 +143,17 @@ def test_only_the_big_tensor_is_split_and_the_job_is_cut_around_it(tmp_path):
     rng = np.random.default_rng(2)
     small = rng.standard_normal((4, 8)).astype(np.float32)
     big = rng.standard_normal((64, 50)).astype(np.float32)
-    path = write_dump(tmp_path / f"Op.m.1.0.{STAMP}", "m", [TensorSpec(small.astype(np.float16), "FLOAT16")],
-                      [TensorSpec(big.astype(np.float16), "FLOAT16"), TensorSpec(small.astype(np.float16), "FLOAT16")])
+    path = write_dump(
+        tmp_path / f"Op.m.1.0.{STAMP}",
+        "m",
+        [TensorSpec(small.astype(np.float16), "FLOAT16")],
+        [TensorSpec(big.astype(np.float16), "FLOAT16"), TensorSpec(small.astype(np.float16), "FLOAT16")],
+    )
     goldens = [write_golden(tmp_path, f"g{i}", 0, 1, a) for i, a in enumerate((small, big, small))]
-    tasks = [PairTask(0, "Op", "m", "m", f"m:{kind}:{i}", DumpSide(path, kind, i), NpySide(g))
-             for (kind, i), g in zip([("input", 0), ("output", 0), ("output", 1)], goldens)]
+    tasks = [
+        PairTask(0, "Op", "m", "m", f"m:{kind}:{i}", DumpSide(path, kind, i), NpySide(g))
+        for (kind, i), g in zip([("input", 0), ("output", 0), ("output", 1)], goldens)
+    ]
     plan = plan_jobs(tasks, select_metrics(None), 4096)
     assert [len(job) for job in plan.jobs] == [3]
     units = split.split_units(plan.jobs, plan.job_args, plan.sizes, split_bytes=4000)
@@ -168,6 +173,7 @@ def test_a_side_converted_whole_on_opening_is_not_split(tmp_path):
 
 # --- split equals unsplit, and the float64 reference ------------------------------------------
 
+
 def _with_nonfinite(rng, n):
     x, y = (rng.standard_normal(n) * 3).astype(np.float16), rng.standard_normal(n).astype(np.float32)
     x[[7, n // 2]] = [np.nan, np.inf]
@@ -177,10 +183,14 @@ def _with_nonfinite(rng, n):
 
 PAIRS = {
     "float16 extremes": lambda rng: _f16_extremes(rng, 40_000),
-    "bfloat16 vs float32": lambda rng: (rng.standard_normal(30_000).astype(ml_dtypes.bfloat16),
-                                        rng.standard_normal(30_000).astype(np.float32)),
-    "large mean": lambda rng: ((1e4 + rng.standard_normal(30_000)).astype(np.float32),
-                               (1e4 + rng.standard_normal(30_000)).astype(np.float32)),
+    "bfloat16 vs float32": lambda rng: (
+        rng.standard_normal(30_000).astype(ml_dtypes.bfloat16),
+        rng.standard_normal(30_000).astype(np.float32),
+    ),
+    "large mean": lambda rng: (
+        (1e4 + rng.standard_normal(30_000)).astype(np.float32),
+        (1e4 + rng.standard_normal(30_000)).astype(np.float32),
+    ),
     "golden zeros": lambda rng: (rng.standard_normal(20_000).astype(np.float16), np.zeros(20_000, np.float32)),
     "NaN and Inf": lambda rng: _with_nonfinite(rng, 20_000),
 }
@@ -205,7 +215,7 @@ def test_split_rows_print_what_the_unsplit_engine_prints(tmp_path, case, metrics
 def test_split_values_equal_the_float64_reference(tmp_path, case, kernel_backend):
     x, y = PAIRS[case](np.random.default_rng(3))
     task = _pair(tmp_path, "r", x.reshape(-1, 100), y.reshape(-1, 100), dtype=DTYPES[x.dtype.name])
-    row, = _rows([task], split_bytes=10_000)
+    (row,) = _rows([task], split_bytes=10_000)
     expected = _one_shot(x.astype(np.float64), y.astype(np.float64))
     for name in NUMERIC:
         tolerance = KL_TOLERANCE if name.startswith("Kullback") else {}
@@ -220,12 +230,15 @@ def test_a_row_separable_layout_splits_on_rows_and_matches(tmp_path, kernel_back
     golden = rng.standard_normal((40, 6, 5, 20)).astype(np.float32)
     npu = (golden + 0.01 * rng.standard_normal(golden.shape)).astype(np.float16)
     task = _pair(tmp_path, "nc", npu, golden, fmt="NC1HWC0")
-    unit, = _units(task, 30_000)
+    (unit,) = _units(task, 30_000)
     assert unit.pieces > 2 and all(b % (6 * 5 * 20) == 0 for b in unit.bounds)
-    assert _csv(tmp_path, "s.csv", _rows([task], split_bytes=30_000)) == _csv(tmp_path, "w.csv", _rows([task], workers=1))
+    assert _csv(tmp_path, "s.csv", _rows([task], split_bytes=30_000)) == _csv(
+        tmp_path, "w.csv", _rows([task], workers=1)
+    )
 
 
 # custom metrics: a first-pass group keeping state in ``extra``, and one that needs the ranges
+
 
 def _fold_above_mid(stats, x, y, ranges):
     mid = (ranges[1].lo + ranges[1].hi) / 2
@@ -265,7 +278,7 @@ def test_custom_groups_of_both_passes_combine_across_ranges(tmp_path):
     y = rng.standard_normal((300, 70)).astype(np.float32)
     x = (y + 0.1).astype(np.float16)
     task = _pair(tmp_path, "c", x, y)
-    row, = _rows([task], ["0", ABOVE, MEAN_ABS_X], split_bytes=20_000)
+    (row,) = _rows([task], ["0", ABOVE, MEAN_ABS_X], split_bytes=20_000)
     assert multiprocessing.active_children() == []
     mid = (y.min() + y.max()) / 2
     assert row.metrics["AboveMidShare"] == np.count_nonzero(y > mid) / y.size

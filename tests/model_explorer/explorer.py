@@ -45,9 +45,15 @@ def convert(path) -> dict:
     calls it (``convert_adapter_response`` applied: plain dicts)."""
     from precision_tool.model_explorer.main import ADAPTER_ID
 
-    return extension_manager().run_cmd({"extensionId": ADAPTER_ID, "cmdId": "convert",
-                                        "modelPath": str(path), "settings": {},
-                                        "deleteAfterConversion": False})
+    return extension_manager().run_cmd(
+        {
+            "extensionId": ADAPTER_ID,
+            "cmdId": "convert",
+            "modelPath": str(path),
+            "settings": {},
+            "deleteAfterConversion": False,
+        }
+    )
 
 
 STARTUP = 180.0  # seconds: the server imports flask and every adapter on 2 busy shared cores
@@ -77,8 +83,13 @@ def serving(command: str):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen([*shlex.split(command), "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
-                                   env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*shlex.split(command), "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + STARTUP

@@ -23,8 +23,9 @@ def get(base: str, path: str) -> dict:
 
 
 def post(base: str, path: str, body: dict) -> dict:
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=60) as answer:
         return json.load(answer)
 
@@ -55,9 +56,17 @@ def test_model_explorer_shows_the_build_graph_and_reads_the_node_data(server):
     extensions = get(base, "/api/v1/get_extensions")
     ours = next(e for e in extensions if e["id"] == "precision_tool_ge_graph")
     assert ours["fileExts"] == ["txt", "json"]
-    answer = post(base, "/apipost/v1/send_command", {
-        "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": graph_file,
-        "settings": {}, "deleteAfterConversion": False})
+    answer = post(
+        base,
+        "/apipost/v1/send_command",
+        {
+            "extensionId": "precision_tool_ge_graph",
+            "cmdId": "convert",
+            "modelPath": graph_file,
+            "settings": {},
+            "deleteAfterConversion": False,
+        },
+    )
     (graph,) = answer["graphs"]
     ids = {node["id"] for node in graph["nodes"]}
     assert len(ids) == 28 and "resnet/conv2/Conv2D" in ids
@@ -70,15 +79,25 @@ def test_model_explorer_shows_the_build_graph_and_reads_the_node_data(server):
     assert set(results) <= ids and results["resnet/conv2/Conv2D"] == {"value": 0.363075, "bgColor": INTRODUCER_FILL}
     assert paths[0].endswith("verdict.json")  # listed first, as explore lists it
     verdict = json.loads(get(base, "/api/v1/read_text_file?path=" + urllib.parse.quote(paths[0]))["content"])
-    assert verdict[graph["id"]]["results"]["resnet/conv2/Conv2D"] == {"value": "\u25b2 introduces",
-                                                                     "bgColor": INTRODUCER_FILL}
+    assert verdict[graph["id"]]["results"]["resnet/conv2/Conv2D"] == {
+        "value": "\u25b2 introduces",
+        "bgColor": INTRODUCER_FILL,
+    }
 
 
 def test_a_broken_graph_comes_back_as_the_one_line_error(server, tmp_path):
     base, _ = server
     broken = tmp_path / "ge_proto_00000009_Build.txt"
     broken.write_text("graph { op { name: \n", encoding="utf-8")
-    answer = post(base, "/apipost/v1/send_command", {
-        "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": str(broken),
-        "settings": {}, "deleteAfterConversion": False})
+    answer = post(
+        base,
+        "/apipost/v1/send_command",
+        {
+            "extensionId": "precision_tool_ge_graph",
+            "cmdId": "convert",
+            "modelPath": str(broken),
+            "settings": {},
+            "deleteAfterConversion": False,
+        },
+    )
     assert answer["error"].startswith(f"PrecisionToolError: {broken}: ")

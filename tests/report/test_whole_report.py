@@ -68,6 +68,7 @@ class SmallDisk:
         def init(pending, *args, **kwargs):
             real_init(pending, *args, **kwargs)
             pending.handle = _Budgeted(pending.handle, room)
+
         monkeypatch.setattr(output_root.PendingFile, "__init__", init)
 
     def files(self) -> list[str]:
@@ -96,8 +97,13 @@ class _Budgeted:
 def small_disk(tmp_path, monkeypatch):
     directory = tmp_path / "small"
     directory.mkdir()
-    mounted = (shutil.which("mount") is not None and subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(directory)], capture_output=True).returncode == 0)
+    mounted = (
+        shutil.which("mount") is not None
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(directory)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield SmallDisk(directory, mounted, monkeypatch)
     finally:
@@ -109,8 +115,7 @@ def small_disk(tmp_path, monkeypatch):
 def compared(tmp_path_factory):
     """A copy of the sample compared by ``vc``, and its result CSV."""
     root = tmp_path_factory.mktemp("sample") / "precision_data"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "precision_data", root,
-                    ignore=shutil.ignore_patterns("temp"))
+    shutil.copytree(Path(__file__).resolve().parents[2] / "precision_data", root, ignore=shutil.ignore_patterns("temp"))
     context, out = make_context(root, WORKERS=1)
     assert run_command(context, "vc") == ExitStatus.FLAGGED, out.getvalue()
     (csv,) = (root / "temp" / "vector_compare").glob("*/*.csv")
@@ -208,6 +213,7 @@ def test_a_page_that_fails_only_at_its_close_takes_its_node_data_away(compared, 
             pending.handle.close()
             raise pending.failed(OSError(errno.ENOSPC, "No space left on device"))
         return real_commit(pending)
+
     monkeypatch.setattr(output_root.PendingFile, "commit", commit)
     status, output = _report(compared, small_disk)
     _one_error(status, output, "No space left on device", "index.html")
