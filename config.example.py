@@ -46,24 +46,56 @@ SCHEDULER = ""
 # within 64 MiB and 1 GiB.
 SPLIT_BYTES = 0
 
+# vc on a Dask cluster: seconds without any result before the run stops with one line (the run
+# is marked interrupted, and vc --resume continues it). A call carries at most about 1 GiB, so
+# five minutes of nothing is a lost or stuck cluster, not a slow one.
+CLUSTER_TIMEOUT = 300
+
 # ac cast check: a Cast from the left dtype to the right one is reported as dangerous. A list of
 # (source, target) pairs of GE dtype names (DT_...).
 # The default: every floating type to every integer type, and every narrowing integer cast.
 DANGEROUS_CASTS = [
-    ("DT_FLOAT", "DT_INT8"), ("DT_FLOAT", "DT_UINT8"), ("DT_FLOAT", "DT_INT16"),
-    ("DT_FLOAT", "DT_UINT16"), ("DT_FLOAT", "DT_INT32"), ("DT_FLOAT", "DT_UINT32"),
-    ("DT_FLOAT", "DT_INT64"), ("DT_FLOAT", "DT_UINT64"), ("DT_FLOAT16", "DT_INT8"),
-    ("DT_FLOAT16", "DT_UINT8"), ("DT_FLOAT16", "DT_INT16"), ("DT_FLOAT16", "DT_UINT16"),
-    ("DT_FLOAT16", "DT_INT32"), ("DT_FLOAT16", "DT_UINT32"), ("DT_FLOAT16", "DT_INT64"),
-    ("DT_FLOAT16", "DT_UINT64"), ("DT_BF16", "DT_INT8"), ("DT_BF16", "DT_UINT8"),
-    ("DT_BF16", "DT_INT16"), ("DT_BF16", "DT_UINT16"), ("DT_BF16", "DT_INT32"),
-    ("DT_BF16", "DT_UINT32"), ("DT_BF16", "DT_INT64"), ("DT_BF16", "DT_UINT64"),
-    ("DT_DOUBLE", "DT_INT8"), ("DT_DOUBLE", "DT_UINT8"), ("DT_DOUBLE", "DT_INT16"),
-    ("DT_DOUBLE", "DT_UINT16"), ("DT_DOUBLE", "DT_INT32"), ("DT_DOUBLE", "DT_UINT32"),
-    ("DT_DOUBLE", "DT_INT64"), ("DT_DOUBLE", "DT_UINT64"), ("DT_INT64", "DT_INT32"),
-    ("DT_INT64", "DT_INT16"), ("DT_INT64", "DT_INT8"), ("DT_INT32", "DT_INT16"),
-    ("DT_INT32", "DT_INT8"), ("DT_INT16", "DT_INT8"), ("DT_UINT64", "DT_UINT32"),
-    ("DT_UINT32", "DT_UINT16"), ("DT_UINT16", "DT_UINT8"),
+    ("DT_FLOAT", "DT_INT8"),
+    ("DT_FLOAT", "DT_UINT8"),
+    ("DT_FLOAT", "DT_INT16"),
+    ("DT_FLOAT", "DT_UINT16"),
+    ("DT_FLOAT", "DT_INT32"),
+    ("DT_FLOAT", "DT_UINT32"),
+    ("DT_FLOAT", "DT_INT64"),
+    ("DT_FLOAT", "DT_UINT64"),
+    ("DT_FLOAT16", "DT_INT8"),
+    ("DT_FLOAT16", "DT_UINT8"),
+    ("DT_FLOAT16", "DT_INT16"),
+    ("DT_FLOAT16", "DT_UINT16"),
+    ("DT_FLOAT16", "DT_INT32"),
+    ("DT_FLOAT16", "DT_UINT32"),
+    ("DT_FLOAT16", "DT_INT64"),
+    ("DT_FLOAT16", "DT_UINT64"),
+    ("DT_BF16", "DT_INT8"),
+    ("DT_BF16", "DT_UINT8"),
+    ("DT_BF16", "DT_INT16"),
+    ("DT_BF16", "DT_UINT16"),
+    ("DT_BF16", "DT_INT32"),
+    ("DT_BF16", "DT_UINT32"),
+    ("DT_BF16", "DT_INT64"),
+    ("DT_BF16", "DT_UINT64"),
+    ("DT_DOUBLE", "DT_INT8"),
+    ("DT_DOUBLE", "DT_UINT8"),
+    ("DT_DOUBLE", "DT_INT16"),
+    ("DT_DOUBLE", "DT_UINT16"),
+    ("DT_DOUBLE", "DT_INT32"),
+    ("DT_DOUBLE", "DT_UINT32"),
+    ("DT_DOUBLE", "DT_INT64"),
+    ("DT_DOUBLE", "DT_UINT64"),
+    ("DT_INT64", "DT_INT32"),
+    ("DT_INT64", "DT_INT16"),
+    ("DT_INT64", "DT_INT8"),
+    ("DT_INT32", "DT_INT16"),
+    ("DT_INT32", "DT_INT8"),
+    ("DT_INT16", "DT_INT8"),
+    ("DT_UINT64", "DT_UINT32"),
+    ("DT_UINT32", "DT_UINT16"),
+    ("DT_UINT16", "DT_UINT8"),
 ]
 
 # Show tracebacks of internal errors (same as --debug): True or False.

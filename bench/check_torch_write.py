@@ -52,8 +52,9 @@ def _torch_tensor(torch, values, dtype):
 
 
 def _loaded_bytes(tensor) -> bytes:
-    return bytes(tensor.contiguous().view(-1).view(__import__("torch").uint8).numpy().tobytes()) \
-        if tensor.numel() else b""
+    return (
+        bytes(tensor.contiguous().view(-1).view(__import__("torch").uint8).numpy().tobytes()) if tensor.numel() else b""
+    )
 
 
 def check_case(torch, dtype, shape, seed: int, directory: Path) -> list[str]:

@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
 
@@ -64,6 +65,7 @@ GRAPH = Path("npu/debug_0/graph/ge_proto_00000001_Build.txt")
 
 
 # --- data ------------------------------------------------------------------------------------
+
 
 def _op_bytes() -> int:
     n = math.prod(HOST_SHAPE)
@@ -84,8 +86,15 @@ def _desc(name: str, fmt: str, device_shape, host_shape=None, origin=None):
 
     if host_shape is None:
         host_shape, origin = _host(fmt)
-    return tensor_desc("DT_FLOAT16", fmt, device_shape, origin_format=origin,
-                       origin_shape=host_shape, origin_name=name, origin_output_index=0)
+    return tensor_desc(
+        "DT_FLOAT16",
+        fmt,
+        device_shape,
+        origin_format=origin,
+        origin_shape=host_shape,
+        origin_name=name,
+        origin_output_index=0,
+    )
 
 
 def generate(root: Path, gb: float) -> int:
@@ -124,10 +133,16 @@ def generate(root: Path, gb: float) -> int:
             input_names.append(f"{kernel}:0")
             input_descs.append(wdesc)
         stamp = 1767300000000000 + 37 * i
-        write_dump(root / STEP_DIR / f"{op_type}.{name.replace('/', '_')}.{10 + i}.0.{stamp}", name, inputs,
-                   [TensorSpec(device, "FLOAT16", fmt, shape, (name, 0, layout))], dump_time=stamp)
-        specs.append(OpSpec(name, op_type, input_names, input_descs, [_desc(name, fmt, device.shape)],
-                            original_op_names=[name]))
+        write_dump(
+            root / STEP_DIR / f"{op_type}.{name.replace('/', '_')}.{10 + i}.0.{stamp}",
+            name,
+            inputs,
+            [TensorSpec(device, "FLOAT16", fmt, shape, (name, 0, layout))],
+            dump_time=stamp,
+        )
+        specs.append(
+            OpSpec(name, op_type, input_names, input_descs, [_desc(name, fmt, device.shape)], original_op_names=[name])
+        )
         npu_prev, prev, prev_fmt = device, name, fmt
     (root / GRAPH).parent.mkdir(parents=True, exist_ok=True)
     model = build_model(specs, name=MODEL)
@@ -162,11 +177,12 @@ def raw_read(files: list[Path]) -> float:
         view = buffer[:size]
         with open(path, "rb", buffering=0) as handle:
             handle.readinto(memoryview(view))
-        int(view[:size - size % 8].view(np.uint64).sum())
+        int(view[: size - size % 8].view(np.uint64).sum())
     return time.perf_counter() - start
 
 
 # --- the naive baseline (a subprocess) -------------------------------------------------------
+
 
 def _naive_metrics(x: np.ndarray, y: np.ndarray) -> None:
     eps = np.finfo(np.float64).eps
@@ -176,9 +192,21 @@ def _naive_metrics(x: np.ndarray, y: np.ndarray) -> None:
     p = np.maximum((x - x.min()) / (x.max() - x.min()), np.finfo(np.float32).eps)
     q = np.maximum((y - y.min()) / (y.max() - y.min()), np.finfo(np.float32).eps)
     p, q = p / p.sum(), q / q.sum()
-    _ = (np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y)), np.max(np.abs(diff)), np.sum(rel),
-         np.sqrt(np.sum(diff ** 2) / np.sum(y ** 2)), np.sum(p * np.log(p / q)), np.mean(x), np.std(x),
-         np.mean(y), np.std(y), np.mean(np.abs(diff)), np.sqrt(np.mean(diff ** 2)), np.max(rel), np.mean(rel))
+    _ = (
+        np.dot(x, y) / (np.linalg.norm(x) * np.linalg.norm(y)),
+        np.max(np.abs(diff)),
+        np.sum(rel),
+        np.sqrt(np.sum(diff**2) / np.sum(y**2)),
+        np.sum(p * np.log(p / q)),
+        np.mean(x),
+        np.std(x),
+        np.mean(y),
+        np.std(y),
+        np.mean(np.abs(diff)),
+        np.sqrt(np.mean(diff**2)),
+        np.max(rel),
+        np.mean(rel),
+    )
 
 
 def run_naive(root: Path) -> None:
@@ -189,9 +217,8 @@ def run_naive(root: Path) -> None:
 
     graph = read_graph(root / GRAPH).graphs[0]
     tree = DumpTree(root / "npu/debug_0/dump")
-    step, = tree.select()
-    for task in (t for t in pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))
-                 if t.comparable):
+    (step,) = tree.select()
+    for task in (t for t in pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump")) if t.comparable):
         dump = read_dump(task.left.path)
         tensor = (dump.inputs if task.left.kind == "input" else dump.outputs)[task.left.index]
         x = tensor.host(task.left.origin_format).astype(np.float64).ravel()
@@ -200,6 +227,7 @@ def run_naive(root: Path) -> None:
 
 
 # --- measuring subprocesses ------------------------------------------------------------------
+
 
 def _tree_memory(pid: int) -> tuple[int, int]:
     """(RSS, PSS) bytes of ``pid`` and all its descendants now.
@@ -244,6 +272,7 @@ def measure(command: list[str], cwd: Path, env: dict, ok=(0,), every: float | No
         while not done.wait(every):
             rss, pss = _tree_memory(proc.pid)
             peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+
     watcher = threading.Thread(target=sample, daemon=True) if every is not None else None
     if watcher is not None:
         watcher.start()
@@ -283,9 +312,11 @@ class Msaccucmp:
         self.python = os.environ.get("MSACCUCMP_PYTHON", "")
         runner = os.environ.get("MSACCUCMP_RUNNER") or REPO.parent / "shared/tools/msaccucmp/run_msaccucmp.py"
         self.runner = Path(runner)
-        checks = (("MSACCUCMP_DIR", self.source and Path(self.source).is_dir()),
-                  ("MSACCUCMP_PYTHON", self.python and Path(self.python).exists()),
-                  (f"the runner {self.runner}", self.runner.is_file()))
+        checks = (
+            ("MSACCUCMP_DIR", self.source and Path(self.source).is_dir()),
+            ("MSACCUCMP_PYTHON", self.python and Path(self.python).exists()),
+            (f"the runner {self.runner}", self.runner.is_file()),
+        )
         missing = [what + " not set or not found" for what, ok in checks if not ok]
         self.why_not = ", ".join(missing) if enabled else "--no-msaccucmp given"
 
@@ -296,9 +327,19 @@ class Msaccucmp:
     def run(self, root: Path, alg: str, out: Path) -> dict:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        command = [self.python, str(self.runner), "compare", "-m", str(root / STEP_DIR), "-g",
-                   str(root / "tf/dump"), "-f", str(root / GRAPH.with_name(GRAPH.name + ".json")),
-                   "-out", str(out)] + ([] if alg == "all" else ["-alg", alg])
+        command = [
+            self.python,
+            str(self.runner),
+            "compare",
+            "-m",
+            str(root / STEP_DIR),
+            "-g",
+            str(root / "tf/dump"),
+            "-f",
+            str(root / GRAPH.with_name(GRAPH.name + ".json")),
+            "-out",
+            str(out),
+        ] + ([] if alg == "all" else ["-alg", alg])
         env = {**os.environ, "MSACCUCMP_DIR": self.source}
         result = measure(command, Path(self.source), env, ok=(0, 2), every=0.5)  # 2: some ops have no dump
         if not list(out.glob("*.csv")):
@@ -308,10 +349,17 @@ class Msaccucmp:
 
 # --- the run ---------------------------------------------------------------------------------
 
+
 def _stats(runs: list[dict]) -> dict:
     seconds = sorted(r["seconds"] for r in runs)
-    return {"min": seconds[0], "median": statistics.median(seconds), "max": seconds[-1],
-            "rss": max(r["rss"] for r in runs), "pss": max(r.get("pss", 0) for r in runs), "n": len(runs)}
+    return {
+        "min": seconds[0],
+        "median": statistics.median(seconds),
+        "max": seconds[-1],
+        "rss": max(r["rss"] for r in runs),
+        "pss": max(r.get("pss", 0) for r in runs),
+        "n": len(runs),
+    }
 
 
 def _repeat(fn, times: int, before=None, label: str = "") -> dict:
@@ -345,8 +393,10 @@ def _agreement(ours_dir: Path, theirs_dir: Path) -> str:
                 worst[name] = max(worst.get(name, 0.0), share)
     std = sum(ours[k].std_text != theirs[k].std_text for k in common)
     listed = ", ".join(f"{name} {value:.2f}" for name, value in worst.items())
-    return (f"{text}\n  largest difference per metric, in units of max(1e-5 relative, 1e-6): {listed}"
-            f"\n  StandardDeviation texts that differ: {std}")
+    return (
+        f"{text}\n  largest difference per metric, in units of max(1e-5 relative, 1e-6): {listed}"
+        f"\n  StandardDeviation texts that differ: {std}"
+    )
 
 
 def bench(args) -> int:
@@ -359,8 +409,10 @@ def bench(args) -> int:
         files = data_files(root)
         data_bytes = sum(p.stat().st_size for p in files)
         ms = Msaccucmp(enabled=args.msaccucmp)
-        print(f"data set: {len(files)} files, {data_bytes / 1e9:.3f} GB under {root}; {args.workers} worker(s), "
-              f"{os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"data set: {len(files)} files, {data_bytes / 1e9:.3f} GB under {root}; {args.workers} worker(s), "
+            f"{os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.2f}"
+        )
         print(f"msaccucmp: {'available' if ms.available else 'NOT AVAILABLE: ' + ms.why_not}")
         rows = _measure_all(args, root, files, ms, scratch)
         _print_table(rows, data_bytes)
@@ -417,18 +469,35 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
                     runs[label].append(measure(command, root.parent, env, ok=(0, 1), every=None))
             for label, _ in codes:
                 name = f"{label} {'all' if alg == 'all' else '-alg 0'}"
-                print(f"  {name} {cache}: {', '.join('%.2f s' % r['seconds'] for r in runs[label])}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {name} {cache}: {', '.join('%.2f s' % r['seconds'] for r in runs[label])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 rows.append((name, cache, _stats(with_memory(runs[label], memory[label]))))
     if ms.available:
         for alg in ("all", "0"):
             name = f"msaccucmp {'all' if alg == 'all' else '-alg 0'}"
             warm()
-            rows.append((name, "warm", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat,
-                                               label=f"{name} warm")))
+            rows.append(
+                (
+                    name,
+                    "warm",
+                    _repeat(
+                        lambda alg=alg: ms.run(root, alg, scratch / f"ms_{alg}"), args.ms_repeat, label=f"{name} warm"
+                    ),
+                )
+            )
             if args.cold and args.ms_cold:
-                rows.append((name, "cold", _repeat(lambda: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before,
-                                                   f"{name} cold")))
+                rows.append(
+                    (
+                        name,
+                        "cold",
+                        _repeat(
+                            lambda alg=alg: ms.run(root, alg, scratch / f"ms_{alg}"), 1, cold_before, f"{name} cold"
+                        ),
+                    )
+                )
     if args.naive:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         script = [sys.executable, str(Path(__file__).resolve()), "--run-naive", str(root)]
@@ -439,8 +508,10 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
 
 def _print_table(rows: list[tuple], data_bytes: int) -> None:
     lookup = {(name, cache): stats for name, cache, stats in rows}
-    print(f"\n{'run':<22}{'cache':<6}{'s (min/med/max)':>24}{'GB/s':>8}{'% raw':>8}{'x msaccucmp':>13}"
-          f"{'peak RSS':>11}{'peak PSS':>11}")
+    print(
+        f"\n{'run':<22}{'cache':<6}{'s (min/med/max)':>24}{'GB/s':>8}{'% raw':>8}{'x msaccucmp':>13}"
+        f"{'peak RSS':>11}{'peak PSS':>11}"
+    )
     for name, cache, s in rows:
         raw = lookup.get(("raw read", cache))
         theirs = _msaccucmp_for(name, cache, lookup)
@@ -449,8 +520,10 @@ def _print_table(rows: list[tuple], data_bytes: int) -> None:
         rss = f"{s['rss'] / 2**20:.0f} MiB" if s["rss"] else ""
         pss = f"{s['pss'] / 2**20:.0f} MiB" if s.get("pss") else ""
         times = f"{s['min']:.2f}/{s['median']:.2f}/{s['max']:.2f}" if s["n"] > 1 else f"{s['min']:.2f}"
-        print(f"{name:<22}{cache:<6}{times:>24}{data_bytes / s['median'] / 1e9:>8.2f}{share:>8}{ratio:>13}"
-              f"{rss:>11}{pss:>11}")
+        print(
+            f"{name:<22}{cache:<6}{times:>24}{data_bytes / s['median'] / 1e9:>8.2f}{share:>8}{ratio:>13}"
+            f"{rss:>11}{pss:>11}"
+        )
 
 
 def _msaccucmp_for(name: str, cache: str, lookup: dict) -> dict | None:
@@ -466,9 +539,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_write_flag(parser)
     parser.add_argument("--gb", type=float, default=1.5, help="data set size in GB (default 1.5)")
-    parser.add_argument("--network", choices=("uniform", "mixed"), default="uniform",
-                        help="uniform: the bench's chain of 8 MiB tensors (default); mixed: a "
-                             "held-out-like network (bench/ge_network.py)")
+    parser.add_argument(
+        "--network",
+        choices=("uniform", "mixed"),
+        default="uniform",
+        help="uniform: the bench's chain of 8 MiB tensors (default); mixed: a "
+        "held-out-like network (bench/ge_network.py)",
+    )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="vc worker processes")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each vc measurement (default 3)")
     parser.add_argument("--ms-repeat", type=int, default=1, help="runs of each msaccucmp measurement (default 1)")
@@ -476,8 +553,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CODE_DIR", help="also measure vc of this checkout (e.g. ../main)")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the cold-cache runs")
     parser.add_argument("--ms-cold", action="store_true", help="also run msaccucmp cold (slow)")
-    parser.add_argument("--no-msaccucmp", dest="msaccucmp", action="store_false",
-                        help="skip msaccucmp even when it is available")
+    parser.add_argument(
+        "--no-msaccucmp", dest="msaccucmp", action="store_false", help="skip msaccucmp even when it is available"
+    )
     parser.add_argument("--naive", action="store_true", help="also run the naive numpy baseline")
     parser.add_argument("--run-naive", metavar="ROOT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -489,9 +567,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 SECTION = "Compare kernels: vc and cp"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
-INTRO = ("`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
-         " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
-         'pass against a tight numpy loop.')
+INTRO = (
+    "`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
+    " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
+    "pass against a tight numpy loop."
+)
 
 
 if __name__ == "__main__":

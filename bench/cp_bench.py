@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
 
@@ -45,10 +46,10 @@ def tight_loop(a: np.ndarray, b: np.ndarray, atol: float = 1e-5, rtol: float = 1
     bad, peak, dot, ll, rr = 0, 0.0, 0.0, 0.0, 0.0
     for start in range(0, a.size, BLOCK):
         n = min(BLOCK, a.size - start)
-        l, r, d, t, c = left[:n], right[:n], diff[:n], tol[:n], close[:n]
-        np.copyto(l, a[start:start + n], casting="unsafe")
-        np.copyto(r, b[start:start + n], casting="unsafe")
-        np.subtract(l, r, out=d)
+        lhs, r, d, t, c = left[:n], right[:n], diff[:n], tol[:n], close[:n]
+        np.copyto(lhs, a[start : start + n], casting="unsafe")
+        np.copyto(r, b[start : start + n], casting="unsafe")
+        np.subtract(lhs, r, out=d)
         np.abs(d, out=d)
         np.abs(r, out=t)
         np.multiply(t, rtol, out=t)
@@ -56,8 +57,8 @@ def tight_loop(a: np.ndarray, b: np.ndarray, atol: float = 1e-5, rtol: float = 1
         np.less_equal(d, t, out=c)
         bad += n - int(np.count_nonzero(c))
         peak = max(peak, float(d[int(np.argmax(d))]))
-        dot += float(np.einsum("i,i->", l, r))
-        ll += float(np.einsum("i,i->", l, l))
+        dot += float(np.einsum("i,i->", lhs, r))
+        ll += float(np.einsum("i,i->", lhs, lhs))
         rr += float(np.einsum("i,i->", r, r))
     return bad, peak, dot / np.sqrt(ll * rr)
 
@@ -69,6 +70,7 @@ def _run_one(mode: str, left: Path, right: Path) -> float:
         tight_loop(a, b)
     else:
         from precision_tool.compare.elementwise import compare_elementwise
+
         compare_elementwise(a, b, limit=20)
     return time.perf_counter() - start
 
@@ -107,12 +109,22 @@ def main(argv: list[str] | None = None) -> int:
         me = [sys.executable, str(Path(__file__).resolve()), "--run"]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         rows.append(("tight numpy", _measure(me + ["tight", str(left), str(right), str(REPO)], env, args.repeat, True)))
-        rows.append(("compare_elementwise", _measure(me + ["ours", str(left), str(right), str(REPO)], env,
-                                                      args.repeat, True)))
+        rows.append(
+            ("compare_elementwise", _measure(me + ["ours", str(left), str(right), str(REPO)], env, args.repeat, True))
+        )
         if args.baseline:
             base = str(Path(args.baseline).resolve())
-            rows.append(("baseline", _measure(me + ["ours", str(left), str(right), base],
-                                              {**os.environ, "PYTHONPATH": base}, args.repeat, True)))
+            rows.append(
+                (
+                    "baseline",
+                    _measure(
+                        me + ["ours", str(left), str(right), base],
+                        {**os.environ, "PYTHONPATH": base},
+                        args.repeat,
+                        True,
+                    ),
+                )
+            )
         cli = [sys.executable, "-m", "precision_tool", "cp", str(left), str(right), "-p", "0"]
         rows.append(("cp (CLI)", _measure(cli, env, args.repeat, False)))
         _print(rows, args.elements)
@@ -149,9 +161,11 @@ def _print(rows: list[tuple[str, list[float]]], n: int) -> None:
 
 
 SECTION = "Compare kernels: vc and cp"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
-INTRO = ("`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
-         " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
-         'pass against a tight numpy loop.')
+INTRO = (
+    "`bench/compare_bench.py` times `vc` (numba kernels and numpy) against Huawei's msaccucmp"
+    " and the raw read rate, warm and cold; `bench/cp_bench.py` times `cp`'s element-wise "
+    "pass against a tight numpy loop."
+)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ FLOOR = "floor: python -c 'import numpy, rich.console'"
 
 
 def _env(code: Path | None) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("PRECISION_TOOL_")}
+    env = {
+        k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("PRECISION_TOOL_")
+    }
     if code is not None:
         env["PYTHONPATH"] = str(code)
     return env
@@ -64,14 +65,18 @@ def main(argv: list[str] | None = None) -> int:
         runs[FLOOR].append(run_once([sys.executable, "-c", "import numpy, rich.console"], _env(None)))
     for label, found in runs.items():
         walls, cpus = [w for w, _ in found], [c for _, c in found]
-        print(f"{label}: wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
-              f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})")
+        print(
+            f"{label}: wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
+            f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})"
+        )
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
 
-INTRO = ("`bench/fixed_cost_bench.py`: wall and CPU time of a `vc` run on a small dump, per code tree, "
-         "beside the interpreter floor (`import numpy, rich.console`).")
+INTRO = (
+    "`bench/fixed_cost_bench.py`: wall and CPU time of a `vc` run on a small dump, per code tree, "
+    "beside the interpreter floor (`import numpy, rich.console`)."
+)
 
 if __name__ == "__main__":
     sys.exit(run_writing(main, "fixed_cost_bench.py", "Fixed cost of a run", INTRO))

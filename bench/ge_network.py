@@ -54,11 +54,17 @@ class Writer:
     def _desc(self, tensor: Tensor):
         from precision_tool.formats.graph_write import tensor_desc
 
-        return tensor_desc("DT_FLOAT16", tensor.fmt, tensor.device.shape, origin_format=tensor.layout,
-                           origin_shape=tensor.host_shape, origin_name=tensor.name, origin_output_index=tensor.index)
+        return tensor_desc(
+            "DT_FLOAT16",
+            tensor.fmt,
+            tensor.device.shape,
+            origin_format=tensor.layout,
+            origin_shape=tensor.host_shape,
+            origin_name=tensor.name,
+            origin_output_index=tensor.index,
+        )
 
-    def _tensor(self, name: str, index: int, shape: tuple, fmt: str, layout: str,
-                scale: float = 1.0) -> Tensor:
+    def _tensor(self, name: str, index: int, shape: tuple, fmt: str, layout: str, scale: float = 1.0) -> Tensor:
         """A golden tensor of ``shape`` written for output ``index`` of ``name``; its NPU side
         in ``fmt``."""
         from precision_tool.formats.golden import write_golden
@@ -91,9 +97,16 @@ class Writer:
         specs = [TensorSpec(t.device, "FLOAT16", t.fmt, t.host_shape) for t in inputs]
         out_specs = [TensorSpec(t.device, "FLOAT16", t.fmt, t.host_shape, (t.name, t.index, t.layout)) for t in made]
         self.bytes += write_dump(path, name, specs, out_specs, dump_time=stamp).stat().st_size
-        self.specs.append(self._op_spec(name, op_type, [f"{t.name}:{t.index}" for t in inputs],
-                                        [self._desc(t) for t in inputs], [self._desc(t) for t in made],
-                                        original_op_names=[name]))
+        self.specs.append(
+            self._op_spec(
+                name,
+                op_type,
+                [f"{t.name}:{t.index}" for t in inputs],
+                [self._desc(t) for t in inputs],
+                [self._desc(t) for t in made],
+                original_op_names=[name],
+            )
+        )
         self.ops += 1
         return made
 
@@ -103,13 +116,17 @@ def _conv_stage(w: Writer, prefix: str, x: Tensor, channels: int) -> Tensor:
     host = (BATCH, SIDE, SIDE, channels)
     cin = x.host_shape[-1]
     kernel = w.const(f"{prefix}/kernel", (3, 3, cin, channels), "FRACTAL_Z", "HWCN")
-    conv, = w.op(f"{prefix}/Conv2D", "Conv2D", [x, kernel], [(host, "NC1HWC0", "NHWC")])
+    (conv,) = w.op(f"{prefix}/Conv2D", "Conv2D", [x, kernel], [(host, "NC1HWC0", "NHWC")])
     bias = w.const(f"{prefix}/bias", (channels,))
-    biased, = w.op(f"{prefix}/BiasAdd", "BiasAdd", [conv, bias], [(host, "NC1HWC0", "NHWC")])
+    (biased,) = w.op(f"{prefix}/BiasAdd", "BiasAdd", [conv, bias], [(host, "NC1HWC0", "NHWC")])
     gamma, beta = w.const(f"{prefix}/gamma", (channels,)), w.const(f"{prefix}/beta", (channels,))
-    normed, _, _ = w.op(f"{prefix}/FusedBatchNormV3", "FusedBatchNormV3", [biased, gamma, beta],
-                        [(host, "NC1HWC0", "NHWC"), ((channels,), "ND", "ND"), ((channels,), "ND", "ND")])
-    relu, = w.op(f"{prefix}/Relu", "Relu", [normed], [(host, "NC1HWC0", "NHWC")])
+    normed, _, _ = w.op(
+        f"{prefix}/FusedBatchNormV3",
+        "FusedBatchNormV3",
+        [biased, gamma, beta],
+        [(host, "NC1HWC0", "NHWC"), ((channels,), "ND", "ND"), ((channels,), "ND", "ND")],
+    )
+    (relu,) = w.op(f"{prefix}/Relu", "Relu", [normed], [(host, "NC1HWC0", "NHWC")])
     return relu
 
 
@@ -122,16 +139,20 @@ def _attention(w: Writer, prefix: str, x: Tensor) -> Tensor:
         weight = w.const(f"{prefix}/{part}/kernel", (HIDDEN, HIDDEN), "FRACTAL_NZ", "ND")
         qkv += w.op(f"{prefix}/{part}/MatMul", "BatchMatMulV2", [x, weight], [nz(act)])
     scores_shape = (BATCH * HEADS, SEQ, SEQ)
-    scores, = w.op(f"{prefix}/scores/BatchMatMul", "BatchMatMulV2", qkv[:2], [nz(scores_shape)])
+    (scores,) = w.op(f"{prefix}/scores/BatchMatMul", "BatchMatMulV2", qkv[:2], [nz(scores_shape)])
     scale = w.const(f"{prefix}/scale", (1,))
-    scaled, = w.op(f"{prefix}/scores/Mul", "Mul", [scores, scale], [nz(scores_shape)])
-    probs, = w.op(f"{prefix}/Softmax", "SoftmaxV2", [scaled], [nz(scores_shape)])
-    context, = w.op(f"{prefix}/context/BatchMatMul", "BatchMatMulV2", [probs, qkv[2]], [nz(act)])
-    added, = w.op(f"{prefix}/Add", "Add", [context, x], [(act, "ND", "ND")])
+    (scaled,) = w.op(f"{prefix}/scores/Mul", "Mul", [scores, scale], [nz(scores_shape)])
+    (probs,) = w.op(f"{prefix}/Softmax", "SoftmaxV2", [scaled], [nz(scores_shape)])
+    (context,) = w.op(f"{prefix}/context/BatchMatMul", "BatchMatMulV2", [probs, qkv[2]], [nz(act)])
+    (added,) = w.op(f"{prefix}/Add", "Add", [context, x], [(act, "ND", "ND")])
     gamma, beta = w.const(f"{prefix}/ln/gamma", (HIDDEN,)), w.const(f"{prefix}/ln/beta", (HIDDEN,))
     stats = (BATCH, SEQ, 1)
-    out, _, _ = w.op(f"{prefix}/LayerNorm", "LayerNorm", [added, gamma, beta],
-                     [(act, "ND", "ND"), (stats, "ND", "ND"), (stats, "ND", "ND")])
+    out, _, _ = w.op(
+        f"{prefix}/LayerNorm",
+        "LayerNorm",
+        [added, gamma, beta],
+        [(act, "ND", "ND"), (stats, "ND", "ND"), (stats, "ND", "ND")],
+    )
     return out
 
 
@@ -161,14 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     """Write the network on its own, as ``compare_bench.py --network mixed`` lays it out."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="Write the held-out-like GE network (NPU dumps, "
-                                                 "goldens, Build graph) under a data root.")
+    parser = argparse.ArgumentParser(
+        description="Write the held-out-like GE network (NPU dumps, goldens, Build graph) under a data root."
+    )
     parser.add_argument("root", type=Path, help="the data root to write (npu/ and the goldens)")
     parser.add_argument("--gb", type=float, default=0.01, help="size of the dumps in GB (default 0.01)")
     args = parser.parse_args(argv)
     step_dir = Path("npu/debug_0/dump/20260101000000/0/ge_default/1/0")
-    ops = generate(args.root, args.gb, step_dir, args.root / "npu/debug_0/graph/ge_proto_00000001_Build.txt",
-                   "ge_default")
+    ops = generate(
+        args.root, args.gb, step_dir, args.root / "npu/debug_0/graph/ge_proto_00000001_Build.txt", "ge_default"
+    )
     print(f"{ops} ops written under {args.root}")
     return 0
 

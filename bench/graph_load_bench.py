@@ -148,12 +148,18 @@ def _ge_desc(desc, k: int, origin_name: str) -> None:
     desc.dtype = 2 if k % 3 else 1  # DT_FLOAT16, DT_FLOAT
     desc.layout = "NC1HWC0" if k % 2 else "ND"
     desc.shape.dim.extend([8, 4, 56, 56, 16] if k % 2 else [8, 64, 3136])
-    for key, value in (("format_for_int", 3), ("origin_data_type", "DT_FLOAT16"),
-                       ("origin_format", "NCHW"), ("origin_format_for_int", 0),
-                       ("origin_shape", [8, 64, 56, 56]), ("origin_shape_initialized", True),
-                       ("origin_shape_range", ([8, 8], [64, 64], [1, -1], [1, -1])),
-                       ("shape_range", ()), ("_datadump_origin_name", origin_name),
-                       ("_datadump_origin_output_index", 0)):
+    for key, value in (
+        ("format_for_int", 3),
+        ("origin_data_type", "DT_FLOAT16"),
+        ("origin_format", "NCHW"),
+        ("origin_format_for_int", 0),
+        ("origin_shape", [8, 64, 56, 56]),
+        ("origin_shape_initialized", True),
+        ("origin_shape_range", ([8, 8], [64, 64], [1, -1], [1, -1])),
+        ("shape_range", ()),
+        ("_datadump_origin_name", origin_name),
+        ("_datadump_origin_output_index", 0),
+    ):
         _set_attr(desc.attr[key], value)
     desc.size, desc.device_type, desc.real_dim_cnt = 3211264, "NPU", len(desc.shape.dim)
 
@@ -167,17 +173,29 @@ def _ge_op(op, k: int) -> None:
     fused = [f"tf/block@I@/{kind.lower()}_{j}" for j in range(1 + k % 12)]
     kernel = f"te_{kind.lower()}_@I@_0123456789abcdef"
     attrs = {
-        "_datadump_original_op_names": fused, "_datadump_is_multiop": len(fused) > 1,
-        "pass_name": list(_PASSES[:1 + k % 3]),
+        "_datadump_original_op_names": fused,
+        "_datadump_is_multiop": len(fused) > 1,
+        "pass_name": list(_PASSES[: 1 + k % 3]),
         "_ir_attr_names": ["strides", "pads", "dilations", "groups", "data_format", "offset_x"],
-        "_input_name_key": ["x", "filter", "bias"], "_input_name_value": [0, 1, 2],
-        "_output_name_key": ["y"], "_output_name_value": [0],
-        "_ge_attr_op_kernel_lib_name": "AIcoreEngine", "_lxfusion_engine_name": "AIcoreEngine",
-        "_kernelname": kernel, f"net/block@I@/{kind}_kernelname": kernel,
-        "_session_graph_id": "0_1", "_is_unknown_shape": False, "imply_type": 1,
-        "output_memsize_vector": [3211264], "t_in_datatype": [1, 1, 1], "t_out_datatype": [1],
-        "is_input_const": [False, True, True], "strides": [1, 1, 1, 1], "pads": [1, 1, 1, 1],
-        "_fusion_scope": k % 7, "compile_info_key": f"{k * 7919:064x}",
+        "_input_name_key": ["x", "filter", "bias"],
+        "_input_name_value": [0, 1, 2],
+        "_output_name_key": ["y"],
+        "_output_name_value": [0],
+        "_ge_attr_op_kernel_lib_name": "AIcoreEngine",
+        "_lxfusion_engine_name": "AIcoreEngine",
+        "_kernelname": kernel,
+        f"net/block@I@/{kind}_kernelname": kernel,
+        "_session_graph_id": "0_1",
+        "_is_unknown_shape": False,
+        "imply_type": 1,
+        "output_memsize_vector": [3211264],
+        "t_in_datatype": [1, 1, 1],
+        "t_out_datatype": [1],
+        "is_input_const": [False, True, True],
+        "strides": [1, 1, 1, 1],
+        "pads": [1, 1, 1, 1],
+        "_fusion_scope": k % 7,
+        "compile_info_key": f"{k * 7919:064x}",
         "compile_info_json": '{"_pattern": "Convolution", "block_dim": 32, "op": "@I@"}',
     }
     for key, value in attrs.items():
@@ -205,7 +223,7 @@ def _ge_templates() -> list[str]:
     for k in range(_TEMPLATES):
         _ge_op(graph.op.add(), k)
     printed = text_format.MessageToString(ge_ir.ModelDef(graph=[graph]))
-    body = printed[printed.index("\n  op {\n"):printed.rindex("\n}")]
+    body = printed[printed.index("\n  op {\n") : printed.rindex("\n}")]
     return ["  op {\n" + block + "\n" for block in body.split("\n  op {\n")[1:]]
 
 
@@ -214,16 +232,23 @@ def ge_graph_text(ops: int) -> str:
     templates = _ge_templates()
     parts = ['name: "ge"\ngraph {\n  name: "ge_default"\n']
     for i in range(1, ops + 1):
-        parts.append(templates[i % len(templates)].replace("@I@", str(i))
-                     .replace("@P@", str(i - 1)).replace("@N@", str(i + 1))
-                     .replace("77777777", str(i)))
+        parts.append(
+            templates[i % len(templates)]
+            .replace("@I@", str(i))
+            .replace("@P@", str(i - 1))
+            .replace("@N@", str(i + 1))
+            .replace("77777777", str(i))
+        )
     return "".join(parts + ["}\n"])
 
 
 STEPS = ("protobuf", "fast", "tool", "cached")
-LABELS = {"protobuf": "protobuf's parser, one process", "fast": "fast reader, one process",
-          "tool": "first load as the tool does it",
-          "cached": "load from the binary cache"}
+LABELS = {
+    "protobuf": "protobuf's parser, one process",
+    "fast": "fast reader, one process",
+    "tool": "first load as the tool does it",
+    "cached": "load from the binary cache",
+}
 
 
 def _load(step: str, path: Path, cache: Path):
@@ -276,7 +301,10 @@ def _cpu_seconds() -> float:
 def _run_step(step: str, path: Path, cache: Path) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--child", step, "--path", str(path), "--cache", str(cache)],
-        check=True, capture_output=True, text=True)
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -285,8 +313,10 @@ def _summary(label: str, runs: list[dict]) -> str:
     cpu = statistics.median(run["cpu"] for run in runs)
     rss = max(run["rss_mib"] for run in runs)
     idle = ", ".join(f"{run['idle_cores']:.1f}" for run in runs)
-    return (f"{label:<31} {times[0]:7.2f} {statistics.median(times):7.2f} {times[-1]:7.2f} s"
-            f" (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB; idle cores at start {idle}")
+    return (
+        f"{label:<31} {times[0]:7.2f} {statistics.median(times):7.2f} {times[-1]:7.2f} s"
+        f" (CPU {cpu:.2f} s)  peak RSS {rss:.0f} MiB; idle cores at start {idle}"
+    )
 
 
 def _write_cache(path: Path, cache: Path) -> None:
@@ -321,11 +351,14 @@ def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
         from precision_tool.formats.graph_write import write_graph_json
 
         path = write_graph_json(read_graph(path), path.with_name(path.name + ".json"))
-    print(f"{args.ops} ops{' with descs' if args.descs else ''}, {args.layout} layout: "
-          f"{path.stat().st_size / 1e6:.1f} MB of {'atc JSON' if args.json else 'TextFormat'}; "
-          f"{os.cpu_count()} cores, "
-          f"{args.repeat} runs each (best, median, worst); "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"{args.ops} ops{' with descs' if args.descs else ''}, {args.layout} layout: "
+        f"{path.stat().st_size / 1e6:.1f} MB of {'atc JSON' if args.json else 'TextFormat'}; "
+        f"{os.cpu_count()} cores, "
+        f"{args.repeat} runs each (best, median, worst); "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     results: dict[str, list[dict]] = {step: [] for step in steps}
     first_cache = tmp / "first" / "graph_cache"
     if "cached" in steps and "protobuf" not in steps:
@@ -365,16 +398,20 @@ def main() -> None:
     for what in ("seconds", "cpu"):
         medians = {step: statistics.median(r[what] for r in runs) for step, runs in results.items()}
         fastest = min(medians, key=medians.get)
-        print(f"median {'wall' if what == 'seconds' else 'CPU'} time against the fastest "
-              f"({LABELS[fastest]}): "
-              + ", ".join(f"{step} {value / medians[fastest]:.2f}x" for step, value in medians.items()))
+        print(
+            f"median {'wall' if what == 'seconds' else 'CPU'} time against the fastest "
+            f"({LABELS[fastest]}): "
+            + ", ".join(f"{step} {value / medians[fastest]:.2f}x" for step, value in medians.items())
+        )
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
 
 SECTION = "Graph loading"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
-INTRO = ('`bench/graph_load_bench.py`: the first load of a large GE graph dump by the fast '
-         "TextFormat reader against protobuf's parser, and the load from the binary cache (the "
-         "script's doc says what each line measures).")
+INTRO = (
+    "`bench/graph_load_bench.py`: the first load of a large GE graph dump by the fast "
+    "TextFormat reader against protobuf's parser, and the load from the binary cache (the "
+    "script's doc says what each line measures)."
+)
 
 
 if __name__ == "__main__":

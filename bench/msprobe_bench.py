@@ -55,11 +55,14 @@ COSINE_LIMIT = 1e-6
 SLACK = 1e-12  # two cosines printed to 6 decimals can differ by 1e-6 plus a float's error
 DOC = REPO / "docs" / "performance.md"
 SECTION = "msprobe dumps"  # its section of docs/performance.md (bench/perf_doc.py writes it)
-INTRO = ("`bench/msprobe_bench.py`: `vc` on msprobe dumps against msprobe's own `compare`, and how their "
-         "results agree (the script's doc says how each figure is taken).")
+INTRO = (
+    "`bench/msprobe_bench.py`: `vc` on msprobe dumps against msprobe's own `compare`, and how their "
+    "results agree (the script's doc says how each figure is taken)."
+)
 
 
 # --- measuring a run -----------------------------------------------------------------------------
+
 
 def _busy_seconds() -> float:
     """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
@@ -92,12 +95,14 @@ def measure(command: list[str], env: dict, log: Path) -> dict:
     peak, done = [0, 0], threading.Event()
     busy0, mine0, start = _busy_seconds(), time.process_time(), time.perf_counter()
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            command, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
 
         def sample() -> None:
             while not done.wait(0.05):
                 peak[:] = map(max, peak, _tree_rss(proc.pid))
+
         watcher = threading.Thread(target=sample, daemon=True)
         watcher.start()
         # wait4: the CPU of the run's tree (children it waited for included). Not its ru_maxrss:
@@ -110,8 +115,7 @@ def measure(command: list[str], env: dict, log: Path) -> dict:
     cpu = usage.ru_utime + usage.ru_stime
     mine = time.process_time() - mine0  # this process's sampling is not the others' load
     others = max(0.0, _busy_seconds() - busy0 - cpu - mine) / wall
-    return {"wall": wall, "cpu": cpu, "rss": peak[0], "maxproc": peak[1], "others": others,
-            "status": proc.returncode}
+    return {"wall": wall, "cpu": cpu, "rss": peak[0], "maxproc": peak[1], "others": others, "status": proc.returncode}
 
 
 class Runner:
@@ -138,10 +142,10 @@ def _vc_env(workers: int, scratch: Path) -> dict:
     """The environment of our runs: this checkout, ``workers``, and bytecode kept (under
     ``scratch``) as an installed package has it; msprobe's venv has its own from pip. (A
     PYTHONDONTWRITEBYTECODE inherited from the shell made every run compile ~120 modules.)"""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PRECISION_TOOL_") and k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers),
-               PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers), PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
     return env
 
 
@@ -149,19 +153,23 @@ def our_runners(root: Path, scratch: Path, framework: str, workers: int) -> tupl
     """vc all, vc -alg 0 and (MindSpore) the npy path, and what the npy path is measured as."""
     base = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "--fresh"]
     env = _vc_env(workers, scratch)
-    runners = [Runner("vc all", base + ["-o", str(scratch / "vc_all")], scratch / "vc_all", env),
-               Runner("vc -alg 0", base + ["-alg", "0", "-o", str(scratch / "vc_alg0")], scratch / "vc_alg0", env)]
+    runners = [
+        Runner("vc all", base + ["-o", str(scratch / "vc_all")], scratch / "vc_all", env),
+        Runner("vc -alg 0", base + ["-alg", "0", "-o", str(scratch / "vc_alg0")], scratch / "vc_alg0", env),
+    ]
     if framework != "mindspore":
         return runners, "npy path: not run: vc's npy-dir path reads .npy files, and a PyTorch dump holds .pt files"
     sides = [str(root / run / "step0" / "rank0" / "dump_tensor_data") for run in RUNS]
     npy = base + ["-lt", sides[0], "-rt", sides[1]]
-    runners += [Runner("npy path all", npy + ["-o", str(scratch / "npy_all")], scratch / "npy_all", env),
-                Runner("npy path -alg 0", npy + ["-alg", "0", "-o", str(scratch / "npy_alg0")], scratch / "npy_alg0",
-                       env)]
+    runners += [
+        Runner("npy path all", npy + ["-o", str(scratch / "npy_all")], scratch / "npy_all", env),
+        Runner("npy path -alg 0", npy + ["-alg", "0", "-o", str(scratch / "npy_alg0")], scratch / "npy_alg0", env),
+    ]
     return runners, "npy path: the same .npy files through vc -lt/-rt on the two dump_tensor_data dirs (no dump.json)"
 
 
 # --- msprobe -------------------------------------------------------------------------------------
+
 
 def msprobe_facts(executable: str) -> tuple[dict, str]:
     """(versions of mindstudio-probe, torch and mindspore in its venv, why it cannot run or '')."""
@@ -169,8 +177,10 @@ def msprobe_facts(executable: str) -> tuple[dict, str]:
     python = path.parent / "python"
     if not path.is_file() or not python.exists():
         return {}, f"{executable} not found (make a venv with mindstudio-probe; see the module doc)"
-    probe = ("import importlib.metadata as m, json\nout = {}\nfor n in ('mindstudio-probe', 'torch', 'mindspore'):\n"
-             "    try: out[n] = m.version(n)\n    except m.PackageNotFoundError: out[n] = None\nprint(json.dumps(out))")
+    probe = (
+        "import importlib.metadata as m, json\nout = {}\nfor n in ('mindstudio-probe', 'torch', 'mindspore'):\n"
+        "    try: out[n] = m.version(n)\n    except m.PackageNotFoundError: out[n] = None\nprint(json.dumps(out))"
+    )
     done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         return {}, f"{python} could not report its packages: {done.stderr.strip()[-300:]}"
@@ -187,8 +197,16 @@ def msprobe_runner(executable: str, root: Path, scratch: Path, framework: str) -
     if why:
         return None, facts, why
     out = scratch / "msprobe"
-    command = [executable, "compare", "-tp", str(root / "npu" / "step0"), "-gp", str(root / "bench" / "step0"),
-               "-o", str(out)]
+    command = [
+        executable,
+        "compare",
+        "-tp",
+        str(root / "npu" / "step0"),
+        "-gp",
+        str(root / "bench" / "step0"),
+        "-o",
+        str(out),
+    ]
     return Runner("msprobe compare", command, out, dict(os.environ), ok=(0,)), facts, ""
 
 
@@ -202,8 +220,9 @@ def msprobe_csv(out: Path, executable: str) -> Path:
         raise SystemExit(f"msprobe wrote no compare_result CSV or xlsx in {out}")
     target = books[-1].with_suffix(".csv")
     script = "import sys, pandas\npandas.read_excel(sys.argv[1]).to_csv(sys.argv[2], index=False)"
-    subprocess.run([str(Path(executable).parent / "python"), "-c", script, str(books[-1]), str(target)],
-                   check=True, timeout=600)
+    subprocess.run(
+        [str(Path(executable).parent / "python"), "-c", script, str(books[-1]), str(target)], check=True, timeout=600
+    )
     return target
 
 
@@ -232,8 +251,8 @@ def our_rows(out: Path) -> tuple[dict, dict]:
 
     Our msprobe-columns CSV is the result CSV's rows in the same order (with msprobe's names);
     a metric it leaves N/A is taken from the result CSV where that has it under its own name."""
-    ms_path, = (out / "msprobe").glob("compare_result_*.csv")
-    result_path, = out.glob("result_*.csv")
+    (ms_path,) = (out / "msprobe").glob("compare_result_*.csv")
+    (result_path,) = out.glob("result_*.csv")
     ms, ours = _rows(ms_path), _rows(result_path)
     if len(ms) != len(ours) or any(not m["NPU Name"].startswith(r["NPUDump"] + ".") for m, r in zip(ms, ours)):
         raise SystemExit(f"{ms_path} and {result_path} do not hold the same rows in the same order")
@@ -271,9 +290,11 @@ def agreement(ours: dict, theirs: dict) -> tuple[list[str], list[list[str]], boo
     common = sorted(set(ours) & set(theirs))
     alike = [n for n in common if ours[n][0] == theirs[n][0]]
     only_ours = sorted(set(ours) - set(theirs))
-    notes = [f"rows: {len(ours)} ours, {len(theirs)} msprobe's (it also lists non-tensor arguments); "
-             f"{len(common)} in both, {len(alike)} paired alike (same Bench Name), {len(only_ours)} ours only"
-             + (f" (first {only_ours[0]})" if only_ours else "")]
+    notes = [
+        f"rows: {len(ours)} ours, {len(theirs)} msprobe's (it also lists non-tensor arguments); "
+        f"{len(common)} in both, {len(alike)} paired alike (same Bench Name), {len(only_ours)} ours only"
+        + (f" (first {only_ours[0]})" if only_ours else "")
+    ]
     table, ok = [], len(alike) == len(common) and not only_ours and bool(common)
     for metric in METRICS:
         both = [(ours[n][1][metric], theirs[n][1][metric]) for n in alike]
@@ -298,8 +319,18 @@ AGREEMENT_HEADER = ["metric", "rows", "max abs diff", "max rel diff", "over the 
 
 # --- the report ----------------------------------------------------------------------------------
 
-RUN_HEADER = ["run", "n", "wall s med (min-max)", "GB/s", "CPU s", "peak RSS tree", "max proc", "others (cores)",
-              "ours/msprobe wall", "ours/msprobe RSS"]
+RUN_HEADER = [
+    "run",
+    "n",
+    "wall s med (min-max)",
+    "GB/s",
+    "CPU s",
+    "peak RSS tree",
+    "max proc",
+    "others (cores)",
+    "ours/msprobe wall",
+    "ours/msprobe RSS",
+]
 
 
 def _mib(n: int) -> str:
@@ -320,17 +351,29 @@ def run_rows(runners: list[Runner], data_bytes: int, raw: float) -> list[list[st
         if theirs is not None and runner is not theirs:
             ratio = f"{wall / statistics.median(r['wall'] for r in theirs.runs):.3f}"
             ratio_rss = f"{rss / statistics.median(r['rss'] for r in theirs.runs):.2f}"
-        rows.append([runner.name, str(len(walls)), f"{wall:.2f} ({walls[0]:.2f}-{walls[-1]:.2f})",
-                     f"{data_bytes / wall / 1e9:.3f}", f"{statistics.median(r['cpu'] for r in runner.runs):.2f}",
-                     _mib(int(rss)), _mib(max(r["maxproc"] for r in runner.runs)),
-                     f"{statistics.median(r['others'] for r in runner.runs):.2f}", ratio, ratio_rss])
+        rows.append(
+            [
+                runner.name,
+                str(len(walls)),
+                f"{wall:.2f} ({walls[0]:.2f}-{walls[-1]:.2f})",
+                f"{data_bytes / wall / 1e9:.3f}",
+                f"{statistics.median(r['cpu'] for r in runner.runs):.2f}",
+                _mib(int(rss)),
+                _mib(max(r["maxproc"] for r in runner.runs)),
+                f"{statistics.median(r['others'] for r in runner.runs):.2f}",
+                ratio,
+                ratio_rss,
+            ]
+        )
     return rows
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in [header, *rows])
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [header, *rows]
+    )
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -345,11 +388,14 @@ def machine_facts(facts: dict) -> str:
     with open("/proc/meminfo", encoding="ascii") as handle:
         ram = next(int(line.split()[1]) for line in handle if line.startswith("MemTotal:")) / 2**20
     ms = ", ".join(f"{k} {v}" for k, v in facts.items() if v) or "not installed"
-    return (f"{os.cpu_count()} cores, {ram:.1f} GiB RAM, Python {platform.python_version()}, numba "
-            f"{'present' if importlib.util.find_spec('numba') else 'absent'}, msprobe venv: {ms}")
+    return (
+        f"{os.cpu_count()} cores, {ram:.1f} GiB RAM, Python {platform.python_version()}, numba "
+        f"{'present' if importlib.util.find_spec('numba') else 'absent'}, msprobe venv: {ms}"
+    )
 
 
 # --- the run -------------------------------------------------------------------------------------
+
 
 def interleave(runners: list[Runner], repeat: int, ms_repeat: int) -> None:
     """``repeat`` rounds, each runner once a round (msprobe in the first ``ms_repeat`` only), the
@@ -360,13 +406,17 @@ def interleave(runners: list[Runner], repeat: int, ms_repeat: int) -> None:
         if not runner.name.startswith("msprobe"):
             print(f"  warm-up {runner.name}: {runner.run(keep=False)['wall']:.2f} s", file=sys.stderr, flush=True)
     for round_ in range(repeat):
-        order = runners[round_ % len(runners):] + runners[:round_ % len(runners)]
+        order = runners[round_ % len(runners) :] + runners[: round_ % len(runners)]
         for runner in order:
             if runner.name.startswith("msprobe") and round_ >= ms_repeat:
                 continue
             result = runner.run()
-            print(f"  round {round_ + 1} {runner.name}: {result['wall']:.2f} s, load of others "
-                  f"{result['others']:.2f} cores", file=sys.stderr, flush=True)
+            print(
+                f"  round {round_ + 1} {runner.name}: {result['wall']:.2f} s, load of others "
+                f"{result['others']:.2f} cores",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def measure_all(args, root: Path, scratch: Path) -> tuple[list[str], list[list[str]], list[str], list[list[str]], bool]:
@@ -381,14 +431,17 @@ def measure_all(args, root: Path, scratch: Path) -> tuple[list[str], list[list[s
     runners, npy_note = our_runners(root, scratch, args.framework, args.workers)
     ms, facts, why = msprobe_runner(args.msprobe, root, scratch, args.framework)
     marker = json.loads((root / "bench.json").read_text(encoding="utf-8"))
-    notes = [f"data: {len(files)} tensor files, {data_bytes / 1e9:.3f} GB ({sides['npu'] / 1e9:.3f} NPU + "
-             f"{sides['bench'] / 1e9:.3f} bench), {marker['layers']} layers, {args.framework}, level {args.level}, "
-             f"NPU {args.npu_dtype} vs bench float32, under {root}",
-             f"machine: {machine_facts(facts)}; vc workers {args.workers}; load average at the start "
-             f"{os.getloadavg()[0]:.2f}", npy_note,
-             f"msprobe: {'`' + ' '.join(ms.command) + '`' if ms else 'NOT RUN: ' + why}",
-             "memory: peak RSS tree = largest sum of RSS over the run's process tree, max proc = largest "
-             "single process, both sampled with psutil every 50 ms; CPU = user + system of the tree (os.wait4)"]
+    notes = [
+        f"data: {len(files)} tensor files, {data_bytes / 1e9:.3f} GB ({sides['npu'] / 1e9:.3f} NPU + "
+        f"{sides['bench'] / 1e9:.3f} bench), {marker['layers']} layers, {args.framework}, level {args.level}, "
+        f"NPU {args.npu_dtype} vs bench float32, under {root}",
+        f"machine: {machine_facts(facts)}; vc workers {args.workers}; load average at the start "
+        f"{os.getloadavg()[0]:.2f}",
+        npy_note,
+        f"msprobe: {'`' + ' '.join(ms.command) + '`' if ms else 'NOT RUN: ' + why}",
+        "memory: peak RSS tree = largest sum of RSS over the run's process tree, max proc = largest "
+        "single process, both sampled with psutil every 50 ms; CPU = user + system of the tree (os.wait4)",
+    ]
     if ms is not None:
         runners.append(ms)
     interleave(runners, args.repeat, args.ms_repeat or args.repeat)
@@ -399,8 +452,11 @@ def measure_all(args, root: Path, scratch: Path) -> tuple[list[str], list[list[s
     ours, sources = our_rows(scratch / "vc_all")
     theirs = their_rows(msprobe_csv(ms.out, args.msprobe))
     a_notes, a_rows, agreed = agreement(ours, theirs)
-    a_notes.append("ours from: " + ", ".join(f"{m} <- {s}" for m, s in sources.items() if s)
-                   + f"; limits: Cosine |diff| <= {COSINE_LIMIT:g}, others |diff| <= 1e-6 or 1e-5 relative")
+    a_notes.append(
+        "ours from: "
+        + ", ".join(f"{m} <- {s}" for m, s in sources.items() if s)
+        + f"; limits: Cosine |diff| <= {COSINE_LIMIT:g}, others |diff| <= 1e-6 or 1e-5 relative"
+    )
     return notes, rows, a_notes, a_rows, agreed
 
 
@@ -408,10 +464,25 @@ def prepare_in_child(args, workdir: Path) -> Path:
     """The workload's root, written (or found) by msprobe_workload.py in a process of its own,
     so this one stays small while it measures."""
     script = Path(__file__).resolve().with_name("msprobe_workload.py")
-    flags = ["--size", args.size, "--framework", args.framework, "--level", args.level,
-             "--npu-dtype", args.npu_dtype, "--seed", str(args.seed)]
-    done = subprocess.run([sys.executable, str(script), str(workdir), *flags], stdout=subprocess.PIPE, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    flags = [
+        "--size",
+        args.size,
+        "--framework",
+        args.framework,
+        "--level",
+        args.level,
+        "--npu-dtype",
+        args.npu_dtype,
+        "--seed",
+        str(args.seed),
+    ]
+    done = subprocess.run(
+        [sys.executable, str(script), str(workdir), *flags],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
     lines = done.stdout.strip().split("\n")
     for line in lines[:-1]:  # "generated N layers in S s" when it wrote them
         print(line, flush=True)
@@ -432,9 +503,18 @@ def bench(args) -> int:
     print(f"agreement: {verdict}" if a_rows else "")
     if args.write:
         command = "python " + shlex.join(["bench/msprobe_bench.py", *sys.argv[1:]])
-        body = "\n".join([f"`{command}` ({time.strftime('%Y-%m-%d')})", "", *[f"- {n}" for n in notes], "",
-                          markdown_table(RUN_HEADER, rows), "", *[f"- {n}" for n in a_notes]]
-                         + (["", markdown_table(AGREEMENT_HEADER, a_rows), "", f"Agreement: {verdict}."] if a_rows else []))
+        body = "\n".join(
+            [
+                f"`{command}` ({time.strftime('%Y-%m-%d')})",
+                "",
+                *[f"- {n}" for n in notes],
+                "",
+                markdown_table(RUN_HEADER, rows),
+                "",
+                *[f"- {n}" for n in a_notes],
+            ]
+            + (["", markdown_table(AGREEMENT_HEADER, a_rows), "", f"Agreement: {verdict}."] if a_rows else [])
+        )
         write_doc(SECTION, INTRO, f"{args.framework}, level {args.level}, NPU {args.npu_dtype}, {args.size}", body)
         print(f"written to {DOC}")
     return 0 if agreed else 1
@@ -447,10 +527,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command (default 3)")
     parser.add_argument("--ms-repeat", type=int, help="runs of msprobe compare (default --repeat)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="vc worker processes")
-    parser.add_argument("--workdir", help="where the workload and run outputs go (default TMP/msprobe_bench); "
-                                          "a workload there with the same parameters is reused")
-    parser.add_argument("--msprobe", default=DEFAULT_MSPROBE,
-                        help=f"the msprobe executable of a venv with mindstudio-probe (default {DEFAULT_MSPROBE})")
+    parser.add_argument(
+        "--workdir",
+        help="where the workload and run outputs go (default TMP/msprobe_bench); "
+        "a workload there with the same parameters is reused",
+    )
+    parser.add_argument(
+        "--msprobe",
+        default=DEFAULT_MSPROBE,
+        help=f"the msprobe executable of a venv with mindstudio-probe (default {DEFAULT_MSPROBE})",
+    )
     parser.add_argument("--write", action="store_true", help="put the tables into docs/performance.md")
     return bench(parser.parse_args(argv))
 

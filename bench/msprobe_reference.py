@@ -139,18 +139,43 @@ def write_tensor_cases(out: Path, version: str) -> int:
         np.save(folder / files["bench"], bench)
         n, b = read_npy_data(str(folder), files["npu"]), read_npy_data(str(folder), files["bench"])
         checked = ValidateTensor().check_tensor(CompareResult(n, b))
-        values, message = compare_ops_apply(checked.n_value, checked.b_value, checked.error_flag,
-                                            checked.err_msg, column_names=columns)
-        cases[name] = {**files, "bfloat16": bf16, "message": message,
-                       "cells": {c: _cell(v) for c, v in zip(columns, values)}}
-    expected = {"msprobe": version, "columns": columns, "err_scalar_input": CompareConst.ERR_SCALAR_INPUT,
-                "cases": cases}
+        values, message = compare_ops_apply(
+            checked.n_value, checked.b_value, checked.error_flag, checked.err_msg, column_names=columns
+        )
+        cases[name] = {
+            **files,
+            "bfloat16": bf16,
+            "message": message,
+            "cells": {c: _cell(v) for c, v in zip(columns, values)},
+        }
+    expected = {
+        "msprobe": version,
+        "columns": columns,
+        "err_scalar_input": CompareConst.ERR_SCALAR_INPUT,
+        "cases": cases,
+    }
     (out / "tensor_expected.json").write_text(json.dumps(expected, indent=1) + "\n")
     return len(cases)
 
 
-_VALUES = [1.5, 1.0, 0.0, -0.0, 3, 3.0, None, True, "inf", float("-inf"), "nan", float("inf"), float("nan"),
-           -2.5, 1e-8, "cpu"]
+_VALUES = [
+    1.5,
+    1.0,
+    0.0,
+    -0.0,
+    3,
+    3.0,
+    None,
+    True,
+    "inf",
+    float("-inf"),
+    "nan",
+    float("inf"),
+    float("nan"),
+    -2.5,
+    1e-8,
+    "cpu",
+]
 
 
 def _tensor(stats, dtype="Float32", shape=(2, 3), requires_grad=None, md5=None):
@@ -174,35 +199,53 @@ def _statistics_dumps() -> tuple[dict, dict]:
     fine = _tensor([4.0, -4.0, 0.5, 10.0])
     npu, bench = {}, {}
     for k in range(0, len(pairs), 32):
-        chunk = pairs[k:k + 32]
+        chunk = pairs[k : k + 32]
         npu[f"Functional.cells.{k // 32}.forward"] = _api(
-            [_tensor([p[0] for p in chunk[i:i + 4]]) for i in range(0, len(chunk), 4)], [fine])
+            [_tensor([p[0] for p in chunk[i : i + 4]]) for i in range(0, len(chunk), 4)], [fine]
+        )
         bench[f"Functional.cells.{k // 32}.forward"] = _api(
-            [_tensor([p[1] for p in chunk[i:i + 4]]) for i in range(0, len(chunk), 4)], [fine])
+            [_tensor([p[1] for p in chunk[i : i + 4]]) for i in range(0, len(chunk), 4)], [fine]
+        )
 
     def both(key, npu_api, bench_api):
         npu[key], bench[key] = npu_api, bench_api
 
     both("Functional.relerr.0.forward", _api([fine], [_tensor([4.0, -4.0, 0.5, 16.0])]), _api([fine], [fine]))
-    both("Functional.relwarn.0.forward", _api([_tensor([4.0, -4.0, 0.5, 10.1])], [_tensor([4.0, -4.0, 0.5, 13.0])]),
-         _api([fine], [fine]))
-    both("Functional.relwarn_zero_in.0.forward", _api([fine], [_tensor([4.0, -4.0, 0.5, 12.0])]),
-         _api([fine], [fine]))
+    both(
+        "Functional.relwarn.0.forward",
+        _api([_tensor([4.0, -4.0, 0.5, 10.1])], [_tensor([4.0, -4.0, 0.5, 13.0])]),
+        _api([fine], [fine]),
+    )
+    both("Functional.relwarn_zero_in.0.forward", _api([fine], [_tensor([4.0, -4.0, 0.5, 12.0])]), _api([fine], [fine]))
     both("Functional.infnan.0.forward", _api([fine], [_tensor(["inf", -4.0, 0.5, 10.0])]), _api([fine], [fine]))
-    both("Functional.infnan_both.0.forward", _api([fine], [_tensor(["inf", -4.0, 0.5, 10.0])]),
-         _api([fine], [_tensor([4.0, float("-inf"), 0.5, 10.0])]))
+    both(
+        "Functional.infnan_both.0.forward",
+        _api([fine], [_tensor(["inf", -4.0, 0.5, 10.0])]),
+        _api([fine], [_tensor([4.0, float("-inf"), 0.5, 10.0])]),
+    )
     both("Functional.nan_min.0.forward", _api([_tensor([4.0, "nan", 0.5, 10.0])], [fine]), _api([fine], [fine]))
-    both("Functional.dtype.0.forward", _api([_tensor([4.0, -4.0, 0.5, 10.0], "Float16")], [fine]),
-         _api([fine], [fine]))
-    both("Functional.shape.0.forward", _api([_tensor([4.0, -4.0, 0.5, 10.0], shape=(3, 2))], [fine]),
-         _api([fine], [fine]))
-    both("Functional.reqgrad.0.forward", _api([_tensor([4.0, -4.0, 0.5, 10.0], requires_grad=True)], [fine]),
-         _api([_tensor([4.0, -4.0, 0.5, 10.0], requires_grad=False)], [fine]))
-    both("Functional.param.0.forward", _api([fine, {"type": "int", "value": 3}], [fine]),
-         _api([fine, {"type": "int", "value": 4}], [fine]))
+    both("Functional.dtype.0.forward", _api([_tensor([4.0, -4.0, 0.5, 10.0], "Float16")], [fine]), _api([fine], [fine]))
+    both(
+        "Functional.shape.0.forward",
+        _api([_tensor([4.0, -4.0, 0.5, 10.0], shape=(3, 2))], [fine]),
+        _api([fine], [fine]),
+    )
+    both(
+        "Functional.reqgrad.0.forward",
+        _api([_tensor([4.0, -4.0, 0.5, 10.0], requires_grad=True)], [fine]),
+        _api([_tensor([4.0, -4.0, 0.5, 10.0], requires_grad=False)], [fine]),
+    )
+    both(
+        "Functional.param.0.forward",
+        _api([fine, {"type": "int", "value": 3}], [fine]),
+        _api([fine, {"type": "int", "value": 4}], [fine]),
+    )
     both("Functional.empty.0.forward", _api([fine], [_tensor(["inf", -4.0, 0.5, 16.0])]), _api([fine], [fine]))
-    both("Distributed._all_gather_base.0.forward",
-         _api([_tensor(["inf", -4.0, 0.5, 10.0])], [_tensor([4.0, -4.0, 0.5, 16.0])]), _api([fine], [fine]))
+    both(
+        "Distributed._all_gather_base.0.forward",
+        _api([_tensor(["inf", -4.0, 0.5, 10.0])], [_tensor([4.0, -4.0, 0.5, 16.0])]),
+        _api([fine], [fine]),
+    )
     both("Functional.relerr.0.backward", _api([fine], [_tensor([4.0, -4.0, 0.5, 30.0])]), _api([fine], [fine]))
     npu["Functional.unmatched.0.forward"] = _api([fine], [fine])
     return npu, bench
@@ -212,13 +255,17 @@ def _md5_dumps() -> tuple[dict, dict]:
     def t(md5, **kw):
         return _tensor([1.0, 0.0, 0.5, 1.0], md5=md5, **kw)
 
-    npu = {"Functional.same.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
-           "Functional.differ.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
-           "Functional.param.0.forward": _api([t("11111111"), {"type": "int", "value": 3}], [t("22222222")]),
-           "Functional.unmatched.0.forward": _api([t("33333333")], [t("44444444")])}
-    bench = {"Functional.same.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
-             "Functional.differ.0.forward": _api([t("0a1b2c3d")], [t("feedf00d")]),
-             "Functional.param.0.forward": _api([t("11111111"), {"type": "int", "value": 4}], [t("22222222")])}
+    npu = {
+        "Functional.same.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
+        "Functional.differ.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
+        "Functional.param.0.forward": _api([t("11111111"), {"type": "int", "value": 3}], [t("22222222")]),
+        "Functional.unmatched.0.forward": _api([t("33333333")], [t("44444444")]),
+    }
+    bench = {
+        "Functional.same.0.forward": _api([t("0a1b2c3d")], [t("deadbeef")]),
+        "Functional.differ.0.forward": _api([t("0a1b2c3d")], [t("feedf00d")]),
+        "Functional.param.0.forward": _api([t("11111111"), {"type": "int", "value": 4}], [t("22222222")]),
+    }
     return npu, bench
 
 
@@ -256,8 +303,12 @@ def _tensor_dumps(rng: np.random.Generator) -> tuple[dict, dict, dict]:
     bad = close(64, 1e-4)
     bad[0][7] = np.inf
     call("Functional.infnan.0.forward", [close(64, 1e-4)], [bad])
-    call("Functional.param.0.forward", [close(64, 1e-4)], [close(64, 1e-4)],
-         ([{"type": "int", "value": 3}], [{"type": "int", "value": 4}]))
+    call(
+        "Functional.param.0.forward",
+        [close(64, 1e-4)],
+        [close(64, 1e-4)],
+        ([{"type": "int", "value": 3}], [{"type": "int", "value": 4}]),
+    )
     call("Functional.zero_d.0.forward", [(np.array(1.5, np.float32), np.array(1.25, np.float32))], [close(8, 1e-4)])
     half = close(64, 1e-3)
     call("Functional.dtype.0.forward", [(half[0].astype(np.float16), half[1])], [close(64, 1e-4)])
@@ -277,8 +328,14 @@ def _run_ms_compare(folder: Path, dumps: tuple, task: str = "statistics", files=
         dump = {"task": task, "level": "L1", "framework": "mindspore", "dump_data_dir": None, "data": data}
         (folder / side / "dump.json").write_text(json.dumps(dump, indent=1) + "\n")
     with tempfile.TemporaryDirectory() as scratch:
-        ms_compare({"npu_path": str(folder / "npu" / "dump.json"), "bench_path": str(folder / "bench" / "dump.json"),
-                    "is_print_compare_log": False}, scratch)
+        ms_compare(
+            {
+                "npu_path": str(folder / "npu" / "dump.json"),
+                "bench_path": str(folder / "bench" / "dump.json"),
+                "is_print_compare_log": False,
+            },
+            scratch,
+        )
         (result,) = glob.glob(os.path.join(scratch, "compare_result_*.csv"))
         with open(result, newline="", encoding="utf-8") as handle:
             return list(csv.DictReader(handle))
@@ -287,9 +344,11 @@ def _run_ms_compare(folder: Path, dumps: tuple, task: str = "statistics", files=
 def write_dump_cases(out: Path, version: str) -> dict[str, int]:
     counts = {}
     npu, bench, files = _tensor_dumps(np.random.default_rng(7))
-    for mode, dumps, task, data in (("statistics", _statistics_dumps(), "statistics", None),
-                                    ("md5", _md5_dumps(), "statistics", None),
-                                    ("tensor_mode", (npu, bench), "tensor", files)):
+    for mode, dumps, task, data in (
+        ("statistics", _statistics_dumps(), "statistics", None),
+        ("md5", _md5_dumps(), "statistics", None),
+        ("tensor_mode", (npu, bench), "tensor", files),
+    ):
         folder = out / mode
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -301,8 +360,12 @@ def write_dump_cases(out: Path, version: str) -> dict[str, int]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wheel", type=Path, default=Path(os.environ.get("MSPROBE_WHEEL_DIR", "/tmp/msp-metrics")),
-                        help="the unzipped mindstudio-probe wheel (holding msprobe/)")
+    parser.add_argument(
+        "--wheel",
+        type=Path,
+        default=Path(os.environ.get("MSPROBE_WHEEL_DIR", "/tmp/msp-metrics")),
+        help="the unzipped mindstudio-probe wheel (holding msprobe/)",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write (default {OUT})")
     args = parser.parse_args(argv)
     _import_msprobe(args.wheel)
@@ -311,8 +374,10 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tensors = write_tensor_cases(args.out, version)
     dumps = write_dump_cases(args.out, version)
-    print(f"mindstudio-probe {version}: {tensors} tensor cases, "
-          + ", ".join(f"{n} {mode} rows" for mode, n in dumps.items()))
+    print(
+        f"mindstudio-probe {version}: {tensors} tensor cases, "
+        + ", ".join(f"{n} {mode} rows" for mode, n in dumps.items())
+    )
     return 0
 
 

@@ -55,9 +55,20 @@ class _Pass:
 
     def params(self, layer: int, dtype) -> dict:
         rng = np.random.default_rng([self.seed, layer])  # the same weights on both sides
-        shapes = {"ln1.weight": (DIM,), "ln1.bias": (DIM,), "qkv.weight": (3 * DIM, DIM), "qkv.bias": (3 * DIM,),
-                  "proj.weight": (DIM, DIM), "proj.bias": (DIM,), "ln2.weight": (DIM,), "ln2.bias": (DIM,),
-                  "up.weight": (HIDDEN, DIM), "up.bias": (HIDDEN,), "down.weight": (DIM, HIDDEN), "down.bias": (DIM,)}
+        shapes = {
+            "ln1.weight": (DIM,),
+            "ln1.bias": (DIM,),
+            "qkv.weight": (3 * DIM, DIM),
+            "qkv.bias": (3 * DIM,),
+            "proj.weight": (DIM, DIM),
+            "proj.bias": (DIM,),
+            "ln2.weight": (DIM,),
+            "ln2.bias": (DIM,),
+            "up.weight": (HIDDEN, DIM),
+            "up.bias": (HIDDEN,),
+            "down.weight": (DIM, HIDDEN),
+            "down.bias": (DIM,),
+        }
         out = {}
         for name, shape in shapes.items():
             value = rng.standard_normal(shape, dtype=np.float32)
@@ -79,42 +90,74 @@ class _Pass:
     def linear(self, path: str, x, w, b, dtype, site: str, untransposed: bool = False):
         with self.rec.module(path, "Linear", [x], parameters={"weight": w, "bias": b}, site=site) as m:
             weight = _f32(w) if untransposed else _f32(w).T
-            m.outputs = self.api("linear", [x, w, b], self.result(_f32(x) @ weight + _f32(b), dtype),
-                                 site=self.f.library["linear"])
+            m.outputs = self.api(
+                "linear", [x, w, b], self.result(_f32(x) @ weight + _f32(b), dtype), site=self.f.library["linear"]
+            )
         return m.outputs
 
     def layer_norm(self, path: str, x, w, b, dtype, site: str):
         with self.rec.module(path, "LayerNorm", [x], parameters={"weight": w, "bias": b}, site=site) as m:
             v = _f32(x)
             normed = (v - v.mean(-1, keepdims=True)) / (v.var(-1, keepdims=True) + 1e-5) ** 0.5
-            m.outputs = self.api("layer_norm", [x, (DIM,), w, b, 1e-5], self.result(normed * _f32(w) + _f32(b), dtype),
-                                 site=self.f.library["layer_norm"])
+            m.outputs = self.api(
+                "layer_norm",
+                [x, (DIM,), w, b, 1e-5],
+                self.result(normed * _f32(w) + _f32(b), dtype),
+                site=self.f.library["layer_norm"],
+            )
         return m.outputs
 
     def attention(self, i: int, x, p: dict, dtype):
         path, here, r = f"layers.{i}.attn", self.f.site, self.result
         with self.rec.module(path, "Attention", [x], site=here("block.attn")) as m:
             qkv = self.linear(f"{path}.qkv", x, p["qkv.weight"], p["qkv.bias"], dtype, here("attn.qkv"))
-            split = self.api("reshape", [qkv, BATCH, SEQ, 3, HEADS, HEAD_DIM],
-                             r(_f32(qkv).reshape(BATCH, SEQ, 3, HEADS, HEAD_DIM), dtype), site=here("attn.reshape"))
-            heads = self.api("permute", [split, 2, 0, 3, 1, 4], r(_f32(split).transpose(2, 0, 3, 1, 4), dtype),
-                             site=here("attn.split"))
-            q, k, v = self.api("unbind", [heads, 0], tuple(r(_f32(heads)[j], dtype) for j in range(3)),
-                               site=here("attn.split"))
+            split = self.api(
+                "reshape",
+                [qkv, BATCH, SEQ, 3, HEADS, HEAD_DIM],
+                r(_f32(qkv).reshape(BATCH, SEQ, 3, HEADS, HEAD_DIM), dtype),
+                site=here("attn.reshape"),
+            )
+            heads = self.api(
+                "permute",
+                [split, 2, 0, 3, 1, 4],
+                r(_f32(split).transpose(2, 0, 3, 1, 4), dtype),
+                site=here("attn.split"),
+            )
+            q, k, v = self.api(
+                "unbind", [heads, 0], tuple(r(_f32(heads)[j], dtype) for j in range(3)), site=here("attn.split")
+            )
             k_t = self.api("transpose", [k, -2, -1], r(_f32(k).swapaxes(-2, -1), dtype), site=here("attn.scores"))
             scores = self.api("matmul", [q, k_t], r(_f32(q) @ _f32(k_t), dtype), site=here("attn.scores"))
-            scaled = self.api("mul", [scores, HEAD_DIM ** -0.5], r(_f32(scores) * HEAD_DIM ** -0.5, dtype),
-                              site=here("attn.scores"))
+            scaled = self.api(
+                "mul", [scores, HEAD_DIM**-0.5], r(_f32(scores) * HEAD_DIM**-0.5, dtype), site=here("attn.scores")
+            )
             shifted = np.exp(_f32(scaled) - _f32(scaled).max(-1, keepdims=True))
-            probs = self.api("softmax", [scaled], r(shifted / shifted.sum(-1, keepdims=True), dtype), {"dim": -1},
-                             here("attn.softmax"))
+            probs = self.api(
+                "softmax",
+                [scaled],
+                r(shifted / shifted.sum(-1, keepdims=True), dtype),
+                {"dim": -1},
+                here("attn.softmax"),
+            )
             context = self.api("matmul", [probs, v], r(_f32(probs) @ _f32(v), dtype), site=here("attn.context"))
-            swapped = self.api("transpose", [context, 1, 2], r(_f32(context).swapaxes(1, 2), dtype),
-                               site=here("attn.context"))
-            merged = self.api("reshape", [swapped, BATCH, SEQ, -1], r(_f32(swapped).reshape(BATCH, SEQ, -1), dtype),
-                              site=here("attn.context"))
-            m.outputs = self.linear(f"{path}.proj", merged, p["proj.weight"], p["proj.bias"], dtype, here("attn.proj"),
-                                    untransposed=i == self.defect_layer)
+            swapped = self.api(
+                "transpose", [context, 1, 2], r(_f32(context).swapaxes(1, 2), dtype), site=here("attn.context")
+            )
+            merged = self.api(
+                "reshape",
+                [swapped, BATCH, SEQ, -1],
+                r(_f32(swapped).reshape(BATCH, SEQ, -1), dtype),
+                site=here("attn.context"),
+            )
+            m.outputs = self.linear(
+                f"{path}.proj",
+                merged,
+                p["proj.weight"],
+                p["proj.bias"],
+                dtype,
+                here("attn.proj"),
+                untransposed=i == self.defect_layer,
+            )
         return m.outputs
 
     def mlp(self, i: int, x, p: dict, dtype):
@@ -122,7 +165,7 @@ class _Pass:
         with self.rec.module(path, "MLP", [x], site=self.f.site("block.mlp")) as m:
             up = self.linear(f"{path}.up", x, p["up.weight"], p["up.bias"], dtype, site)
             u = _f32(up)
-            gelu = 0.5 * u * (1 + np.tanh(0.7978846 * (u + 0.044715 * u ** 3)))
+            gelu = 0.5 * u * (1 + np.tanh(0.7978846 * (u + 0.044715 * u**3)))
             act = self.api("gelu", [up], self.result(gelu, dtype), {"approximate": "tanh"}, site)
             m.outputs = self.linear(f"{path}.down", act, p["down.weight"], p["down.bias"], dtype, site)
         return m.outputs
@@ -131,11 +174,19 @@ class _Pass:
         dtype, here = self.dtypes[i], self.f.site
         p = self.params(i, dtype)
         with self.rec.module(f"layers.{i}", "Block", [x], site=here("model.layer")) as m:
-            a = self.attention(i, self.layer_norm(f"layers.{i}.ln1", x, p["ln1.weight"], p["ln1.bias"], dtype,
-                                                  here("block.attn")), p, dtype)
+            a = self.attention(
+                i,
+                self.layer_norm(f"layers.{i}.ln1", x, p["ln1.weight"], p["ln1.bias"], dtype, here("block.attn")),
+                p,
+                dtype,
+            )
             x = self.api("add", [x, a], self.result(_f32(x) + _f32(a), dtype), site=here("block.attn"))
-            h = self.mlp(i, self.layer_norm(f"layers.{i}.ln2", x, p["ln2.weight"], p["ln2.bias"], dtype,
-                                            here("block.mlp")), p, dtype)
+            h = self.mlp(
+                i,
+                self.layer_norm(f"layers.{i}.ln2", x, p["ln2.weight"], p["ln2.bias"], dtype, here("block.mlp")),
+                p,
+                dtype,
+            )
             m.outputs = self.api("add", [x, h], self.result(_f32(x) + _f32(h), dtype), site=here("block.mlp"))
         return m.outputs
 
@@ -143,10 +194,15 @@ class _Pass:
         rng = np.random.default_rng([self.seed, 1 << 20])
         ids = self.tensor(rng.integers(0, VOCAB, (BATCH, SEQ)).astype(self.f.ids_dtype))
         table = self.tensor(rng.standard_normal((VOCAB, DIM), dtype=np.float32).astype(self.dtypes[0]), True)
-        with self.rec.module("embed", "Embedding", [ids], parameters={"weight": table},
-                             site=self.f.site("model.embed")) as m:
-            m.outputs = self.api("embedding", [ids, table, *self.f.embedding_args],
-                                 self.result(_f32(table)[ids.array], self.dtypes[0]), site=self.f.library["embedding"])
+        with self.rec.module(
+            "embed", "Embedding", [ids], parameters={"weight": table}, site=self.f.site("model.embed")
+        ) as m:
+            m.outputs = self.api(
+                "embedding",
+                [ids, table, *self.f.embedding_args],
+                self.result(_f32(table)[ids.array], self.dtypes[0]),
+                site=self.f.library["embedding"],
+            )
         x = m.outputs
         for i in range(len(self.dtypes)):
             x = self.block(i, x)
@@ -188,9 +244,14 @@ def _file_bytes(value, framework: str) -> int:
 
 def layers_for(params: dict) -> int:
     """Layers whose tensor files come nearest ``params['bytes']`` (from 1- and 3-layer runs)."""
+
     def total(layers: int) -> int:
-        return sum(_file_bytes([c.inputs, c.kwargs, c.outputs, c.parameters or {}], params["framework"])
-                   for run in RUNS for c in side_calls(params, run, layers))
+        return sum(
+            _file_bytes([c.inputs, c.kwargs, c.outputs, c.parameters or {}], params["framework"])
+            for run in RUNS
+            for c in side_calls(params, run, layers)
+        )
+
     one, three = total(1), total(3)
     return max(1, round(1 + (params["bytes"] - one) / ((three - one) / 2)))
 
@@ -202,8 +263,10 @@ def prepare(workdir: Path, params: dict) -> Path:
     root = workdir / f"{params['framework']}_{params['level']}_{params['npu_dtype']}_{params['size']}"
     marker = root / "bench.json"
     wanted = {**params, "layout": LAYOUT_VERSION}
-    if marker.is_file() and {k: v for k, v in json.loads(marker.read_text(encoding="utf-8")).items()
-                             if k != "layers"} == wanted:
+    if (
+        marker.is_file()
+        and {k: v for k, v in json.loads(marker.read_text(encoding="utf-8")).items() if k != "layers"} == wanted
+    ):
         return root
     shutil.rmtree(root, ignore_errors=True)
     start, layers = time.perf_counter(), layers_for(params)
@@ -244,13 +307,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that choose a workload (shared with msprobe_bench.py)."""
-    parser.add_argument("--size", default="500M", type=_size_text,
-                        help="tensor files of both sides: 50M, 500M, 1.5G (default 500M)")
-    parser.add_argument("--framework", choices=("pytorch", "mindspore"), default="pytorch",
-                        help="msprobe dump kind: .pt (pytorch, default) or .npy (mindspore)")
+    parser.add_argument(
+        "--size", default="500M", type=_size_text, help="tensor files of both sides: 50M, 500M, 1.5G (default 500M)"
+    )
+    parser.add_argument(
+        "--framework",
+        choices=("pytorch", "mindspore"),
+        default="pytorch",
+        help="msprobe dump kind: .pt (pytorch, default) or .npy (mindspore)",
+    )
     parser.add_argument("--level", choices=("mix", "L1"), default="mix", help="msprobe level (default mix)")
-    parser.add_argument("--npu-dtype", choices=("mixed", "bf16", "fp16"), default="mixed",
-                        help="NPU side's dtype; mixed alternates bfloat16 and float16 by layer (default)")
+    parser.add_argument(
+        "--npu-dtype",
+        choices=("mixed", "bf16", "fp16"),
+        default="mixed",
+        help="NPU side's dtype; mixed alternates bfloat16 and float16 by layer (default)",
+    )
     parser.add_argument("--seed", type=int, default=2026, help="workload seed (default 2026)")
 
 
@@ -261,8 +333,14 @@ def _size_text(text: str) -> str:
 
 def workload_params(args) -> dict:
     """The parameters of the workload the flags chose (what bench.json records)."""
-    return {"size": args.size, "bytes": parse_size(args.size), "framework": args.framework,
-            "level": args.level, "npu_dtype": args.npu_dtype, "seed": args.seed}
+    return {
+        "size": args.size,
+        "bytes": parse_size(args.size),
+        "framework": args.framework,
+        "level": args.level,
+        "npu_dtype": args.npu_dtype,
+        "seed": args.seed,
+    }
 
 
 if __name__ == "__main__":

@@ -29,20 +29,26 @@ def table() -> list[str]:
     groups = defaultdict(list)
     for case in cases():
         groups[(case.op_type, case.device, case.golden)].append(case)
-    lines = ["| op | device | golden | cases | measured / expected: min, median, max | max measured / limit |",
-             "| --- | --- | --- | ---: | --- | ---: |"]
+    lines = [
+        "| op | device | golden | cases | measured / expected: min, median, max | max measured / limit |",
+        "| --- | --- | --- | ---: | --- | ---: |",
+    ]
     for (op, device, golden), found in groups.items():
         ratios = [c.ratio for c in found]
         worst = max(c.measured / c.limit for c in found)
-        lines.append(f"| {op} | {device} | {golden} | {len(found)} | {min(ratios):.2f}, "
-                     f"{statistics.median(ratios):.2f}, {max(ratios):.2f} | {worst:.2f} |")
+        lines.append(
+            f"| {op} | {device} | {golden} | {len(found)} | {min(ratios):.2f}, "
+            f"{statistics.median(ratios):.2f}, {max(ratios):.2f} | {worst:.2f} |"
+        )
     return lines
 
 
 def chains() -> list[str]:
     limit = output_noise("float16", "float32", [None]).limit
-    lines = ["| correct float16 ops in a chain | RED (3 seeds, max) | limit without measured inputs |",
-             "| ---: | ---: | ---: |"]
+    lines = [
+        "| correct float16 ops in a chain | RED (3 seeds, max) | limit without measured inputs |",
+        "| ---: | ---: | ---: |",
+    ]
     for depth in (1, 4, 8, 16, 32, 64):
         worst = max(chain_red(depth, seed=seed) for seed in range(3))
         lines.append(f"| {depth} | {worst:.3g} | {limit:.3g} |")
@@ -50,28 +56,30 @@ def chains() -> list[str]:
 
 
 def document() -> str:
-    return "\n".join([
-        "# The noise model's calibration",
-        "",
-        "What `vcs`, `cp`, `why` and every view call *rounding* is a RED within the noise model of",
-        "`precision_tool/compare/noise.py` (its docstring derives it). It is calibrated on float64",
-        "simulations of correct ops (`tests/compare/noise_sim.py`): float32 inputs rounded to the",
-        "device type, products and sums in float32, the output stored in the device type, against",
-        "the float64 result of the unrounded inputs; the model is given only what a comparison",
-        "knows (dtypes, shapes, the inputs' measured REDs). Sizes "
-        f"{', '.join(map(str, SIZES))}, input magnitudes {', '.join(f'{s:g}' for s in SCALES)}; "
-        f"the limit is {MARGIN:g} x the expected RED.",
-        "",
-        "Regenerate: `python bench/noise_calibration.py --write`.",
-        "",
-        *table(),
-        "",
-        f"An input whose difference is not measured is taken to carry the rounding of {UPSTREAM}",
-        "correct ops before it. Chains of a residual-MLP pattern (MatMul, Add, Gelu, LayerNorm):",
-        "",
-        *chains(),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# The noise model's calibration",
+            "",
+            "What `vcs`, `cp`, `why` and every view call *rounding* is a RED within the noise model of",
+            "`precision_tool/compare/noise.py` (its docstring derives it). It is calibrated on float64",
+            "simulations of correct ops (`tests/compare/noise_sim.py`): float32 inputs rounded to the",
+            "device type, products and sums in float32, the output stored in the device type, against",
+            "the float64 result of the unrounded inputs; the model is given only what a comparison",
+            "knows (dtypes, shapes, the inputs' measured REDs). Sizes "
+            f"{', '.join(map(str, SIZES))}, input magnitudes {', '.join(f'{s:g}' for s in SCALES)}; "
+            f"the limit is {MARGIN:g} x the expected RED.",
+            "",
+            "Regenerate: `python bench/noise_calibration.py --write`.",
+            "",
+            *table(),
+            "",
+            f"An input whose difference is not measured is taken to carry the rounding of {UPSTREAM}",
+            "correct ops before it. Chains of a residual-MLP pattern (MatMul, Add, Gelu, LayerNorm):",
+            "",
+            *chains(),
+            "",
+        ]
+    )
 
 
 def main() -> None:

@@ -82,8 +82,9 @@ class _Tee(io.TextIOBase):
 
 def add_write_flag(parser: argparse.ArgumentParser) -> None:
     """``--write``: put what the run prints into docs/performance.md."""
-    parser.add_argument("--write", action="store_true",
-                        help=f"also put what this run prints into {DOC.relative_to(REPO)}")
+    parser.add_argument(
+        "--write", action="store_true", help=f"also put what this run prints into {DOC.relative_to(REPO)}"
+    )
 
 
 def run_writing(main, script: str, section: str, intro: str) -> int:
@@ -99,8 +100,10 @@ def run_writing(main, script: str, section: str, intro: str) -> int:
     finally:
         sys.stdout = tee.stream
     command = shlex.join(["python", f"bench/{script}", *sys.argv[1:]])
-    body = (f"`{command}` ({time.strftime('%Y-%m-%d')}; {machine()}; exit status {status}):\n\n"
-            f"```\n{tee.kept.getvalue().rstrip()}\n```")
+    body = (
+        f"`{command}` ({time.strftime('%Y-%m-%d')}; {machine()}; exit status {status}):\n\n"
+        f"```\n{tee.kept.getvalue().rstrip()}\n```"
+    )
     write_doc(section, intro, f"Latest run: bench/{script}", body)
     print(f"written to {DOC}")
     return status

@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
+
 EVERY, TAIL = 416, 124
 
 LOAD = """(() => { const n = performance.getEntriesByType('navigation')[0];
@@ -62,20 +63,26 @@ def load(index: Path, repeat: int) -> tuple[float, int, int]:
             browser.open(index.as_uri(), settle=0.2)
             ms, nodes, rows = browser.evaluate(LOAD)
             times.append(ms)
-            browser.send("Target.closeTarget", {"targetId": browser.send("Target.getTargetInfo")
-                                                ["targetInfo"]["targetId"]}, session=False)
+            browser.send(
+                "Target.closeTarget",
+                {"targetId": browser.send("Target.getTargetInfo")["targetInfo"]["targetId"]},
+                session=False,
+            )
     return statistics.median(times), nodes, rows
 
 
 def table(results: list[tuple]) -> str:
-    lines = ["| ops | flagged | introducers | make_report (s) | page (KiB) | load in Chromium (ms) "
-             "| DOM elements | rows drawn |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| ops | flagged | introducers | make_report (s) | page (KiB) | load in Chromium (ms) "
+        "| DOM elements | rows drawn |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for ops, flagged, introducers, seconds, size, ms, nodes, rows in results:
-        lines.append(f"| {ops:,} | {flagged:,} | {introducers} | {seconds:.1f} | {size / 1024:,.0f} "
-                     f"| {ms:,.0f} | {nodes:,} | {rows} |")
+        lines.append(
+            f"| {ops:,} | {flagged:,} | {introducers} | {seconds:.1f} | {size / 1024:,.0f} "
+            f"| {ms:,.0f} | {nodes:,} | {rows} |"
+        )
     return "\n".join(lines)
-
-
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,15 +100,27 @@ def main(argv: list[str] | None = None) -> int:
             written, seconds = build(base / f"ops{ops}" / "precision_data", ops)
             view = written.parts[0].view
             ms, nodes, rows = load(written.index, args.repeat)
-            results.append((ops, len(view.flagged), sum(r.op.introduces for r in view.flagged), seconds,
-                            written.size, ms, nodes, rows))
+            results.append(
+                (
+                    ops,
+                    len(view.flagged),
+                    sum(r.op.introduces for r in view.flagged),
+                    seconds,
+                    written.size,
+                    ms,
+                    nodes,
+                    rows,
+                )
+            )
             print(table(results[-1:]).splitlines()[-1], flush=True)
     print(table(results))
     return 0
 
 
-INTRO = ("`bench/report_bench.py`: the HTML report of chains of 1,000, 10,000 and 100,000 ops; page size, "
-         "Chromium load time and DOM elements (what each column means: the section's text below).")
+INTRO = (
+    "`bench/report_bench.py`: the HTML report of chains of 1,000, 10,000 and 100,000 ops; page size, "
+    "Chromium load time and DOM elements (what each column means: the section's text below)."
+)
 
 if __name__ == "__main__":
     sys.exit(run_writing(main, "report_bench.py", "Report", INTRO))

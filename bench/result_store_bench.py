@@ -34,13 +34,26 @@ def synthetic_rows(count: int):
     ops = count // 3
     for i in range(ops):
         bad = i >= 2 * ops // 3
-        for kind, slot, cosine in (("input", 0, 0.5 if bad and i > 2 * ops // 3 else 1.0),
-                                   ("input", 1, 1.0), ("output", 0, 0.5 if bad else 0.999)):
+        for kind, slot, cosine in (
+            ("input", 0, 0.5 if bad and i > 2 * ops // 3 else 1.0),
+            ("input", 1, 1.0),
+            ("output", 0, 0.5 if bad else 0.999),
+        ):
             metrics = {name: 0.001 * (k + 1) for k, name in enumerate(NUMERIC_METRICS)}
             metrics["CosineSimilarity"] = cosine
-            yield CompareRow(i, "Add", f"net/block_{i}/add", "float16", None, f"net/block_{i}/add",
-                             "float32", f"net/block_{i}/add:{kind}:{slot}", (8, 64, 64, 16),
-                             metrics, "(0.001;1.000),(0.001;1.000)")
+            yield CompareRow(
+                i,
+                "Add",
+                f"net/block_{i}/add",
+                "float16",
+                None,
+                f"net/block_{i}/add",
+                "float32",
+                f"net/block_{i}/add:{kind}:{slot}",
+                (8, 64, 64, 16),
+                metrics,
+                "(0.001;1.000),(0.001;1.000)",
+            )
 
 
 def _rss_mib() -> float:
@@ -62,10 +75,15 @@ def parquet_round_trip(rows, path: Path):
     except ImportError:
         print("pyarrow is not installed: Parquet not measured")
         return None
-    columns = {"index": [r.index for r in rows], "op_type": [r.op_type for r in rows],
-               "npu_name": [r.npu_name for r in rows], "ground_truth": [r.ground_truth for r in rows],
-               "tensor_index": [r.tensor_index for r in rows], "std": [r.std_text for r in rows],
-               "reason": [r.fail_reason for r in rows]}
+    columns = {
+        "index": [r.index for r in rows],
+        "op_type": [r.op_type for r in rows],
+        "npu_name": [r.npu_name for r in rows],
+        "ground_truth": [r.ground_truth for r in rows],
+        "tensor_index": [r.tensor_index for r in rows],
+        "std": [r.std_text for r in rows],
+        "reason": [r.fail_reason for r in rows],
+    }
     for name in NUMERIC_METRICS:
         columns[name] = [r.metrics.get(name) for r in rows]
     _timed("parquet: write", lambda: pq.write_table(pa.table(columns), path))
@@ -74,11 +92,24 @@ def parquet_round_trip(rows, path: Path):
     def read():
         table = pq.read_table(path).to_pydict()
         metric_cols = [table[name] for name in NUMERIC_METRICS]
-        return [CompareRow(table["index"][i], table["op_type"][i], table["npu_name"][i], "float16", None,
-                           table["ground_truth"][i], "float32", table["tensor_index"][i], None,
-                           {n: col[i] for n, col in zip(NUMERIC_METRICS, metric_cols) if col[i] is not None},
-                           table["std"][i], table["reason"][i])
-                for i in range(len(table["index"]))]
+        return [
+            CompareRow(
+                table["index"][i],
+                table["op_type"][i],
+                table["npu_name"][i],
+                "float16",
+                None,
+                table["ground_truth"][i],
+                "float32",
+                table["tensor_index"][i],
+                None,
+                {n: col[i] for n, col in zip(NUMERIC_METRICS, metric_cols) if col[i] is not None},
+                table["std"][i],
+                table["reason"][i],
+            )
+            for i in range(len(table["index"]))
+        ]
+
     return _timed("parquet: read into rows", read)
 
 
@@ -99,8 +130,7 @@ def main(argv=None) -> int:
 
 
 SECTION = "Result store: CSV and Parquet"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
-INTRO = ("`bench/result_store_bench.py`: `vcs`'s reading and judging of a million-row result from "
-         'CSV and from Parquet.')
+INTRO = "`bench/result_store_bench.py`: `vcs`'s reading and judging of a million-row result from CSV and from Parquet."
 
 
 if __name__ == "__main__":

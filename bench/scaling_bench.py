@@ -50,8 +50,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_bench import (REPO, RUN, data_files, generate, measure, raw_read,  # noqa: E402
-                           with_memory)
+from compare_bench import REPO, RUN, data_files, generate, measure, raw_read, with_memory  # noqa: E402
 from perf_doc import add_write_flag, run_writing  # noqa: E402
 
 BIG_NAME, BIG_STAMP = "net/huge/op", 1767400000000000
@@ -59,6 +58,7 @@ UNSPLIT = str(1 << 50)
 
 
 # --- data ------------------------------------------------------------------------------------
+
 
 def make_tree(root: Path, devices: int, device_gb: float) -> None:
     """compare_bench's data set on device 0, hard-linked as devices 1 .. devices-1."""
@@ -82,11 +82,15 @@ def _write_big_dump(path: Path, elements: int, rng, golden: np.ndarray) -> None:
     from precision_tool.formats.dump_write import TensorSpec, build_dump
     from precision_tool.formats.proto.dumpdata import DumpData
 
-    data = build_dump(BIG_NAME, [], [TensorSpec(np.zeros(1, np.float16), "FLOAT16", "ND", (elements,),
-                                                shape=(elements,))], dump_time=BIG_STAMP)
+    data = build_dump(
+        BIG_NAME,
+        [],
+        [TensorSpec(np.zeros(1, np.float16), "FLOAT16", "ND", (elements,), shape=(elements,))],
+        dump_time=BIG_STAMP,
+    )
     length = struct.unpack("<Q", data[:8])[0]
     header = DumpData()
-    header.ParseFromString(data[8:8 + length])
+    header.ParseFromString(data[8 : 8 + length])
     header.output[0].size = elements * 2
     raw = header.SerializeToString()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +98,7 @@ def _write_big_dump(path: Path, elements: int, rng, golden: np.ndarray) -> None:
     with open(path, "wb") as handle:
         handle.write(struct.pack("<Q", len(raw)) + raw)
         for start in range(0, elements, step):
-            y = golden[start:start + step]
+            y = golden[start : start + step]
             handle.write((y + 0.01 * rng.standard_normal(y.size, dtype=np.float32)).astype(np.float16).tobytes())
 
 
@@ -113,19 +117,25 @@ def make_big(root: Path, gb: float) -> None:
     gold_path = write_golden(root / "golden", BIG_NAME, 0, BIG_STAMP, np.zeros(1, np.float32))
     golden = np.lib.format.open_memmap(gold_path, mode="w+", dtype=np.float32, shape=(elements,))
     for start in range(0, elements, 1 << 24):
-        golden[start:start + (1 << 24)] = rng.standard_normal(min(1 << 24, elements - start), dtype=np.float32)
+        golden[start : start + (1 << 24)] = rng.standard_normal(min(1 << 24, elements - start), dtype=np.float32)
     golden.flush()
     _write_big_dump(root / "npu" / f"MatMul.{BIG_NAME.replace('/', '_')}.3.0.{BIG_STAMP}", elements, rng, golden)
     del golden
     for i in range(16):
         name, y = f"net/small{i}/op", rng.standard_normal((256, 1024), dtype=np.float32)
         write_golden(root / "golden", name, 0, BIG_STAMP + 10 + i, y)
-        write_dump(root / "npu" / f"Add.{name.replace('/', '_')}.{10 + i}.0.{BIG_STAMP + 10 + i}", name, [],
-                   [TensorSpec(y.astype(np.float16), "FLOAT16")], dump_time=BIG_STAMP + 10 + i)
+        write_dump(
+            root / "npu" / f"Add.{name.replace('/', '_')}.{10 + i}.0.{BIG_STAMP + 10 + i}",
+            name,
+            [],
+            [TensorSpec(y.astype(np.float16), "FLOAT16")],
+            dump_time=BIG_STAMP + 10 + i,
+        )
     marker.write_text(json.dumps({"gb": gb}))
 
 
 # --- runs ------------------------------------------------------------------------------------
+
 
 def _read_share(files: list[str]) -> None:
     raw_read([Path(f) for f in files])
@@ -152,8 +162,11 @@ def print_read_rates(files: list[Path], repeat: int) -> None:
     raw_read(files)
     for processes in (1, 2):
         rates = sorted(parallel_read(files, processes) for _ in range(repeat))
-        print(f"raw read, {processes} reader(s): {rates[0]:.2f}/{statistics.median(rates):.2f}/{rates[-1]:.2f} GB/s "
-              f"(min/median/max)")
+        print(
+            f"raw read, {processes} reader(s): {rates[0]:.2f}/{statistics.median(rates):.2f}/{rates[-1]:.2f} GB/s "
+            f"(min/median/max)"
+        )
+
 
 def _env(workers: int, split: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
@@ -163,8 +176,9 @@ def _env(workers: int, split: str | None = None) -> dict:
     return env
 
 
-def _vc(root: Path, out: Path, how: str, workers: int, extra: list[str], split: str | None = None,
-        memory: bool = False) -> dict:
+def _vc(
+    root: Path, out: Path, how: str, workers: int, extra: list[str], split: str | None = None, memory: bool = False
+) -> dict:
     """One timed run (``memory``: a run sampled for its peak memory instead, not to be timed:
     the sampling takes CPU from the run, see compare_bench.measure)."""
     command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "--fresh", "-o", str(out)]
@@ -173,12 +187,16 @@ def _vc(root: Path, out: Path, how: str, workers: int, extra: list[str], split: 
     return measure(command, root.parent, _env(workers, split), ok=(0, 1), every=0.02 if memory else None)
 
 
-
 def _summary(runs: list[dict]) -> dict:
     seconds = sorted(r["seconds"] for r in runs)
-    return {"min": seconds[0], "median": statistics.median(seconds), "max": seconds[-1],
-            "all": [r["seconds"] for r in runs], "rss": max(r["rss"] for r in runs),
-            "pss": max(r["pss"] for r in runs)}
+    return {
+        "min": seconds[0],
+        "median": statistics.median(seconds),
+        "max": seconds[-1],
+        "all": [r["seconds"] for r in runs],
+        "rss": max(r["rss"] for r in runs),
+        "pss": max(r["pss"] for r in runs),
+    }
 
 
 def _mib(n: int) -> str:
@@ -197,18 +215,25 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
     configs = [(how, n) for n in (1, 2) for how in ("pool", "local")]
     subsets = {"one": ["--device", "0"], "all": []}
     raw_read(files)
-    memory = {(how, n, s): _vc(root, scratch / "warm", how, n, extra, memory=True)  # also warms the caches
-              for how, n in configs for s, extra in subsets.items()}
+    memory = {
+        (how, n, s): _vc(root, scratch / "warm", how, n, extra, memory=True)  # also warms the caches
+        for how, n in configs
+        for s, extra in subsets.items()
+    }
     runs = {(how, n, s): [] for how, n in configs for s in subsets}
     for k in range(repeat):
         for how, n in configs:
             for subset, extra in subsets.items():
                 runs[(how, n, subset)].append(_vc(root, scratch / "out", how, n, extra))
         print(f"  repeat {k + 1}/{repeat} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    print(f"\nmulti-device tree: {devices} devices x {device_bytes / 1e9:.3f} GB = {total / 1e9:.2f} GB "
-          f"compared per run, {os.cpu_count()} CPUs")
-    print(f"{'run':<10}{'devices':>8}{'s (min/med/max)':>22}{'GB/s':>7}{'per-core GB/s':>15}"
-          f"{'efficiency':>12}{'peak RSS':>11}{'peak PSS':>11}")
+    print(
+        f"\nmulti-device tree: {devices} devices x {device_bytes / 1e9:.3f} GB = {total / 1e9:.2f} GB "
+        f"compared per run, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'run':<10}{'devices':>8}{'s (min/med/max)':>22}{'GB/s':>7}{'per-core GB/s':>15}"
+        f"{'efficiency':>12}{'peak RSS':>11}{'peak PSS':>11}"
+    )
     core: dict = {}
     for how, n in configs:
         one = _summary(with_memory(runs[(how, n, "one")], memory[(how, n, "one")]))
@@ -219,10 +244,12 @@ def bench_devices(root: Path, scratch: Path, devices: int, repeat: int) -> None:
         name = f"pool {n}" if how == "pool" else f"local:{n}"
         for label, s, size in (("1", one, device_bytes), (str(devices), every, total)):
             rate = size / s["median"] / 1e9
-            tail = (f"{core[(how, n)] / 1e9:>15.3f}{efficiency:>12.0%}" if label != "1" else f"{'':>15}{'':>12}")
+            tail = f"{core[(how, n)] / 1e9:>15.3f}{efficiency:>12.0%}" if label != "1" else f"{'':>15}{'':>12}"
             print(f"{name:<10}{label:>8}{_times(s):>22}{rate:>7.2f}{tail}{_mib(s['rss']):>11}{_mib(s['pss']):>11}")
-    print("per-core GB/s: (all devices - device 0) bytes / (time all - time one) / workers; "
-          "efficiency: per-core rate at 2 workers / at 1")
+    print(
+        "per-core GB/s: (all devices - device 0) bytes / (time all - time one) / workers; "
+        "efficiency: per-core rate at 2 workers / at 1"
+    )
     print_read_rates(files, repeat)
     for (how, n, subset), rs in sorted(runs.items()):
         print(f"  raw seconds {how} {n} {subset}: {', '.join('%.2f' % r['seconds'] for r in rs)}")
@@ -242,16 +269,20 @@ def bench_big(root: Path, scratch: Path, repeat: int) -> None:
         for how, split in configs:
             runs[(how, split)].append(_vc(root, scratch / "big", how, 2, extra, split))
         print(f"  big repeat {k + 1}/{repeat} done, load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
-    print(f"\none huge tensor: golden {big / 1e9:.2f} GB float32 (+ its float16 dump), with 16 small pairs: "
-          f"{data / 1e9:.2f} GB, 2 workers")
+    print(
+        f"\none huge tensor: golden {big / 1e9:.2f} GB float32 (+ its float16 dump), with 16 small pairs: "
+        f"{data / 1e9:.2f} GB, 2 workers"
+    )
     print_read_rates(sorted(npu.iterdir()) + sorted(golden.iterdir()), repeat)
     print(f"{'run':<10}{'split':<22}{'s (min/med/max)':>22}{'GB/s':>7}{'peak RSS':>11}{'peak PSS':>11}")
     for how, split in configs:
         s = _summary(with_memory(runs[(how, split)], memory[(how, split)]))
         name = "pool 2" if how == "pool" else "local:2"
         label = "unsplit" if split else "in ranges (derived)"
-        print(f"{name:<10}{label:<22}{_times(s):>22}{data / s['median'] / 1e9:>7.2f}{_mib(s['rss']):>11}"
-              f"{_mib(s['pss']):>11}")
+        print(
+            f"{name:<10}{label:<22}{_times(s):>22}{data / s['median'] / 1e9:>7.2f}{_mib(s['rss']):>11}"
+            f"{_mib(s['pss']):>11}"
+        )
 
 
 def _noop(i: int) -> int:
@@ -276,8 +307,10 @@ def bench_scheduler(tasks: int, repeat: int) -> None:
                 session.result(future)
             rates.append(tasks / (time.perf_counter() - start))
     rates.sort()
-    print(f"\nDask round trips (local:2, {tasks} no-op calls, window 4): {rates[0]:.0f}/"
-          f"{statistics.median(rates):.0f}/{rates[-1]:.0f} calls/s (min/median/max)")
+    print(
+        f"\nDask round trips (local:2, {tasks} no-op calls, window 4): {rates[0]:.0f}/"
+        f"{statistics.median(rates):.0f}/{rates[-1]:.0f} calls/s (min/median/max)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-big", dest="big", action="store_false", help="skip the huge tensor")
     parser.add_argument("--no-devices", dest="devices_run", action="store_false", help="skip the tree")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (default 3)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a quick look: 4 devices x 0.1 GB, a 0.5 GB tensor, 2 repeats")
+    parser.add_argument(
+        "--quick", action="store_true", help="a quick look: 4 devices x 0.1 GB, a 0.5 GB tensor, 2 repeats"
+    )
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR and keep it (reused when present)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -317,9 +351,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 SECTION = "Scaling: the local pool and Dask"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
-INTRO = ('`bench/scaling_bench.py`: `vc` on 1 and 8 devices with the local pool and a Dask '
-         'LocalCluster; what the figures project for real training jobs is in '
-         '[scaling.md](scaling.md).')
+INTRO = (
+    "`bench/scaling_bench.py`: `vc` on 1 and 8 devices with the local pool and a Dask "
+    "LocalCluster; what the figures project for real training jobs is in "
+    "[scaling.md](scaling.md)."
+)
 
 
 if __name__ == "__main__":

@@ -37,14 +37,17 @@ def views_row(kind: str, root: Path) -> str:
     table = report(root, root.parent / "report").table
     api = precision_tool.compare(root, workers=1)
     first = api.first_divergence()
-    views = [_from_text(_view(root, "vcs -l 0")),
-             _from_json(json.loads(_view(root, "ac --json -l 0"))["summary"]),
-             _from_digraph(root, told[0]),
-             ([n for n, _ in table], [n for n, s in table if s == "introduces"]),
-             ([op.name for op in api.flagged()], [first.name] if first else [])]
+    views = [
+        _from_text(_view(root, "vcs -l 0")),
+        _from_json(json.loads(_view(root, "ac --json -l 0"))["summary"]),
+        _from_digraph(root, told[0]),
+        ([n for n, _ in table], [n for n, s in table if s == "introduces"]),
+        ([op.name for op in api.flagged()], [first.name] if first else []),
+    ]
     why = [e["op"] for e in json.loads(_view(root, "why --json -l 0"))]
-    equal = all(v[0] == told[0] for v in views) and all(v[1] == told[1] for v in views[:4]) \
-        and views[4][1] == told[1][:1]
+    equal = (
+        all(v[0] == told[0] for v in views) and all(v[1] == told[1] for v in views[:4]) and views[4][1] == told[1][:1]
+    )
     cells = " | ".join(_cell(*v) for v in (told, *views))
     return f"| {kind} | {cells} | {why[0] if why else '-'} | {'yes' if equal else 'NO'} |"
 
@@ -58,8 +61,14 @@ def cp_row(kind: str, root: Path) -> tuple[str, collections.Counter, int]:
         text = _view(root, f"cp {op}:output:{slot} {_golden_path(root, op, slot)}")
         agree += CP_WORDS[state] in next(line for line in text.splitlines() if "verdict" in line)
     count = collections.Counter(states.values())
-    return (f"| {kind} | {len(states)} | {count['rounding']} / {count['near']} / {count['diverges']} / "
-            f"{count['non-finite']} | {agree} of {len(states)} |"), count, agree
+    return (
+        (
+            f"| {kind} | {len(states)} | {count['rounding']} / {count['near']} / {count['diverges']} / "
+            f"{count['non-finite']} | {agree} of {len(states)} |"
+        ),
+        count,
+        agree,
+    )
 
 
 def document() -> str:
@@ -67,10 +76,14 @@ def document() -> str:
     from precision_tool.sample.defects import KINDS
     from tests.test_verdict_consistency import _tool
 
-    views = ["| defect | vcs --json | vcs text | ac --json | ni -s fills | report table | API | why explains first | all equal |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    cps = ["| defect | outputs | vcs: rounding / near / diverges / non-finite | cp says the same |",
-           "| --- | ---: | --- | --- |"]
+    views = [
+        "| defect | vcs --json | vcs text | ac --json | ni -s fills | report table | API | why explains first | all equal |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    cps = [
+        "| defect | outputs | vcs: rounding / near / diverges / non-finite | cp says the same |",
+        "| --- | ---: | --- | --- |",
+    ]
     total, agreed = collections.Counter(), 0
     with tempfile.TemporaryDirectory() as base:
         for kind in KINDS:
@@ -82,13 +95,26 @@ def document() -> str:
             total.update(count)
             agreed += agree
     n = sum(total.values())
-    cps.append(f"| all | {n} | {total['rounding']} / {total['near']} / {total['diverges']} / "
-               f"{total['non-finite']} | {agreed} of {n} |")
-    return "\n".join(["# One verdict, as every view tells it", "",
-                      "Regenerate: `python bench/verdict_tables.py --write`.", "",
-                      "Flagged ops / first introducer, per view:", "", *views, "",
-                      "`cp OP:output:N GOLDEN` on every compared output, against its state in `vcs --json`:",
-                      "", *cps, ""])
+    cps.append(
+        f"| all | {n} | {total['rounding']} / {total['near']} / {total['diverges']} / "
+        f"{total['non-finite']} | {agreed} of {n} |"
+    )
+    return "\n".join(
+        [
+            "# One verdict, as every view tells it",
+            "",
+            "Regenerate: `python bench/verdict_tables.py --write`.",
+            "",
+            "Flagged ops / first introducer, per view:",
+            "",
+            *views,
+            "",
+            "`cp OP:output:N GOLDEN` on every compared output, against its state in `vcs --json`:",
+            "",
+            *cps,
+            "",
+        ]
+    )
 
 
 def main() -> None:

@@ -28,13 +28,19 @@ from .errors import PrecisionToolError  # noqa: E402  (light: no numpy)
 
 # public name -> module that defines it
 _LAZY = {
-    "DumpFile": ".formats.dump", "DumpTensor": ".formats.dump", "read_dump": ".formats.dump",
-    "GoldenIndex": ".formats.golden", "read_golden": ".formats.golden",
+    "DumpFile": ".formats.dump",
+    "DumpTensor": ".formats.dump",
+    "read_dump": ".formats.dump",
+    "GoldenIndex": ".formats.golden",
+    "read_golden": ".formats.golden",
     "read_graph": ".formats.graph",
-    "FusionGraph": ".formats.fusion_result", "FusionRule": ".formats.fusion_result",
+    "FusionGraph": ".formats.fusion_result",
+    "FusionRule": ".formats.fusion_result",
     "read_fusion_result": ".formats.fusion_result",
-    "CompareResult": ".compare.api", "ComparisonResult": ".compare.api",
-    "CompareRow": ".compare.result", "Metric": ".compare.metrics",
+    "CompareResult": ".compare.api",
+    "ComparisonResult": ".compare.api",
+    "CompareRow": ".compare.result",
+    "Metric": ".compare.metrics",
 }
 
 __all__ = ["__version__", "PrecisionToolError", "compare", *_LAZY]

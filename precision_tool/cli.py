@@ -77,15 +77,23 @@ class _HelpAction(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     """The one-shot command line's parser (the commands' own parsers take the rest)."""
     parser = argparse.ArgumentParser(
-        prog="precision-tool", add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="precision-tool",
+        add_help=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Find the operator where a network's numbers go wrong on Ascend NPUs. "
-                    "Without COMMAND: the interactive shell.")
+        "Without COMMAND: the interactive shell.",
+    )
     parser.add_argument("-h", "--help", action=_HelpAction, help="show this help and the commands")
     parser.add_argument("--data", metavar="DIR", help="data root. Defaults to DATA_ROOT_DIR, else ./precision_data.")
-    parser.add_argument("--out", metavar="DIR",
-                        help="output root: where every command writes (results, exports, graphs, "
-                             "reports, caches). Defaults to OUTPUT_ROOT, else temp/ under the data root.")
-    parser.add_argument("--config", metavar="PATH", help="config.py to read (else $PRECISION_TOOL_CONFIG, else ./config.py)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output root: where every command writes (results, exports, graphs, "
+        "reports, caches). Defaults to OUTPUT_ROOT, else temp/ under the data root.",
+    )
+    parser.add_argument(
+        "--config", metavar="PATH", help="config.py to read (else $PRECISION_TOOL_CONFIG, else ./config.py)"
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     parser.add_argument("-e", dest="execute", metavar="COMMANDS", help='run "cmd1; cmd2" and exit')
     parser.add_argument("--version", action="version", version=f"precision-tool {__version__}")
@@ -105,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
 
     console = make_console()
     try:
-        config = load_config({"DATA_ROOT_DIR": args.data, "OUTPUT_ROOT": args.out,
-                              "DEBUG": args.debug or None}, args.config)
+        config = load_config(
+            {"DATA_ROOT_DIR": args.data, "OUTPUT_ROOT": args.out, "DEBUG": args.debug or None}, args.config
+        )
     except PrecisionToolError as exc:
         from precision_tool.render.lines import OneLine
 

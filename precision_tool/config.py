@@ -10,9 +10,10 @@ import ast
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import PrecisionToolError
 from .formats.files import read_regular
@@ -22,12 +23,23 @@ CONFIG_ENV = "PRECISION_TOOL_CONFIG"
 ENV_PREFIX = "PRECISION_TOOL_"
 
 DEFAULT_DANGEROUS_CASTS = tuple(
-    [(src, dst) for src in ("DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_DOUBLE")
-     for dst in ("DT_INT8", "DT_UINT8", "DT_INT16", "DT_UINT16", "DT_INT32", "DT_UINT32",
-                 "DT_INT64", "DT_UINT64")]
-    + [("DT_INT64", "DT_INT32"), ("DT_INT64", "DT_INT16"), ("DT_INT64", "DT_INT8"),
-       ("DT_INT32", "DT_INT16"), ("DT_INT32", "DT_INT8"), ("DT_INT16", "DT_INT8"),
-       ("DT_UINT64", "DT_UINT32"), ("DT_UINT32", "DT_UINT16"), ("DT_UINT16", "DT_UINT8")])
+    [
+        (src, dst)
+        for src in ("DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_DOUBLE")
+        for dst in ("DT_INT8", "DT_UINT8", "DT_INT16", "DT_UINT16", "DT_INT32", "DT_UINT32", "DT_INT64", "DT_UINT64")
+    ]
+    + [
+        ("DT_INT64", "DT_INT32"),
+        ("DT_INT64", "DT_INT16"),
+        ("DT_INT64", "DT_INT8"),
+        ("DT_INT32", "DT_INT16"),
+        ("DT_INT32", "DT_INT8"),
+        ("DT_INT16", "DT_INT8"),
+        ("DT_UINT64", "DT_UINT32"),
+        ("DT_UINT32", "DT_UINT16"),
+        ("DT_UINT16", "DT_UINT8"),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class Config:
     workers: int = 0  # 0: one per CPU core
     scheduler: str = ""  # a Dask scheduler address, or local:N; "" runs on local processes
     split_bytes: int = 0  # pairs larger than this are compared in ranges; 0: derived
+    cluster_timeout: float = 300.0  # seconds without any result before a cluster run stops
     dangerous_casts: tuple[tuple[str, str], ...] = DEFAULT_DANGEROUS_CASTS
     cmd_root_path: str = ""  # accepted for compatibility with the original; unused
     debug: bool = False
@@ -64,6 +77,7 @@ _RELATIVE_TO_FILE = ("DATA_ROOT_DIR", "OUTPUT_ROOT")  # paths in config.py: from
 MAX_CONFIG_BYTES = 1 << 20  # a config.py is a few KB; more is not a settings file
 MAX_WORKERS = 1024
 MAX_SPLIT_BYTES = 1 << 50
+MAX_SECONDS = 7 * 24 * 3600
 _SCHEDULER = re.compile(r"^(tcp|tls|ucx|ws|wss|inproc)://[^\s/]+$")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 _DTYPE_NAME = re.compile(r"^DT_[A-Z0-9_]+$")
@@ -91,7 +105,12 @@ def _number(value: Any) -> float:
 
 def _whole(value: Any, low: int, high: int | None = None) -> int:
     wants = f"a whole number >= {low}" + (f" and <= {high}" if high is not None else "")
-    if isinstance(value, str) and value.strip().lstrip("+").isascii() and value.strip().lstrip("+").isdigit() and len(value) < 20:
+    if (
+        isinstance(value, str)
+        and value.strip().lstrip("+").isascii()
+        and value.strip().lstrip("+").isdigit()
+        and len(value) < 20
+    ):
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Bad(wants)
@@ -151,8 +170,11 @@ def _casts(value: Any) -> tuple[tuple[str, str], ...]:
         raise _Bad(wants)
     pairs = []
     for pair in value:
-        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                or not all(isinstance(n, str) and _DTYPE_NAME.match(n) for n in pair)):
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or not all(isinstance(n, str) and _DTYPE_NAME.match(n) for n in pair)
+        ):
             raise _Bad(wants)
         pairs.append((pair[0], pair[1]))
     return tuple(pairs)
@@ -166,6 +188,13 @@ def _flag(value: Any) -> bool:
     raise _Bad("True or False")
 
 
+def _seconds(value: Any) -> float:
+    number = _number(value)
+    if not 1 <= number <= MAX_SECONDS:
+        raise _Bad(f"a number of seconds from 1 to {MAX_SECONDS}")
+    return number
+
+
 def _scheduler(value: Any) -> str:
     """A Dask scheduler: ``tcp://HOST:PORT`` (tls, ucx, ws, wss, inproc too), ``local:N``, or ''."""
     wants = f"a Dask scheduler address like 'tcp://HOST:8786', or 'local:N' (N 1 to {MAX_WORKERS}), or ''"
@@ -175,7 +204,7 @@ def _scheduler(value: Any) -> str:
         raise _Bad(wants)
     text = value.strip()
     if text.startswith("local:"):
-        count = text[len("local:"):]
+        count = text[len("local:") :]
         if not (count.isascii() and count.isdigit() and 1 <= int(count) <= MAX_WORKERS):
             raise _Bad(wants)
         return f"local:{int(count)}"
@@ -193,11 +222,19 @@ def _text(value: Any) -> str:
 
 
 _RULES = {
-    "DATA_ROOT_DIR": _path, "OUTPUT_ROOT": _optional_path, "TF_DUMP_STEP": _steps,
-    "COSINE_THRESHOLD": _cosine, "RED_THRESHOLD": _red, "VCS_LIMIT": lambda v: _whole(v, 0),
-    "WORKERS": lambda v: _whole(v, 0, MAX_WORKERS), "DANGEROUS_CASTS": _casts,
-    "SCHEDULER": _scheduler, "SPLIT_BYTES": lambda v: _whole(v, 0, MAX_SPLIT_BYTES),
-    "CMD_ROOT_PATH": _text, "DEBUG": _flag,
+    "DATA_ROOT_DIR": _path,
+    "OUTPUT_ROOT": _optional_path,
+    "TF_DUMP_STEP": _steps,
+    "COSINE_THRESHOLD": _cosine,
+    "RED_THRESHOLD": _red,
+    "VCS_LIMIT": lambda v: _whole(v, 0),
+    "WORKERS": lambda v: _whole(v, 0, MAX_WORKERS),
+    "DANGEROUS_CASTS": _casts,
+    "SCHEDULER": _scheduler,
+    "SPLIT_BYTES": lambda v: _whole(v, 0, MAX_SPLIT_BYTES),
+    "CLUSTER_TIMEOUT": _seconds,
+    "CMD_ROOT_PATH": _text,
+    "DEBUG": _flag,
 }
 # A flag's value, when the setting's rule also takes None (a flag cannot say None: leaving it
 # out is what gives the configured value).
@@ -206,7 +243,7 @@ _GIVEN = {"RED_THRESHOLD": _distance}
 
 def _shown(value: Any, limit: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_setting(name: str, value: Any, origin: str) -> Any:
@@ -241,8 +278,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         where = f" at line {exc.lineno}" if exc.lineno else ""
         raise PrecisionToolError(f"config syntax error{where}: {exc.msg}", path) from None
     except (MemoryError, RecursionError, ValueError):  # absurd nesting; a NUL byte (older Pythons)
-        raise PrecisionToolError("config cannot be read as Python assignments (nested too deeply, "
-                                 "or a NUL byte)", path) from None
+        raise PrecisionToolError(
+            "config cannot be read as Python assignments (nested too deeply, or a NUL byte)", path
+        ) from None
     values = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -258,8 +296,7 @@ def _literal(node: ast.Assign, name: str, path: Path) -> Any:
     except (ValueError, SyntaxError):  # a call, a name
         raise PrecisionToolError(f"config line {node.lineno}: {name} must be a literal value", path) from None
     except TypeError as exc:  # {[1]: 2}
-        raise PrecisionToolError(f"config line {node.lineno}: {name} is not a valid literal ({exc})",
-                                 path) from None
+        raise PrecisionToolError(f"config line {node.lineno}: {name} is not a valid literal ({exc})", path) from None
     except (MemoryError, RecursionError):
         raise PrecisionToolError(f"config line {node.lineno}: {name} is nested too deeply", path) from None
 
@@ -275,8 +312,12 @@ def find_config_file(flag: str | None, environ: Mapping[str, str], cwd: Path) ->
     return local if local.is_file() else None
 
 
-def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None = None,
-                environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Config:
+def load_config(
+    flags: Mapping[str, Any] | None = None,
+    config_path: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
     """Merge defaults, the config file, ``PRECISION_TOOL_<NAME>`` variables and ``flags``.
 
     ``flags`` maps upper-case setting names to values given on the command line (None: not given).
@@ -287,10 +328,8 @@ def load_config(flags: Mapping[str, Any] | None = None, config_path: str | None 
     given: list[tuple[str, Any, str]] = []  # (name, value, origin), later ones win
     if path is not None:
         given += [(name, value, str(path)) for name, value in read_config_file(path).items()]
-    given += [(name, environ[ENV_PREFIX + name], ENV_PREFIX + name) for name in _FIELDS
-              if ENV_PREFIX + name in environ]
-    given += [(name, value, "command line") for name, value in (flags or {}).items()
-              if value is not None]
+    given += [(name, environ[ENV_PREFIX + name], ENV_PREFIX + name) for name in _FIELDS if ENV_PREFIX + name in environ]
+    given += [(name, value, "command line") for name, value in (flags or {}).items() if value is not None]
     settings = {}
     for name, value, origin in given:  # every value is checked, even one a later source overrides
         value = check_setting(name, value, origin)

@@ -32,8 +32,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -49,6 +49,7 @@ class Stopped(KeyboardInterrupt):
 
 
 # --- workers ---------------------------------------------------------------------------------
+
 
 def init_worker_lifetime(parent_pid: int) -> None:
     """In a new worker: default stop signals, and death with ``parent_pid`` (module doc)."""
@@ -77,8 +78,7 @@ def watch_parent(parent_pid: int) -> threading.Thread:
     parent = multiprocessing.parent_process()
     sentinel = getattr(parent, "sentinel", None)
     target = (_wait_for_sentinel, (sentinel,)) if sentinel is not None else (_poll_parent, (parent_pid,))
-    thread = threading.Thread(target=target[0], args=target[1], daemon=True,
-                              name="precision-tool-parent-watch")
+    thread = threading.Thread(target=target[0], args=target[1], daemon=True, name="precision-tool-parent-watch")
     thread.start()
     return thread
 
@@ -95,6 +95,7 @@ def _poll_parent(parent_pid: int) -> None:
 
 
 # --- the parent ------------------------------------------------------------------------------
+
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:

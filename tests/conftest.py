@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import signal
 import os
+import signal
 from pathlib import Path
 
 import pytest

@@ -13,14 +13,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_TOKEN = re.compile(r'''
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+|//[^\n]*|/\*.*?\*/|\#[^\n]*)
   | (?P<arrow>->|--)
   | (?P<punct>[{}\[\];=,:])
   | (?P<quoted>"(?:[^"\\]|\\.)*")
   | (?P<word>[A-Za-z_\x80-\uffff][A-Za-z_0-9\x80-\uffff]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))
   | (?P<html><)
-''', re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ def _html(source: str, start: int) -> tuple[str, int]:
         depth -= char == ">"
         at += 1
         if depth == 0:
-            return source[start + 1:at - 1], at
+            return source[start + 1 : at - 1], at
     raise ValueError("unterminated HTML string")
 
 
@@ -47,7 +50,7 @@ def tokens(source: str) -> list[Token]:
     while at < len(source):
         match = _TOKEN.match(source, at)
         if match is None:
-            raise ValueError(f"unexpected {source[at:at + 20]!r}")
+            raise ValueError(f"unexpected {source[at : at + 20]!r}")
         kind = match.lastgroup
         if kind == "html":
             text, at = _html(source, at)

@@ -10,9 +10,9 @@ characters included, while the golden file names keep TF's naming rule.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -49,8 +49,15 @@ class NetOp:
 
 
 def _desc(tf_name: str | None = None, dtype: str = "DT_FLOAT16"):
-    return tensor_desc(dtype, "ND", SHAPE, origin_format="ND", origin_shape=SHAPE,
-                       origin_name=tf_name, origin_output_index=0 if tf_name else None)
+    return tensor_desc(
+        dtype,
+        "ND",
+        SHAPE,
+        origin_format="ND",
+        origin_shape=SHAPE,
+        origin_name=tf_name,
+        origin_output_index=0 if tf_name else None,
+    )
 
 
 def _value(k: int, inputs: list[np.ndarray]) -> np.ndarray:
@@ -66,16 +73,21 @@ def _npu(golden: np.ndarray, broken: bool, k: int) -> np.ndarray:
 
 
 def _graph_ops(ops: Sequence[NetOp]) -> list[OpSpec]:
-    specs = [OpSpec(INPUT, "Data", input_descs=[_desc(dtype="DT_FLOAT")],
-                    output_descs=[_desc(INPUT, "DT_FLOAT")])]
+    specs = [OpSpec(INPUT, "Data", input_descs=[_desc(dtype="DT_FLOAT")], output_descs=[_desc(INPUT, "DT_FLOAT")])]
     previous = INPUT
     for op in ops:
         sources = list(op.inputs) if op.inputs is not None else [previous]
-        specs.append(OpSpec(op.name, op.type, [f"{s}:0" for s in sources],
-                            [_desc() for _ in sources], [_desc(op.golden_name)],
-                            attrs=dict(op.attrs or {}),
-                            original_op_names=op.original_op_names if op.original_op_names is not None
-                            else [op.golden_name]))
+        specs.append(
+            OpSpec(
+                op.name,
+                op.type,
+                [f"{s}:0" for s in sources],
+                [_desc() for _ in sources],
+                [_desc(op.golden_name)],
+                attrs=dict(op.attrs or {}),
+                original_op_names=op.original_op_names if op.original_op_names is not None else [op.golden_name],
+            )
+        )
         previous = op.name
     return specs
 
@@ -97,10 +109,11 @@ def write_net(root: Path, ops: Sequence[NetOp]) -> Path:
         npu[op.name] = _npu(golden[op.name], op.broken, k)
         write_golden(golden_dir, op.golden_name, 0, TS + 100 * (k + 1), golden[op.name])
         file_name = f"{op.type}.{normalise_op_name(op.name)}.{k + 2}.0.{TS + 37 * (k + 1)}"
-        inputs = [TensorSpec(npu[s], "FLOAT16" if npu[s].dtype == np.float16 else "FLOAT",
-                             original_shape=SHAPE) for s in sources]
-        outputs = [TensorSpec(npu[op.name], "FLOAT16", original_shape=SHAPE,
-                              original_op=(op.golden_name, 0, "ND"))]
+        inputs = [
+            TensorSpec(npu[s], "FLOAT16" if npu[s].dtype == np.float16 else "FLOAT", original_shape=SHAPE)
+            for s in sources
+        ]
+        outputs = [TensorSpec(npu[op.name], "FLOAT16", original_shape=SHAPE, original_op=(op.golden_name, 0, "ND"))]
         write_dump(step_dir / file_name, op.name, inputs, outputs, dump_time=TS + 37 * (k + 1))
         previous = op.name
     return root

@@ -20,13 +20,15 @@ def test_there_are_bench_scripts():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_bench_script_starts_and_explains_itself(script):
-    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:") and "--help" in done.stdout
 
 
 # --- docs/performance.md, the one place for the figures (issue 25.3) ----------------------------
+
 
 def _perf_doc():
     sys.path.insert(0, str(BENCH))
@@ -45,8 +47,10 @@ def test_write_doc_replaces_one_subsection_and_keeps_the_rest(tmp_path):
     perf_doc.write_doc("Other", "unused", "a run", "new", doc)
     perf_doc.write_doc("Graph loading", "unused", "Latest run: bench/x.py", "second", doc)
     text = doc.read_text(encoding="utf-8")
-    assert text == ("# Performance\n\nintro\n\n## Other\n\nkept\n\n### a run\n\nnew\n\n"
-                    "## Graph loading\n\nwhat it measures\n\n### Latest run: bench/x.py\n\nsecond\n")
+    assert text == (
+        "# Performance\n\nintro\n\n## Other\n\nkept\n\n### a run\n\nnew\n\n"
+        "## Graph loading\n\nwhat it measures\n\n### Latest run: bench/x.py\n\nsecond\n"
+    )
 
 
 def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsys):
@@ -60,12 +64,26 @@ def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsy
     assert "```\nrows 5: 0.01 s\n```" in text
 
 
-@pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name not in ("perf_doc.py", "msprobe_reference.py",
-                                                                         "msprobe_workload.py", "check_torch_write.py",
-                                                                         "noise_calibration.py", "verdict_tables.py",
-                                                                         "ge_network.py")],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "script",
+    [
+        p
+        for p in SCRIPTS
+        if p.name
+        not in (
+            "perf_doc.py",
+            "msprobe_reference.py",
+            "msprobe_workload.py",
+            "check_torch_write.py",
+            "noise_calibration.py",
+            "verdict_tables.py",
+            "ge_network.py",
+        )
+    ],
+    ids=lambda p: p.name,
+)
 def test_every_bench_writes_its_figures_to_docs_performance(script):
-    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     assert "--write" in done.stdout and "performance.md" in " ".join(done.stdout.split())

@@ -94,16 +94,21 @@ def test_top_level_help_lists_every_registered_command(workdir):
 
     out = _run([_script(), "--help"], workdir)
     assert out.returncode == 0
-    listed = {line.split()[0] for line in out.stdout.split("commands:")[1].splitlines() if line.strip()
-              and line.startswith("  ")}
+    listed = {
+        line.split()[0]
+        for line in out.stdout.split("commands:")[1].splitlines()
+        if line.strip() and line.startswith("  ")
+    }
     registry = build_registry()
     assert listed == {c.name for c in registry} | set(registry.exit_words)
 
 
 def test_one_shot_commands_do_not_load_the_terminal_shell(workdir):
-    code = ("import sys; from precision_tool.cli import main; status = main(['ls']); "
-            "assert 'prompt_toolkit' not in sys.modules, 'one-shot loaded prompt_toolkit'; "
-            "raise SystemExit(status)")
+    code = (
+        "import sys; from precision_tool.cli import main; status = main(['ls']); "
+        "assert 'prompt_toolkit' not in sys.modules, 'one-shot loaded prompt_toolkit'; "
+        "raise SystemExit(status)"
+    )
     out = _run([sys.executable, "-c", code], workdir)
     assert out.returncode == 0, out.stderr
 
@@ -113,10 +118,12 @@ def test_version_and_help_load_no_heavy_library(workdir, words):
     """The fixed cost of --version and help is Python alone: they load neither numpy, protobuf,
     pandas, graphviz, prompt_toolkit nor rich, the settings or the data (the commands import
     those when they run)."""
-    code = ("import sys\nfrom precision_tool.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n"
-            "    pass\nheavy = [m for m in ('numpy', 'google.protobuf', 'pandas', 'graphviz', "
-            "'prompt_toolkit', 'numba', 'rich', 'precision_tool.config', 'precision_tool.context') "
-            "if m in sys.modules]\nassert not heavy, heavy\n" % words)
+    code = (
+        "import sys\nfrom precision_tool.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n"
+        "    pass\nheavy = [m for m in ('numpy', 'google.protobuf', 'pandas', 'graphviz', "
+        "'prompt_toolkit', 'numba', 'rich', 'precision_tool.config', 'precision_tool.context') "
+        "if m in sys.modules]\nassert not heavy, heavy\n" % words
+    )
     out = _run([sys.executable, "-c", code], workdir)
     assert out.returncode == 0, out.stderr
 
@@ -124,8 +131,15 @@ def test_version_and_help_load_no_heavy_library(workdir, words):
 @pytest.mark.parametrize("words", [["--help"], ["help"], ["help", "vc"]])
 def test_help_on_a_full_disk_is_one_line_and_status_2(workdir, words):
     with open("/dev/full", "w") as full:
-        out = subprocess.run([sys.executable, "-m", "precision_tool", *words], cwd=workdir, stdout=full,
-                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "precision_tool", *words],
+            cwd=workdir,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
     assert out.returncode == 2
     assert out.stderr.strip() == "error: cannot write the output: No space left on device"
 

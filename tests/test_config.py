@@ -87,16 +87,25 @@ def test_example_config_documents_every_setting():
     assert config.dangerous_casts == Config().dangerous_casts  # the example shows the defaults
 
 
-@pytest.mark.parametrize("value, expected", [("tcp://10.1.2.3:8786", "tcp://10.1.2.3:8786"),
-                                             (" tls://sched.example:8786 ", "tls://sched.example:8786"),
-                                             ("local:2", "local:2"), ("local:007", "local:7"), ("", ""),
-                                             (None, "")])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("tcp://10.1.2.3:8786", "tcp://10.1.2.3:8786"),
+        (" tls://sched.example:8786 ", "tls://sched.example:8786"),
+        ("local:2", "local:2"),
+        ("local:007", "local:7"),
+        ("", ""),
+        (None, ""),
+    ],
+)
 def test_scheduler_takes_dask_addresses_and_local_n(tmp_path, value, expected):
     assert load_config({"SCHEDULER": value}, environ={}, cwd=tmp_path).scheduler == expected
 
 
-@pytest.mark.parametrize("value", ["localhost:8786", "local:0", "local:1025", "local:x", "tcp://a b:1",
-                                   "tcp://host/path", 8786, ["tcp://h:1"]])
+@pytest.mark.parametrize(
+    "value",
+    ["localhost:8786", "local:0", "local:1025", "local:x", "tcp://a b:1", "tcp://host/path", 8786, ["tcp://h:1"]],
+)
 def test_a_bad_scheduler_is_one_line_naming_the_setting(tmp_path, value):
     (tmp_path / "config.py").write_text(f"SCHEDULER = {value!r}\n")
     with pytest.raises(PrecisionToolError) as bad:
@@ -114,23 +123,30 @@ def test_split_bytes_is_a_whole_number_of_bytes(tmp_path):
 # --- issue 25.7: a flag standing for a setting accepts what the setting accepts ------------------
 
 # (setting, command, flag, the field the flag stands for): each flag and its setting
-FLAGS = [("COSINE_THRESHOLD", "vcs", "-c", "cosine"), ("COSINE_THRESHOLD", "report", "-c", "cosine"),
-         ("RED_THRESHOLD", "vcs", "--red", "red"), ("VCS_LIMIT", "vcs", "-l", "limit"),
-         ("VCS_LIMIT", "ac", "-l", "limit"), ("VCS_LIMIT", "why", "-l", "limit")]
+FLAGS = [
+    ("COSINE_THRESHOLD", "vcs", "-c", "cosine"),
+    ("COSINE_THRESHOLD", "report", "-c", "cosine"),
+    ("RED_THRESHOLD", "vcs", "--red", "red"),
+    ("VCS_LIMIT", "vcs", "-l", "limit"),
+    ("VCS_LIMIT", "ac", "-l", "limit"),
+    ("VCS_LIMIT", "why", "-l", "limit"),
+]
 VALUES = {
     "COSINE_THRESHOLD": ["0.5", "-1", "1", " 0.9 ", "1.5", "-1.01", "nan", "inf", "-inf", "abc", "1e999"],
     "RED_THRESHOLD": ["0", "0.3", "12", "inf", "-inf", "nan", "-0.1", "x", "1e999"],
     "VCS_LIMIT": ["0", "3", "+3", " 7 ", "-1", "1_000", "2.5", "1e3", "three", "inf"],
 }
-CASES = [pytest.param(setting, command, flag, dest, value, id=f"{command} {flag} {value!r}")
-         for setting, command, flag, dest in FLAGS for value in VALUES[setting]]
+CASES = [
+    pytest.param(setting, command, flag, dest, value, id=f"{command} {flag} {value!r}")
+    for setting, command, flag, dest in FLAGS
+    for value in VALUES[setting]
+]
 
 
 def _from_the_environment(setting: str, value: str, tmp_path):
     """What ``PRECISION_TOOL_<setting>=value`` gives, or the PrecisionToolError's text."""
     try:
-        return getattr(load_config(environ={f"PRECISION_TOOL_{setting}": value}, cwd=tmp_path),
-                       setting.lower())
+        return getattr(load_config(environ={f"PRECISION_TOOL_{setting}": value}, cwd=tmp_path), setting.lower())
     except PrecisionToolError as bad:
         return ("refused", str(bad))
 
@@ -149,22 +165,19 @@ def _from_the_flag(command: str, flag: str, dest: str, value: str):
 
 
 @pytest.mark.parametrize("setting, command, flag, dest, value", CASES)
-def test_a_flag_and_its_setting_accept_and_refuse_the_same_values(tmp_path, setting, command, flag,
-                                                                  dest, value):
+def test_a_flag_and_its_setting_accept_and_refuse_the_same_values(tmp_path, setting, command, flag, dest, value):
     configured = _from_the_environment(setting, value, tmp_path)
     given = _from_the_flag(command, flag, dest, value)
     if isinstance(configured, tuple) or isinstance(given, tuple):
         assert isinstance(configured, tuple) and isinstance(given, tuple), (configured, given)
         # the flag says what the setting says it wants, after "is not"
-        assert configured[1].split(" is not ", 1)[1].startswith(given[1].split(" is not ", 1)[1]), \
-            (configured, given)
+        assert configured[1].split(" is not ", 1)[1].startswith(given[1].split(" is not ", 1)[1]), (configured, given)
     else:
         assert configured == given
 
 
 def test_an_infinite_red_is_refused_by_the_flag_and_the_setting_alike(tmp_path):
-    assert _from_the_flag("vcs", "--red", "red", "inf") == (
-        "refused", "argument --red: 'inf' is not a finite number")
+    assert _from_the_flag("vcs", "--red", "red", "inf") == ("refused", "argument --red: 'inf' is not a finite number")
     with pytest.raises(PrecisionToolError, match="setting RED_THRESHOLD: 'inf' is not a finite number"):
         load_config(environ={"PRECISION_TOOL_RED_THRESHOLD": "inf"}, cwd=tmp_path)
     (tmp_path / "config.py").write_text("RED_THRESHOLD = 1e999\n")
@@ -176,16 +189,20 @@ def test_none_is_the_settings_alone(tmp_path):
     """RED_THRESHOLD = None means the RED that goes with the cosine; a flag leaves it out for that."""
     assert _from_the_environment("RED_THRESHOLD", "none", tmp_path) is None
     assert _from_the_flag("vcs", "--red", "red", "none") == ("refused", "argument --red: 'none' is not a number")
-    assert _from_the_flag("vcs", "--red", "red", "-1") == (
-        "refused", "argument --red: '-1' is not a number >= 0")
+    assert _from_the_flag("vcs", "--red", "red", "-1") == ("refused", "argument --red: '-1' is not a number >= 0")
 
 
 def test_the_real_binary_refuses_vcs_red_inf_in_one_line(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(tmp_path), "vcs", "--red", "inf"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(tmp_path), "vcs", "--red", "inf"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)},
+    )
     assert done.returncode == 2
     assert "argument --red: 'inf' is not a finite number" in done.stderr.splitlines()[0]

@@ -21,10 +21,33 @@ ALLOWED = {
     "explain": {"explain", "compare", "formats", "errors", "config", "context"},
     "render": {"render", "compare", "formats", "errors", "checks", "explain"},
     "model_explorer": {"model_explorer", "compare", "formats", "errors", "render"},
-    "report": {"report", "render", "compare", "formats", "errors", "config", "context", "checks",
-               "explain", "model_explorer"},
-    "commands": {"commands", "checks", "compare", "formats", "render", "errors", "config",
-                 "context", "status", "sample", "explain", "report", "model_explorer"},
+    "report": {
+        "report",
+        "render",
+        "compare",
+        "formats",
+        "errors",
+        "config",
+        "context",
+        "checks",
+        "explain",
+        "model_explorer",
+    },
+    "commands": {
+        "commands",
+        "checks",
+        "compare",
+        "formats",
+        "render",
+        "errors",
+        "config",
+        "context",
+        "status",
+        "sample",
+        "explain",
+        "report",
+        "model_explorer",
+    },
     "shell": {"shell", "commands", "render", "formats", "errors", "context", "status", "config"},
 }
 
@@ -49,7 +72,7 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -98,9 +121,14 @@ def _module_name(path: Path) -> str:
 
 def test_no_two_modules_import_each_other():
     graph = {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
-    pairs = sorted({tuple(sorted((a, b))) for a, targets in graph.items() for b in targets
-                    if b != a and a in graph.get(b, ()) and not a.startswith(b + ".")
-                    and not b.startswith(a + ".")})
+    pairs = sorted(
+        {
+            tuple(sorted((a, b)))
+            for a, targets in graph.items()
+            for b in targets
+            if b != a and a in graph.get(b, ()) and not a.startswith(b + ".") and not b.startswith(a + ".")
+        }
+    )
     assert not pairs, pairs
 
 
@@ -110,10 +138,14 @@ def test_render_only_renders():
     wrong = []
     for path in _modules("render"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        calls = {node.func.attr for node in ast.walk(tree)
-                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        imported = {
+            alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        calls = {
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
         if imported & banned or calls & {"write_text", "write_bytes", "mkdir"}:
             wrong.append(str(path.relative_to(PACKAGE)))
     assert not wrong, wrong

@@ -15,14 +15,13 @@ README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def _banner_in_readme() -> list[str]:
-    block = README[README.index("$ precision-tool                          # the shell"):]
+    block = README[README.index("$ precision-tool                          # the shell") :]
     lines = block.splitlines()[1:]
-    return [line for line in lines[:lines.index(next(l for l in lines if l.startswith(PROMPT)))]]
+    return [line for line in lines[: lines.index(next(line for line in lines if line.startswith(PROMPT)))]]
 
 
 def test_the_readme_banner_is_the_banner_the_shell_prints(tmp_path):
-    shutil.copytree(REPO_ROOT / "precision_data", tmp_path / "precision_data",
-                    ignore=shutil.ignore_patterns("temp"))
+    shutil.copytree(REPO_ROOT / "precision_data", tmp_path / "precision_data", ignore=shutil.ignore_patterns("temp"))
     term = Terminal([sys.executable, "-m", "precision_tool"], tool_env(tmp_path), cwd=tmp_path, cols=160)
     try:
         term.expect(PROMPT)
@@ -37,7 +36,7 @@ def test_the_readme_banner_is_the_banner_the_shell_prints(tmp_path):
 
 
 def test_every_exit_status_is_documented():
-    sentence = README[README.index("Exit status: 0"):].split(". ", 1)[0]
+    sentence = README[README.index("Exit status: 0") :].split(". ", 1)[0]
     for status in ExitStatus:
         assert re.search(rf"\b{int(status)} ", sentence), (status, sentence)
     assert "130 interrupted" in " ".join(sentence.split())

@@ -27,6 +27,7 @@ TS = 1767225600000000
 
 # --- nothing is executed or unpickled -----------------------------------------------------------
 
+
 def _calls(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -76,8 +77,10 @@ def test_the_package_never_unpickles_evaluates_or_runs_a_shell():
 
 def test_the_checker_catches_what_it_is_for(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import pickle\nimport numpy as np\nnp.load('x')\nnp.load('y', allow_pickle=True)\n"
-                   "eval('1')\nimport subprocess\nsubprocess.run('ls', shell=True)\n")
+    bad.write_text(
+        "import pickle\nimport numpy as np\nnp.load('x')\nnp.load('y', allow_pickle=True)\n"
+        "eval('1')\nimport subprocess\nsubprocess.run('ls', shell=True)\n"
+    )
     assert len(_problems(bad, tmp_path)) == 5
 
 
@@ -102,6 +105,7 @@ class _Marker:
 
 # --- config.py only from the documented places ---------------------------------------------------
 
+
 def test_config_is_read_only_from_the_flag_the_variable_or_the_working_directory(tmp_path):
     home, cwd = tmp_path / "home", tmp_path / "cwd"
     data = tmp_path / "elsewhere" / "precision_data"
@@ -122,8 +126,9 @@ def test_config_is_read_only_from_the_flag_the_variable_or_the_working_directory
 
 def test_a_config_file_with_code_is_not_run(tmp_path):
     marker = tmp_path / "ran"
-    (tmp_path / "config.py").write_text(f"open({str(marker)!r}, 'w').close()\nVCS_LIMIT = 4\n"
-                                        f"WORKERS = __import__('os').system('touch {marker}')\n")
+    (tmp_path / "config.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nVCS_LIMIT = 4\nWORKERS = __import__('os').system('touch {marker}')\n"
+    )
     with pytest.raises(Exception, match="must be a literal"):
         load_config({}, environ={}, cwd=tmp_path)
     assert not marker.exists()
@@ -131,8 +136,17 @@ def test_a_config_file_with_code_is_not_run(tmp_path):
 
 # --- mapping.csv cannot escape its directory -----------------------------------------------------
 
-ESCAPES = ["../x", "..", "../../etc/passwd", "/etc/passwd", "a/../../b", "..\\..\\b", "c:\\x",
-           "x\0y", f"Relu.{'..'}.1.0.{TS}"]
+ESCAPES = [
+    "../x",
+    "..",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "a/../../b",
+    "..\\..\\b",
+    "c:\\x",
+    "x\0y",
+    f"Relu.{'..'}.1.0.{TS}",
+]
 
 
 def test_mapping_targets_that_leave_the_directory_are_refused(tmp_path):
@@ -147,7 +161,9 @@ def test_only_files_inside_the_directory_are_ever_listed(tmp_path):
     step, golden = tmp_path / "step", tmp_path / "golden"
     step.mkdir()
     outside = write_golden(tmp_path, "outside", 0, TS, np.ones(2, np.float32))
-    (tmp_path / f"Relu.outside.1.0.{TS}").write_bytes(build_dump("o", [], [TensorSpec(np.ones(2, np.float32), "FLOAT")]))
+    (tmp_path / f"Relu.outside.1.0.{TS}").write_bytes(
+        build_dump("o", [], [TensorSpec(np.ones(2, np.float32), "FLOAT")])
+    )
     (step / "123").write_bytes(b"x")
     (step / "mapping.csv").write_text(f"123,../Relu.outside.1.0.{TS}\n")
     golden.mkdir()
@@ -171,8 +187,9 @@ def _hostile_root(tmp_path: Path) -> Path:
     step = root / "npu/debug_0/dump/20260101000000/0" / model / "1/0"
     step.mkdir(parents=True)
     desc = tensor_desc("DT_FLOAT", "ND", (2,), origin_format="ND", origin_shape=(2,))
-    graph = build_model([OpSpec("in", "Data", [], [desc], [desc]),
-                         OpSpec(HOSTILE_OP, "Relu", ["in:0"], [desc], [desc])], name=model)
+    graph = build_model(
+        [OpSpec("in", "Data", [], [desc], [desc]), OpSpec(HOSTILE_OP, "Relu", ["in:0"], [desc], [desc])], name=model
+    )
     (root / "npu/debug_0/graph").mkdir(parents=True)
     write_graph_text(graph, root / "npu/debug_0/graph/ge_proto_00000001_Build.txt")
     spec = TensorSpec(np.ones(2, np.float32), "FLOAT")
@@ -190,8 +207,15 @@ def test_files_written_for_hostile_op_names_stay_under_temp_with_safe_names(tmp_
     context, out = make_context(root, width=400, WORKERS=1)
     step = next(root.glob("npu/debug_0/dump/*/*/*/*/*"))
     odd = next(p for p in step.iterdir() if p.name.startswith("Relu.a..b"))
-    for line in ("vc --step '0'", f"pt '{step / '77'}'", f"pt '{odd}'", f"dc '{step / '77'}'",
-                 f"dc '{odd}'", f"ni '{HOSTILE_OP}' -s 1", f"vc -o '{tmp_path / 'out_dir'}'"):
+    for line in (
+        "vc --step '0'",
+        f"pt '{step / '77'}'",
+        f"pt '{odd}'",
+        f"dc '{step / '77'}'",
+        f"dc '{odd}'",
+        f"ni '{HOSTILE_OP}' -s 1",
+        f"vc -o '{tmp_path / 'out_dir'}'",
+    ):
         assert run_command(context, line) in (0, 1), (line, out.getvalue())
     created = {p for p in tmp_path.rglob("*")} - before
     files = [p for p in created if p.is_file()]
@@ -206,21 +230,55 @@ def test_files_written_for_hostile_op_names_stay_under_temp_with_safe_names(tmp_
 
 # modules that write on purpose outside the output root: the writers of test inputs and of the
 # sample data (they make data roots), and the shell history in the user's home
-WRITES_ELSEWHERE = {"formats/dump_write.py", "formats/graph_write.py", "formats/onnx_write.py",
-                    "formats/torch_write.py", "formats/msprobe_write.py",
-                    "formats/golden.py", "shell/history.py", "formats/output_root.py",
-                    # SQLite opens its own files; the row cache makes its directory through the
-                    # output root and refuses a link at the database's names first
-                    "compare/row_cache.py",
-                    # numba's compiled kernels: the tool's own state in the user's cache dir (as
-                    # the shell history), used only when private to the user
-                    "compare/kernels.py"}
-WRITING_FUNCTIONS = {"os.replace", "os.rename", "os.renames", "os.unlink", "os.remove", "os.rmdir",
-                     "os.mkdir", "os.makedirs", "os.open", "os.symlink", "os.link", "os.truncate",
-                     "np.save", "np.savez", "np.savez_compressed", "np.savetxt", "numpy.save",
-                     "graphviz.render", "sqlite3.connect"}
-WRITING_METHODS = {"write_text", "write_bytes", "mkdir", "unlink", "rmdir", "touch", "symlink_to",
-                   "hardlink_to", "rename", "tofile"}
+WRITES_ELSEWHERE = {
+    "formats/dump_write.py",
+    "formats/graph_write.py",
+    "formats/onnx_write.py",
+    "formats/torch_write.py",
+    "formats/msprobe_write.py",
+    "formats/golden.py",
+    "shell/history.py",
+    "formats/output_root.py",
+    # SQLite opens its own files; the row cache makes its directory through the
+    # output root and refuses a link at the database's names first
+    "compare/row_cache.py",
+    # numba's compiled kernels: the tool's own state in the user's cache dir (as
+    # the shell history), used only when private to the user
+    "compare/kernels.py",
+}
+WRITING_FUNCTIONS = {
+    "os.replace",
+    "os.rename",
+    "os.renames",
+    "os.unlink",
+    "os.remove",
+    "os.rmdir",
+    "os.mkdir",
+    "os.makedirs",
+    "os.open",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "np.save",
+    "np.savez",
+    "np.savez_compressed",
+    "np.savetxt",
+    "numpy.save",
+    "graphviz.render",
+    "sqlite3.connect",
+}
+WRITING_METHODS = {
+    "write_text",
+    "write_bytes",
+    "mkdir",
+    "unlink",
+    "rmdir",
+    "touch",
+    "symlink_to",
+    "hardlink_to",
+    "rename",
+    "tofile",
+}
 WRITING_MODULES = {"shutil", "tempfile"}
 
 
@@ -234,23 +292,35 @@ def _writes(path: Path, root: Path = PACKAGE) -> list[str]:
     for call in _calls(tree):
         name = _name(call.func)
         module, _, last = name.rpartition(".")
-        if (_first_arg(call) in handles or module.split(".")[-1] == "root" or _opens_devnull(call)
-                or _opens_to_read(call)):
+        if (
+            _first_arg(call) in handles
+            or module.split(".")[-1] == "root"
+            or _opens_devnull(call)
+            or _opens_to_read(call)
+        ):
             continue  # into a file the output root opened; the OutputRoot (`root`, `self.root`)
         mode = (call.args[1] if len(call.args) > 1 else _keyword(call, "mode")) if name in ("open", "io.open") else None
-        if ((mode is not None and not (isinstance(mode, ast.Constant) and mode.value in ("r", "rb")))
-                or name in WRITING_FUNCTIONS or (module in WRITING_MODULES and last != "which")
-                or (isinstance(call.func, ast.Attribute) and last in WRITING_METHODS)):
+        if (
+            (mode is not None and not (isinstance(mode, ast.Constant) and mode.value in ("r", "rb")))
+            or name in WRITING_FUNCTIONS
+            or (module in WRITING_MODULES and last != "which")
+            or (isinstance(call.func, ast.Attribute) and last in WRITING_METHODS)
+        ):
             found.append(f"{path.relative_to(root)}:{call.lineno}: {name}")
     return found
 
 
 def _output_handles(tree: ast.AST) -> set[str]:
     """Names bound by ``with <root>.create(...) as name``: files opened by the output root."""
-    return {item.optional_vars.id for node in ast.walk(tree) if isinstance(node, ast.With)
-            for item in node.items if isinstance(item.context_expr, ast.Call)
-            and _name(item.context_expr.func).endswith(".create")
-            and isinstance(item.optional_vars, ast.Name)}
+    return {
+        item.optional_vars.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.With)
+        for item in node.items
+        if isinstance(item.context_expr, ast.Call)
+        and _name(item.context_expr.func).endswith(".create")
+        and isinstance(item.optional_vars, ast.Name)
+    }
 
 
 READ_FLAGS = {"O_RDONLY", "O_NONBLOCK", "O_CLOEXEC", "O_NOFOLLOW", "O_BINARY", "O_NOCTTY", "O_DIRECTORY"}
@@ -264,8 +334,13 @@ def _flag_names(node: ast.AST) -> set[str] | None:
         return None if left is None or right is None else left | right
     if isinstance(node, ast.Attribute) and _name(node).startswith("os.O_"):
         return {node.attr}
-    if (isinstance(node, ast.Call) and _name(node.func) == "getattr" and len(node.args) >= 2
-            and _name(node.args[0]) == "os" and isinstance(node.args[1], ast.Constant)):
+    if (
+        isinstance(node, ast.Call)
+        and _name(node.func) == "getattr"
+        and len(node.args) >= 2
+        and _name(node.args[0]) == "os"
+        and isinstance(node.args[1], ast.Constant)
+    ):
         return {node.args[1].value}
     return None
 
@@ -297,24 +372,33 @@ def test_every_write_of_the_package_goes_through_the_output_root():
 
 def test_the_write_checker_catches_what_it_is_for(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import numpy as np, os, shutil\nfrom pathlib import Path\n"
-                   "Path('x').write_text('y')\nopen('f', 'w')\nnp.save('a', 1)\nos.replace('a', 'b')\n"
-                   "shutil.copy('a', 'b')\nPath('d').mkdir()\nopen('f', mode='ab')\n"
-                   "open('f')\n'a'.replace('b', 'c')\nshutil.which('dot')\n"
-                   "with root.create('x') as out:\n    np.save(out, 1)\nnp.save(other, 1)\n"
-                   "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n"
-                   "os.open('f', os.O_RDONLY | os.O_CREAT)\nos.open('f', os.O_RDONLY | flags)\n"
-                   "os.open('f', os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))\n")
+    bad.write_text(
+        "import numpy as np, os, shutil\nfrom pathlib import Path\n"
+        "Path('x').write_text('y')\nopen('f', 'w')\nnp.save('a', 1)\nos.replace('a', 'b')\n"
+        "shutil.copy('a', 'b')\nPath('d').mkdir()\nopen('f', mode='ab')\n"
+        "open('f')\n'a'.replace('b', 'c')\nshutil.which('dot')\n"
+        "with root.create('x') as out:\n    np.save(out, 1)\nnp.save(other, 1)\n"
+        "root.write_text('a', 'b')\nos.open(os.devnull, os.O_WRONLY)\nos.open('f', 1)\n"
+        "os.open('f', os.O_RDONLY | os.O_CREAT)\nos.open('f', os.O_RDONLY | flags)\n"
+        "os.open('f', os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))\n"
+    )
     assert len(_writes(bad, tmp_path)) == 11, _writes(bad, tmp_path)
 
 
 # --- no formula from a name in the result CSV --------------------------------------------------
 
 FORMULA_STARTS = "=+-@\t\r"
-FORMULA_OPS = ['=HYPERLINK("http://evil.example/x","click")', "+1+cmd|' /C calc'!A0", "-2+3",
-               "@SUM(1+1)*cmd|' /C calc'!A0", "'=already quoted", "=1"]
-_NAME_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-                     min_size=1, max_size=30)
+FORMULA_OPS = [
+    '=HYPERLINK("http://evil.example/x","click")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1+1)*cmd|' /C calc'!A0",
+    "'=already quoted",
+    "=1",
+]
+_NAME_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=30
+)
 _NAMES = _NAME_TEXT.filter(lambda s: s.rstrip() == s and (s.lstrip() == s or s[0] in "\t\r"))
 
 
@@ -329,13 +413,28 @@ def test_neutralise_is_undone_exactly_and_never_leaves_a_formula(text):
 @given(name=_NAMES, op_type=_NAMES, golden=_NAMES.filter(lambda s: s != "*"), reason=_NAMES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_csv_round_trip_keeps_every_name_and_no_cell_is_a_formula(tmp_path, name, op_type, golden, reason):
-    row = CompareRow(index=1, op_type=op_type, npu_name=name, npu_dtype="float16", npu_address=None,
-                     ground_truth=golden, golden_dtype="float32", tensor_index=f"{name}:output:0",
-                     shape=(2,), metrics={"CosineSimilarity": -0.5}, fail_reason=reason)
+    row = CompareRow(
+        index=1,
+        op_type=op_type,
+        npu_name=name,
+        npu_dtype="float16",
+        npu_address=None,
+        ground_truth=golden,
+        golden_dtype="float32",
+        tensor_index=f"{name}:output:0",
+        shape=(2,),
+        metrics={"CosineSimilarity": -0.5},
+        fail_reason=reason,
+    )
     path = write_result_csv(tmp_path / "r.csv", [row])
     (back,) = read_result_csv(path)
     assert (back.npu_name, back.op_type, back.ground_truth, back.fail_reason, back.tensor_index) == (
-        name, op_type, golden, reason, f"{name}:output:0")
+        name,
+        op_type,
+        golden,
+        reason,
+        f"{name}:output:0",
+    )
     with open(path, newline="", encoding="utf-8") as handle:  # the cells, as a spreadsheet gets them
         cells = [cell for line in csv.reader(handle) for cell in line]
     for cell in cells:
@@ -350,9 +449,26 @@ def _formula_root(tmp_path: Path) -> Path:
     step.mkdir(parents=True)
     desc = tensor_desc("DT_FLOAT", "ND", (3,), origin_format="ND", origin_shape=(3,))
     ops = [OpSpec("input", "Data", [], [desc], [desc])]
-    ops += [OpSpec(name, "Relu", ["input:0"], [desc], [tensor_desc(
-        "DT_FLOAT", "ND", (3,), origin_format="ND", origin_shape=(3,), origin_name=f"tf_relu_{k}",
-        origin_output_index=0)]) for k, name in enumerate(FORMULA_OPS)]
+    ops += [
+        OpSpec(
+            name,
+            "Relu",
+            ["input:0"],
+            [desc],
+            [
+                tensor_desc(
+                    "DT_FLOAT",
+                    "ND",
+                    (3,),
+                    origin_format="ND",
+                    origin_shape=(3,),
+                    origin_name=f"tf_relu_{k}",
+                    origin_output_index=0,
+                )
+            ],
+        )
+        for k, name in enumerate(FORMULA_OPS)
+    ]
     (root / "npu/debug_0/graph").mkdir(parents=True)
     write_graph_text(build_model(ops, name=model), root / "npu/debug_0/graph/ge_proto_00000001_Build.txt")
     value = np.array([1.0, -2.0, 3.0], np.float32)
@@ -361,7 +477,8 @@ def _formula_root(tmp_path: Path) -> Path:
     for k, name in enumerate(FORMULA_OPS):
         key = name.replace("/", "_").replace(".", "_").replace(" ", "_")
         (step / f"Relu.{key}.{k + 2}.0.{TS + k + 1}").write_bytes(
-            build_dump(name, [spec], [TensorSpec(np.maximum(value, 0), "FLOAT")], dump_time=TS + k + 1))
+            build_dump(name, [spec], [TensorSpec(np.maximum(value, 0), "FLOAT")], dump_time=TS + k + 1)
+        )
         write_golden(root / "tf/dump", f"tf_relu_{k}", 0, TS + k + 1, np.maximum(value, 0))
     return root
 

@@ -45,8 +45,10 @@ FORBIDDEN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u
 @pytest.fixture(scope="module")
 def hostile_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile") / "precision_data"
-    ops = [NetOp(name, "Relu", tf_name=f"net/op{k}", broken=(k == 2),
-                 attrs={"evil_attr": EVIL_ATTR}) for k, name in enumerate(HOSTILE)]
+    ops = [
+        NetOp(name, "Relu", tf_name=f"net/op{k}", broken=(k == 2), attrs={"evil_attr": EVIL_ATTR})
+        for k, name in enumerate(HOSTILE)
+    ]
     write_net(root, ops)
     done = _tool(root, "vc", colour=False)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -59,8 +61,14 @@ def _tool(root, *args, colour: bool) -> subprocess.CompletedProcess:
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="100")
     if colour:
         env["FORCE_COLOR"] = "1"  # rich then writes styles as it does on a terminal
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 def _assert_clean(output: str, colour: bool) -> None:
@@ -72,9 +80,17 @@ def _assert_clean(output: str, colour: bool) -> None:
 
 
 COMMANDS = [
-    ("ls",), ("ls", "-n", "net"), ("ni", "retitle", "-a", "-s", "1"), ("ni", "clear"),
-    ("ni", "c1csi"), ("ni", "bidi", "-s", "2"), ("ni", "isolate"), ("ni", "space"),
-    ("ni", "line"), ("vcs", "-l", "0"), ("ac",),
+    ("ls",),
+    ("ls", "-n", "net"),
+    ("ni", "retitle", "-a", "-s", "1"),
+    ("ni", "clear"),
+    ("ni", "c1csi"),
+    ("ni", "bidi", "-s", "2"),
+    ("ni", "isolate"),
+    ("ni", "space"),
+    ("ni", "line"),
+    ("vcs", "-l", "0"),
+    ("ac",),
 ]
 
 

@@ -32,24 +32,37 @@ TIMEOUT = 60  # seconds: the sample's commands take a few; a blocked open never 
 GIB = 1 << 30
 _MAIN = "import sys; from precision_tool.cli import main; sys.exit(main(sys.argv[1:]))"
 # the address space limit is set in the interpreter itself, before the tool is imported
-_LIMITED_MAIN = ("import resource, sys; limit = int(sys.argv[1]); "
-                 "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
-                 "from precision_tool.cli import main; sys.exit(main(sys.argv[2:]))")
+_LIMITED_MAIN = (
+    "import resource, sys; limit = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
+    "from precision_tool.cli import main; sys.exit(main(sys.argv[2:]))"
+)
 
 
 def _cli(root: Path, command: str, memory_limit: int | None = None) -> subprocess.CompletedProcess:
     """``precision-tool --data ROOT COMMAND`` in a fresh interpreter (under an address space
     limit when given), from the directory above ``root``; fails the test when it does not end
     within :data:`TIMEOUT`."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HOME": str(root.parent),
-           "XDG_DATA_HOME": str(root.parent / ".xdg"), "COLUMNS": "400",
-           "PRECISION_TOOL_WORKERS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "HOME": str(root.parent),
+        "XDG_DATA_HOME": str(root.parent / ".xdg"),
+        "COLUMNS": "400",
+        "PRECISION_TOOL_WORKERS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
     env.pop("PRECISION_TOOL_CONFIG", None)
     head = [_MAIN] if memory_limit is None else [_LIMITED_MAIN, str(memory_limit)]
     try:
-        return subprocess.run([sys.executable, "-c", *head, "--data", str(root), *command.split()],
-                              cwd=root.parent, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        return subprocess.run(
+            [sys.executable, "-c", *head, "--data", str(root), *command.split()],
+            cwd=root.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{command!r} did not end within {TIMEOUT} s (blocked on a side file?)")
 
@@ -82,8 +95,9 @@ FIFO_CASES = [
     pytest.param(GOLDEN_MAPPING, "ni resnet/conv1/Relu", OK, None, id="golden-mapping-ni"),
     pytest.param(GOLDEN_MAPPING, "pt tf:resnet/conv1/Relu", OK, None, id="golden-mapping-pt"),
     pytest.param(f"{OVERFLOW_STEP}/mapping.csv", "ac -c", FLAGGED, None, id="overflow-mapping-ac"),
-    pytest.param("fusion/fusion_result.json", "ac -c", FLAGGED, f"fusion result file {NOT_REGULAR}",
-                 id="fusion-result-ac"),
+    pytest.param(
+        "fusion/fusion_result.json", "ac -c", FLAGGED, f"fusion result file {NOT_REGULAR}", id="fusion-result-ac"
+    ),
     pytest.param(f"{STEP}/{CONV1}", "pt {fifo}", ERROR, f"tensor file {NOT_REGULAR}", id="dump-pt"),
     pytest.param(RELU_GOLDEN, "pt {fifo}", ERROR, f"golden file {NOT_REGULAR}", id="golden-pt"),
     # the listings skipped these before: guards
@@ -95,8 +109,7 @@ FIFO_CASES = [
 
 
 @pytest.mark.parametrize("relative, command, status, said", FIFO_CASES)
-def test_a_fifo_where_the_tool_reads_never_blocks_a_command(sample_data, relative, command,
-                                                              status, said):
+def test_a_fifo_where_the_tool_reads_never_blocks_a_command(sample_data, relative, command, status, said):
     fifo = _fifo_at(sample_data, relative)
     done = _cli(sample_data, command.format(fifo=fifo))
     assert done.returncode == status, done.stdout + done.stderr
@@ -122,7 +135,8 @@ def test_a_config_file_that_is_a_fifo_is_one_line(sample_data):
     done = _cli(sample_data, f"--config {fifo} ls")
     assert done.returncode == ERROR
     assert done.stderr.splitlines() == [
-        f"error: {fifo}: config file is a FIFO (named pipe), not a regular file: not read"]
+        f"error: {fifo}: config file is a FIFO (named pipe), not a regular file: not read"
+    ]
 
 
 def _vc_says_once(root: Path, mapping: Path, said: str, memory_limit: int | None = None) -> None:
@@ -140,8 +154,7 @@ def test_dev_zero_as_mapping_csv_under_a_memory_limit_is_one_line(sample_data):
     memory (without one, it grew to 24 GB and was killed)."""
     mapping = sample_data / STEP / "mapping.csv"
     mapping.symlink_to("/dev/zero")
-    _vc_says_once(sample_data, mapping, "mapping.csv is a character device, not a regular file",
-                  memory_limit=2 * GIB)
+    _vc_says_once(sample_data, mapping, "mapping.csv is a character device, not a regular file", memory_limit=2 * GIB)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is enforced on Linux")
@@ -152,8 +165,9 @@ def test_a_mapping_csv_past_its_limit_is_one_line_and_not_read(sample_data, size
     mapping = sample_data / STEP / "mapping.csv"
     mapping.touch()
     os.truncate(mapping, size)
-    _vc_says_once(sample_data, mapping, f"mapping.csv is larger than 64 MiB ({size:,} bytes): not read",
-                  memory_limit=2 * GIB)
+    _vc_says_once(
+        sample_data, mapping, f"mapping.csv is larger than 64 MiB ({size:,} bytes): not read", memory_limit=2 * GIB
+    )
 
 
 @pytest.mark.parametrize("command", ["vcs -f {fifo}", "report -f {fifo}"])

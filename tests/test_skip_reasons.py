@@ -29,10 +29,13 @@ def test_the_data_is_inside_the_repository():
 
 
 def test_no_test_looks_beside_the_clone():
-    found = [f"{path.relative_to(TESTS)}:{number}"
-             for path in sorted(TESTS.rglob("*.py")) if path != Path(__file__).resolve()
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if SIBLING.search(line)]
+    found = [
+        f"{path.relative_to(TESTS)}:{number}"
+        for path in sorted(TESTS.rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if SIBLING.search(line)
+    ]
     assert found == []
 
 
@@ -50,15 +53,21 @@ def test_the_readme_command_is_what_ci_runs():
 
 def _run_pytest(tmp_path: Path, env_value: str | None) -> subprocess.CompletedProcess:
     (tmp_path / "test_one_skip.py").write_text(
-        "import pytest\n\ndef test_runs():\n    pass\n\n"
-        "def test_skips():\n    pytest.skip('no such tool here')\n", encoding="utf-8")
+        "import pytest\n\ndef test_runs():\n    pass\n\ndef test_skips():\n    pytest.skip('no such tool here')\n",
+        encoding="utf-8",
+    )
     env = {k: v for k, v in os.environ.items() if k != NO_SKIPS}
     env["PYTHONPATH"] = str(REPO_ROOT)
     if env_value is not None:
         env[NO_SKIPS] = env_value
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "tests.conftest", str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("env_value, status", [(None, 0), ("0", 0), ("1", 1)])

@@ -17,8 +17,14 @@ PLANTED = "resnet/conv2/Conv2D"
 def _tool(data_root, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env["COLUMNS"] = "40"  # a narrow terminal must not break the JSON
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(data_root), *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=data_root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(data_root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=data_root.parent,
+    )
 
 
 @pytest.fixture
@@ -94,8 +100,12 @@ def test_errors_cosine_cannot_see_are_flagged_and_introduced(tmp_path, kind):
     from precision_tool.sample.defects import DEFECTS
 
     root = tmp_path / "precision_data"
-    written = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(root), "--defect", kind],
-                             capture_output=True, text=True, timeout=120)
+    written = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", str(root), "--defect", kind],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert written.returncode == 0, written.stderr
     assert _tool(root, "vc").returncode == 1
     (result,) = json.loads(_tool(root, "vcs", "--json").stdout)["results"]
@@ -108,8 +118,13 @@ def test_errors_cosine_cannot_see_are_flagged_and_introduced(tmp_path, kind):
 
 
 def test_the_sample_writer_help_writes_nothing(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "precision_tool.sample", "--help"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "--defect" in done.stdout
     assert list(tmp_path.iterdir()) == []
 

@@ -32,8 +32,14 @@ WIDE = 1000  # no name wraps
 def _tool(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS=str(WIDE))
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +79,16 @@ def _from_digraph(root: Path, flagged: list[str]) -> tuple[list[str], list[str]]
     _view(root, f"ni {centre} -s 40")
     (gv,) = sorted((root / "temp" / "op_graph").glob("*.gv"), key=lambda p: p.stat().st_mtime)[-1:]
     states = {swatch(state).colour: state for state in LEGEND_ORDER}
-    drawn = {dotparse.unescape(a["tooltip"]): states[a["fillcolor"]]
-             for a in dotparse.parse(gv.read_text()).nodes.values() if a["fillcolor"] in states}
+    drawn = {
+        dotparse.unescape(a["tooltip"]): states[a["fillcolor"]]
+        for a in dotparse.parse(gv.read_text()).nodes.values()
+        if a["fillcolor"] in states
+    }
     order = [op for op in _all_ops(root) if op in drawn]
-    return ([op for op in order if drawn[op] in ("introduces", "inherits")],
-            [op for op in order if drawn[op] == "introduces"])
+    return (
+        [op for op in order if drawn[op] in ("introduces", "inherits")],
+        [op for op in order if drawn[op] == "introduces"],
+    )
 
 
 def _all_ops(root: Path) -> list[str]:
@@ -120,8 +131,12 @@ def _states(root: Path) -> dict[tuple[str, int], str]:
     return states
 
 
-CP_WORDS = {"rounding": "within float16 rounding", "near": "beyond float16 rounding, not flagged",
-            "diverges": "differs: diverges", "non-finite": "non-finite"}
+CP_WORDS = {
+    "rounding": "within float16 rounding",
+    "near": "beyond float16 rounding, not flagged",
+    "diverges": "differs: diverges",
+    "non-finite": "non-finite",
+}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -166,5 +181,13 @@ def test_ni_tells_each_op_s_verdict(networks, kind):
             words = "introduces the error" if states[op] == "introduces" else "inherits an upstream error"
             assert words in line, (op, line)
         elif line:  # ops without a dump row in the result say so, the rest are judged
-            assert any(w in line for w in ("within rounding", "beyond rounding", "NaN or Inf",
-                                           "not compared", "not in the newest result")), (op, line)
+            assert any(
+                w in line
+                for w in (
+                    "within rounding",
+                    "beyond rounding",
+                    "NaN or Inf",
+                    "not compared",
+                    "not in the newest result",
+                )
+            ), (op, line)

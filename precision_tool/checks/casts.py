@@ -84,6 +84,6 @@ def check_casts(context: Context, debug: str = DEBUG) -> CastCheckResult:
                 if pair in dangerous:
                     groups.setdefault(pair, []).append(CastOp(graph.name, op.name))
     files = tuple(m.source_path for m in models if m.source_path is not None)
-    return CastCheckResult(graph_dir, files,
-                           tuple(CastGroup(s, d, tuple(ops)) for (s, d), ops in groups.items()),
-                           casts)
+    return CastCheckResult(
+        graph_dir, files, tuple(CastGroup(s, d, tuple(ops)) for (s, d), ops in groups.items()), casts
+    )

@@ -26,8 +26,21 @@ from pathlib import Path
 from ..context import Context
 from ..formats.graph_model import GraphDesc, Model, Op, TensorDesc
 
-SKIPPED_TYPES = frozenset({"TransData", "Cast", "Recv", "Send", "Variable", "NetOutput", "NoOp",
-                           "Assign", "Constant", "Const", "StreamActive"})
+SKIPPED_TYPES = frozenset(
+    {
+        "TransData",
+        "Cast",
+        "Recv",
+        "Send",
+        "Variable",
+        "NetOutput",
+        "NoOp",
+        "Assign",
+        "Constant",
+        "Const",
+        "StreamActive",
+    }
+)
 LEFT, RIGHT = "debug_0", "debug_1"
 
 
@@ -48,9 +61,14 @@ class TensorDiff:
         """What differs: ``("dtype",)``, ``("format",)``, both, or ``("presence",)``."""
         if self.left_dtype is None or self.right_dtype is None:
             return ("presence",)
-        return tuple(name for name, a, b in (("dtype", self.left_dtype, self.right_dtype),
-                                             ("format", self.left_format, self.right_format))
-                     if a != b)
+        return tuple(
+            name
+            for name, a, b in (
+                ("dtype", self.left_dtype, self.right_dtype),
+                ("format", self.left_format, self.right_format),
+            )
+            if a != b
+        )
 
 
 @dataclass(frozen=True)
@@ -115,8 +133,7 @@ class GraphDiffResult:
     @property
     def found(self) -> bool:
         """Whether any difference was found."""
-        return (any(p.differs for p in self.pairs)
-                or bool(self.unpaired_left) or bool(self.unpaired_right))
+        return any(p.differs for p in self.pairs) or bool(self.unpaired_left) or bool(self.unpaired_right)
 
 
 def session_graph_id(graph: GraphDesc) -> str | None:
@@ -149,8 +166,7 @@ def pair_graphs(left: list[GraphDesc], right: list[GraphDesc]):
     order of ``left`` (see the module doc for the passes)."""
     order = {id(g): n for n, g in enumerate(left)}
     left, right = list(left), list(right)
-    pairs = _take_pairs(left, right, session_graph_id,
-                        lambda g: f"session graph id {session_graph_id(g)}")
+    pairs = _take_pairs(left, right, session_graph_id, lambda g: f"session graph id {session_graph_id(g)}")
     pairs += _take_pairs(left, right, lambda g: g.name, lambda g: "graph name")
     count = min(len(left), len(right))
     pairs += [(a, b, "order") for a, b in zip(left[:count], right[:count])]
@@ -158,15 +174,13 @@ def pair_graphs(left: list[GraphDesc], right: list[GraphDesc]):
     return pairs, left[count:], right[count:]
 
 
-def _desc_diffs(name: str, kind: str, left: list[TensorDesc],
-                right: list[TensorDesc]) -> list[TensorDiff]:
+def _desc_diffs(name: str, kind: str, left: list[TensorDesc], right: list[TensorDesc]) -> list[TensorDiff]:
     diffs = []
     for index in range(max(len(left), len(right))):
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
         if a is None or b is None or a.dtype != b.dtype or a.layout != b.layout:
-            diffs.append(TensorDiff(name, kind, index, a and a.dtype, b and b.dtype,
-                                    a and a.layout, b and b.layout))
+            diffs.append(TensorDiff(name, kind, index, a and a.dtype, b and b.dtype, a and a.layout, b and b.layout))
     return diffs
 
 
@@ -186,8 +200,9 @@ def diff_graphs(left: GraphDesc, right: GraphDesc, paired_by: str = "") -> Graph
         b = right_ops.get(name)
         if b is None:
             continue
-        found = (_desc_diffs(name, "input", a.input_descs, b.input_descs)
-                 + _desc_diffs(name, "output", a.output_descs, b.output_descs))
+        found = _desc_diffs(name, "input", a.input_descs, b.input_descs) + _desc_diffs(
+            name, "output", a.output_descs, b.output_descs
+        )
         tensors += found
         if a.type != b.type:
             types.append(TypeDiff(name, a.type, b.type))
@@ -195,9 +210,11 @@ def diff_graphs(left: GraphDesc, right: GraphDesc, paired_by: str = "") -> Graph
     only_left = tuple(n for n in left_ops if n not in right_ops and n not in skipped_right)
     only_right = tuple(n for n in right_ops if n not in left_ops and n not in skipped_left)
     compared = len(left_ops.keys() | right_ops.keys()) - len(
-        (left_ops.keys() & skipped_right) | (right_ops.keys() & skipped_left))
-    return GraphPairDiff(left.name, right.name, paired_by, tuple(tensors), tuple(types),
-                         only_left, only_right, compared, same)
+        (left_ops.keys() & skipped_right) | (right_ops.keys() & skipped_left)
+    )
+    return GraphPairDiff(
+        left.name, right.name, paired_by, tuple(tensors), tuple(types), only_left, only_right, compared, same
+    )
 
 
 def _graphs(models: list[Model]) -> list[GraphDesc]:
@@ -216,5 +233,10 @@ def check_graph_diff(context: Context, left: str = LEFT, right: str = RIGHT) -> 
     if missing:
         return GraphDiffResult(*dirs, missing)
     pairs, lonely_left, lonely_right = pair_graphs(_graphs(sides[0]), _graphs(sides[1]))
-    return GraphDiffResult(*dirs, (), tuple(diff_graphs(a, b, how) for a, b, how in pairs),
-                           tuple(g.name for g in lonely_left), tuple(g.name for g in lonely_right))
+    return GraphDiffResult(
+        *dirs,
+        (),
+        tuple(diff_graphs(a, b, how) for a, b, how in pairs),
+        tuple(g.name for g in lonely_left),
+        tuple(g.name for g in lonely_right),
+    )

@@ -149,7 +149,7 @@ class OverflowCheckResult:
     @property
     def shown(self) -> tuple[OverflowFinding, ...]:
         """The findings a panel shows: the first ``limit`` (0: all)."""
-        return self.findings if self.limit == 0 else self.findings[:self.limit]
+        return self.findings if self.limit == 0 else self.findings[: self.limit]
 
     @property
     def overflowed_ops(self) -> list[str]:
@@ -164,6 +164,7 @@ class OverflowCheckResult:
 
 
 # --- part 1: the Opdebug files ----------------------------------------------------------------
+
 
 def _effective_limit(limit: int | None) -> int:
     return DEFAULT_LIMIT if limit is None else max(int(limit), 0)
@@ -204,8 +205,11 @@ def _finding(step: StepDir, listing: DumpListing, ref: DumpFileRef) -> OverflowF
     base = replace(base, payload=payload)
     op_ref = find_op(listing, payload.task_id, payload.stream_id)
     if op_ref is None:
-        return replace(base, op_problem=f"no dump with task id {payload.task_id} and stream id "
-                                        f"{payload.stream_id} in {listing.directory}")
+        return replace(
+            base,
+            op_problem=f"no dump with task id {payload.task_id} and stream id "
+            f"{payload.stream_id} in {listing.directory}",
+        )
     try:
         dump = read_dump(op_ref.path, op_ref.name.file_name)
     except PrecisionToolError as exc:
@@ -252,13 +256,14 @@ def _stats(tensor: DumpTensor, origin_format: str | None) -> tuple[TensorStats |
 
 # --- part 2: Inf/NaN on the NPU where golden has none -----------------------------------------
 
+
 def has_inf_nan(array: np.ndarray) -> bool:
     """Whether ``array`` holds any Inf or NaN (integers and booleans never do); in chunks."""
     flat = np.asarray(array).reshape(-1)
     if flat.dtype.kind in "biu":
         return False
     for start in range(0, flat.size, _CHUNK):
-        chunk = flat[start:start + _CHUNK]
+        chunk = flat[start : start + _CHUNK]
         if chunk.dtype.kind not in "fc":  # bfloat16 and other extension types
             chunk = chunk.astype(np.float32)
         if not np.isfinite(chunk).all():
@@ -266,8 +271,9 @@ def has_inf_nan(array: np.ndarray) -> bool:
     return False
 
 
-def find_nonfinite(listings: dict[StepDir, DumpListing], models: list[Model],
-                   golden: GoldenIndex) -> list[NonFiniteTensor]:
+def find_nonfinite(
+    listings: dict[StepDir, DumpListing], models: list[Model], golden: GoldenIndex
+) -> list[NonFiniteTensor]:
     """Part 2: the NPU tensors holding Inf/NaN whose golden tensor is finite, in execution order
     (step directories in the order given, then graph order)."""
     found: list[NonFiniteTensor] = []
@@ -314,8 +320,9 @@ def _nonfinite_item(step: StepDir, task: PairTask, tensor: DumpTensor | None) ->
     npu, _ = _stats(tensor, task.left.origin_format)
     if npu is None:
         return None
-    return NonFiniteTensor(task.index, step, task.op_type, task.npu_name, task.tensor_index,
-                           npu, task.right.path, tensor_stats(golden))
+    return NonFiniteTensor(
+        task.index, step, task.op_type, task.npu_name, task.tensor_index, npu, task.right.path, tensor_stats(golden)
+    )
 
 
 def _stat_nonfinite(tensor) -> bool:
@@ -346,8 +353,11 @@ def msprobe_nonfinite(context: Context) -> list[NonFiniteTensor]:
             golden = _file_stats(task.right) if task.right is not None else None
             if npu is None or golden is None or npu.finite or not golden.finite:
                 continue
-            found.append(NonFiniteTensor(task.index, None, task.op_type, task.npu_name,
-                                         task.tensor_index, npu, task.right.path, golden))
+            found.append(
+                NonFiniteTensor(
+                    task.index, None, task.op_type, task.npu_name, task.tensor_index, npu, task.right.path, golden
+                )
+            )
     return found
 
 

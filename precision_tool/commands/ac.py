@@ -8,21 +8,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .result_args import limit_arg, settings
 from .registry import Command, CommandParser, CommandResult
+from .result_args import limit_arg, settings
 
 if TYPE_CHECKING:
     from ..context import Context
 
 
 def _add_arguments(parser: CommandParser) -> None:
-    parser.add_argument("-c", "--compare", action="store_true",
-                        help="first compare the whole network (run vc), then summarise that result")
-    parser.add_argument("-l", "--limit", type=limit_arg, metavar="N",
-                        help="list at most N flagged ops and overflow files, 0 for all; "
-                             "defaults to the config's vcs limit (3)")
-    parser.add_argument("--json", action="store_true",
-                        help="print what was found as one JSON document (see docs/json.md)")
+    parser.add_argument(
+        "-c",
+        "--compare",
+        action="store_true",
+        help="first compare the whole network (run vc), then summarise that result",
+    )
+    parser.add_argument(
+        "-l",
+        "--limit",
+        type=limit_arg,
+        metavar="N",
+        help="list at most N flagged ops and overflow files, 0 for all; defaults to the config's vcs limit (3)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print what was found as one JSON document (see docs/json.md)"
+    )
 
 
 def run(args, context: Context) -> CommandResult:
@@ -39,13 +48,16 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="ac", summary="auto check: -c compares the network (vc); summary, overflow, fusion, casts, graph diff",
-    add_arguments=_add_arguments, run=run,
+    name="ac",
+    summary="auto check: -c compares the network (vc); summary, overflow, fusion, casts, graph diff",
+    add_arguments=_add_arguments,
+    run=run,
     description="Auto check. With -c, first compare the whole network (vc); then summarise the "
-                "result (the flagged ops and the first operator that introduces the error), run "
-                "the overflow check (overflow/dump Opdebug files, and NPU tensors holding Inf/NaN "
-                "where their golden does not), the fusion check (fusion_result.json), the "
-                "dangerous-cast check (DANGEROUS_CASTS in the Build graph) and the debug_0 vs "
-                "debug_1 graph similarity, and end with one line per part, the root cause first "
-                "(--json: one JSON document instead). Exit status 1 when ops are flagged, an "
-                "overflow is found or a dangerous cast exists.")
+    "result (the flagged ops and the first operator that introduces the error), run "
+    "the overflow check (overflow/dump Opdebug files, and NPU tensors holding Inf/NaN "
+    "where their golden does not), the fusion check (fusion_result.json), the "
+    "dangerous-cast check (DANGEROUS_CASTS in the Build graph) and the debug_0 vs "
+    "debug_1 graph similarity, and end with one line per part, the root cause first "
+    "(--json: one JSON document instead). Exit status 1 when ops are flagged, an "
+    "overflow is found or a dangerous cast exists.",
+)

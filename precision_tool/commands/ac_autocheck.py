@@ -9,9 +9,9 @@ when it runs, so the shell and ``help`` start without the readers and numpy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from rich.text import Text
 
@@ -40,8 +40,8 @@ from ..render.why import cause_line, why_panel
 from ..render.why_json import explanation_data
 from ..status import ExitStatus
 from . import vc, vcs
-from .result_args import result_sources
 from .registry import CommandResult
+from .result_args import result_sources
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,19 @@ class Check:
 
 CHECKS = (
     Check("overflow", "overflow check", check_overflow, render_overflow, overflow_line, lambda r: r.flagged),
-    Check("fusion", "fusion check", lambda c, _: check_fusion(c), render_fusion, fusion_line,
-          lambda r: False),
-    Check("casts", "cast check", lambda c, _: check_casts(c), render_casts, casts_line,
-          lambda r: r.found, msprobe=False),
-    Check("graph_similarity", "graph similarity", lambda c, _: check_graph_diff(c), render_graph_diff,
-          graph_diff_line, lambda r: False, msprobe=False),
+    Check("fusion", "fusion check", lambda c, _: check_fusion(c), render_fusion, fusion_line, lambda r: False),
+    Check(
+        "casts", "cast check", lambda c, _: check_casts(c), render_casts, casts_line, lambda r: r.found, msprobe=False
+    ),
+    Check(
+        "graph_similarity",
+        "graph similarity",
+        lambda c, _: check_graph_diff(c),
+        render_graph_diff,
+        graph_diff_line,
+        lambda r: False,
+        msprobe=False,
+    ),
 )
 
 
@@ -98,8 +105,7 @@ class AutoCheck:
         if self.summaries is not None:
             statuses.append(self.summaries.status)
         for check, result, error in self.checks:
-            statuses.append(ExitStatus.ERROR if error else
-                            ExitStatus.FLAGGED if check.flags(result) else ExitStatus.OK)
+            statuses.append(ExitStatus.ERROR if error else ExitStatus.FLAGGED if check.flags(result) else ExitStatus.OK)
         return ExitStatus(max(statuses))
 
 
@@ -164,8 +170,9 @@ def _write_report(context: Context, found: AutoCheck) -> None:
     panels = [Text(f"{c.title}: error: {e}", style="error") if e else c.render(r) for c, r, e in found.checks]
     causes = {e.op: e.cause_text for e in found.explanations if e.cause_text}  # why's, on the ops
     try:
-        found.report = write_report(context, [path for path, _ in found.summaries.results], checks=panels,
-                                    causes=causes)
+        found.report = write_report(
+            context, [path for path, _ in found.summaries.results], checks=panels, causes=causes
+        )
     except PrecisionToolError as exc:
         found.report_error = str(exc)
 
@@ -207,8 +214,7 @@ def render_text(found: AutoCheck, limit: int) -> list:
     if found.why_error:
         out.append(Text(f"why: error: {found.why_error}", style="error"))
     for check, result, error in found.checks:
-        out.append(Text(f"{check.title}: error: {error}", style="error") if error
-                   else check.render(result))
+        out.append(Text(f"{check.title}: error: {error}", style="error") if error else check.render(result))
     return out + [conclusion_panel(_conclusion(found))]
 
 
@@ -218,12 +224,24 @@ def render_json(found: AutoCheck) -> RawLines:
     if found.comparison is not None or found.comparison_error:
         files = [str(p) for p in found.comparison.files] if found.comparison else []
         comparison = {"csvs": files, "error": found.comparison_error or None}
-    summary = (summary_json(found.summaries.results, found.summaries.errors, found.summaries.devices())
-               if found.summaries is not None else {"error": found.summary_error or None})
-    checks = {check.name: plain(result) if not error else {"error": error}
-              for check, result, error in found.checks}
+    summary = (
+        summary_json(found.summaries.results, found.summaries.errors, found.summaries.devices())
+        if found.summaries is not None
+        else {"error": found.summary_error or None}
+    )
+    checks = {check.name: plain(result) if not error else {"error": error} for check, result, error in found.checks}
     report = {"path": str(found.report) if found.report else None, "error": found.report_error or None}
     why = {"explanations": [explanation_data(e) for e in found.explanations], "error": found.why_error or None}
-    return RawLines(dumps({"schema": SCHEMA_VERSION, "status": int(found.status),
-                           "comparison": comparison, "summary": summary, "why": why,
-                           "checks": checks, "report": report}))
+    return RawLines(
+        dumps(
+            {
+                "schema": SCHEMA_VERSION,
+                "status": int(found.status),
+                "comparison": comparison,
+                "summary": summary,
+                "why": why,
+                "checks": checks,
+                "report": report,
+            }
+        )
+    )

@@ -16,16 +16,29 @@ if TYPE_CHECKING:
 
 DEFAULT_PRINT = 20  # mismatching elements shown
 
+
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("left", metavar="LEFT", help="a tensor, as pt takes it")
     parser.add_argument("right", metavar="RIGHT", help="the reference tensor, as pt takes it")
-    parser.add_argument("-p", "--print", dest="count", type=int, default=DEFAULT_PRINT, metavar="N",
-                        help=f"show the first N mismatching elements (default {DEFAULT_PRINT})")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="count",
+        type=int,
+        default=DEFAULT_PRINT,
+        metavar="N",
+        help=f"show the first N mismatching elements (default {DEFAULT_PRINT})",
+    )
     parser.add_argument("-s", "--show", action="store_true", help="also show the first N elements")
-    parser.add_argument("-al", "--atol", type=float,
-                        help="absolute tolerance (default: from the lower-precision dtype, as described above)")
-    parser.add_argument("-rl", "--rtol", type=float,
-                        help="relative tolerance, times |right| (default: from the lower-precision dtype)")
+    parser.add_argument(
+        "-al",
+        "--atol",
+        type=float,
+        help="absolute tolerance (default: from the lower-precision dtype, as described above)",
+    )
+    parser.add_argument(
+        "-rl", "--rtol", type=float, help="relative tolerance, times |right| (default: from the lower-precision dtype)"
+    )
 
 
 def _check(args) -> None:
@@ -36,13 +49,10 @@ def _check(args) -> None:
             raise UsageError(f"cp: {flag} must be a finite number >= 0, got {value}")
 
 
-
-
 def _defaults_text() -> str:
     from ..compare.tolerance import tolerance_table
 
-    return "; ".join(f"{t.dtype} {t.rtol:.3g}" if not t.exact else f"{t.dtype} exact"
-                     for t in tolerance_table())
+    return "; ".join(f"{t.dtype} {t.rtol:.3g}" if not t.exact else f"{t.dtype} exact" for t in tolerance_table())
 
 
 def run(args, context: Context) -> CommandResult:
@@ -54,8 +64,11 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="cp", summary="compare two tensors element by element (mismatches, allclose, cosine)",
-    add_arguments=_add_arguments, run=run, completions={"": "tensor"},
+    name="cp",
+    summary="compare two tensors element by element (mismatches, allclose, cosine)",
+    add_arguments=_add_arguments,
+    run=run,
+    completions={"": "tensor"},
     description=lambda: (  # the tolerance table needs ml_dtypes: only when the help is shown
         "Compare LEFT with the reference RIGHT (each named as pt takes it; NPU tensors in host "
         "layout). An element mismatches when |left - right| > atol + rtol * |right| (numpy's "
@@ -63,5 +76,8 @@ COMMAND = Command(
         "then the verdict ('within float16 rounding' or 'differs beyond float16 rounding'), "
         "allclose, cosine, max abs error and error ratio. The default atol and rtol follow the "
         "lower-precision side's dtype: 4 x its machine epsilon, at least 1e-5 ("
-        + _defaults_text() + "); -al/-rl override them. Equal sizes with different shapes are "
-        "compared flattened. Exit status 1 when any element mismatches."))
+        + _defaults_text()
+        + "); -al/-rl override them. Equal sizes with different shapes are "
+        "compared flattened. Exit status 1 when any element mismatches."
+    ),
+)

@@ -28,15 +28,15 @@ import numpy as np
 from rich.text import Text
 
 from ..compare.divergence import FlagRule, TensorCosine
-from ..compare.noise import Noise, output_noise
-from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, ROUNDING
 from ..compare.elementwise import ElementwiseResult, check_numbers, compare_elementwise, first_elements
+from ..compare.noise import Noise, output_noise
+from ..compare.op_tensors import op_tensors
+from ..compare.pair_stats import PairStats, compare
 from ..compare.tolerance import Tolerance, pair_tolerance
+from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, ROUNDING
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..explain.diagnosis import output_noise_of
-from ..compare.pair_stats import PairStats, compare
-from ..compare.op_tensors import op_tensors
 from ..render.lines import visible
 from ..render.palette import swatch
 from ..render.summary import cosine_style
@@ -107,13 +107,21 @@ def _noise(context: Context, tensor: ResolvedTensor, left: np.ndarray, right: np
     return output_noise(left.dtype, right.dtype, [None]), "the dtypes (the inputs are not measured)"
 
 
-def pair_verdict(context: Context, tensor: ResolvedTensor, left: np.ndarray, right: np.ndarray,
-                 stats: PairStats) -> PairVerdict:
+def pair_verdict(
+    context: Context, tensor: ResolvedTensor, left: np.ndarray, right: np.ndarray, stats: PairStats
+) -> PairVerdict:
     """LEFT against RIGHT judged as every view judges a tensor."""
     noise, source = _noise(context, tensor, left, right)
     npu_bad = stats.nan.count + stats.inf.count > 0
-    judged = TensorCosine("output", 0, stats.cosine, red=stats.red if math.isfinite(stats.red) else math.nan,
-                          nonfinite=npu_bad, limit=noise.limit, golden_nonfinite=stats.golden_nonfinite > 0)
+    judged = TensorCosine(
+        "output",
+        0,
+        stats.cosine,
+        red=stats.red if math.isfinite(stats.red) else math.nan,
+        nonfinite=npu_bad,
+        limit=noise.limit,
+        golden_nonfinite=stats.golden_nonfinite > 0,
+    )
     return PairVerdict(judged, noise, source, FlagRule.from_config(context.config))
 
 
@@ -124,8 +132,14 @@ def _dtype_name(tensor: ResolvedTensor, array: np.ndarray) -> str:
 def _sides_table(pairs) -> object:
     rows = []
     for side, (tensor, array) in zip(("left", "right"), pairs):
-        rows.append((side, Text.assemble((visible(tensor.label), "op.name"),
-                                         f"  {list(array.shape)} {_dtype_name(tensor, array)}")))
+        rows.append(
+            (
+                side,
+                Text.assemble(
+                    (visible(tensor.label), "op.name"), f"  {list(array.shape)} {_dtype_name(tensor, array)}"
+                ),
+            )
+        )
     return key_value_table("", rows)
 
 
@@ -141,9 +155,12 @@ def _verdict(result: ElementwiseResult, tolerance: Tolerances, verdict: PairVerd
             return Text(f"within {tolerance.what}", style=swatch(ROUNDING).style)
         return Text(f"differs beyond {tolerance.what}", style=swatch(INTRODUCES).style)
     state, what = verdict.state, tolerance.default.what
-    words = {ROUNDING: f"within {what}", NEAR: f"beyond {what}, not flagged",
-             DIVERGES: f"differs: diverges ({verdict.rule.describe()})",
-             NONFINITE: f"non-finite ({verdict.tensor.nonfinite_side})"}.get(state, state)
+    words = {
+        ROUNDING: f"within {what}",
+        NEAR: f"beyond {what}, not flagged",
+        DIVERGES: f"differs: diverges ({verdict.rule.describe()})",
+        NONFINITE: f"non-finite ({verdict.tensor.nonfinite_side})",
+    }.get(state, state)
     look = swatch(INTRODUCES if state == DIVERGES else state)
     return Text(f"{look.marker} {words}".strip(), style=look.style)
 
@@ -154,11 +171,15 @@ def _rounding_text(verdict: PairVerdict) -> str:
 
 def _tolerance_text(tolerance: Tolerances) -> str:
     if not tolerance.given:
-        return (f"{tolerance.default.describe()}, the lower-precision side; atol x {tolerance.scale:.3g}, "
-                f"RIGHT's root mean square: {tolerance.atol:.3g}")
+        return (
+            f"{tolerance.default.describe()}, the lower-precision side; atol x {tolerance.scale:.3g}, "
+            f"RIGHT's root mean square: {tolerance.atol:.3g}"
+        )
     default = tolerance.default
-    return (f"atol {tolerance.atol:g}, rtol {tolerance.rtol:g} (given; {default.dtype}'s default: "
-            f"atol {default.atol:g}, rtol {default.rtol:g})")
+    return (
+        f"atol {tolerance.atol:g}, rtol {tolerance.rtol:g} (given; {default.dtype}'s default: "
+        f"atol {default.atol:g}, rtol {default.rtol:g})"
+    )
 
 
 def _summary(result: ElementwiseResult, shape, threshold: float, tolerance: Tolerances, verdict: PairVerdict):
@@ -166,13 +187,16 @@ def _summary(result: ElementwiseResult, shape, threshold: float, tolerance: Tole
     max_error = format_value(result.max_abs_error)
     if result.max_abs_index is not None and result.max_abs_error > 0:
         max_error += f" at {format_index(result.max_abs_index, shape)}"
-    rows = [("verdict", _verdict(result, tolerance, verdict)), ("rounding", _rounding_text(verdict)),
-            ("allclose", allclose),
-            ("cosine", _cosine_text(result.cosine, threshold)),
-            ("max abs error", max_error),
-            ("error ratio", f"{result.error_ratio:.6g} ({result.mismatches} of {result.total})"),
-            ("mismatches", str(result.mismatches)),
-            ("tolerance", _tolerance_text(tolerance))]
+    rows = [
+        ("verdict", _verdict(result, tolerance, verdict)),
+        ("rounding", _rounding_text(verdict)),
+        ("allclose", allclose),
+        ("cosine", _cosine_text(result.cosine, threshold)),
+        ("max abs error", max_error),
+        ("error ratio", f"{result.error_ratio:.6g} ({result.mismatches} of {result.total})"),
+        ("mismatches", str(result.mismatches)),
+        ("tolerance", _tolerance_text(tolerance)),
+    ]
     if result.nan_left or result.nan_right:
         rows.append(("NaN", Text(f"left {result.nan_left}, right {result.nan_right}", style="warn")))
     return key_value_table("summary", rows)
@@ -190,14 +214,20 @@ def compare_tensors(args, context: Context) -> CommandResult:
     for tensor, values in left, right:  # dates, text, complex...: refused before anything else
         check_numbers(values, tensor.label)
     if a.size != b.size:
-        raise PrecisionToolError(f"cannot compare: {lt.label} has {a.size} elements {list(a.shape)}, "
-                                 f"{rt.label} has {b.size} {list(b.shape)}")
+        raise PrecisionToolError(
+            f"cannot compare: {lt.label} has {a.size} elements {list(a.shape)}, {rt.label} has {b.size} {list(b.shape)}"
+        )
     out: list = [_sides_table((left, right))]
     shape = a.shape
     if a.shape != b.shape:
         shape = (a.size,)
-        out.append(Text(f"shapes differ ({list(a.shape)} vs {list(b.shape)}) but sizes match: "
-                        "compared flattened; indexes are flat", style="warn"))
+        out.append(
+            Text(
+                f"shapes differ ({list(a.shape)} vs {list(b.shape)}) but sizes match: "
+                "compared flattened; indexes are flat",
+                style="warn",
+            )
+        )
     stats = compare(a.reshape(shape), b.reshape(shape), a.dtype)
     verdict = pair_verdict(context, lt, a, b, stats)
     tolerance = tolerances(args, a, b, stats.rms_golden)
@@ -208,8 +238,14 @@ def compare_tensors(args, context: Context) -> CommandResult:
     elif not result.mismatches:
         out.append(Text("no mismatching elements", style="cos.good"))
     if args.show and args.count:
-        out.append(pairs_table(f"first {min(args.count, a.size)} elements", first_elements(a, b, args.count),
-                               shape, mark=lambda p: None if _close(p, result) else "cos.bad"))
+        out.append(
+            pairs_table(
+                f"first {min(args.count, a.size)} elements",
+                first_elements(a, b, args.count),
+                shape,
+                mark=lambda p: None if _close(p, result) else "cos.bad",
+            )
+        )
     out.append(_summary(result, shape, context.config.cosine_threshold, tolerance, verdict))
     flagged = not result.allclose if tolerance.given else verdict.flagged
     return CommandResult(out, ExitStatus.FLAGGED if flagged else ExitStatus.OK)

@@ -23,17 +23,17 @@ from pathlib import Path
 import numpy as np
 from rich.text import Text
 
+from ..compare.tensor_names import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.output_root import OutputError, OutputRoot
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.layouts import convert_host_format
-from ..status import ExitStatus
+from ..formats.output_root import OutputError, OutputRoot
+from ..formats.text import safe_file_name
 from ..render.fit import FitTable
 from ..render.lines import visible
+from ..status import ExitStatus
 from .registry import CommandResult
-from ..formats.text import safe_file_name
-from ..compare.tensor_names import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,15 @@ def _selected(dump: DumpFile, selection: DumpSelection) -> list[DumpTensor]:
     return [side[selection.index]]
 
 
-def _decode_file(dump: DumpFile, file_name: str, selection: DumpSelection,
-                 out: tuple[OutputRoot, Path], args, fmt: str | None,
-                 problems: list[str]) -> list[Decoded]:
+def _decode_file(
+    dump: DumpFile,
+    file_name: str,
+    selection: DumpSelection,
+    out: tuple[OutputRoot, Path],
+    args,
+    fmt: str | None,
+    problems: list[str],
+) -> list[Decoded]:
     root, directory = out
     written = []
     for tensor in _selected(dump, selection):
@@ -122,8 +128,13 @@ def _table(decoded: list[Decoded]) -> FitTable:
     for column in ("tensor", "dtype", "device", "saved as"):
         table.add_column(column)
     for d in decoded:
-        table.add_row(d.path.name, d.tensor.name, d.tensor.dtype_name,
-                      f"{d.tensor.format} {list(d.tensor.shape)}", f"{list(d.shape)} {d.layout}")
+        table.add_row(
+            d.path.name,
+            d.tensor.name,
+            d.tensor.dtype_name,
+            f"{d.tensor.format} {list(d.tensor.shape)}",
+            f"{list(d.shape)} {d.layout}",
+        )
     return table
 
 
@@ -132,8 +143,7 @@ def _report(decoded: list[Decoded], problems: list[str], selection: DumpSelectio
     lines += [Text(f"skipped {visible(path.name)}: {visible(why)}", style="muted") for path, why in selection.skipped]
     lines += [Text(f"not decoded: {visible(problem)}", style="warn") for problem in problems]
     files = len({d.file_name for d in decoded})
-    lines.append(Text.assemble(f"{len(decoded)} tensor(s) of {files} dump file(s) written to ",
-                               (str(out), "path")))
+    lines.append(Text.assemble(f"{len(decoded)} tensor(s) of {files} dump file(s) written to ", (str(out), "path")))
     status = ExitStatus.OK if not problems else ExitStatus.FLAGGED if decoded else ExitStatus.ERROR
     return CommandResult(lines, status, [d.path for d in decoded])
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import OutputClosed, PrecisionToolError
 from ..status import ExitStatus
@@ -104,8 +105,11 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
         return ExitStatus.INTERRUPTED
     except Exception as exc:  # a bug: say so briefly, keep the session alive
         log.debug("command failed", exc_info=True)
-        _report(context, f"internal error in '{words[0]}': {type(exc).__name__}: {exc}"
-                         + ("" if context.config.debug else " (run with --debug for the traceback)"))
+        _report(
+            context,
+            f"internal error in '{words[0]}': {type(exc).__name__}: {exc}"
+            + ("" if context.config.debug else " (run with --debug for the traceback)"),
+        )
         if context.config.debug:
             context.console.print(traceback.format_exc(), markup=False)
         return ExitStatus.ERROR

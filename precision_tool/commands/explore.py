@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from datetime import datetime
@@ -34,26 +35,36 @@ if TYPE_CHECKING:  # the result's readers load numpy: only when explore runs
 DEFAULT_PORT = 8080  # Model Explorer's; the first free one from here is taken
 PORT_RANGE = 20  # as Model Explorer looks for a free port: 8080..8099
 STARTUP = 180.0  # seconds: the server imports flask and every adapter on busy shared cores
-SERVE_MODULE = "precision_tool.model_explorer.serve"
 LOG_NAME = "serve.log"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # so the server loads this same package
 
 
 def _add_arguments(parser: CommandParser) -> None:
-    parser.add_argument("source", nargs="?", metavar="CSV|DIR",
-                        help="a result CSV or a directory of them; defaults to the newest result "
-                             "under temp/vector_compare/")
-    parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
-                        help="the cosine threshold; defaults to the config's (0.98)")
-    parser.add_argument("-o", "--output", metavar="DIR",
-                        help="write the node data and explore.json into DIR instead of "
-                             "temp/explore/{timestamp}/")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="the address Model Explorer listens on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"its port (default {DEFAULT_PORT}: the first free one from there)")
-    parser.add_argument("--no-browser", action="store_true",
-                        help="start Model Explorer without opening a browser; print the address")
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="CSV|DIR",
+        help="a result CSV or a directory of them; defaults to the newest result under temp/vector_compare/",
+    )
+    parser.add_argument(
+        "-c", "--cosine", type=cosine_arg, metavar="COS", help="the cosine threshold; defaults to the config's (0.98)"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write the node data and explore.json into DIR instead of temp/explore/{timestamp}/",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="the address Model Explorer listens on (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"its port (default {DEFAULT_PORT}: the first free one from there)",
+    )
+    parser.add_argument(
+        "--no-browser", action="store_true", help="start Model Explorer without opening a browser; print the address"
+    )
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -105,13 +116,27 @@ def _environment() -> dict[str, str]:
 
 def start_server(root: OutputRoot, config: Path, host: str, port: int, browser: bool) -> subprocess.Popen:
     """Model Explorer on ``config`` in its own session (Ctrl-C at the prompt leaves it running),
-    its output into ``serve.log`` beside ``config`` (written under ``root``)."""
+    its output into ``serve.log`` beside ``config`` (written under ``root``), reaped when it
+    exits."""
+    from ..model_explorer.launch import SERVE_MODULE
+
     command = [sys.executable, "-m", SERVE_MODULE, str(config), "--host", host, "--port", str(port)]
     if not browser:
         command.append("--no-browser")
     with root.create(config.parent / LOG_NAME, binary=True) as log:
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=_environment(), start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=_environment(),
+            start_new_session=True,
+        )
+    # The server is this process's child: once it exits (killed, or it fails) it stays a zombie
+    # until waited for, for as long as the shell runs. A daemon thread waits for it, reaping it
+    # the moment it exits; poll() then gives the status the thread collected.
+    threading.Thread(target=process.wait, name=f"reap-{process.pid}", daemon=True).start()
+    return process
 
 
 def _answers(host: str, port: int) -> bool:
@@ -144,8 +169,7 @@ def wait_until_serving(process: subprocess.Popen, host: str, port: int, log: Pat
     deadline = time.monotonic() + STARTUP
     while not _answers(host, port):
         if process.poll() is not None:
-            raise PrecisionToolError(f"Model Explorer stopped (status {process.returncode}): "
-                                     f"{_last_line(log)}", log)
+            raise PrecisionToolError(f"Model Explorer stopped (status {process.returncode}): {_last_line(log)}", log)
         if time.monotonic() > deadline:
             process.terminate()
             raise PrecisionToolError(f"Model Explorer did not answer within {STARTUP:.0f} s", log)
@@ -155,6 +179,7 @@ def wait_until_serving(process: subprocess.Popen, host: str, port: int, log: Pat
 def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) -> list:
     from rich.text import Text
 
+    from ..model_explorer.launch import serve_command
     from ..render.lines import OneLine, OneLineText, data_text, one_line
     from ..render.palette import marked, swatch
 
@@ -166,8 +191,7 @@ def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) 
     out.append(OneLineText(Text.assemble(("opened at: ", "title"), focus)))
     out.append(OneLineText(Text.assemble(("result: ", "title"), data_text(launch.result, "path"))))
     out.append(OneLine(f"running as process {pid}; stop it with: kill {pid}", "muted"))
-    out.append(OneLineText(Text.assemble(("start it again: ", "title"),
-                                         (one_line(f"python3 -m {SERVE_MODULE} {config}"), "path"))))
+    out.append(OneLineText(Text.assemble(("start it again: ", "title"), (one_line(serve_command(config)), "path"))))
     out += [OneLine(f"error: {e}") for e in errors]
     return out
 
@@ -180,8 +204,7 @@ def run(args, context: Context) -> CommandResult:
     from ..model_explorer.prepare import prepare
 
     if importlib.util.find_spec("model_explorer") is None:
-        raise PrecisionToolError('explore: Model Explorer is not installed: '
-                                 'pip install "precision-tool[explorer]"')
+        raise PrecisionToolError('explore: Model Explorer is not installed: pip install "precision-tool[explorer]"')
     rule = FlagRule.from_config(context.config, args.cosine)
     port = choose_port(args.host, args.port)
     csv, errors = _chosen_result(context, args.source, rule)
@@ -207,12 +230,14 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="explore",
     summary="open Model Explorer at the first op that introduces the error, coloured by the verdict",
-    add_arguments=_add_arguments, run=run,
+    add_arguments=_add_arguments,
+    run=run,
     completions={"": "path", "-o": "path", "--output": "path"},
     description="Write Model Explorer node data for a result (default: the newest) into "
-                "temp/explore/{timestamp}/ (or -o DIR) with explore.json, start Model Explorer "
-                "(the 'explorer' extra: pip install \"precision-tool[explorer]\") in the background "
-                "with this project's GE graph adapter, and open the browser at the first operator "
-                "that introduces the error, selected: the verdict overlay first, one overlay per "
-                "metric after it (each op coloured by its verdict in every one), the compiler's trans_* ops in the layer of the op they serve. Prints the "
-                "address, the process to stop, and the short command that starts it again.")
+    "temp/explore/{timestamp}/ (or -o DIR) with explore.json, start Model Explorer "
+    "(the 'explorer' extra: pip install \"precision-tool[explorer]\") in the background "
+    "with this project's GE graph adapter, and open the browser at the first operator "
+    "that introduces the error, selected: the verdict overlay first, one overlay per "
+    "metric after it (each op coloured by its verdict in every one), the compiler's trans_* ops in the layer of the op they serve. Prints the "
+    "address, the process to stop, and the short command that starts it again.",
+)

@@ -38,6 +38,11 @@ def make_help(registry: Registry) -> Command:
             return CommandResult([command_help(registry, args.command)])
         return CommandResult([command_list(registry)])
 
-    return Command(name=HELP_NAMES[0], summary="list the commands, or explain one: help CMD",
-                   add_arguments=add_arguments, run=run, aliases=HELP_NAMES[1:],
-                   completions={"": "command"})
+    return Command(
+        name=HELP_NAMES[0],
+        summary="list the commands, or explain one: help CMD",
+        add_arguments=add_arguments,
+        run=run,
+        aliases=HELP_NAMES[1:],
+        completions={"": "command"},
+    )

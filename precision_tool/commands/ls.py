@@ -12,17 +12,24 @@ if TYPE_CHECKING:  # the listing loads the graph readers: only when ls runs
 
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("-t", "--type", help="ops whose type contains TYPE (case-insensitive)")
-    parser.add_argument("-n", "--name", help="ops whose name, or the name of a TF op fused into "
-                                                 "them (OriginalOp), contains NAME")
+    parser.add_argument(
+        "-n", "--name", help="ops whose name, or the name of a TF op fused into them (OriginalOp), contains NAME"
+    )
     parser.add_argument("-f", "--pass", dest="pass_name", metavar="PASS", help="ops made by fusion pass PASS")
     parser.add_argument("-k", "--kernel", help="ops whose kernel name contains KERNEL")
-    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
-                        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root "
-                             "npu or bench)")
-    parser.add_argument("-g", "--graph",
-                        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
-                             "a graph or model name, a graph file name, a graph id, or a stage "
-                             "other than Build (PreRunBegin...)")
+    parser.add_argument(
+        "-d",
+        "--debug",
+        metavar="DEBUG_DIR",
+        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root npu or bench)",
+    )
+    parser.add_argument(
+        "-g",
+        "--graph",
+        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
+        "a graph or model name, a graph file name, a graph id, or a stage "
+        "other than Build (PreRunBegin...)",
+    )
 
 
 def run(args, context: Context) -> CommandResult:
@@ -33,7 +40,9 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="ls", summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
-    add_arguments=_add_arguments, run=run,
-    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype", "-g": "path",
-                 "--graph": "path"})
+    name="ls",
+    summary="list op types and counts (and the graph files read), or the ops matching -t/-n/-f/-k",
+    add_arguments=_add_arguments,
+    run=run,
+    completions={"-n": "op", "--name": "op", "-t": "optype", "--type": "optype", "-g": "path", "--graph": "path"},
+)

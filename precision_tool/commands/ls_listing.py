@@ -10,13 +10,13 @@ from collections import Counter
 
 from rich.text import Text
 
+from ..compare.lookup import fused_note, fused_tf_names, graph_file_given, graph_label, graph_refs
 from ..context import Context, OpRef
 from ..formats.graph_names import BUILD_FILE_FORMS, is_content_named
 from ..formats.msprobe_graph import DIRECTION, msprobe_source
 from ..formats.msprobe_keys import BACKWARD, FORWARD, PARAMETERS_GRAD
 from ..render.fit import FitTable
 from ..render.lines import OneLine, data_text, visible
-from ..compare.lookup import fused_note, fused_tf_names, graph_file_given, graph_label, graph_refs
 from .registry import CommandResult
 
 DIRECTIONS_SHOWN = (FORWARD, BACKWARD, PARAMETERS_GRAD)
@@ -60,9 +60,13 @@ def _graph_files(refs: list[OpRef]) -> FitTable:
         model = group[0].model
         names = list(dict.fromkeys(r.graph.name for r in group))
         more = f" (+{len(names) - 1} sub-graphs)" if len(names) > 1 else ""
-        table.add_row(debug, data_text(model.source_path.name if model.source_path else "?", "path"),
-                      "-" if model.graph_id is None else str(model.graph_id),
-                      data_text(names[0] + more, "op.name"), str(len(group)))
+        table.add_row(
+            debug,
+            data_text(model.source_path.name if model.source_path else "?", "path"),
+            "-" if model.graph_id is None else str(model.graph_id),
+            data_text(names[0] + more, "op.name"),
+            str(len(group)),
+        )
     return table
 
 
@@ -86,9 +90,15 @@ def _chosen_notes(refs: list[OpRef], graph: str | None) -> list[Text]:
 def _op_line(ref: OpRef, with_graph: bool, name: str | None) -> Text:
     passes = ",".join(ref.op.pass_name)
     where = f"{ref.debug}, {graph_label(ref)}" if with_graph else ref.debug
-    line = Text.assemble(("[", "muted"), (visible(ref.op.type), "op.type"), ("]", "muted"),
-                         (f"[{visible(passes)}]" if passes else "", "muted"), " ",
-                         (visible(ref.op.name), "op.name"), (f"  ({visible(where)})", "muted"))
+    line = Text.assemble(
+        ("[", "muted"),
+        (visible(ref.op.type), "op.type"),
+        ("]", "muted"),
+        (f"[{visible(passes)}]" if passes else "", "muted"),
+        " ",
+        (visible(ref.op.name), "op.name"),
+        (f"  ({visible(where)})", "muted"),
+    )
     if name is not None and name.lower() not in ref.op.name.lower():
         fused = "; ".join(fused_note(tf, ref.op.name) for tf in fused_tf_names(ref, name))
         line.append(f"  {visible(fused)}", style="warn")
@@ -124,9 +134,14 @@ def _dumps_read(refs: list[OpRef]) -> FitTable:
         source = msprobe_source(group[0].model)
         header = source.dump.header
         by_direction = Counter(r.op.attrs.get(DIRECTION) for r in group)
-        table.add_row(group[0].debug, data_text(group[0].graph.name, "path"), source.dump.framework or "?",
-                      header.task or "?", header.level or "?",
-                      *(str(by_direction.get(d, 0)) for d in DIRECTIONS_SHOWN))
+        table.add_row(
+            group[0].debug,
+            data_text(group[0].graph.name, "path"),
+            source.dump.framework or "?",
+            header.task or "?",
+            header.level or "?",
+            *(str(by_direction.get(d, 0)) for d in DIRECTIONS_SHOWN),
+        )
     return table
 
 
@@ -144,14 +159,19 @@ def list_ops(args, context: Context) -> CommandResult:
     if not refs and context.is_msprobe:
         return CommandResult([Text(f"no calls in the msprobe dump under {context.data.npu}", style="warn")])
     if not refs:
-        return CommandResult([Text(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu}",
-                                   style="warn")])
+        return CommandResult([Text(f"no Build graph ({BUILD_FILE_FORMS}) under {context.data.npu}", style="warn")])
     msprobe = msprobe_source(refs[0].model) is not None
     if not any((args.type, args.name, args.pass_name, args.kernel)):
         if msprobe:
             return CommandResult(_msprobe_counts(refs))
-        return CommandResult([Text("op types per NPU debug dir", style="title"), _type_counts(refs),
-                              _graph_files(refs), *_chosen_notes(refs, args.graph)])
+        return CommandResult(
+            [
+                Text("op types per NPU debug dir", style="title"),
+                _type_counts(refs),
+                _graph_files(refs),
+                *_chosen_notes(refs, args.graph),
+            ]
+        )
     kept = [r for r in refs if _keep(r, args)]
     with_graph = len({(r.debug, r.graph.name) for r in refs}) > len({r.debug for r in refs})
     lines = [_op_line(r, with_graph, args.name) for r in kept]

@@ -11,33 +11,55 @@ from .registry import Command, CommandParser, CommandResult, UsageError
 if TYPE_CHECKING:
     from ..context import Context
 
+
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("name", nargs="?", help="op name: exact, '/'-'_' equivalent, or a substring")
-    parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME",
-                        help="the op name (same as the positional)")
-    parser.add_argument("-g", "--graph",
-                        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
-                             "a graph or model name, a graph file name, a graph id, or a stage "
-                             "other than Build (PreRunBegin...)")
-    parser.add_argument("-a", "--all", dest="all_attrs", action="store_true",
-                        help="also show every attribute of the op and its tensor descs")
-    parser.add_argument("-s", "--subgraph", dest="depth", type=int, metavar="DEPTH",
-                        help="write the op's neighbourhood as graphviz .gv (and .svg with dot) and "
-                             "print it as a tree: its producers up to DEPTH edges upstream, its "
-                             "consumers up to DEPTH edges downstream, and those consumers' other "
-                             "inputs (e.g. the next MatMul's weight and bias), each op coloured by "
-                             "the newest result's output cosine; 0 is the op alone")
-    parser.add_argument("-d", "--debug", metavar="DEBUG_DIR",
-                        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root "
-                             "npu or bench); not the global --debug")
-    parser.add_argument(FULL_FLAG, action="store_true",
-                        help=f"every entry of long lists (default: the first {LIST_LIMIT} inputs, "
-                             "outputs and tensors of each, then '... N more')")
+    parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME", help="the op name (same as the positional)")
+    parser.add_argument(
+        "-g",
+        "--graph",
+        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
+        "a graph or model name, a graph file name, a graph id, or a stage "
+        "other than Build (PreRunBegin...)",
+    )
+    parser.add_argument(
+        "-a",
+        "--all",
+        dest="all_attrs",
+        action="store_true",
+        help="also show every attribute of the op and its tensor descs",
+    )
+    parser.add_argument(
+        "-s",
+        "--subgraph",
+        dest="depth",
+        type=int,
+        metavar="DEPTH",
+        help="write the op's neighbourhood as graphviz .gv (and .svg with dot) and "
+        "print it as a tree: its producers up to DEPTH edges upstream, its "
+        "consumers up to DEPTH edges downstream, and those consumers' other "
+        "inputs (e.g. the next MatMul's weight and bias), each op coloured by "
+        "the newest result's output cosine; 0 is the op alone",
+    )
+    parser.add_argument(
+        "-d",
+        "--debug",
+        metavar="DEBUG_DIR",
+        help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root npu or bench); not the global --debug",
+    )
+    parser.add_argument(
+        FULL_FLAG,
+        action="store_true",
+        help=f"every entry of long lists (default: the first {LIST_LIMIT} inputs, "
+        "outputs and tensors of each, then '... N more')",
+    )
 
 
-ORIGINAL_D = ("here -d names an NPU debug dir (ni NAME -d debug_1); the original precision_tool's "
-              "'ni -d' (show the dump data) needs no flag: ni always shows the op's NPU dump and "
-              "golden tensors")
+ORIGINAL_D = (
+    "here -d names an NPU debug dir (ni NAME -d debug_1); the original precision_tool's "
+    "'ni -d' (show the dump data) needs no flag: ni always shows the op's NPU dump and "
+    "golden tensors"
+)
 
 
 def _op_name(args) -> str:
@@ -62,19 +84,24 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="ni", summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
-    add_arguments=_add_arguments, run=run,
+    name="ni",
+    summary="node info: an op's graph facts, NPU dump and golden stats, -s neighbourhood",
+    add_arguments=_add_arguments,
+    run=run,
     completions={"": "op", "-n": "op", "--name": "op", "-g": "path", "--graph": "path"},
     flag_hints={"-d": ORIGINAL_D, "--debug": ORIGINAL_D},
-    description=("Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
-                 "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
-                 "matching TF golden tensors with max/min/mean; when several graphs hold the op, "
-                 "each is shown (-g GRAPH picks one: a graph name, file name, graph id or a stage "
-                 "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
-                 "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
-                 "installed) and prints it as a tree: producers D edges up, consumers D edges "
-                 "down, and the consumers' other producers, each port with its device and host "
-                 "format and shape, each op coloured by the newest result (red flagged, amber "
-                 "within 0.02 above the threshold, green above, grey not compared). At most the "
-                 "nearest 1500 ops are drawn and 200 printed. Long lists show their first "
-                 f"{LIST_LIMIT} entries and how many more there are ({FULL_FLAG}: all)."))
+    description=(
+        "Node info of one op of the Build graph: type, id, kernel, fusion (PassName, "
+        "OriginalOp), inputs and outputs, the NPU dump tensors (latest launch) and the "
+        "matching TF golden tensors with max/min/mean; when several graphs hold the op, "
+        "each is shown (-g GRAPH picks one: a graph name, file name, graph id or a stage "
+        "such as PreRunBegin). -a adds every attribute; -s D writes the depth-D "
+        "neighbourhood to temp/op_graph/ as .gv (and .svg when graphviz 'dot' is "
+        "installed) and prints it as a tree: producers D edges up, consumers D edges "
+        "down, and the consumers' other producers, each port with its device and host "
+        "format and shape, each op coloured by the newest result (red flagged, amber "
+        "within 0.02 above the threshold, green above, grey not compared). At most the "
+        "nearest 1500 ops are drawn and 200 printed. Long lists show their first "
+        f"{LIST_LIMIT} entries and how many more there are ({FULL_FLAG}: all)."
+    ),
+)

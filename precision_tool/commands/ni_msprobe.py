@@ -25,8 +25,10 @@ def _tensor_tables(ref: OpRef, limit: int | None, title: str, links: bool = True
         return [OneLine(f"{title}: {exc}", "warn")]
     inputs = [i for i in items if i.kind == "input"]
     outputs = [i for i in items if i.kind == "output"]
-    return [call_info.tensors_table(f"{title} inputs", ref.op, inputs, limit, links),
-            call_info.tensors_table(f"{title} outputs", ref.op, outputs, limit, links)]
+    return [
+        call_info.tensors_table(f"{title} inputs", ref.op, inputs, limit, links),
+        call_info.tensors_table(f"{title} outputs", ref.op, outputs, limit, links),
+    ]
 
 
 def bench_section(context: Context, ref: OpRef, limit: int | None) -> list:
@@ -35,11 +37,14 @@ def bench_section(context: Context, ref: OpRef, limit: int | None) -> list:
         return []
     found = bench_counterpart(context, ref)
     if found.ref is None:
-        return [Text(f"bench: none ({visible(found.note)}; looked for {visible(found.how)})",
-                     style="warn")]
+        return [Text(f"bench: none ({visible(found.note)}; looked for {visible(found.how)})", style="warn")]
     bench = found.ref
-    line = Text.assemble(("bench: ", "title"), (visible(bench.op.name), "op.name"),
-                         f" in {visible(bench.graph.name)}", (f"  ({visible(found.how)})", "muted"))
+    line = Text.assemble(
+        ("bench: ", "title"),
+        (visible(bench.op.name), "op.name"),
+        f" in {visible(bench.graph.name)}",
+        (f"  ({visible(found.how)})", "muted"),
+    )
     return [line, *_tensor_tables(bench, limit, "bench", links=False)]
 
 

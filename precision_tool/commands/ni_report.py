@@ -9,33 +9,32 @@ neighbourhood to ``temp/op_graph/`` (the only place ``ni`` writes).
 
 from __future__ import annotations
 
+from functools import partial
 
 from rich.text import Text
 
-from functools import partial
-
 from ..compare.divergence import FlagRule
-from ..compare.newest import NewestResult, newest_result
 from ..compare.golden_pairing import golden_for
+from ..compare.judged import judge_op_rows, judged_rows
+from ..compare.lookup import graph_label, lookup_ops
+from ..compare.newest import NewestResult, newest_result
 from ..compare.tensor_summary import tensor_stats
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
+from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.dump import DumpTensor, read_dump
 from ..formats.dump_names import DumpFileRef
 from ..formats.graph_model import GraphDesc, Op, TensorDesc, TensorName
-from ..formats.tree import StepDir
-from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
 from ..formats.graph_query import neighbourhood
 from ..formats.msprobe_graph import msprobe_source
 from ..formats.text import safe_file_name
-from ..compare.judged import judge_op_rows, judged_rows
+from ..formats.tree import StepDir
 from ..render import node_info, op_graph, op_tree
+from ..render.limits import LIST_LIMIT, head
+from ..render.lines import OneLine, OneLineText, visible
 from ..render.op_graph import node_state
 from ..render.palette import LEGEND_ORDER, swatch
 from ..render.summary import verdict_text
-from ..render.limits import LIST_LIMIT, head
-from ..render.lines import OneLine, OneLineText, visible
-from ..compare.lookup import graph_label, lookup_ops
 from .registry import CommandResult
 
 MAX_PART_CHARS = 60
@@ -64,8 +63,7 @@ def dump_row(tensor: DumpTensor, desc: TensorDesc | None, source: str = "") -> n
     return node_info.TensorRow(source=source, stats=stats, note=node_info.stats_note(stats), **row)
 
 
-def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef,
-                      limit: int | None) -> list:
+def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef, limit: int | None) -> list:
     where = f"step {step.step}, device {step.device}" if step.step is not None else f"device {step.device}"
     title = f"NPU dump ({where}): {file.name.file_name}"
     try:
@@ -75,10 +73,8 @@ def _dump_renderables(graph: GraphDesc, op: Op, step: StepDir, file: DumpFileRef
     refs = op.data_inputs
     inputs, hidden_in = head(dump.inputs, limit)  # statistics only of the tensors shown
     outputs, hidden_out = head(dump.outputs, limit)
-    rows = [dump_row(t, op.input_desc(t.index),
-                     str(refs[t.index]) if t.index < len(refs) else "") for t in inputs]
-    rows += [dump_row(t, op.output_desc(t.index),
-                      _output_origin(graph, op, t)) for t in outputs]
+    rows = [dump_row(t, op.input_desc(t.index), str(refs[t.index]) if t.index < len(refs) else "") for t in inputs]
+    rows += [dump_row(t, op.output_desc(t.index), _output_origin(graph, op, t)) for t in outputs]
     if not rows:
         return [Text(f"{visible(title)}: no inputs or outputs in the dump", style="muted")]
     return [node_info.tensor_table(title, rows, "from / as", hidden_in + hidden_out)]
@@ -98,17 +94,20 @@ def dump_section(context: Context, ref: OpRef, limit: int | None = None) -> list
         return [Text(f"NPU dump: none ({exc})", style="warn")]
     if not files:
         steps = context.config.tf_dump_step or "all"
-        return [Text(f"NPU dump: no dump file of {visible(ref.op.name)} in the newest run "
-                     f"({ref.debug}, TF_DUMP_STEP={steps})", style="warn")]
-    return [item for step, file in files
-            for item in _dump_renderables(ref.graph, ref.op, step, file, limit)]
+        return [
+            Text(
+                f"NPU dump: no dump file of {visible(ref.op.name)} in the newest run "
+                f"({ref.debug}, TF_DUMP_STEP={steps})",
+                style="warn",
+            )
+        ]
+    return [item for step, file in files for item in _dump_renderables(ref.graph, ref.op, step, file, limit)]
 
 
 # --- TF golden ----------------------------------------------------------------------------------
 
 
-def golden_targets(graph: GraphDesc, op: Op,
-                   limit: int | None = None) -> tuple[list[tuple[str, int, TensorName]], int]:
+def golden_targets(graph: GraphDesc, op: Op, limit: int | None = None) -> tuple[list[tuple[str, int, TensorName]], int]:
     """``(kind, slot, TF tensor)`` for every data input and output of
     ``op`` (the first ``limit`` of each): the golden tensor ``vc`` compares it with
     (:func:`~precision_tool.compare.golden_pairing.golden_for`); and how many slots were left out."""
@@ -133,8 +132,7 @@ def golden_row(golden, kind: str, slot: int, source: TensorName) -> node_info.Te
     except PrecisionToolError as exc:
         return node_info.TensorRow(label, "", "", "", None, exc.problem)
     stats = tensor_stats(array, str(array.dtype))
-    return node_info.TensorRow(label, entry.file_name, str(array.dtype), "", stats,
-                               node_info.stats_note(stats))
+    return node_info.TensorRow(label, entry.file_name, str(array.dtype), "", stats, node_info.stats_note(stats))
 
 
 def golden_section(context: Context, graph: GraphDesc, op: Op, limit: int | None = None) -> list:
@@ -165,12 +163,15 @@ def graph_file_stem(debug: str, graph: str, op_type: str, name: str, depth: int)
 
 def _cosines_line(newest: NewestResult, rule: FlagRule) -> Text:
     if newest.directory is None:
-        return Text("colours: no comparison result yet, so every op is grey (run 'vc', then "
-                    "'ni -s' again)", style="warn")
-    legend = Text(", ").join(Text(f"{look.marker} {look.label}".strip(), style=look.style)
-                             for look in map(swatch, LEGEND_ORDER))
-    return Text.assemble("colours (newest result ", (visible(str(newest.directory)), "path"),
-                         f"; flagged: {rule.describe()}): ", legend)
+        return Text(
+            "colours: no comparison result yet, so every op is grey (run 'vc', then 'ni -s' again)", style="warn"
+        )
+    legend = Text(", ").join(
+        Text(f"{look.marker} {look.label}".strip(), style=look.style) for look in map(swatch, LEGEND_ORDER)
+    )
+    return Text.assemble(
+        "colours (newest result ", (visible(str(newest.directory)), "path"), f"; flagged: {rule.describe()}): ", legend
+    )
 
 
 def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, list]:
@@ -183,15 +184,25 @@ def subgraph_section(context: Context, ref: OpRef, depth: int) -> tuple[list, li
     title = f"{ref.op.name} [{ref.op.type}]  depth {hood.depth}  ({ref.graph.name}, {ref.debug})"
     stem = graph_file_stem(ref.debug, ref.graph.name, ref.op.type, ref.op.name, depth)
     root = context.output
-    written = write_digraph(root, op_graph.build_digraph(hood, title, cosines).source,
-                            root.path / "op_graph" / f"{stem}.gv", len(hood.nodes))
+    written = write_digraph(
+        root,
+        op_graph.build_digraph(hood, title, cosines).source,
+        root.path / "op_graph" / f"{stem}.gv",
+        len(hood.nodes),
+    )
     edges = sum(not e.control for e in hood.edges)
     files = ", ".join(visible(str(p)) for p in written.files)
-    lines: list = [OneLineText(Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ",
-                                             (files, "path")))]
+    lines: list = [
+        OneLineText(Text.assemble(f"subgraph: {len(hood.nodes)} ops, {edges} data edges -> ", (files, "path")))
+    ]
     if hood.capped:
-        lines.append(Text(f"depth {depth} reaches more than {MAX_DRAWN_NODES} ops: drawn to depth "
-                          f"{hood.depth} ({len(hood.nodes)} ops)", style="warn"))
+        lines.append(
+            Text(
+                f"depth {depth} reaches more than {MAX_DRAWN_NODES} ops: drawn to depth "
+                f"{hood.depth} ({len(hood.nodes)} ops)",
+                style="warn",
+            )
+        )
     if written.note:
         lines.append(Text(written.note, style="warn"))
     lines += [OneLine(f"warning: {error}", "warn") for error in newest.errors]
@@ -213,8 +224,9 @@ def verdict_line(context: Context, ref: OpRef) -> Text | None:
         return Text(f"verdict: not in the newest result ({visible(str(newest.directory))})", style="muted")
     look = swatch(node_state(judged))
     text = Text.assemble(("verdict: ", "title"))
-    text.append_text(verdict_text(judged) if judged.flagged else Text(f"{look.marker} {look.label}".strip(),
-                                                                      style=look.style))
+    text.append_text(
+        verdict_text(judged) if judged.flagged else Text(f"{look.marker} {look.label}".strip(), style=look.style)
+    )
     return text.append(f"  (newest result {visible(str(newest.directory))})", style="muted")
 
 
@@ -255,8 +267,11 @@ def _node_info(args, context: Context, ref: OpRef) -> tuple[list, list]:
 
 def _matches_line(name: str, refs: list[OpRef]) -> Text:
     graphs = ", ".join(graph_label(r) for r in refs)
-    return Text(f"{len(refs)} graphs of {refs[0].debug} hold {visible(name)}: {visible(graphs)}; each is shown "
-                "below (-g GRAPH shows one)", style="warn")
+    return Text(
+        f"{len(refs)} graphs of {refs[0].debug} hold {visible(name)}: {visible(graphs)}; each is shown "
+        "below (-g GRAPH shows one)",
+        style="warn",
+    )
 
 
 def node_report(args, context: Context, name: str) -> CommandResult:
@@ -270,13 +285,18 @@ def node_report(args, context: Context, name: str) -> CommandResult:
     files: list = []
     for number, ref in enumerate(refs, 1):
         if len(refs) > 1:
-            out.append(Text(f"-- {number}/{len(refs)}: {visible(ref.op.name)} in {visible(graph_label(ref))} "
-                            f"[{ref.debug}] --", style="title"))
+            out.append(
+                Text(
+                    f"-- {number}/{len(refs)}: {visible(ref.op.name)} in {visible(graph_label(ref))} [{ref.debug}] --",
+                    style="title",
+                )
+            )
         shown, written = _node_info(args, context, ref)
         out += shown
         files += written
     if other_debugs:
         flags = ", ".join(f"-d {d}" for d in other_debugs)
-        out.append(Text(f"{visible(refs[0].op.name)} is also in {', '.join(other_debugs)} ({flags} shows it)",
-                        style="muted"))
+        out.append(
+            Text(f"{visible(refs[0].op.name)} is also in {', '.join(other_debugs)} ({flags} shows it)", style="muted")
+        )
     return CommandResult(out, files=files)

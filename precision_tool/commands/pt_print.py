@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 from rich.text import Text
 
+from ..compare.tensor_names import ResolvedTensor, host_layout, resolve_tensor
 from ..compare.tensor_summary import tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.output_root import OutputRoot
+from ..formats.text import safe_file_name
 from ..render.limits import LIST_LIMIT, head, more_note
 from ..render.lines import data_text, visible
 from ..render.tensor_view import format_value, key_value_table, values_table
 from .registry import CommandResult, UsageError
-from ..formats.text import safe_file_name
-from ..compare.tensor_names import ResolvedTensor, host_layout, resolve_tensor
 
 _CHUNK = 1 << 20  # values formatted per step of the export
 
@@ -47,12 +47,12 @@ def export_text(root: OutputRoot, array: np.ndarray, path: Path, header: str) ->
         handle.write(f"# {header}\n")
         if flat.dtype.kind == "c":
             for start in range(0, flat.size, _CHUNK):
-                chunk = flat[start:start + _CHUNK]
+                chunk = flat[start : start + _CHUNK]
                 np.savetxt(handle, np.column_stack([chunk.real, chunk.imag]), fmt="%.17g")
             return path
         fmt, cast = _text_format(flat.dtype)
         for start in range(0, flat.size, _CHUNK):
-            chunk = flat[start:start + _CHUNK]
+            chunk = flat[start : start + _CHUNK]
             handle.flush()
             (chunk.astype(cast) if cast is not None else chunk).tofile(handle, sep="\n", format=fmt)
             handle.write("\n")
@@ -74,8 +74,7 @@ def _golden_row(context: Context, tensor: ResolvedTensor) -> tuple[str, Text]:
     found = golden_counterpart(context, tensor.op_name, t.kind, t.index)
     if found is None:
         return "golden", Text(f"unknown: no Build graph holds {visible(tensor.op_name)}", style="muted")
-    where = (f" -> {found.path.name}" if found.path is not None
-             else " (no such golden file in tf/dump)")
+    where = f" -> {found.path.name}" if found.path is not None else " (no such golden file in tf/dump)"
     return "golden", Text(visible(f"{found.tensor}{where}"), style="muted" if found.path is None else "")
 
 
@@ -87,31 +86,48 @@ def _msprobe_rows(context: Context, tensor: ResolvedTensor) -> list:
 
     found = tensor.msprobe
     t = found.tensor.tensor
-    stats = "  ".join(f"{name} {format_value(value)}" for name, value in
-                      (("max", t.max), ("min", t.min), ("mean", t.mean), ("norm", t.norm)) if value is not None)
-    rows = [("call", Text(visible(f"{found.ref.op.name} {found.tensor.index_name}  ({found.ref.debug}, "
-                                  f"{found.ref.graph.name})"), style="op.name")),
-            ("dump.json", f"{t.dtype or '?'}  {stats}".strip())]
+    stats = "  ".join(
+        f"{name} {format_value(value)}"
+        for name, value in (("max", t.max), ("min", t.min), ("mean", t.mean), ("norm", t.norm))
+        if value is not None
+    )
+    rows = [
+        (
+            "call",
+            Text(
+                visible(f"{found.ref.op.name} {found.tensor.index_name}  ({found.ref.debug}, {found.ref.graph.name})"),
+                style="op.name",
+            ),
+        ),
+        ("dump.json", f"{t.dtype or '?'}  {stats}".strip()),
+    ]
     if found.ref.debug == MSPROBE_BENCH:
         return rows
     counterpart = bench_counterpart(context, found.ref)
     if counterpart.ref is None:
         return rows + [("bench", Text(visible(f"none ({counterpart.note})"), style="muted"))]
-    same = [b for b in call_tensors(counterpart.ref.model, counterpart.ref.op)
-            if b.index_name == found.tensor.index_name]
-    text = f"{same[0].name}  (pt bench:{counterpart.ref.graph.name}:{same[0].name})" if same else \
-        f"{counterpart.ref.op.name} has no {found.tensor.index_name}"
+    same = [
+        b for b in call_tensors(counterpart.ref.model, counterpart.ref.op) if b.index_name == found.tensor.index_name
+    ]
+    text = (
+        f"{same[0].name}  (pt bench:{counterpart.ref.graph.name}:{same[0].name})"
+        if same
+        else f"{counterpart.ref.op.name} has no {found.tensor.index_name}"
+    )
     return rows + [("bench", Text(visible(text), style="" if same else "muted"))]
 
 
 def _stats_rows(tensor: ResolvedTensor, array: np.ndarray, dtype_name: str, device: bool) -> list:
     stats = tensor_stats(array, dtype_name)
-    rows = [("file", Text(str(tensor.path), style="path")), ("shape", str(list(array.shape))),
-            ("dtype", dtype_name)]
+    rows = [("file", Text(str(tensor.path), style="path")), ("shape", str(list(array.shape))), ("dtype", dtype_name)]
     if tensor.is_dump:
         rows.append(_layout_row(tensor, device))
-    rows += [("elements", str(array.size)), ("max", format_value(stats.max)),
-             ("min", format_value(stats.min)), ("mean", format_value(stats.mean))]
+    rows += [
+        ("elements", str(array.size)),
+        ("max", format_value(stats.max)),
+        ("min", format_value(stats.min)),
+        ("mean", format_value(stats.mean)),
+    ]
     if not stats.finite:
         rows += [("NaN", Text(str(stats.nan), style="warn")), ("Inf", Text(str(stats.inf), style="warn"))]
     return rows
@@ -122,8 +138,7 @@ def _load(tensor: ResolvedTensor, device: bool) -> np.ndarray:
         return tensor.load(device=device)
     except PrecisionToolError as exc:
         if tensor.is_dump and not device and tensor.dump_tensor.problem is None:
-            raise PrecisionToolError(f"{exc.problem} (pt NAME --device shows the device layout)",
-                                     exc.path) from None
+            raise PrecisionToolError(f"{exc.problem} (pt NAME --device shows the device layout)", exc.path) from None
         raise
 
 
@@ -143,7 +158,7 @@ def print_tensor(args, context: Context) -> CommandResult:
         rows += _msprobe_rows(context, tensor)
     out = [data_text(tensor.label, "op.name"), key_value_table("", rows)]
     if args.count and array.size:
-        out.append(values_table(np.asarray(array).reshape(-1)[:args.count], array.shape, array.size))
+        out.append(values_table(np.asarray(array).reshape(-1)[: args.count], array.shape, array.size))
     stem = tensor.label.removesuffix(".npy").replace(":", ".") + (".device" if args.device else "")
     header = f"{tensor.label} shape={list(array.shape)} dtype={dtype_name}"
     root = context.output

@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..config import check_flag
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
 
@@ -50,6 +50,8 @@ def setting_arg(name: str):
     one home of what each setting accepts, so the flag and config.py refuse the same values."""
 
     def parse(text: str):
+        from ..config import check_flag  # when a flag is parsed: --help and help load no settings
+
         try:
             return check_flag(name, text)
         except ValueError as bad:
@@ -202,8 +204,9 @@ def run_words(registry: Registry, words: list[str], context: Context) -> Command
     try:
         args = parser.parse_args(words[1:])
     except argparse.ArgumentError as exc:
-        raise UsageError(f"{command.name}: {exc}{command.hint_for(exc.argument_name)}",
-                         parser.format_usage().strip()) from None
+        raise UsageError(
+            f"{command.name}: {exc}{command.hint_for(exc.argument_name)}", parser.format_usage().strip()
+        ) from None
     if args.help:
         return CommandResult([parser.format_help().rstrip()])
     result = command.run(args, context)

@@ -1,7 +1,9 @@
 """``report``: one self-contained HTML page of a comparison result, for the browser and for
 sharing: the summary, the cosine curve along execution order, the flagged ops, the graph around
 the first operator that introduces the error, and ``ac``'s checks. ``--model-explorer`` also
-writes the per-op node data for Google's Model Explorer.
+writes what ``explore`` opens in Google's Model Explorer (the node data and ``explore.json``,
+:func:`precision_tool.model_explorer.prepare.write_launch`) and prints the short command that
+starts it there.
 """
 
 from __future__ import annotations
@@ -10,27 +12,41 @@ from typing import TYPE_CHECKING
 
 from ..report import DEFAULT_DEPTH
 from ..status import ExitStatus
-from .result_args import add_result_argument, cosine_arg, result_sources
 from .registry import Command, CommandParser, CommandResult, UsageError
+from .result_args import add_result_argument, cosine_arg, result_sources
 
 if TYPE_CHECKING:  # the report's writer loads the readers and numpy: only when report runs
-    from ..render.lines import OneLineText
     from ..context import Context
+    from ..render.lines import OneLineText
 
 
 def _add_arguments(parser: CommandParser) -> None:
     add_result_argument(parser)
-    parser.add_argument("-o", "--output", metavar="DIR",
-                        help="write index.html (and the node data) into DIR instead of "
-                             "temp/report/{timestamp}/")
-    parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
-                        help="the cosine threshold; defaults to the config's (0.98)")
-    parser.add_argument("-s", "--subgraph", dest="depth", type=int, default=DEFAULT_DEPTH,
-                        metavar="DEPTH", help=f"depth of the graph around the first introducer "
-                                              f"(default {DEFAULT_DEPTH})")
-    parser.add_argument("--model-explorer", action="store_true",
-                        help="also write Model Explorer node data (one JSON per metric) and print "
-                             "the model-explorer command that overlays it on the Build graph")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write index.html (and the node data) into DIR instead of temp/report/{timestamp}/",
+    )
+    parser.add_argument(
+        "-c", "--cosine", type=cosine_arg, metavar="COS", help="the cosine threshold; defaults to the config's (0.98)"
+    )
+    parser.add_argument(
+        "-s",
+        "--subgraph",
+        dest="depth",
+        type=int,
+        default=DEFAULT_DEPTH,
+        metavar="DEPTH",
+        help=f"depth of the graph around the first introducer (default {DEFAULT_DEPTH})",
+    )
+    parser.add_argument(
+        "--model-explorer",
+        action="store_true",
+        help="also write Model Explorer node data (the verdict, one JSON per metric) "
+        "and explore.json, and print the short command that opens Model "
+        "Explorer at the first introducer",
+    )
 
 
 def _path_line(label: str, path, extra: str = "") -> OneLineText:
@@ -51,14 +67,21 @@ def run(args, context: Context) -> CommandResult:
     from ..report.write import make_report
 
     threshold = context.config.cosine_threshold if args.cosine is None else args.cosine
-    written = make_report(context, result_sources(args.file, context), output=args.output,
-                          threshold=threshold, depth=args.depth, model_explorer=args.model_explorer)
+    written = make_report(
+        context,
+        result_sources(args.file, context),
+        output=args.output,
+        threshold=threshold,
+        depth=args.depth,
+        model_explorer=args.model_explorer,
+    )
     out: list = [_path_line("report", written.index, f"  ({written.size / 1024:.1f} KiB)")]
     out += [OneLine(f"error: {p.error}") for p in written.parts if p.view is None]
     if args.model_explorer:
         commands = written.explorer_commands()
         out += [_path_line("model explorer", c) for c in commands] or [
-            Text("model explorer: no Build graph holds these results' ops: no node data", style="warn")]
+            Text("model explorer: no Build graph holds these results' ops: no node data", style="warn")
+        ]
     status = ExitStatus.ERROR if any(p.view is None for p in written.parts) else ExitStatus.OK
     return CommandResult(out, status, written.files)
 
@@ -66,11 +89,14 @@ def run(args, context: Context) -> CommandResult:
 COMMAND = Command(
     name="report",
     summary="write a self-contained HTML report of a result (plot, flagged ops, subgraph)",
-    add_arguments=_add_arguments, run=run,
+    add_arguments=_add_arguments,
+    run=run,
     completions={"-f": "path", "--file": "path", "-o": "path", "--output": "path"},
     description="Write temp/report/{timestamp}/index.html (or -o DIR/index.html): one file that "
-                "opens offline, with the summary (the first operator that introduces the error), "
-                "the output cosine and RelativeEuclideanDistance along execution order, a sortable "
-                "table of the flagged ops, the graph around the first introducer filled by "
-                "each op's verdict, and ac's checks. --model-explorer also writes Model Explorer node data "
-                "and prints the model-explorer command that shows it.")
+    "opens offline, with the summary (the first operator that introduces the error), "
+    "the output cosine and RelativeEuclideanDistance along execution order, a sortable "
+    "table of the flagged ops, the graph around the first introducer filled by "
+    "each op's verdict, and ac's checks. --model-explorer also writes Model Explorer node data "
+    "and explore.json and prints the short command that opens it at the first "
+    "introducer, the verdict overlay first (as explore does).",
+)

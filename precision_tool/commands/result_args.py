@@ -26,9 +26,12 @@ limit_arg = setting_arg("VCS_LIMIT")  # how many ops to list, 0 meaning all
 
 def add_result_argument(parser: CommandParser) -> None:
     """``-f FILE|DIR``: the result to read (:func:`result_sources`), for vcs and report."""
-    parser.add_argument("-f", "--file", metavar="FILE|DIR",
-                        help="a result CSV or a directory of them; defaults to the newest result "
-                             "under temp/vector_compare/")
+    parser.add_argument(
+        "-f",
+        "--file",
+        metavar="FILE|DIR",
+        help="a result CSV or a directory of them; defaults to the newest result under temp/vector_compare/",
+    )
 
 
 def _newest_subdir_with_csv(directory: Path) -> Path | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
@@ -18,24 +17,37 @@ from .registry import Command, CommandParser, CommandResult
 from .result_args import add_result_argument, cosine_arg, limit_arg, red_arg, result_sources, settings
 
 if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when vcs runs
-    from ..compare.divergence import Divergence, FlagRule
     from ..compare.devices import DeviceVerdict
+    from ..compare.divergence import Divergence, FlagRule
     from ..context import Context
 
 
 def _add_arguments(parser: CommandParser) -> None:
     add_result_argument(parser)
-    parser.add_argument("-c", "--cosine", type=cosine_arg, metavar="COS",
-                        help="flag ops with an output cosine <= COS; defaults to the config's "
-                             "threshold (0.98)")
-    parser.add_argument("--red", type=red_arg, metavar="RED",
-                        help="also flag ops with an output RelativeEuclideanDistance >= RED; defaults "
-                             "to RED_THRESHOLD, else the RED that goes with COS (0.2 at 0.98)")
-    parser.add_argument("-l", "--limit", type=limit_arg, metavar="LIMIT",
-                        help="list at most LIMIT flagged ops, 0 for all; defaults to the config's "
-                             "vcs limit (3)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the verdict as JSON (every flagged op; see docs/json.md)")
+    parser.add_argument(
+        "-c",
+        "--cosine",
+        type=cosine_arg,
+        metavar="COS",
+        help="flag ops with an output cosine <= COS; defaults to the config's threshold (0.98)",
+    )
+    parser.add_argument(
+        "--red",
+        type=red_arg,
+        metavar="RED",
+        help="also flag ops with an output RelativeEuclideanDistance >= RED; defaults "
+        "to RED_THRESHOLD, else the RED that goes with COS (0.2 at 0.98)",
+    )
+    parser.add_argument(
+        "-l",
+        "--limit",
+        type=limit_arg,
+        metavar="LIMIT",
+        help="list at most LIMIT flagged ops, 0 for all; defaults to the config's vcs limit (3)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the verdict as JSON (every flagged op; see docs/json.md)"
+    )
 
 
 @dataclass
@@ -50,8 +62,9 @@ class Summaries:
         from ..compare.devices import device_verdicts
         from ..compare.manifest import info_of
 
-        return device_verdicts(((info.device if (info := info_of(path)) else None), divergence)
-                               for path, divergence in self.results)
+        return device_verdicts(
+            ((info.device if (info := info_of(path)) else None), divergence) for path, divergence in self.results
+        )
 
     @property
     def status(self) -> ExitStatus:
@@ -65,8 +78,8 @@ def analyse_results(context: Context, paths: list[Path], rule: FlagRule) -> Summ
     """Read and judge each CSV of ``paths`` (the one verdict: :func:`~..compare.judged.judged_rows`).
     A single CSV that cannot be read raises PrecisionToolError (its one error line then goes
     where errors go); with several, the others are still judged and the error is kept."""
-    from ..compare.result_csv import read_result_csv
     from ..compare.judged import judged_rows
+    from ..compare.result_csv import read_result_csv
 
     found = Summaries()
     for path in paths:
@@ -103,8 +116,7 @@ def render_summaries(found: Summaries, limit: int, as_json: bool = False) -> lis
     return renderables
 
 
-def summarise(context: Context, paths: list[Path], rule: FlagRule, limit: int,
-              as_json: bool = False) -> CommandResult:
+def summarise(context: Context, paths: list[Path], rule: FlagRule, limit: int, as_json: bool = False) -> CommandResult:
     """The summary of each CSV of ``paths`` (see :func:`analyse_results`), as text or JSON."""
     found = analyse_results(context, paths, rule)
     return CommandResult(render_summaries(found, limit, as_json), found.status)
@@ -117,10 +129,13 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="vcs", summary="summary of a comparison result: flagged ops and the first that introduces the error",
-    add_arguments=_add_arguments, run=run,
+    name="vcs",
+    summary="summary of a comparison result: flagged ops and the first that introduces the error",
+    add_arguments=_add_arguments,
+    run=run,
     completions={"-f": "path", "--file": "path"},
     description="List, in execution order, the flagged ops (an output cosine <= COS, an output "
-                "RelativeEuclideanDistance >= RED, or NaN/Inf on the NPU) with the cosine of every "
-                "input and output, and name the first operator that introduces the error (its "
-                "inputs match, its output does not). Exit status 1 when ops are flagged.")
+    "RelativeEuclideanDistance >= RED, or NaN/Inf on the NPU) with the cosine of every "
+    "input and output, and name the first operator that introduces the error (its "
+    "inputs match, its output does not). Exit status 1 when ops are flagged.",
+)

@@ -20,13 +20,22 @@ if TYPE_CHECKING:  # the explanations load numpy: only when why runs
 
 
 def _add_arguments(parser: CommandParser) -> None:
-    parser.add_argument("op", nargs="?", metavar="OP",
-                        help="the op to explain (exact, '/'-'_' equivalent, or a substring); default: "
-                             "the first ops that introduce error in the newest result")
+    parser.add_argument(
+        "op",
+        nargs="?",
+        metavar="OP",
+        help="the op to explain (exact, '/'-'_' equivalent, or a substring); default: "
+        "the first ops that introduce error in the newest result",
+    )
     parser.add_argument("--json", action="store_true", help="print the explanations as JSON")
-    parser.add_argument("-l", "--limit", type=limit_arg, metavar="N",
-                        help="without OP, explain at most N introducing ops per result CSV, 0 for all; "
-                             "defaults to the config's vcs limit (3)")
+    parser.add_argument(
+        "-l",
+        "--limit",
+        type=limit_arg,
+        metavar="N",
+        help="without OP, explain at most N introducing ops per result CSV, 0 for all; "
+        "defaults to the config's vcs limit (3)",
+    )
 
 
 def _explain_named(context: Context, name: str) -> list:
@@ -43,8 +52,10 @@ def _explain_named(context: Context, name: str) -> list:
     except PrecisionToolError as exc:
         if calls is None:
             raise
-        raise PrecisionToolError(f"no call of the newest result's msprobe dumps is named {name!r}, "
-                                 f"and no Build graph op either ({exc.problem})") from None
+        raise PrecisionToolError(
+            f"no call of the newest result's msprobe dumps is named {name!r}, "
+            f"and no Build graph op either ({exc.problem})"
+        ) from None
 
 
 def run(args, context: Context) -> CommandResult:
@@ -67,11 +78,15 @@ def run(args, context: Context) -> CommandResult:
 
 
 COMMAND = Command(
-    name="why", summary="why an op's output differs: overflow, layout, scale, precision, inputs, computation",
-    add_arguments=_add_arguments, run=run, completions={"": "op"},
+    name="why",
+    summary="why an op's output differs: overflow, layout, scale, precision, inputs, computation",
+    add_arguments=_add_arguments,
+    run=run,
+    completions={"": "op"},
     description="Test hypotheses on the op's NPU output and its golden (overflow, underflow, NaN, "
-                "permutation, scale / offset / sign, float16 rounding, inputs already different) and "
-                "replay the op in float64 from its own NPU inputs (computation), then list the causes "
-                "that hold, most likely first, with their numbers. Without OP: the first operators that "
-                "introduce error in the newest result (run vc first). Exit status 1 when a cause other "
-                "than precision is found.")
+    "permutation, scale / offset / sign, float16 rounding, inputs already different) and "
+    "replay the op in float64 from its own NPU inputs (computation), then list the causes "
+    "that hold, most likely first, with their numbers. Without OP: the first operators that "
+    "introduce error in the newest result (run vc first). Exit status 1 when a cause other "
+    "than precision is found.",
+)

@@ -14,16 +14,16 @@ collects everything into a :class:`CompareResult`::
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
-from .metrics import METRICS, Metric, select_metrics
 from .golden_pairing import FileSide, PairTask
+from .metrics import METRICS, Metric, select_metrics
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
@@ -37,8 +37,7 @@ Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done
 
 def estimated_bytes(tasks: Iterable[PairTask]) -> int:
     """The file bytes of every tensor file the comparable tasks read (each file once)."""
-    paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right)
-             if isinstance(side, FileSide)}
+    paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide)}
     total = 0
     for path in paths:
         try:
@@ -48,10 +47,16 @@ def estimated_bytes(tasks: Iterable[PairTask]) -> int:
     return total
 
 
-def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric], workers: int,
-                    progress: Progress | None = None, cache: RowCache | None = None,
-                    stats: dict | None = None, scheduler: str | None = None,
-                    split_bytes: int = 0) -> Iterator[tuple[int, CompareRow]]:
+def run_comparisons(
+    comparisons: Sequence[Comparison],
+    metrics: Sequence[Metric],
+    workers: int,
+    progress: Progress | None = None,
+    cache: RowCache | None = None,
+    stats: dict | None = None,
+    scheduler: str | None = None,
+    split_bytes: int = 0,
+) -> Iterator[tuple[int, CompareRow]]:
     """The rows of every comparison, each with the position of its comparison, from one run of
     the engine: one pool for every device, sub-graph and step, so the workers stay busy from
     the first comparison's tasks to the last one's. Each comparison's rows come in its
@@ -68,8 +73,9 @@ def run_comparisons(comparisons: Sequence[Comparison], metrics: Sequence[Metric]
 
     def compute(todo: list[PairTask]) -> Iterator[CompareRow]:
         pooled = workers if scheduler or estimated_bytes(todo) >= POOL_MIN_BYTES else 1
-        return compare_tasks(todo, metrics, workers=pooled, progress=progress, scheduler=scheduler,
-                             split_bytes=split_bytes)
+        return compare_tasks(
+            todo, metrics, workers=pooled, progress=progress, scheduler=scheduler, split_bytes=split_bytes
+        )
 
     rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats)
     return zip(owners, rows)  # one row per task, in task order
@@ -100,9 +106,11 @@ class ComparisonResult:
             from .judged import judge_rows  # the replays: imported when a verdict is asked for
             from .msprobe_replay import comparison_dumps
 
-            self._verdicts[key] = (analyse(self.rows, rule) if self.workspace is None
-                                   else judge_rows(self.workspace, self.rows, rule,
-                                                   comparison_dumps(self.comparison)))
+            self._verdicts[key] = (
+                analyse(self.rows, rule)
+                if self.workspace is None
+                else judge_rows(self.workspace, self.rows, rule, comparison_dumps(self.comparison))
+            )
         return self._verdicts[key]
 
     def row_verdicts(self, rule: FlagRule) -> list[tuple[str, str]]:
@@ -113,8 +121,9 @@ class ComparisonResult:
     def write_csv(self, path: str | os.PathLike, root: OutputRoot | None = None) -> Path:
         """Write the rows as a msaccucmp-format CSV at ``path`` (in ``root``, default its
         directory: never through a link below it); returns the path."""
-        return write_result_csv(path, self.rows, root=root, golden_address=self.comparison.npu_vs_npu,
-                                metrics=self.metrics)
+        return write_result_csv(
+            path, self.rows, root=root, golden_address=self.comparison.npu_vs_npu, metrics=self.metrics
+        )
 
 
 @dataclass
@@ -173,8 +182,9 @@ class CompareResult:
         records = []
         for row in self.rows:
             cells = format_row(row, golden_address=golden_address, metrics=metrics, spreadsheet_safe=False)
-            records.append([float(c) if i in numeric else (None if c == NOT_COMPARED else c)
-                            for i, c in enumerate(cells)])
+            records.append(
+                [float(c) if i in numeric else (None if c == NOT_COMPARED else c) for i, c in enumerate(cells)]
+            )
         frame = pd.DataFrame.from_records(records, columns=header)
         frame["Index"] = frame["Index"].astype(int)
         verdicts = [v for part in self.parts for v in part.row_verdicts(self.rule)]
@@ -192,8 +202,9 @@ class CompareResult:
         if len(self.parts) == 1:
             return [self.parts[0].write_csv(path)]
         root = OutputRoot(path)  # created, and nothing in it written through a link
-        return [part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv", root)
-                for i, part in enumerate(self.parts)]
+        return [
+            part.write_csv(path / f"result_{part.comparison.tag}_{i}.csv", root) for i, part in enumerate(self.parts)
+        ]
 
 
 def _row_verdict(op: OpCosines | None, row: CompareRow) -> tuple[str, str]:
@@ -204,11 +215,20 @@ def _row_verdict(op: OpCosines | None, row: CompareRow) -> tuple[str, str]:
     return (tensor.state(op.rule) if tensor is not None else NOT_COMPARED_STATE), op.state
 
 
-def compare(data_root: str | os.PathLike | None = None, *, left: str | None = None,
-            right: str | None = None, steps: str | None = None, devices: str | None = None,
-            metrics: str | Iterable[str | int | Metric] | None = None, workers: int | None = None,
-            graph: str | None = None, config: Config | None = None,
-            scheduler: str | None = None, mapping: str | None = None) -> CompareResult:
+def compare(
+    data_root: str | os.PathLike | None = None,
+    *,
+    left: str | None = None,
+    right: str | None = None,
+    steps: str | None = None,
+    devices: str | None = None,
+    metrics: str | Iterable[str | int | Metric] | None = None,
+    workers: int | None = None,
+    graph: str | None = None,
+    config: Config | None = None,
+    scheduler: str | None = None,
+    mapping: str | None = None,
+) -> CompareResult:
     """Compare a data root (NPU ``debug_0`` against ``tf/dump``), or two directories.
 
     ``compare(LEFT, right=RIGHT)`` compares the two directories ``LEFT`` and ``RIGHT`` (two
@@ -247,14 +267,16 @@ def compare(data_root: str | os.PathLike | None = None, *, left: str | None = No
     config = replace(config, **changes)
     workspace = Workspace(config)
     chosen = select_metrics(metrics)
-    plans = plan_comparisons(workspace, left=left, right=right, graph=graph, steps=steps,
-                             devices=devices, mapping=mapping)
+    plans = plan_comparisons(
+        workspace, left=left, right=right, graph=graph, steps=steps, devices=devices, mapping=mapping
+    )
     if any(plan.msprobe is not None for plan in plans):  # msprobe's metrics: imported only then
         from .msprobe_rows import metrics_for
 
         chosen = metrics_for(plans, chosen, asked=metrics is not None)
     parts = [ComparisonResult(plan, [], chosen, workspace) for plan in plans]
-    for owner, row in run_comparisons(plans, chosen, config.worker_count, scheduler=config.scheduler,
-                                      split_bytes=config.split_bytes):
+    for owner, row in run_comparisons(
+        plans, chosen, config.worker_count, scheduler=config.scheduler, split_bytes=config.split_bytes
+    ):
         parts[owner].rows.append(row)
     return CompareResult(parts, FlagRule.from_config(config), [n for p in plans for n in p.notes])

@@ -13,6 +13,10 @@ stays bounded. Dask does the scheduling; nothing here is a scheduler.
 * ``local:N``: a ``LocalCluster`` of N single-threaded worker processes (with nannies) on this
   machine, started for the run and closed after it.
 
+Before the first task, every worker is checked (:mod:`.cluster_preflight`: this package at
+this version, the kernels the run uses, the data at the same paths); a worker that fails is one
+line naming it and what it lacks, or, with ``allow_partial``, left out of the run.
+
 What happens when things go away:
 
 * A worker dies (killed, out of memory, its machine lost): the scheduler gives its tasks to
@@ -21,26 +25,37 @@ What happens when things go away:
   the reason; the run goes on.
 * The scheduler dies or the connection to it is lost: Dask cancels the futures at once; this
   is one error line (PrecisionToolError), the workers and a LocalCluster are closed. A
-  scheduler that stops answering (frozen, a network partition) is noticed by a ping after
-  :data:`PING_AFTER_SECONDS` without a result, answered within :data:`PING_TIMEOUT_SECONDS`, or
+  scheduler that stops answering (frozen, a network partition) is noticed when it is asked
+  which workers it has (every :data:`WORKERS_EVERY_SECONDS`, and a ping after
+  :data:`PING_AFTER_SECONDS` without a result), answered within :data:`PING_TIMEOUT_SECONDS`, or
   that error line. Rows already written stay in the row cache, so running ``vc`` again
-  computes only the rest.
+  computes only the rest. These errors are :class:`ClusterStopped`: the run was interrupted
+  (``vc`` marks it so, for ``vc --resume``), its data is not at fault.
+* Every worker gone for :data:`GONE_SECONDS` (or every worker the run may use), or no result at
+  all for the ``timeout`` (setting CLUSTER_TIMEOUT): the same, one line, never a silent wait.
+* A row whose files the worker could not read while this machine can is not compared, and its
+  reason says which worker could not read what (:data:`~.cluster_preflight.UNREADABLE`).
 * Ctrl-C, or the consumer stopping early: the futures are cancelled, the client (and a
   LocalCluster with its processes) closed, then the interrupt propagates. No Dask process or
   thread outlives the comparison.
 
 How long Dask waits to connect is Dask's own setting (``distributed.comm.timeouts.connect``,
-e.g. ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=10s``).
+e.g. ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=10s``); so are its security settings (``tls://``
+addresses with ``distributed.comm.tls.*``: the client takes them from Dask's configuration).
+Dask's own log lines go to the log file of the spec (under the output root), never to the
+terminal, where they would bury the one line.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
-from contextlib import contextmanager, nullcontext
-from dataclasses import replace
-from typing import Callable, ContextManager
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, replace
 
 from ..errors import PrecisionToolError
 from .golden_pairing import FileSide, PairTask
@@ -51,8 +66,41 @@ POLL_SECONDS = 1.0
 PING_AFTER_SECONDS = 30.0
 PING_TIMEOUT_SECONDS = 10.0
 WORKERS_WAIT_SECONDS = 60.0
+GONE_SECONDS = 30.0  # a nanny restarts a worker in seconds: longer without any is a lost cluster
+# What a wait for Dask that got no answer raises: TimeoutError, or UnboundLocalError from
+# distributed.utils.sync, which returns its never-assigned local ``result`` when the coroutine it
+# waits on is cancelled (CancelledError is no Exception, so it records no error): seen once under
+# load as "cannot access local variable 'result'". Either way the watch decides what happens next.
+NO_ANSWER = (TimeoutError, UnboundLocalError)
+WORKERS_EVERY_SECONDS = 3.0  # how often the scheduler is asked which workers it has
 CLOSE_SECONDS = 10.0
+DEFAULT_TIMEOUT = 300.0
+LOG_DIR = "cluster_logs"
+# the loggers Dask configures with handlers of their own (each straight to stderr), and asyncio's
+_LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
 INSTALL = "pip install 'precision-tool[cluster]'"
+
+
+class ClusterStopped(PrecisionToolError):
+    """The cluster went away or stopped answering: the run was interrupted, not refused; what
+    was computed is kept (the row cache) and the run can be resumed."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where and how a run uses a Dask cluster.
+
+    Attributes:
+        address: the scheduler (``tcp://HOST:8786``, ``tls://...``) or ``local:N``.
+        allow_partial: go on with the workers that pass the preflight check.
+        timeout: seconds without any result before the run stops (setting CLUSTER_TIMEOUT).
+        log_root: an OutputRoot whose ``cluster_logs/`` gets Dask's log lines; None drops them.
+    """
+
+    address: str
+    allow_partial: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    log_root: object = None
 
 
 def _distributed():
@@ -74,17 +122,54 @@ def absolute_task(task: PairTask) -> PairTask:
     return replace(task, left=_absolute(task.left), right=_absolute(task.right))
 
 
-@contextmanager
-def _quiet(level: int = logging.CRITICAL):
-    """Dask's own log lines (reconnect attempts, restarted workers) would bury the one line this
-    command prints about them; they are kept below ``level`` while the cluster is used."""
-    logger = logging.getLogger("distributed")
-    saved = logger.level
-    logger.setLevel(level)
-    try:
-        yield
-    finally:
-        logger.setLevel(saved)
+def _dask_loggers() -> list[logging.Logger]:
+    """Dask's loggers: its configuration gives several (``distributed.client`` among them) a
+    stderr handler of their own, so each is redirected, not only their parent."""
+    names = [name for name in list(logging.root.manager.loggerDict) if name.split(".")[0] in _LOGGERS]
+    return [logging.getLogger(name) for name in dict.fromkeys([*_LOGGERS, *names])]
+
+
+class DaskLog:
+    """Dask's log lines (reconnect attempts, restarted workers, a lost scheduler's traceback) in
+    a file under the output root while the cluster is used, not on the terminal, where they
+    would bury the one line this command prints; dropped when there is no output root, and
+    after the session (see ``__exit__``)."""
+
+    def __init__(self, root=None) -> None:
+        self.root, self.pending, self.path, self._saved = root, None, None, []
+
+    def __enter__(self) -> DaskLog:
+        if self.root is not None:
+            name = f"dask-{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}.log"
+            self.pending = self.root.begin(self.root.path / LOG_DIR / name)
+            self.path = self.pending.path
+            handler: logging.Handler = logging.StreamHandler(self.pending.handle)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        else:
+            handler = logging.NullHandler()
+        for logger in _dask_loggers():
+            self._saved.append((logger, logger.handlers[:], logger.propagate))
+            logger.handlers, logger.propagate = [handler], False
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # Dask's handlers are not put back: a client closed on a lost scheduler still logs its
+        # reconnect's traceback from its loop thread a moment later, and that too is Dask's, not
+        # the user's; the next session sends them to its own file again
+        quiet = logging.NullHandler()
+        for logger, _, _ in self._saved:
+            logger.handlers = [quiet]
+        self._saved = []
+        if self.pending is not None:
+            try:
+                self.pending.commit()
+            except PrecisionToolError:  # a full disk: the log is lost, the run's own line is not
+                self.path = None
+            self.pending = None
+
+    def note(self) -> str:
+        """`` (Dask's log: PATH)`` when there is a log file, else nothing."""
+        return f" (Dask's log: {self.path})" if self.path is not None else ""
 
 
 @contextmanager
@@ -107,7 +192,7 @@ def _sigint_ignored():
 def _local_workers(scheduler: str) -> int | None:
     if not scheduler.startswith(LOCAL_PREFIX):
         return None
-    count = scheduler[len(LOCAL_PREFIX):]
+    count = scheduler[len(LOCAL_PREFIX) :]
     if not count.isdigit() or int(count) < 1:
         raise PrecisionToolError(f"scheduler {scheduler!r}: local:N wants N >= 1 worker processes")
     return int(count)
@@ -120,19 +205,25 @@ class Session:
     A context manager: entering starts the LocalCluster if asked, connects and waits for a
     worker; leaving cancels what is left when leaving on an exception (Ctrl-C, the consumer
     closing the stream, an error) and closes everything. ``child_env`` is the environment
-    rule for worker processes started here (the engine's: single-threaded BLAS).
+    rule for worker processes started here (the engine's: single-threaded BLAS). ``spec`` is a
+    :class:`ClusterSpec` or just the scheduler's address.
     """
 
-    def __init__(self, scheduler: str, child_env: Callable[[], ContextManager] | None = None) -> None:
-        self.scheduler, self.child_env = scheduler, child_env
+    def __init__(self, spec: ClusterSpec | str, child_env: Callable[[], AbstractContextManager] | None = None) -> None:
+        self.spec = spec if isinstance(spec, ClusterSpec) else ClusterSpec(spec)
+        self.scheduler, self.child_env = self.spec.address, child_env
         self.distributed = _distributed()
         self.cluster = self.client = None
         self.live: dict = {}  # key -> future, submitted and not yet collected
         self.lost = False  # the scheduler went away: nothing more is asked of it
-        self._quiet = _quiet()
+        self.allowed: list[str] | None = None  # the workers tasks may run on; None: any
+        self.log = DaskLog(self.spec.log_root)
+        self._collected = self._seen_done = 0
+        self._last_progress = self._last_asked = time.monotonic()
+        self._none_since: float | None = None  # since when the scheduler has had no worker for us
 
     def __enter__(self) -> Session:
-        self._quiet.__enter__()
+        self.log.__enter__()
         try:
             return self.open()
         except BaseException:
@@ -145,7 +236,7 @@ class Session:
                 self.cancel()
             self.close()
         finally:
-            self._quiet.__exit__(None, None, None)
+            self.log.__exit__(None, None, None)
 
     def open(self) -> Session:
         """Start the LocalCluster if asked, connect, and wait for a worker."""
@@ -163,58 +254,136 @@ class Session:
                 # loopback only, on free ports: a scheduler runs whatever it is sent, so no one
                 # else may reach it; no dashboard (its HTTP server would take port 8787)
                 self.cluster = self.distributed.LocalCluster(
-                    n_workers=local, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    scheduler_port=0, dashboard_address="127.0.0.1:0",
-                    scheduler_kwargs={"dashboard": False}, silence_logs=logging.CRITICAL)
+                    n_workers=local,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    scheduler_port=0,
+                    dashboard_address="127.0.0.1:0",
+                    scheduler_kwargs={"dashboard": False},
+                    silence_logs=logging.CRITICAL,
+                )
             address = self.cluster
+        self._check_tls()
         try:
             self.client = self.distributed.Client(address, set_as_default=False)
             self.client.wait_for_workers(1, timeout=WORKERS_WAIT_SECONDS)
         except (OSError, TimeoutError) as exc:
-            raise PrecisionToolError(f"Dask scheduler {self.scheduler}: {_why(exc)}") from None
+            raise PrecisionToolError(f"Dask scheduler {self.scheduler}: {_why(exc)}{self.log.note()}") from None
         return self
+
+    def _check_tls(self) -> None:
+        """A ``tls://`` scheduler without Dask's TLS settings here is one line, before a client
+        is made (Dask's own error is a TypeError, and the half-made client's traceback)."""
+        if not self.scheduler.startswith(("tls://", "wss://")):
+            return
+        if self.distributed.Security().get_connection_args("client").get("ssl_context") is None:
+            raise PrecisionToolError(
+                f"Dask scheduler {self.scheduler}: a tls:// scheduler needs Dask's TLS settings here "
+                "(distributed.comm.tls.ca-file, .client.cert and .client.key, e.g. "
+                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem: see docs/cluster.md)"
+            )
+
+    def check(self, files, need_numba: bool) -> None:
+        """The preflight check (:mod:`.cluster_preflight`) of every worker, before any task:
+        one line naming a worker that lacks what the run needs, unless ``allow_partial`` (the
+        tasks then go to the workers that pass only)."""
+        from .. import __version__
+        from .cluster_preflight import passing_workers, probe, samples
+
+        try:
+            reports = self.client.run(probe, samples(files), need_numba, on_error="return")
+        except (OSError, TimeoutError) as exc:
+            raise self._stopped(f"lost the Dask scheduler {self.scheduler} ({_why(exc)})") from None
+        try:
+            good = passing_workers(reports, __version__, self.spec.allow_partial, self.scheduler)
+        except PrecisionToolError as exc:
+            raise PrecisionToolError(f"{exc}{self.log.note()}") from None
+        if len(good) < len(reports):
+            self.allowed = good
 
     @property
     def workers(self) -> int:
-        """Worker threads of the cluster now (each runs one call at a time)."""
-        return max(1, sum(self.client.nthreads().values()))
+        """Worker threads the run may use now (each runs one call at a time)."""
+        threads = self.client.nthreads()
+        return max(1, sum(n for w, n in threads.items() if self.allowed is None or w in self.allowed))
 
     def submit(self, fn, *args):
-        """Submit ``fn(*args)`` (never cached: the files may have changed)."""
-        future = self.client.submit(fn, *args, pure=False)
+        """Submit ``fn(*args)`` (never cached: the files may have changed), through the
+        worker-side wrapper (:func:`~.cluster_preflight.on_worker`), to the allowed workers."""
+        from .cluster_preflight import on_worker
+
+        where = {} if self.allowed is None else {"workers": self.allowed, "allow_other_workers": False}
+        future = self.client.submit(on_worker, fn, *args, pure=False, **where)
         self.live[future.key] = future
         return future
 
     def result(self, future):
-        """Wait for a future; PrecisionToolError when the scheduler is gone or does not answer,
-        LostWork when Dask gave up on the job's worker."""
+        """Wait for a future; ClusterStopped when the scheduler is gone or does not answer, the
+        workers are gone or nothing finishes for the timeout; LostWork when Dask gave up on the
+        job's worker."""
         waited = 0.0
         while True:
             try:
                 value = future.result(timeout=POLL_SECONDS)
-            except TimeoutError:
+            except NO_ANSWER:
                 waited += POLL_SECONDS
                 if waited >= PING_AFTER_SECONDS:
                     self._ping()
                     waited = 0.0
+                self._watch()
                 continue
             except self.distributed.client.FutureCancelledError as exc:
                 self.lost = True
-                raise PrecisionToolError(f"lost the Dask scheduler {self.scheduler} ({exc.reason}); "
-                                         "the rows computed so far are reused when vc runs again") from None
+                raise self._stopped(f"lost the Dask scheduler {self.scheduler} ({exc.reason})") from None
             except self.distributed.KilledWorker as exc:
-                self.live.pop(future.key, None)
+                self._collect(future)
                 raise LostWork(_killed_reason(exc)) from None
-            self.live.pop(future.key, None)
+            self._collect(future)
             return value
 
-    def _ping(self) -> None:
+    def _collect(self, future) -> None:
+        if self.live.pop(future.key, None) is not None:
+            self._collected += 1
+
+    def _watch(self) -> None:
+        """No silent wait: some result within the timeout, some worker within GONE_SECONDS."""
+        now = time.monotonic()
+        done = self._collected + sum(1 for f in self.live.values() if f.done())
+        if done != self._seen_done:
+            self._seen_done, self._last_progress = done, now
+        if now - self._last_asked >= WORKERS_EVERY_SECONDS:
+            self._last_asked = now
+            workers = self._identity().get("workers", {})
+            if any(self.allowed is None or w in self.allowed for w in workers):
+                self._none_since = None
+            elif self._none_since is None:
+                self._none_since = now - WORKERS_EVERY_SECONDS  # gone since the ask before, at least
+        gone = now - self._none_since if self._none_since is not None else 0.0
+        stalled = now - self._last_progress >= self.spec.timeout
+        if self._none_since is not None and (gone >= min(GONE_SECONDS, self.spec.timeout) or stalled):
+            which = "every Dask worker the run may use" if self.allowed is not None else "every Dask worker"
+            raise self._stopped(f"{which} of {self.scheduler} is gone (none for {gone:.0f} s)")
+        if stalled:
+            raise self._stopped(
+                f"no result from the Dask workers of {self.scheduler} for "
+                f"{now - self._last_progress:.0f} s (setting CLUSTER_TIMEOUT)"
+            )
+
+    def _stopped(self, message: str) -> ClusterStopped:
+        return ClusterStopped(f"{message}; the rows computed so far are kept{self.log.note()}")
+
+    def _identity(self) -> dict:
+        """The scheduler's identity (its workers among it), asked with a timeout: Dask's own
+        ``scheduler_info`` waits for a frozen scheduler forever."""
         try:
-            self.client.sync(self.client.scheduler.identity, callback_timeout=PING_TIMEOUT_SECONDS)
-        except (OSError, TimeoutError) as exc:
+            return self.client.sync(self.client.scheduler.identity, n_workers=-1, callback_timeout=PING_TIMEOUT_SECONDS)
+        except (OSError, *NO_ANSWER) as exc:
             self.lost = True
-            raise PrecisionToolError(f"the Dask scheduler {self.scheduler} does not answer "
-                                     f"({_why(exc)})") from None
+            raise self._stopped(f"the Dask scheduler {self.scheduler} does not answer ({_why(exc)})") from None
+
+    def _ping(self) -> None:
+        self._identity()
 
     def cancel(self) -> None:
         """Cancel every future not yet collected (when the scheduler still listens)."""
@@ -241,10 +410,14 @@ def _killed_reason(exc: BaseException) -> str:
     """The row's reason for a job on which every worker that ran it died (KilledWorker)."""
     tries = getattr(exc, "allowed_failures", None)
     last = getattr(getattr(exc, "last_worker", None), "address", None)
-    detail = ", ".join(part for part in (f"{tries + 1} tries" if tries is not None else "",
-                                          f"the last on {last}" if last else "") if part)
-    return ("Not compared: the Dask worker computing it died and Dask gave up retrying"
-            + (f" ({detail})." if detail else "."))
+    detail = ", ".join(
+        part
+        for part in (f"{tries + 1} tries" if tries is not None else "", f"the last on {last}" if last else "")
+        if part
+    )
+    return "Not compared: the Dask worker computing it died and Dask gave up retrying" + (
+        f" ({detail})." if detail else "."
+    )
 
 
 def _why(exc: BaseException) -> str:
@@ -263,4 +436,12 @@ def _drop_offload_thread(distributed) -> None:
     old.shutdown(wait=True)
 
 
-__all__ = ["PING_AFTER_SECONDS", "PING_TIMEOUT_SECONDS", "Session", "absolute_task"]
+__all__ = [
+    "ClusterSpec",
+    "ClusterStopped",
+    "DaskLog",
+    "PING_AFTER_SECONDS",
+    "PING_TIMEOUT_SECONDS",
+    "Session",
+    "absolute_task",
+]

@@ -10,8 +10,8 @@ each result's :class:`~.divergence.Divergence`, grouped by the device its CSV co
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .divergence import Divergence, OpCosines
 
@@ -67,8 +67,14 @@ def device_verdicts(results: Iterable[tuple[int | None, Divergence]]) -> list[De
     majority = next(v.signature for v in verdicts if counts[v.signature] == best)
     indices = [v.first_introducer.index for v in verdicts if v.first_introducer is not None]
     earliest = min(indices, default=None)
-    return [DeviceVerdict(v.device, v.results, v.first_introducer, v.min_output_cosine,
-                          differs_from_majority=v.signature != majority,
-                          diverges_first=v.first_introducer is not None
-                          and v.first_introducer.index == earliest)
-            for v in verdicts]
+    return [
+        DeviceVerdict(
+            v.device,
+            v.results,
+            v.first_introducer,
+            v.min_output_cosine,
+            differs_from_majority=v.signature != majority,
+            diverges_first=v.first_introducer is not None and v.first_introducer.index == earliest,
+        )
+        for v in verdicts
+    ]

@@ -121,8 +121,11 @@ def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) ->
         elif tensor.index >= len(right_dump.inputs if tensor.kind == "input" else right_dump.outputs):
             reason = f"the right dump of {name} has no {tensor.kind} {tensor.index}"
         else:
-            tasks.append(PairTask(**base, tensor_index=tensor_index, left=left,
-                                  right=DumpSide(right.path, tensor.kind, tensor.index)))
+            tasks.append(
+                PairTask(
+                    **base, tensor_index=tensor_index, left=left, right=DumpSide(right.path, tensor.kind, tensor.index)
+                )
+            )
             continue
         tasks.append(PairTask(**base, tensor_index=tensor_index, left=left, right=None, reason=reason))
     return tasks
@@ -140,15 +143,34 @@ def pair_npu_npu(left: DumpListing, right: DumpListing) -> list[PairTask]:
         tasks.extend(_npu_op_tasks(position, ref, other))
     extra = [r for r in latest_launches(right) if r.path.name not in seen]
     for position, ref in enumerate(extra, start=len(refs)):
-        tasks.append(PairTask(position, ref.name.op_type, ref.name.op_name, ref.name.op_name, None,
-                              None, None, reason=f"{ref.name.op_name} is only in the right directory"))
+        tasks.append(
+            PairTask(
+                position,
+                ref.name.op_type,
+                ref.name.op_name,
+                ref.name.op_name,
+                None,
+                None,
+                None,
+                reason=f"{ref.name.op_name} is only in the right directory",
+            )
+        )
     return tasks
 
 
-def _npy_task(position: int, name: str, index: int, left: Path | None, right: Path | None,
-              reason: str = "") -> PairTask:
-    return PairTask(position, "", name, name if right else "*", f"{name}:output:{index}",
-                    NpySide(left) if left else None, NpySide(right) if right else None, reason)
+def _npy_task(
+    position: int, name: str, index: int, left: Path | None, right: Path | None, reason: str = ""
+) -> PairTask:
+    return PairTask(
+        position,
+        "",
+        name,
+        name if right else "*",
+        f"{name}:output:{index}",
+        NpySide(left) if left else None,
+        NpySide(right) if right else None,
+        reason,
+    )
 
 
 def _unnamed_npy(golden: GoldenIndex) -> dict[str, Path]:
@@ -164,15 +186,26 @@ def pair_npy_npy(left: GoldenIndex, right: GoldenIndex) -> list[PairTask]:
         if key in right:
             tasks.append(_npy_task(len(tasks), *key, entry.path, right.path_for(*key)))
         else:
-            tasks.append(_npy_task(len(tasks), *key, entry.path, None,
-                                   f"no {entry.name}.{entry.output_index}.*.npy in {right.directory}"))
+            tasks.append(
+                _npy_task(
+                    len(tasks),
+                    *key,
+                    entry.path,
+                    None,
+                    f"no {entry.name}.{entry.output_index}.*.npy in {right.directory}",
+                )
+            )
     right_unnamed = _unnamed_npy(right)
     for file_name, path in sorted(_unnamed_npy(left).items()):
         other = right_unnamed.get(file_name)
-        tasks.append(_npy_task(len(tasks), file_name, 0, path, other,
-                               "" if other else f"no {file_name} in {right.directory}"))
+        tasks.append(
+            _npy_task(len(tasks), file_name, 0, path, other, "" if other else f"no {file_name} in {right.directory}")
+        )
     for key in right.keys():
         if key not in left:
-            tasks.append(_npy_task(len(tasks), *key, None, right.path_for(*key),
-                                   f"{key[0]}.{key[1]} is only in the right directory"))
+            tasks.append(
+                _npy_task(
+                    len(tasks), *key, None, right.path_for(*key), f"{key[0]}.{key[1]} is only in the right directory"
+                )
+            )
     return tasks

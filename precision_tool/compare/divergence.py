@@ -32,13 +32,12 @@ anyway.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
 
 from .result import GOLDEN_NONFINITE_NOTE, CompareRow
 from .verdict import (
     AMPLIFY_FACTOR,
-    RED_FLOOR,
     BY_INPUTS,
     BY_REPLAY,
     CLEAN,
@@ -49,11 +48,11 @@ from .verdict import (
     NONFINITE,
     NOT_COMPARED,
     RED,
+    RED_FLOOR,
     ROUNDING,
     LocalCheck,
     tensor_limits,
 )
-
 
 
 def cosine_flags(cosine: float, threshold: float) -> bool:
@@ -89,8 +88,7 @@ class FlagRule:
 
     def diverges(self, cosine: float, red: float = math.nan, nonfinite: bool = False) -> bool:
         """Whether a tensor with these numbers diverges."""
-        return (cosine_flags(cosine, self.cosine) or nonfinite
-                or (not math.isnan(red) and red >= self.red_threshold))
+        return cosine_flags(cosine, self.cosine) or nonfinite or (not math.isnan(red) and red >= self.red_threshold)
 
     def describe(self) -> str:
         """The rule in words, for counts and summary lines."""
@@ -167,7 +165,8 @@ class TensorCosine:
         lower bound on the RED reaches the threshold)."""
         floor = self.red_floor
         return rule.diverges(self.cosine, self.red, self.nonfinite) or (
-            not math.isnan(floor) and floor >= rule.red_threshold)
+            not math.isnan(floor) and floor >= rule.red_threshold
+        )
 
 
 @dataclass(frozen=True)
@@ -364,21 +363,38 @@ class Divergence:
         """This analysis with the replay evidence ``checks`` (by :func:`op_key`) attached."""
         if not checks:
             return self
-        return replace(self, ops=tuple(replace(op, local=checks[(op.index, op.name)])
-                                       if (op.index, op.name) in checks else op for op in self.ops))
+        return replace(
+            self,
+            ops=tuple(
+                replace(op, local=checks[(op.index, op.name)]) if (op.index, op.name) in checks else op
+                for op in self.ops
+            ),
+        )
 
     def with_causes(self, causes: Mapping[str, str]) -> Divergence:
         """This analysis with the causes ``why`` found (by NPU op name) on its flagged ops."""
         if not causes:
             return self
-        return replace(self, ops=tuple(replace(op, cause=causes[op.name])
-                                       if op.flagged and op.name in causes else op for op in self.ops))
+        return replace(
+            self,
+            ops=tuple(
+                replace(op, cause=causes[op.name]) if op.flagged and op.name in causes else op for op in self.ops
+            ),
+        )
 
 
 def _tensor(row: CompareRow, limit: float = math.nan) -> TensorCosine:
-    return TensorCosine(row.kind, row.slot, row.cosine, row.fail_reason, row.metric(RED),
-                        row.npu_nonfinite, limit, GOLDEN_NONFINITE_NOTE in row.fail_reason,
-                        row.metric(RED_FLOOR))
+    return TensorCosine(
+        row.kind,
+        row.slot,
+        row.cosine,
+        row.fail_reason,
+        row.metric(RED),
+        row.npu_nonfinite,
+        limit,
+        GOLDEN_NONFINITE_NOTE in row.fail_reason,
+        row.metric(RED_FLOOR),
+    )
 
 
 def op_key(row: CompareRow) -> tuple[int, str]:
@@ -397,12 +413,20 @@ def _op(key: tuple[int, str], rows: list[CompareRow], rule: FlagRule) -> OpCosin
     op_type = next((r.op_type for r in rows if r.op_type), "")
     limits = tensor_limits(rows, op_type)
     tensors = [_tensor(row, limits[i]) for i, row in enumerate(rows) if i in limits]
-    by_slot = lambda kind: tuple(sorted((t for t in tensors if t.kind == kind),  # noqa: E731
-                                        key=lambda t: t.slot))
+
+    def by_slot(kind: str) -> tuple:
+        return tuple(sorted((t for t in tensors if t.kind == kind), key=lambda t: t.slot))
+
     first = rows[0]
-    return OpCosines(index=key[0], name=key[1], op_type=op_type,
-                     ground_truth=first.ground_truth, inputs=by_slot("input"),
-                     outputs=by_slot("output"), rule=rule)
+    return OpCosines(
+        index=key[0],
+        name=key[1],
+        op_type=op_type,
+        ground_truth=first.ground_truth,
+        inputs=by_slot("input"),
+        outputs=by_slot("output"),
+        rule=rule,
+    )
 
 
 def analyse(rows: Iterable[CompareRow], rule: FlagRule | float) -> Divergence:

@@ -124,8 +124,9 @@ class _Scratch:
         return a, b
 
 
-def _compare_chunk(left: np.ndarray, right: np.ndarray, atol: float, rtol: float,
-                   scratch: _Scratch | None = None) -> _Chunk:
+def _compare_chunk(
+    left: np.ndarray, right: np.ndarray, atol: float, rtol: float, scratch: _Scratch | None = None
+) -> _Chunk:
     """Compare float64 chunks; the NaN/Inf fix-ups of isclose's rules run only when needed."""
     n = left.size
     scratch = scratch or _Scratch(n)
@@ -149,8 +150,9 @@ def _compare_chunk(left: np.ndarray, right: np.ndarray, atol: float, rtol: float
         return _Chunk(close, diff, int(np.nanargmax(diff)) if numeric else None, True)
 
 
-def close_mask(left: np.ndarray, right: np.ndarray, atol: float = DEFAULT_ATOL,
-               rtol: float = DEFAULT_RTOL) -> np.ndarray:
+def close_mask(
+    left: np.ndarray, right: np.ndarray, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL
+) -> np.ndarray:
     """Which pairs are close, per ``numpy.isclose(..., equal_nan=True)``, for float64 arrays."""
     return _compare_chunk(left, right, atol, rtol).close.copy()
 
@@ -176,8 +178,7 @@ class _Accumulator:
     nan_right: int = 0
     first: list[ElementPair] = field(default_factory=list)
 
-    def add(self, start: int, left: np.ndarray, right: np.ndarray, atol: float, rtol: float,
-            scratch: _Scratch) -> None:
+    def add(self, start: int, left: np.ndarray, right: np.ndarray, atol: float, rtol: float, scratch: _Scratch) -> None:
         left, right = scratch.upcast(left, right)
         chunk = _compare_chunk(left, right, atol, rtol, scratch)
         bad = chunk.close.size - int(np.count_nonzero(chunk.close))
@@ -200,9 +201,15 @@ def _flat(array: np.ndarray) -> np.ndarray:
     return np.asarray(array).reshape(-1)
 
 
-def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DEFAULT_ATOL,
-                        rtol: float = DEFAULT_RTOL, limit: int = DEFAULT_LIMIT,
-                        chunk_size: int = DEFAULT_CHUNK) -> ElementwiseResult:
+def compare_elementwise(
+    left: np.ndarray,
+    right: np.ndarray,
+    *,
+    atol: float = DEFAULT_ATOL,
+    rtol: float = DEFAULT_RTOL,
+    limit: int = DEFAULT_LIMIT,
+    chunk_size: int = DEFAULT_CHUNK,
+) -> ElementwiseResult:
     """Compare two tensors of equal size element by element, in flat (C) order.
 
     Args:
@@ -228,11 +235,17 @@ def compare_elementwise(left: np.ndarray, right: np.ndarray, *, atol: float = DE
         stop = start + chunk_size
         acc.add(start, a[start:stop], b[start:stop], atol, rtol, scratch)
     return ElementwiseResult(
-        total=int(a.size), mismatches=acc.mismatches,
+        total=int(a.size),
+        mismatches=acc.mismatches,
         cosine=_cosine(a, b, acc),
-        max_abs_error=acc.max_abs, max_abs_index=acc.max_index,
-        first_mismatches=tuple(acc.first), nan_left=acc.nan_left, nan_right=acc.nan_right,
-        atol=float(atol), rtol=float(rtol))
+        max_abs_error=acc.max_abs,
+        max_abs_index=acc.max_index,
+        first_mismatches=tuple(acc.first),
+        nan_left=acc.nan_left,
+        nan_right=acc.nan_right,
+        atol=float(atol),
+        rtol=float(rtol),
+    )
 
 
 def _cosine(left: np.ndarray, right: np.ndarray, acc: _Accumulator) -> float:

@@ -39,34 +39,42 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
-from typing import Callable, Iterable, Iterator, Sequence
 
-from . import kernels
 from ..lifetime import init_worker_lifetime
+from . import kernels
+from .golden_pairing import DumpSide, FileSide, PairTask
 from .load import DEFAULT_CHUNK, HeaderCache
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
-from .golden_pairing import DumpSide, FileSide, PairTask
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-# A Dask call costs about a millisecond of the scheduler's time (and a round trip), a pool call
-# a tenth of that: on a cluster, consecutive small jobs travel as one call of about this many
-# file bytes, so a job of many small dump files is not bound by the scheduler (1,000 calls/s
-# x 64 MiB is 67 GB/s, beyond any storage the workers read from).
+# A Dask call costs a round trip through the scheduler (207 calls/s measured on 2 shared cores,
+# docs/scaling.md), a pool call a tenth of that: on a cluster, consecutive small jobs travel as
+# one call of up to this many file bytes, so a run of many small dump files is not bound by the
+# scheduler's call rate; a smaller run is cut into about CLUSTER_CALLS_PER_WORKER calls per
+# worker thread, so every worker gets some.
 CLUSTER_BATCH_BYTES = 64 << 20
 # A pool call costs its pickled tasks and rows and a round trip (about a millisecond of the
 # parent's and the worker's CPU): consecutive small jobs go to a worker as one call of about
 # this many file bytes, so a network of 100 KB tensors is not bound by calls. Small enough that
 # the last calls still spread over the workers.
 POOL_BATCH_BYTES = 4 << 20
+CLUSTER_CALLS_PER_WORKER = 4
+
+
+def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
+    """The file bytes of one call on a cluster of ``workers`` threads for a run of ``data_bytes``."""
+    return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
+
 
 # --- jobs ------------------------------------------------------------------------------------
 
@@ -263,7 +271,8 @@ def compare_tasks(
         progress: called as ``progress(rows done, rows total, bytes done)`` after each job,
             bytes being both sides' file bytes of the tensors compared so far.
         scheduler: a Dask scheduler (``tcp://HOST:8786``, or ``local:N`` for a LocalCluster of
-            N processes) to run the jobs on instead of local workers (:mod:`.cluster`).
+            N processes), or a :class:`~.cluster.ClusterSpec`, to run the jobs on instead of
+            local workers (:mod:`.cluster`).
         split_bytes: pairs larger than this (both sides' bytes) are compared in ranges of about
             this size on several workers (:mod:`.split`); 0 derives it from the data and the
             workers (:func:`~.split.split_size`). Inline runs (one worker) do not split.
@@ -340,12 +349,15 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
         yield from _pooled(units, plan.job_args, pooled, tracker)
 
 
-def _on_cluster(scheduler: str, plan: Plan, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
-    """The plan on the Dask cluster at ``scheduler``: the same units and window as the pool."""
+def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
+    """The plan on the Dask cluster of ``scheduler`` (an address or a ClusterSpec), its workers
+    checked first: the same units and window as the pool."""
     from .cluster import Session
 
     with Session(scheduler, _single_threaded_children) as session:
-        units = _units(plan, session.workers, split_bytes, CLUSTER_BATCH_BYTES)
+        session.check(plan.sizes, bool(plan.job_args[2]))
+        batch = cluster_batch_bytes(sum(plan.sizes.values()), session.workers)
+        units = _units(plan, session.workers, split_bytes, batch)
         yield from stream_units(units, session.submit, 2 * session.workers, tracker.emit, session.result)
 
 
@@ -368,13 +380,14 @@ def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> It
 
 __all__ = [
     "CLUSTER_BATCH_BYTES",
+    "CLUSTER_CALLS_PER_WORKER",
     "DEFAULT_CHUNK",
     "POOL_BATCH_BYTES",
-    "pool_batch_bytes",
     "JobResult",
     "JobUnit",
     "Plan",
     "batch_jobs",
+    "cluster_batch_bytes",
     "compare_sources",
     "compare_task",
     "compare_tasks",
@@ -383,5 +396,6 @@ __all__ = [
     "needs_worker",
     "nonfinite_note",
     "plan_jobs",
+    "pool_batch_bytes",
     "run_job",
 ]

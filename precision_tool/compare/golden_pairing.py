@@ -123,12 +123,16 @@ def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> TensorName | 
     return golden_source(graph, edges[index]) if 0 <= index < len(edges) else None
 
 
-def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex,
-                 source: TensorName) -> PairTask:
+def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex, source: TensorName) -> PairTask:
     path = golden.latest_path(*source)
     if path is None:
-        return PairTask(**{**base, "ground_truth": "*"}, tensor_index=tensor_index, left=left, right=None,
-                        reason=f"no ground truth dump file for {tensor_index} ({source})")
+        return PairTask(
+            **{**base, "ground_truth": "*"},
+            tensor_index=tensor_index,
+            left=left,
+            right=None,
+            reason=f"no ground truth dump file for {tensor_index} ({source})",
+        )
     return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(path))
 
 
@@ -154,22 +158,36 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
         left = DumpSide(ref.path, "input", i, desc.origin_format if desc else None)
         tensor_index = f"{op.name}:input:{i}"
         if edge is None:
-            tasks.append(PairTask(**base, tensor_index=tensor_index, left=left, right=None,
-                                  reason=f"the graph has no data input {i} for {op.name}"))
+            tasks.append(
+                PairTask(
+                    **base,
+                    tensor_index=tensor_index,
+                    left=left,
+                    right=None,
+                    reason=f"the graph has no data input {i} for {op.name}",
+                )
+            )
             continue
         tasks.append(_tensor_task(base, tensor_index, left, golden, golden_for(graph, op, "input", i)))
     for tensor in dump.outputs:
         i = tensor.index
         desc = op.output_desc(i)
         left = DumpSide(ref.path, "output", i, desc.origin_format if desc else None)
-        tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden,
-                                  golden_for(graph, op, "output", i)))
+        tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden, golden_for(graph, op, "output", i)))
     return tasks
 
 
 def _no_dump_task(op: Op, position: int) -> PairTask:
-    return PairTask(position, op.type, op.name, ground_truth_text(op), None, None, None,
-                    reason=f'[{op.name}] there is no dump file for operator "{op.name}" (type {op.type})')
+    return PairTask(
+        position,
+        op.type,
+        op.name,
+        ground_truth_text(op),
+        None,
+        None,
+        None,
+        reason=f'[{op.name}] there is no dump file for operator "{op.name}" (type {op.type})',
+    )
 
 
 def pair_with_graph(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex) -> list[PairTask]:
@@ -211,14 +229,26 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
             tasks.append(PairTask(**base, tensor_index=None, left=None, right=None, reason=problem))
             continue
         for tensor in dump.inputs:
-            tasks.append(PairTask(**base, tensor_index=f"{name}:input:{tensor.index}",
-                                  left=DumpSide(ref.path, "input", tensor.index), right=None,
-                                  reason="no graph: the producer of this input is unknown"))
+            tasks.append(
+                PairTask(
+                    **base,
+                    tensor_index=f"{name}:input:{tensor.index}",
+                    left=DumpSide(ref.path, "input", tensor.index),
+                    right=None,
+                    reason="no graph: the producer of this input is unknown",
+                )
+            )
         for tensor in dump.outputs:
             # The dump's OriginalOp names the TF tensor a fused output stands for.
             origin = tensor.original_op
-            source = (TensorName(origin.name, origin.output_index) if origin and origin.name
-                      else TensorName(name, tensor.index))
-            tasks.append(_tensor_task(base, f"{name}:output:{tensor.index}",
-                                      DumpSide(ref.path, "output", tensor.index), golden, source))
+            source = (
+                TensorName(origin.name, origin.output_index)
+                if origin and origin.name
+                else TensorName(name, tensor.index)
+            )
+            tasks.append(
+                _tensor_task(
+                    base, f"{name}:output:{tensor.index}", DumpSide(ref.path, "output", tensor.index), golden, source
+                )
+            )
     return tasks

@@ -46,6 +46,7 @@ def _read_all(launch) -> tuple[list, list]:
             return side.npu()
         except PrecisionToolError:
             return None
+
     return [read(s) for s in launch.inputs], [read(s) for s in launch.outputs]
 
 
@@ -100,8 +101,9 @@ def _check_op(context: Workspace, op: OpCosines, dumps: MsprobeDumps | None = No
     return _check_ge(context, op, worst.slot)
 
 
-def local_checks(context: Workspace, divergence: Divergence,
-                 dumps: MsprobeDumps | None = None) -> dict[tuple[int, str], LocalCheck]:
+def local_checks(
+    context: Workspace, divergence: Divergence, dumps: MsprobeDumps | None = None
+) -> dict[tuple[int, str], LocalCheck]:
     """The replay evidence of each flagged op that could be replayed (up to MAX_REPLAYS);
     ``dumps``: the msprobe rank directories the result compares (None: GE dumps)."""
     checks: dict[tuple[int, str], LocalCheck] = {}
@@ -129,6 +131,7 @@ def judged_rows(context: Workspace, path: Path, rows, rule: FlagRule) -> Diverge
     """:func:`judge_rows` of ``rows`` (read from result ``path``; its manifest says whether it
     compares msprobe dumps, and which); remembered for the session, so every view of one command
     (and of later ones) shares it."""
+
     def judge() -> Divergence:
         return judge_rows(context, rows, rule, msprobe_dumps(path))
 

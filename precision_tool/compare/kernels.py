@@ -39,13 +39,11 @@ import importlib
 import math
 import os
 import stat
-import sys
 import tempfile
 import warnings
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -131,9 +129,8 @@ def numba_kernels():
     if cache is not None:
         os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
     try:
-        with _without_scipy():
-            kernels_numba = importlib.import_module(".kernels_numba", __package__)
-            _check(kernels_numba)
+        kernels_numba = importlib.import_module(".kernels_numba", __package__)
+        _check(kernels_numba)
     except ModuleNotFoundError as exc:
         if exc.name not in ("numba", "llvmlite"):  # not installed: the numpy path, silently
             _warn(exc)
@@ -142,24 +139,6 @@ def numba_kernels():
         _warn(exc)
         return None
     return kernels_numba
-
-
-@contextmanager
-def _without_scipy():
-    """scipy hidden while numba loads: numba's first compile or cache load imports scipy.linalg
-    only to learn whether BLAS is there for ``np.dot`` in compiled code (0.3-0.6 s a process,
-    a fifth of a small run); these kernels use no BLAS. Once the import is over scipy imports
-    as usual; numba's compiled ``np.dot`` in this process would then say scipy is missing.
-    Nothing is hidden when scipy is already imported."""
-    if "scipy" in sys.modules:
-        yield
-        return
-    sys.modules["scipy"] = None  # an import of it raises ModuleNotFoundError, which numba expects
-    try:
-        yield
-    finally:
-        if sys.modules.get("scipy", 0) is None:
-            del sys.modules["scipy"]
 
 
 def _warn(exc: BaseException) -> None:

@@ -47,19 +47,26 @@ _LN2 = 0.6931471805599453
 def _bitcast(source, target, ir_target, doc: str):
     """An intrinsic that reinterprets a ``source`` scalar's bits as ``target`` (a register move,
     no memory): the float <-> integer views the kernels' keys and logarithm are made of."""
+
     @intrinsic
     def cast(typingctx, value):
         def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], ir_target)
+
         return target(source), codegen
+
     cast.__doc__ = doc
     return cast
 
 
 _bits = _bitcast(types.float64, types.int64, ir.IntType(64), "A float64's bit pattern as an int64.")
 _float = _bitcast(types.int64, types.float64, ir.DoubleType(), "The float64 of an int64 bit pattern.")
-_ubits = _bitcast(types.float64, types.uint64, ir.IntType(64),
-                  "A float64's bit pattern as a uint64 (AVX2 shifts 64-bit lanes only logically).")
+_ubits = _bitcast(
+    types.float64,
+    types.uint64,
+    ir.IntType(64),
+    "A float64's bit pattern as a uint64 (AVX2 shifts 64-bit lanes only logically).",
+)
 _ufloat = _bitcast(types.uint64, types.float64, ir.DoubleType(), "The float64 of a uint64 bit pattern.")
 _bits32 = _bitcast(types.float32, types.int32, ir.IntType(32), "A float32's bit pattern as an int32.")
 _float32 = _bitcast(types.int32, types.float32, ir.FloatType(), "The float32 of an int32 bit pattern.")
@@ -80,17 +87,21 @@ def _unkey(key):
 @intrinsic
 def _from_f16(typingctx, bits):
     """float16 bits (uint16) widened to float64 by the CPU (F16C's vcvtph2ps on x86)."""
+
     def codegen(context, builder, signature, args):
         return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.DoubleType())
+
     return types.float64(types.uint16), codegen
 
 
 @intrinsic
 def _from_bf16(typingctx, bits):
     """bfloat16 bits (int16) widened to float64: they are the upper half of a float32."""
+
     def codegen(context, builder, signature, args):
         wide = builder.shl(builder.zext(args[0], ir.IntType(32)), ir.Constant(ir.IntType(32), 16))
         return builder.fpext(builder.bitcast(wide, ir.FloatType()), ir.DoubleType())
+
     return types.float64(types.int16), codegen
 
 
@@ -153,14 +164,18 @@ def _key_value(values, key):
 def _range_key_typed(values, i):
     kind = values.dtype
     if kind in (types.uint16, types.int16):
+
         def key16(values, i):
             b = np.int32(np.int16(values[i]))
             return b ^ ((b >> 31) & 0x7FFF)
+
         return key16
     if kind == types.float32:
+
         def key32(values, i):
             b = _bits32(values[i])
             return b ^ ((b >> 31) & 0x7FFFFFFF)
+
         return key32
     return lambda values, i: _key(np.float64(values[i]))
 

@@ -31,21 +31,21 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
-from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dtypes import dump_dtype
+from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.files import open_regular
 from ..formats.golden import load_npy, npy_header
-from .metrics import dtype_problem
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
+from .metrics import dtype_problem
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})

@@ -52,8 +52,7 @@ def _names_graph(ref: OpRef, graph: str, stage: str | None) -> bool:
         return True  # the whole stage
     file_name = ref.model.source_path.name if ref.model.source_path else None
     graph_id = ref.model.graph_id
-    return graph in (ref.graph.name, ref.model.name, file_name) or (
-        graph_id is not None and graph == str(graph_id))
+    return graph in (ref.graph.name, ref.model.name, file_name) or (graph_id is not None and graph == str(graph_id))
 
 
 def _debug_holding(workspace: Workspace, path: Path, debug: str | None) -> str:
@@ -135,8 +134,7 @@ def _matches(refs: list[OpRef], name: str) -> tuple[list[OpRef], str | None]:
     same = [r for r in refs if normalise_op_name(r.op.name) == key]
     if same:
         return same, None
-    fused = _by_tf_name(refs, lambda tf: tf == name) or _by_tf_name(
-        refs, lambda tf: normalise_op_name(tf) == key)
+    fused = _by_tf_name(refs, lambda tf: tf == name) or _by_tf_name(refs, lambda tf: normalise_op_name(tf) == key)
     if fused:
         return [r for r, _ in fused], fused[0][1]
     lowered = key.lower()
@@ -183,8 +181,7 @@ def close_names(refs: list[OpRef], name: str, count: int = 5) -> list[str]:
     candidates = [full for base in near for full in by_base[base]]
     if len(shown) <= MAX_FULL_NAME_SCAN:
         candidates = difflib.get_close_matches(name, list(shown), n=count, cutoff=0.6) + candidates
-    ranked = sorted(dict.fromkeys(candidates),
-                    key=lambda full: -difflib.SequenceMatcher(None, name, full).ratio())
+    ranked = sorted(dict.fromkeys(candidates), key=lambda full: -difflib.SequenceMatcher(None, name, full).ratio())
     return [shown[full] for full in ranked[:count]]
 
 
@@ -194,8 +191,7 @@ def _no_match(refs: list[OpRef], name: str) -> PrecisionToolError:
     return PrecisionToolError(f"no operator matches '{name}'{hint}")
 
 
-def lookup_ops(workspace: Workspace, name: str, graph: str | None = None,
-               debug: str | None = None) -> Lookup:
+def lookup_ops(workspace: Workspace, name: str, graph: str | None = None, debug: str | None = None) -> Lookup:
     """Every op ``name`` designates in one debug dir, one per graph holding it, and the other
     debug dirs that hold it too (shown with ``-d``). ``name`` may be the NPU op name or the name
     of a TF op fused into it (``_datadump_original_op_names``).
@@ -206,8 +202,9 @@ def lookup_ops(workspace: Workspace, name: str, graph: str | None = None,
     """
     refs = graph_refs(workspace, graph, debug)
     if not refs:
-        raise PrecisionToolError(f"no Build graph ({BUILD_FILE_FORMS}) under {workspace.data.npu} "
-                                 f"to look '{name}' up in")
+        raise PrecisionToolError(
+            f"no Build graph ({BUILD_FILE_FORMS}) under {workspace.data.npu} to look '{name}' up in"
+        )
     found, tf_name = _matches(refs, name)
     if not found:
         raise _no_match(refs, name)
@@ -222,8 +219,7 @@ def lookup_ops(workspace: Workspace, name: str, graph: str | None = None,
     return Lookup(here, others, tf_name)
 
 
-def lookup_op(workspace: Workspace, name: str, graph: str | None = None,
-              debug: str | None = None) -> OpRef:
+def lookup_op(workspace: Workspace, name: str, graph: str | None = None, debug: str | None = None) -> OpRef:
     """The first op ``name`` designates (see :func:`lookup_ops`)."""
     return lookup_ops(workspace, name, graph, debug).refs[0]
 

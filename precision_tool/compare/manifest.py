@@ -11,9 +11,10 @@ output, a CSV copied elsewhere) is still read: all its CSVs, without a device.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from ..formats.output_root import OutputRoot
@@ -46,13 +47,25 @@ def csv_info(csv_name: str, comparison: Comparison) -> CsvInfo:
     """The manifest entry of ``comparison`` written as ``csv_name``."""
     step, sides = comparison.step, comparison.msprobe
     if sides is not None:
-        return CsvInfo(csv_name, comparison.label, device=sides.npu_rank.rank, step=sides.npu_rank.step,
-                       npu_vs_npu=True, npu_dump=str(sides.npu_rank.path.absolute()),
-                       bench_dump=str(sides.bench_rank.path.absolute()))
-    return CsvInfo(csv_name, comparison.label,
-                   device=step.device if step else None, model=step.model_name if step else None,
-                   model_id=step.model_id if step else None, step=step.step if step else None,
-                   run=step.run if step else None, npu_vs_npu=comparison.npu_vs_npu)
+        return CsvInfo(
+            csv_name,
+            comparison.label,
+            device=sides.npu_rank.rank,
+            step=sides.npu_rank.step,
+            npu_vs_npu=True,
+            npu_dump=str(sides.npu_rank.path.absolute()),
+            bench_dump=str(sides.bench_rank.path.absolute()),
+        )
+    return CsvInfo(
+        csv_name,
+        comparison.label,
+        device=step.device if step else None,
+        model=step.model_name if step else None,
+        model_id=step.model_id if step else None,
+        step=step.step if step else None,
+        run=step.run if step else None,
+        npu_vs_npu=comparison.npu_vs_npu,
+    )
 
 
 def write_manifest(root: OutputRoot, directory: Path, entries: Iterable[CsvInfo]) -> Path:
@@ -97,8 +110,7 @@ def read_manifest(directory: Path) -> dict[str, CsvInfo]:
 def is_csv_name(name: str) -> bool:
     """Whether ``name`` is the plain name of a CSV a reader of the directory takes (no path,
     not hidden): what ``vc`` may replace there, and nothing else."""
-    return (name.endswith(".csv") and not name.startswith(".")
-            and not any(c in name for c in "/\\\0"))
+    return name.endswith(".csv") and not name.startswith(".") and not any(c in name for c in "/\\\0")
 
 
 def result_csvs(directory: Path) -> list[Path]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 NAN = float("nan")
 
@@ -128,8 +129,7 @@ def stat_group(name: str, metric: str | None = None) -> StatGroup:
     except KeyError:
         owner = f"metric {metric!r} needs " if metric else ""
         known = sorted(set(_REGISTERED) | BUILTIN_GROUP_NAMES)
-        raise ValueError(f"{owner}unknown statistic group {name!r}: choose from "
-                         f"{', '.join(known)}") from None
+        raise ValueError(f"{owner}unknown statistic group {name!r}: choose from {', '.join(known)}") from None
 
 
 @dataclass(frozen=True)

@@ -41,15 +41,15 @@ Decisions:
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
-from . import kernels, stat_groups
 from ..formats.shapes import element_problem
 from ..formats.text import shape_text
+from . import kernels, stat_groups
 from .metric_data import Metric, MetricResult, Outcome, Range, StatGroup, Stats
 from .stat_groups import unscaled
 
@@ -159,8 +159,9 @@ def select_metrics(spec: str | Iterable[str | int | Metric] | None = None) -> tu
         elif text.lower() in by_name:
             metric = by_name[text.lower()]
         elif text:
-            raise PrecisionToolError(f"unknown metric {text!r}: choose from 0-{len(METRICS) - 1} "
-                                     f"or {', '.join(METRIC_NAMES)}")
+            raise PrecisionToolError(
+                f"unknown metric {text!r}: choose from 0-{len(METRICS) - 1} or {', '.join(METRIC_NAMES)}"
+            )
         else:
             continue
         chosen.setdefault(metric.name, metric)
@@ -196,13 +197,21 @@ class Accumulator:
             numpy); None decides by ``size``.
     """
 
-    def __init__(self, metrics: Sequence[Metric] = METRICS, *, scalar: bool = False,
-                 boolean: bool = False, size: int | None = None, numba: bool | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Sequence[Metric] = METRICS,
+        *,
+        scalar: bool = False,
+        boolean: bool = False,
+        size: int | None = None,
+        numba: bool | None = None,
+    ) -> None:
         self.metrics = tuple(metrics)
         self.scalar, self.boolean = scalar, boolean
         # a scalar's cosine is not computed; a bool pair computes only the bool-capable metrics
-        active = [m for m in self.metrics if (m.bool_ok or not boolean)
-                  and not (scalar and m.name == "CosineSimilarity")]
+        active = [
+            m for m in self.metrics if (m.bool_ok or not boolean) and not (scalar and m.name == "CosineSimilarity")
+        ]
         groups = _groups(active)
         self.groups = frozenset(g.name for g in groups)
         self.first = tuple(g for g in groups if not g.needs_ranges)
@@ -268,8 +277,7 @@ class Accumulator:
 
     def _evaluate(self, metric: Metric) -> Outcome:
         if self.boolean and not metric.bool_ok:
-            return Outcome(None, "Only CosineSimilarity and RelativeEuclideanDistance "
-                                 "support bool tensors.")
+            return Outcome(None, "Only CosineSimilarity and RelativeEuclideanDistance support bool tensors.")
         if self.scalar and metric.name == "CosineSimilarity":
             return Outcome(1.0, "This tensor is scalar.")
         value = metric.compute(self.stats)  # under result()'s errstate
@@ -306,8 +314,7 @@ def not_compared(reason: str) -> MetricResult:
 
 def shape_mismatch(npu_shape: Sequence[int], golden_shape: Sequence[int]) -> MetricResult:
     """The all-NaN result for two tensors whose host shapes differ, naming both shapes."""
-    return not_compared(f"Shape mismatch: NPU {shape_text(npu_shape)} vs golden "
-                        f"{shape_text(golden_shape)}.")
+    return not_compared(f"Shape mismatch: NPU {shape_text(npu_shape)} vs golden {shape_text(golden_shape)}.")
 
 
 def is_scalar_shape(shape: Sequence[int]) -> bool:
@@ -315,8 +322,9 @@ def is_scalar_shape(shape: Sequence[int]) -> bool:
     return all(int(d) == 1 for d in shape)
 
 
-def compare_arrays(x: np.ndarray, y: np.ndarray, metrics: Sequence[Metric] = METRICS,
-                   chunk: int = 1 << 22) -> MetricResult:
+def compare_arrays(
+    x: np.ndarray, y: np.ndarray, metrics: Sequence[Metric] = METRICS, chunk: int = 1 << 22
+) -> MetricResult:
     """Every selected metric of two whole arrays (host layout), streamed in chunks.
 
     Decides non-numeric data (:func:`dtype_problem`), scalar (x's dims all 1), bool (both bool)
@@ -331,9 +339,8 @@ def compare_arrays(x: np.ndarray, y: np.ndarray, metrics: Sequence[Metric] = MET
         return shape_mismatch(x.shape, y.shape)
     boolean = x.dtype == np.bool_ and y.dtype == np.bool_
     xf, yf = x.reshape(-1), y.reshape(-1)
-    pairs = [(xf[i:i + chunk], yf[i:i + chunk]) for i in range(0, xf.size, chunk)]
-    acc = Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean,
-                      size=x.size)
+    pairs = [(xf[i : i + chunk], yf[i : i + chunk]) for i in range(0, xf.size, chunk)]
+    acc = Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean, size=x.size)
     for a, b in pairs:
         acc.update(a, b)
     if acc.needs_second_pass:

@@ -86,6 +86,7 @@ def bench_counterpart(workspace: Workspace, ref: OpRef) -> Counterpart:
 
 def _ground_truths(workspace: Workspace, csv: Path) -> dict[str, str]:
     """NPU call key -> its GroundTruth in the result ``csv`` (the first row naming one)."""
+
     def load() -> dict[str, str]:
         truths: dict[str, str] = {}
         for row in read_result_csv(csv):
@@ -94,6 +95,7 @@ def _ground_truths(workspace: Workspace, csv: Path) -> dict[str, str]:
             else:
                 truths.setdefault(row.npu_name, "")
         return truths
+
     try:
         stamp = csv.stat().st_mtime_ns
     except OSError:

@@ -16,27 +16,43 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
-from ..formats.output_root import OutputRoot
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
+from ..formats.output_root import OutputRoot
 from .msprobe_result import ApiRow, judge_api, shape_text
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
 from .result import CompareRow
 from .result_csv import iter_result_csv, neutralise
 
 MSPROBE_DIR = "msprobe"
-BASIC = ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
-         "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"]
-TENSOR_METRICS = ["Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                  "Five Thousandths Err Ratio"]
-SUMMARY = ["NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
-           "Bench l2norm"]
+BASIC = [
+    "NPU Name",
+    "Bench Name",
+    "NPU Dtype",
+    "Bench Dtype",
+    "NPU Tensor Shape",
+    "Bench Tensor Shape",
+    "NPU Requires_grad",
+    "Bench Requires_grad",
+]
+TENSOR_METRICS = [
+    "Cosine",
+    "EucDist",
+    "MaxAbsErr",
+    "MaxRelativeErr",
+    "One Thousandth Err Ratio",
+    "Five Thousandths Err Ratio",
+]
+SUMMARY = ["NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean", "Bench l2norm"]
 EXTRACT = ["Requires_grad Consistent", "Result", "Err_message"]
-MODE_COLUMNS = {"tensor": TENSOR_METRICS, "statistics": [*DIFF_COLUMNS, *RELATIVE_COLUMNS],
-                "md5": ["NPU MD5", "BENCH MD5"]}
+MODE_COLUMNS = {
+    "tensor": TENSOR_METRICS,
+    "statistics": [*DIFF_COLUMNS, *RELATIVE_COLUMNS],
+    "md5": ["NPU MD5", "BENCH MD5"],
+}
 N_A = "N/A"
 _TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message"})
 
@@ -71,13 +87,25 @@ def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
     npu, bench = pair.npu, pair.bench
     summary = _summary(npu).cells()
     bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
-    return ApiRow(pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
-                  bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
-                  shape_text(bench.shape) if bench is not None else N_A, npu.requires_grad,
-                  bench.requires_grad if bench is not None else None, summary[0], summary[1],
-                  bench_summary[0], bench_summary[1], cells.get("NormRelativeErr", N_A),
-                  cells.get("Cosine", N_A), cells.get("One Thousandth Err Ratio", N_A),
-                  npu.md5 or N_A, bench.md5 if bench is not None and bench.md5 else N_A)
+    return ApiRow(
+        pair.npu_name,
+        pair.bench_name or N_A,
+        npu.dtype or N_A,
+        bench.dtype if bench is not None and bench.dtype else N_A,
+        shape_text(npu.shape),
+        shape_text(bench.shape) if bench is not None else N_A,
+        npu.requires_grad,
+        bench.requires_grad if bench is not None else None,
+        summary[0],
+        summary[1],
+        bench_summary[0],
+        bench_summary[1],
+        cells.get("NormRelativeErr", N_A),
+        cells.get("Cosine", N_A),
+        cells.get("One Thousandth Err Ratio", N_A),
+        npu.md5 or N_A,
+        bench.md5 if bench is not None and bench.md5 else N_A,
+    )
 
 
 def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
@@ -88,14 +116,29 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[st
     for (row, pair), metric_cells, verdict in zip(rows, cells, verdicts):
         npu, bench = pair.npu, pair.bench
         consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
-        stats = [] if mode == "md5" else [_cell(v) for v in _summary(npu).cells()] + (
-            [_cell(v) for v in _summary(bench).cells()] if bench is not None else [N_A] * 4)
-        lines.append([pair.npu_name, pair.bench_name or N_A, npu.dtype or N_A,
-                      bench.dtype if bench is not None and bench.dtype else N_A, shape_text(npu.shape),
-                      shape_text(bench.shape) if bench is not None else N_A, _cell(npu.requires_grad),
-                      _cell(bench.requires_grad) if bench is not None else N_A,
-                      *metric_cells.values(), *stats, consistent, verdict.result,
-                      verdict.err_message if verdict.messages else row.fail_reason])
+        stats = (
+            []
+            if mode == "md5"
+            else [_cell(v) for v in _summary(npu).cells()]
+            + ([_cell(v) for v in _summary(bench).cells()] if bench is not None else [N_A] * 4)
+        )
+        lines.append(
+            [
+                pair.npu_name,
+                pair.bench_name or N_A,
+                npu.dtype or N_A,
+                bench.dtype if bench is not None and bench.dtype else N_A,
+                shape_text(npu.shape),
+                shape_text(bench.shape) if bench is not None else N_A,
+                _cell(npu.requires_grad),
+                _cell(bench.requires_grad) if bench is not None else N_A,
+                *metric_cells.values(),
+                *stats,
+                consistent,
+                verdict.result,
+                verdict.err_message if verdict.messages else row.fail_reason,
+            ]
+        )
     return lines
 
 

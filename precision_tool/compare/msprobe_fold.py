@@ -104,8 +104,9 @@ def _compiled():
     try:
         return importlib.import_module(".msprobe_kernels", __package__)
     except Exception as exc:  # numba failing to compile here: numpy, said once
-        warnings.warn(f"msprobe kernels unavailable ({type(exc).__name__}: {exc}); using numpy",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"msprobe kernels unavailable ({type(exc).__name__}: {exc}); using numpy", RuntimeWarning, stacklevel=2
+        )
         return None
 
 
@@ -113,8 +114,15 @@ def _numba_part(relative: type, xv: np.ndarray, yv: np.ndarray) -> tuple | None:
     out = _compiled().fold(xv, yv, relative is np.float32)
     if out[8]:
         return None
-    return (float(out[0]), float(out[1]), float(out[2]), float(out[3]), float(out[4]), float(out[5]),
-            (int(out[6]), int(out[7])))
+    return (
+        float(out[0]),
+        float(out[1]),
+        float(out[2]),
+        float(out[3]),
+        float(out[4]),
+        float(out[5]),
+        (int(out[6]), int(out[7])),
+    )
 
 
 def numpy_part(relative: type, x: np.ndarray, y: np.ndarray) -> tuple | None:

@@ -29,8 +29,7 @@ from numba import njit
 
 from .kernels_numba import _bits, _bits32, _float, _float32, _load
 
-FIELDS = ("sum_xy", "sum_xx", "sum_yy", "sum_sq", "max_abs", "rel_max", "below_0", "below_1",
-          "mismatch")
+FIELDS = ("sum_xy", "sum_xx", "sum_yy", "sum_sq", "max_abs", "rel_max", "below_0", "below_1", "mismatch")
 _F32_EPS, _F64_EPS = np.float32(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
 _T32 = (np.float32(0.001), np.float32(0.005))
 

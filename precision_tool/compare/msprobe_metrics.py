@@ -38,8 +38,8 @@ same way, so such a cosine is ``Nan`` as msprobe's is (the ten metrics scale ins
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -58,8 +58,10 @@ FLOAT64_EPS = float(np.finfo(np.float64).eps)
 # msprobe's messages (its trailing spaces and newlines left off)
 EMPTY_TEXT = "This is empty data, can not compare."
 SHAPE_TEXT = "Shape of NPU and bench tensor do not match. Skipped."
-ZERO_D_TEXT = (f"This is type of 0-d tensor, can not calculate '{COSINE}', '{EUC_DIST}', "
-               f"'{ONE_THOUSANDTH}' and '{FIVE_THOUSANDTHS}'.")
+ZERO_D_TEXT = (
+    f"This is type of 0-d tensor, can not calculate '{COSINE}', '{EUC_DIST}', "
+    f"'{ONE_THOUSANDTH}' and '{FIVE_THOUSANDTHS}'."
+)
 POSITIONS_TEXT = "The position of inf or nan in NPU and bench Tensor do not match."
 DTYPE_TEXT = "Dtype of NPU and bench tensor do not match."
 COSINE_ZERO_TEXT = "Cannot compare by Cosine Similarity, All the data is Zero in {side} dump data."
@@ -90,6 +92,7 @@ def relative_type(npu_dtype, bench_dtype) -> type:
 
 
 # --- the statistic group ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MsprobeSums:
@@ -133,9 +136,15 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
         return
     sum_xy, sum_xx, sum_yy, sum_sq, max_abs, rel_max, below = part
     stats.extra[GROUP] = replace(
-        state, sum_xy=state.sum_xy + sum_xy, sum_xx=state.sum_xx + sum_xx, sum_yy=state.sum_yy + sum_yy,
-        sum_sq=state.sum_sq + sum_sq, max_abs=_max(state.max_abs, max_abs),
-        rel_max=_max(state.rel_max, rel_max), below=(state.below[0] + below[0], state.below[1] + below[1]))
+        state,
+        sum_xy=state.sum_xy + sum_xy,
+        sum_xx=state.sum_xx + sum_xx,
+        sum_yy=state.sum_yy + sum_yy,
+        sum_sq=state.sum_sq + sum_sq,
+        max_abs=_max(state.max_abs, max_abs),
+        rel_max=_max(state.rel_max, rel_max),
+        below=(state.below[0] + below[0], state.below[1] + below[1]),
+    )
 
 
 def _merge(into: Stats, other: Stats) -> None:
@@ -148,16 +157,24 @@ def _merge(into: Stats, other: Stats) -> None:
         into.extra[GROUP] = b
         return
     into.extra[GROUP] = replace(
-        a, first=a.first if a.first is not None else b.first, sum_xy=a.sum_xy + b.sum_xy,
-        sum_xx=a.sum_xx + b.sum_xx, sum_yy=a.sum_yy + b.sum_yy, sum_sq=a.sum_sq + b.sum_sq,
-        max_abs=_max(a.max_abs, b.max_abs), rel_max=_max(a.rel_max, b.rel_max),
-        below=(a.below[0] + b.below[0], a.below[1] + b.below[1]), mismatch=a.mismatch or b.mismatch)
+        a,
+        first=a.first if a.first is not None else b.first,
+        sum_xy=a.sum_xy + b.sum_xy,
+        sum_xx=a.sum_xx + b.sum_xx,
+        sum_yy=a.sum_yy + b.sum_yy,
+        sum_sq=a.sum_sq + b.sum_sq,
+        max_abs=_max(a.max_abs, b.max_abs),
+        rel_max=_max(a.rel_max, b.rel_max),
+        below=(a.below[0] + b.below[0], a.below[1] + b.below[1]),
+        mismatch=a.mismatch or b.mismatch,
+    )
 
 
 MSPROBE_GROUP = register_group(StatGroup(GROUP, _fold, _merge, stored=True))
 
 
 # --- the columns ------------------------------------------------------------------------------
+
 
 def _state(s: Stats) -> MsprobeSums:
     return s.extra[GROUP]
@@ -282,8 +299,7 @@ def select_msprobe(spec: str | Iterable[str] | None = None) -> tuple[Metric, ...
         if not text:
             continue
         if text.lower() not in by_name:
-            raise PrecisionToolError(f"unknown msprobe column {text!r}: choose from "
-                                     f"{', '.join(MSPROBE_COLUMNS)}")
+            raise PrecisionToolError(f"unknown msprobe column {text!r}: choose from {', '.join(MSPROBE_COLUMNS)}")
         metric = by_name[text.lower()]
         chosen.setdefault(metric.name, metric)
     if not chosen:
@@ -296,8 +312,9 @@ def squeezed(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in shape if int(d) != 1)
 
 
-def precheck(npu_shape: Sequence[int], bench_shape: Sequence[int],
-             metrics: Sequence[Metric] = MSPROBE_METRICS) -> MetricResult | None:
+def precheck(
+    npu_shape: Sequence[int], bench_shape: Sequence[int], metrics: Sequence[Metric] = MSPROBE_METRICS
+) -> MetricResult | None:
     """msprobe's verdict on a pair from its shapes alone, or None when the data decides.
 
     In msprobe's order: an empty NPU tensor is ``unsupported`` in every column ("This is empty
@@ -313,6 +330,21 @@ def precheck(npu_shape: Sequence[int], bench_shape: Sequence[int],
     return MetricResult({m.name: cell for m in metrics}, (text,))
 
 
-__all__ = ["COSINE", "EUC_DIST", "FIVE_THOUSANDTHS", "MAX_ABS", "MAX_REL", "MSPROBE_COLUMNS", "MSPROBE_GROUP",
-           "MSPROBE_METRICS", "MsprobeSums", "ONE_THOUSANDTH", "format_value", "msprobe_dtype", "precheck",
-           "relative_type", "select_msprobe", "squeezed"]
+__all__ = [
+    "COSINE",
+    "EUC_DIST",
+    "FIVE_THOUSANDTHS",
+    "MAX_ABS",
+    "MAX_REL",
+    "MSPROBE_COLUMNS",
+    "MSPROBE_GROUP",
+    "MSPROBE_METRICS",
+    "MsprobeSums",
+    "ONE_THOUSANDTH",
+    "format_value",
+    "msprobe_dtype",
+    "precheck",
+    "relative_type",
+    "select_msprobe",
+    "squeezed",
+]

@@ -23,9 +23,9 @@ Tensors of a paired call pair by their place in the call (``input.0``, ``input.w
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from typing import Iterable, Sequence
 
 from ..formats.msprobe_dump import Call, MsprobeDump
 from ..formats.msprobe_leaves import Tensor
@@ -100,8 +100,9 @@ def _pair_tensors(npu: Call, bench: Call, how: str) -> list[TensorPair]:
     for tensor in npu.tensors:
         match = by_name.get(tensor.name.replace("input_kwargs", "input_args", 1))
         if match is None:
-            pairs.append(TensorPair(npu, tensor, bench, None, how,
-                                    f"the bench call {bench.key.text} has no {tensor.name}"))
+            pairs.append(
+                TensorPair(npu, tensor, bench, None, how, f"the bench call {bench.key.text} has no {tensor.name}")
+            )
         else:
             pairs.append(TensorPair(npu, tensor, bench, match, how, _tensor_reason(tensor, match)))
     return pairs
@@ -141,16 +142,19 @@ def _leftover(stretch: _Stretch, result: CallPairing) -> dict[int, list[TensorPa
     if len(stretch.npu) == 1 and len(stretch.bench) > 1:
         (fused,) = stretch.npu
         names = ", ".join(c.key.text for c in stretch.bench)
-        result.notes.append(f"{fused.key.text} stands for {len(stretch.bench)} bench calls "
-                            f"({names}): fused ({len(stretch.bench)}:1); its outputs are compared "
-                            f"with {stretch.bench[-1].key.text}'s")
+        result.notes.append(
+            f"{fused.key.text} stands for {len(stretch.bench)} bench calls "
+            f"({names}): fused ({len(stretch.bench)}:1); its outputs are compared "
+            f"with {stretch.bench[-1].key.text}'s"
+        )
         rows[fused.order] = _fused_rows(fused, stretch.bench[-1])
         return rows
     for call in stretch.npu:
         rows[call.order] = _alone(call, "no bench call stands for this NPU call (1:0)")
     if stretch.npu:
-        result.notes.append(f"{len(stretch.npu)} NPU call(s) have no bench counterpart (1:0), the "
-                            f"first {stretch.npu[0].key.text}")
+        result.notes.append(
+            f"{len(stretch.npu)} NPU call(s) have no bench counterpart (1:0), the first {stretch.npu[0].key.text}"
+        )
     result.bench_only.extend(stretch.bench)
     return rows
 
@@ -161,8 +165,11 @@ def _fused_rows(fused: Call, last: Call) -> list[TensorPair]:
     for tensor in fused.tensors:
         match = outputs.get(tensor.name) if tensor.section == "output" else None
         if match is None:
-            rows.append(TensorPair(fused, tensor, None, None, "fused",
-                                   "a fused NPU call: only its outputs have a bench counterpart"))
+            rows.append(
+                TensorPair(
+                    fused, tensor, None, None, "fused", "a fused NPU call: only its outputs have a bench counterpart"
+                )
+            )
         else:
             rows.append(TensorPair(fused, tensor, last, match, "fused", _tensor_reason(tensor, match)))
     return rows
@@ -172,11 +179,11 @@ def _keyed_signature(call: Call) -> tuple:
     return (call.key.text, *_signature(call))
 
 
-def _aligned(npu: Sequence[Call], bench: Sequence[Call], signature=_signature
-             ) -> Iterable[tuple[str, list[Call], list[Call]]]:
+def _aligned(
+    npu: Sequence[Call], bench: Sequence[Call], signature=_signature
+) -> Iterable[tuple[str, list[Call], list[Call]]]:
     """Rule 2: ``("equal", npu calls, bench calls)`` runs and the stretches between them."""
-    matcher = SequenceMatcher(None, [signature(c) for c in npu], [signature(c) for c in bench],
-                              autojunk=False)
+    matcher = SequenceMatcher(None, [signature(c) for c in npu], [signature(c) for c in bench], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         yield ("equal" if tag == "equal" else "stretch"), list(npu[i1:i2]), list(bench[j1:j2])
 
@@ -185,8 +192,7 @@ def _how(npu: Call, bench: Call) -> str:
     return "key" if npu.key.text == bench.key.text else "order"
 
 
-def _pair_stretch(npu: list[Call], bench: list[Call], rows: dict[int, list[TensorPair]],
-                  result: CallPairing) -> None:
+def _pair_stretch(npu: list[Call], bench: list[Call], rows: dict[int, list[TensorPair]], result: CallPairing) -> None:
     """Rules 2 (by what the calls are and hold, keys aside), 3 and 4 inside a stretch that the
     same keys left unmatched."""
     for tag, npu_part, bench_part in _aligned(npu, bench):
@@ -200,8 +206,9 @@ def _pair_stretch(npu: list[Call], bench: list[Call], rows: dict[int, list[Tenso
         rows.update(_leftover(rest, result))
 
 
-def _by_mapping(npu: MsprobeDump, bench: MsprobeDump, mapping: dict[str, str],
-                result: CallPairing) -> dict[int, list[TensorPair]]:
+def _by_mapping(
+    npu: MsprobeDump, bench: MsprobeDump, mapping: dict[str, str], result: CallPairing
+) -> dict[int, list[TensorPair]]:
     """Rule 1: rows of the NPU calls whose tensors the mapping names, per call order."""
     if not mapping:
         return {}
@@ -218,16 +225,19 @@ def _by_mapping(npu: MsprobeDump, bench: MsprobeDump, mapping: dict[str, str],
             if target is not None:
                 used.add(name)
             if match is None:
-                reason = (f"the mapping names {target}, which the bench dump does not hold"
-                          if target is not None else "the mapping pairs other tensors of this call only")
+                reason = (
+                    f"the mapping names {target}, which the bench dump does not hold"
+                    if target is not None
+                    else "the mapping pairs other tensors of this call only"
+                )
                 rows.setdefault(call.order, []).append(TensorPair(call, tensor, None, None, "mapping", reason))
             else:
                 rows.setdefault(call.order, []).append(
-                    TensorPair(call, tensor, match[0], match[1], "mapping", _tensor_reason(tensor, match[1])))
+                    TensorPair(call, tensor, match[0], match[1], "mapping", _tensor_reason(tensor, match[1]))
+                )
     unknown = [name for name in mapping if name not in used]
     if unknown:
-        result.notes.append(f"{len(unknown)} mapping line(s) name no NPU tensor of this dump, the "
-                            f"first {unknown[0]}")
+        result.notes.append(f"{len(unknown)} mapping line(s) name no NPU tensor of this dump, the first {unknown[0]}")
     return rows
 
 

@@ -24,10 +24,9 @@ from ..formats.msprobe_mapping import read_mapping_file
 from ..formats.msprobe_tree import RankDir, find_tree
 from ..formats.text import safe_file_name
 from ..formats.tree import parse_device_spec, parse_step_spec
+from .golden_pairing import PairTask, TensorFileSide
 from .msprobe_pairing import CallPairing, TensorPair, pair_calls
 from .msprobe_rows import StatsSide, stats_side
-from .golden_pairing import PairTask, TensorFileSide
-
 
 
 @dataclass(frozen=True)
@@ -54,13 +53,17 @@ def _rank_key(rank: RankDir) -> tuple:
 
 def _chosen(ranks, steps: str | None, devices: str | None) -> list[RankDir]:
     wanted_steps, wanted_ranks = parse_step_spec(steps), parse_device_spec(devices)
-    return [r for r in ranks
-            if (wanted_steps is None or r.step is None or r.step in wanted_steps)
-            and (wanted_ranks is None or r.rank in wanted_ranks)]
+    return [
+        r
+        for r in ranks
+        if (wanted_steps is None or r.step is None or r.step in wanted_steps)
+        and (wanted_ranks is None or r.rank in wanted_ranks)
+    ]
 
 
-def rank_pairs(npu: str | Path, bench: str | Path, steps: str | None = None,
-               devices: str | None = None) -> tuple[list[tuple[RankDir, RankDir]], list[str]]:
+def rank_pairs(
+    npu: str | Path, bench: str | Path, steps: str | None = None, devices: str | None = None
+) -> tuple[list[tuple[RankDir, RankDir]], list[str]]:
     """The (NPU, bench) rank directories to compare, and notes about the two trees.
 
     Raises:
@@ -72,9 +75,11 @@ def rank_pairs(npu: str | Path, bench: str | Path, steps: str | None = None,
     lranks = _chosen(left.ranks, steps, devices)
     rranks = _chosen(right.ranks, steps, devices) if len(right.ranks) > 1 else list(right.ranks)
     if not lranks:
-        raise PrecisionToolError(f"no rank directory for step(s) {steps!r} / rank(s) {devices!r} "
-                                 f"(present: {', '.join(rank_label(r) for r in left.ranks) or 'none'})",
-                                 left.given)
+        raise PrecisionToolError(
+            f"no rank directory for step(s) {steps!r} / rank(s) {devices!r} "
+            f"(present: {', '.join(rank_label(r) for r in left.ranks) or 'none'})",
+            left.given,
+        )
     if len(lranks) == 1 and len(rranks) == 1:
         return [(lranks[0], rranks[0])], notes
     by_key = {_rank_key(r): r for r in rranks}
@@ -82,8 +87,7 @@ def rank_pairs(npu: str | Path, bench: str | Path, steps: str | None = None,
     for rank in lranks:
         match = by_key.get(_rank_key(rank))
         if match is None:
-            raise PrecisionToolError(f"no bench rank directory matches {rank_label(rank)} "
-                                     f"({rank.path})", right.given)
+            raise PrecisionToolError(f"no bench rank directory matches {rank_label(rank)} ({rank.path})", right.given)
         pairs.append((rank, match))
     return pairs, notes
 
@@ -92,8 +96,10 @@ def tensor_slots(call: Call) -> dict[int, tuple[str, int]]:
     """id(tensor) -> (kind, slot) for the tensors of a call, as a row's TensorIndex numbers
     them (:func:`~..formats.msprobe_graph.call_slots`, the one rule)."""
     inputs, outputs = call_slots(call)
-    return {**{id(t): ("input", i) for i, t in enumerate(inputs)},
-            **{id(t): ("output", i) for i, t in enumerate(outputs)}}
+    return {
+        **{id(t): ("input", i) for i, t in enumerate(inputs)},
+        **{id(t): ("output", i) for i, t in enumerate(outputs)},
+    }
 
 
 def _side(rank: RankDir, call: Call | None, tensor: Tensor | None) -> tuple[object | None, str]:
@@ -119,10 +125,16 @@ def _task(pair: TensorPair, slot: tuple[str, int], npu_rank: RankDir, bench_rank
     if not reason and isinstance(left, StatsSide) != isinstance(right, StatsSide):
         reason = "one side holds the tensor, the other its statistics only: compare two tensor dumps"
     bench = pair.bench_call.key.text if pair.bench_call is not None and pair.bench is not None else "*"
-    return PairTask(index=pair.npu_call.order, op_type=op_type(key),
-                    npu_name=key.text, ground_truth=bench,
-                    tensor_index=f"{key.text}:{slot[0]}:{slot[1]}", left=left, right=right,
-                    reason=reason)
+    return PairTask(
+        index=pair.npu_call.order,
+        op_type=op_type(key),
+        npu_name=key.text,
+        ground_truth=bench,
+        tensor_index=f"{key.text}:{slot[0]}:{slot[1]}",
+        left=left,
+        right=right,
+        reason=reason,
+    )
 
 
 def msprobe_tasks(sides: MsprobeSides) -> list[PairTask]:
@@ -130,8 +142,7 @@ def msprobe_tasks(sides: MsprobeSides) -> list[PairTask]:
     slots: dict[int, tuple[str, int]] = {}
     for call in sides.npu.calls:
         slots.update(tensor_slots(call))
-    return [_task(pair, slots[id(pair.npu)], sides.npu_rank, sides.bench_rank)
-            for pair in sides.pairing.pairs]
+    return [_task(pair, slots[id(pair.npu)], sides.npu_rank, sides.bench_rank) for pair in sides.pairing.pairs]
 
 
 def tensor_names(sides: MsprobeSides) -> dict[str, TensorPair]:
@@ -168,9 +179,13 @@ def sides_notes(sides: MsprobeSides) -> list[str]:
     notes = [*sides.npu.problems, *sides.bench.problems, *sides.pairing.notes]
     if sides.pairing.bench_only:
         first = sides.pairing.bench_only[0].key.text
-        notes.append(f"{rank_label(sides.npu_rank)}: {len(sides.pairing.bench_only)} bench call(s) "
-                     f"have no NPU counterpart, the first {first}")
+        notes.append(
+            f"{rank_label(sides.npu_rank)}: {len(sides.pairing.bench_only)} bench call(s) "
+            f"have no NPU counterpart, the first {first}"
+        )
     if sides.npu.framework and sides.bench.framework and sides.npu.framework != sides.bench.framework:
-        notes.append(f"the NPU dump is {sides.npu.framework}, the bench dump {sides.bench.framework}: "
-                     "calls pair by name and order only where both frameworks name them alike")
+        notes.append(
+            f"the NPU dump is {sides.npu.framework}, the bench dump {sides.bench.framework}: "
+            "calls pair by name and order only where both frameworks name them alike"
+        )
     return notes

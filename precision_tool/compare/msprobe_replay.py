@@ -20,13 +20,13 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats.file_identity import FileIdentities
-from ..formats.msprobe_graph import op_type
 from ..formats.msprobe_dump import Call, Tensor, Value, nest, read_dump, tensor_path
+from ..formats.msprobe_graph import op_type
 from ..formats.npy_file import dump_dtype
+from .golden_pairing import TensorFileSide
 from .load import open_tensor_file_side
 from .manifest import info_of
 from .msprobe_plan import tensor_slots
-from .golden_pairing import TensorFileSide
 from .replay import ReplayError
 from .replay.torch_api import Api, find_api, replay_call
 
@@ -180,7 +180,6 @@ class MsprobeLaunch:
         replayed, notes = replay_call(self.api, args, kwargs, self.framework, self.run_dtype)
         return replayed, self.op_type, notes
 
-
     def _returned_outputs(self) -> tuple[list[np.ndarray], str, list[str]]:
         """A module computes nothing itself: its outputs are those of the inner call that
         returned them, read from that call's NPU files, so the module is judged by whether it
@@ -222,6 +221,7 @@ def _calls(context, rank_dir: Path) -> tuple[str | None, dict[str, Call]]:
     def load():
         dump = read_dump(path)
         return dump.framework, {call.key.text: call for call in dump.calls}
+
     identity = FileIdentities().of(path)
     return context.remembered(("msprobe calls", identity if identity is not None else str(path)), load)
 
@@ -233,8 +233,17 @@ def _sides(call: Call, rank_dir: Path, bench: Call | None, bench_dir: Path | Non
     for tensor in call.tensors:
         kind, slot = slots[id(tensor)]
         twin = at_place.get(tensor.path)
-        sides[kind].append(MsprobeSide(kind, slot, tensor, rank_dir, twin, bench_dir if twin else None,
-                                       bench.msprobe_name(twin) if twin is not None else ""))
+        sides[kind].append(
+            MsprobeSide(
+                kind,
+                slot,
+                tensor,
+                rank_dir,
+                twin,
+                bench_dir if twin else None,
+                bench.msprobe_name(twin) if twin is not None else "",
+            )
+        )
     return sides["input"], sides["output"]
 
 
@@ -258,5 +267,12 @@ def find_launch(context, dumps: MsprobeDumps, name: str, bench_key: str | None =
             bench = None
     inputs, outputs = _sides(call, dumps.npu, bench, dumps.bench)
     returned = returned_by(call, calls) if call.key.is_module else None
-    return MsprobeLaunch(call, framework, tuple(inputs), tuple(outputs), find_api(call.key, framework),
-                         returned=returned, rank_dir=dumps.npu)
+    return MsprobeLaunch(
+        call,
+        framework,
+        tuple(inputs),
+        tuple(outputs),
+        find_api(call.key, framework),
+        returned=returned,
+        rank_dir=dumps.npu,
+    )

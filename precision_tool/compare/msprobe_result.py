@@ -37,18 +37,28 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .msprobe_stats import NA, Value
 
 PASS, WARNING, ERROR = "pass", "warning", "error"
 TENSOR, STATISTICS, MD5 = "tensor", "statistics", "md5"
 _LEVELS = (PASS, WARNING, ERROR)
-IGNORE_ALL = frozenset({"empty", "empty_like", "numpy", "to", "__setitem__", "empty_with_format",
-                        "new_empty_strided", "new_empty", "empty_strided"})
-IGNORE_INPUTS = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single",
-                           "batch_isend_irecv"})
+IGNORE_ALL = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "numpy",
+        "to",
+        "__setitem__",
+        "empty_with_format",
+        "new_empty_strided",
+        "new_empty",
+        "empty_strided",
+    }
+)
+IGNORE_INPUTS = frozenset({"_reduce_scatter_base", "_all_gather_base", "all_to_all_single", "batch_isend_irecv"})
 
 NAN_INF_TEXT = "error: There is nan/inf/-inf in the maximum or minimum value of NPU."
 NORM_TEXT = "error: The NormRelativeErr of output is greater than 0.5."
@@ -281,10 +291,24 @@ def _check_crc(j: _Judged) -> None:
 
 
 CHECKERS: dict[str, tuple[Callable[[_Judged], None], ...]] = {
-    TENSOR: (_check_nan_inf, _check_thousandth, _check_requires_grad, _check_parameters, _check_dtype,
-             _check_shape, _check_cosine_drop),
-    STATISTICS: (_check_nan_inf, _check_norm, _check_requires_grad, _check_parameters, _check_dtype,
-                 _check_shape, _check_norm_growth),
+    TENSOR: (
+        _check_nan_inf,
+        _check_thousandth,
+        _check_requires_grad,
+        _check_parameters,
+        _check_dtype,
+        _check_shape,
+        _check_cosine_drop,
+    ),
+    STATISTICS: (
+        _check_nan_inf,
+        _check_norm,
+        _check_requires_grad,
+        _check_parameters,
+        _check_dtype,
+        _check_shape,
+        _check_norm_growth,
+    ),
     MD5: (_check_crc,),
 }
 
@@ -300,5 +324,16 @@ def judge_api(rows: Sequence[ApiRow], mode: str) -> list[RowVerdict]:
     return [RowVerdict(result, tuple(messages)) for result, messages in zip(judged.results, judged.messages)]
 
 
-__all__ = ["ApiRow", "CHECKERS", "ERROR", "MD5", "PASS", "RowVerdict", "STATISTICS", "TENSOR", "WARNING",
-           "judge_api", "shape_text"]
+__all__ = [
+    "ApiRow",
+    "CHECKERS",
+    "ERROR",
+    "MD5",
+    "PASS",
+    "RowVerdict",
+    "STATISTICS",
+    "TENSOR",
+    "WARNING",
+    "judge_api",
+    "shape_text",
+]

@@ -38,8 +38,7 @@ class StatsSide:
 
 def stats_side(tensor: Tensor) -> StatsSide:
     """The record side of an msprobe tensor."""
-    return StatsSide(Summary(tensor.max, tensor.min, tensor.mean, tensor.norm), tensor.md5,
-                     tensor.dtype, tensor.shape)
+    return StatsSide(Summary(tensor.max, tensor.min, tensor.mean, tensor.norm), tensor.md5, tensor.dtype, tensor.shape)
 
 
 def _not_from_tensors(stats: Stats) -> float:
@@ -47,7 +46,8 @@ def _not_from_tensors(stats: Stats) -> float:
 
 
 STATS_METRICS: tuple[Metric, ...] = tuple(
-    Metric(name, frozenset(), _not_from_tensors) for name in (*DIFF_COLUMNS, *RELATIVE_COLUMNS, MD5_EQUAL, RED_FLOOR))
+    Metric(name, frozenset(), _not_from_tensors) for name in (*DIFF_COLUMNS, *RELATIVE_COLUMNS, MD5_EQUAL, RED_FLOOR)
+)
 
 
 def _number(cell: str) -> float | None:
@@ -87,7 +87,8 @@ def stats_metrics(npu: StatsSide, bench: StatsSide) -> tuple[dict[str, float], s
     if npu.md5 is not None and bench.md5 is not None:
         equal = md5_match(npu.md5, bench.md5) == "pass"
         return {MD5_EQUAL: 1.0 if equal else 0.0, RED_FLOOR: 0.0 if equal else math.inf}, (
-            "" if equal else f"the CRC-32 checksums differ ({npu.md5} vs {bench.md5})")
+            "" if equal else f"the CRC-32 checksums differ ({npu.md5} vs {bench.md5})"
+        )
     cells = compare_summaries(npu.summary, bench.summary).columns()
     metrics = {name: value for name, value in ((n, _number(c)) for n, c in cells.items()) if value is not None}
     floor = red_floor(npu, bench)
@@ -99,8 +100,9 @@ def stats_metrics(npu: StatsSide, bench: StatsSide) -> tuple[dict[str, float], s
 def stats_row(row: CompareRow, npu: StatsSide, bench: StatsSide) -> CompareRow:
     """``row`` (names and index) filled in from the two records."""
     metrics, note = stats_metrics(npu, bench)
-    return replace(row.with_metrics(metrics, fail_reason=note), npu_dtype=npu.dtype,
-                   golden_dtype=bench.dtype, shape=npu.shape)
+    return replace(
+        row.with_metrics(metrics, fail_reason=note), npu_dtype=npu.dtype, golden_dtype=bench.dtype, shape=npu.shape
+    )
 
 
 VERDICT_METRICS = ("CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError")

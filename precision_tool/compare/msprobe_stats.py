@@ -34,9 +34,8 @@ import math
 import re
 import zlib
 from dataclasses import dataclass, fields
-from typing import Union
 
-Value = Union[float, int, bool, str, None]
+Value = float | int | bool | str | None
 STAT_NAMES = ("max", "min", "mean", "norm")
 DIFF_COLUMNS = ("Max diff", "Min diff", "Mean diff", "L2norm diff")
 RELATIVE_COLUMNS = ("MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr")
@@ -121,9 +120,16 @@ def _infinite(sign: str) -> tuple[str, str]:
 _RULES: dict[tuple[str, str], tuple[str, str]] = {}
 for _kind_a in (_NUM, _NAN, _INF, _NEG_INF):
     _RULES[(_NAN, _kind_a)] = _RULES[(_kind_a, _NAN)] = (NAN_TEXT, NAN_TEXT)
-_RULES.update({(_INF, _NUM): _infinite("inf"), (_INF, _NEG_INF): _infinite("inf"),
-               (_NEG_INF, _NUM): _infinite("-inf"), (_NEG_INF, _INF): _infinite("-inf"),
-               (_NUM, _INF): _infinite("-inf"), (_NUM, _NEG_INF): _infinite("inf")})
+_RULES.update(
+    {
+        (_INF, _NUM): _infinite("inf"),
+        (_INF, _NEG_INF): _infinite("inf"),
+        (_NEG_INF, _NUM): _infinite("-inf"),
+        (_NEG_INF, _INF): _infinite("-inf"),
+        (_NUM, _INF): _infinite("-inf"),
+        (_NUM, _NEG_INF): _infinite("inf"),
+    }
+)
 for _kind_a in (_NUM, _NAN, _INF, _NEG_INF, _DEVICE_KIND, _NA, _OTHER):
     _RULES[(_NA, _kind_a)] = _RULES[(_kind_a, _NA)] = (NA, NA)
 for _kind_a in (_NUM, _NAN, _INF, _NEG_INF, _DEVICE_KIND, _OTHER):
@@ -172,5 +178,16 @@ def value_md5(value: Value) -> str:
     return f"{zlib.crc32(str(value).encode()):08x}"
 
 
-__all__ = ["DIFF_COLUMNS", "RELATIVE_COLUMNS", "STAT_NAMES", "StatsDiff", "Summary", "Value",
-           "compare_summaries", "md5_match", "stat_diff", "summary_cell", "value_md5"]
+__all__ = [
+    "DIFF_COLUMNS",
+    "RELATIVE_COLUMNS",
+    "STAT_NAMES",
+    "StatsDiff",
+    "Summary",
+    "Value",
+    "compare_summaries",
+    "md5_match",
+    "stat_diff",
+    "summary_cell",
+    "value_md5",
+]

@@ -65,6 +65,7 @@ def _parse(text: str) -> _Spec:
 
 def _names(workspace: Workspace, model: Model) -> dict[str, tuple[Op, str, int]]:
     """Full tensor name and file name -> (op, kind, slot) of one model, built once."""
+
     def build() -> dict[str, tuple[Op, str, int]]:
         index: dict[str, tuple[Op, str, int]] = {}
         for op in model.graphs[0].ops:
@@ -75,6 +76,7 @@ def _names(workspace: Workspace, model: Model) -> dict[str, tuple[Op, str, int]]
                     if isinstance(file_name, str):
                         index.setdefault(file_name, (op, kind, slot))
         return index
+
     return workspace.remembered(("msprobe tensor names", id(model)), build)
 
 
@@ -93,8 +95,9 @@ def _in_model(workspace: Workspace, model: Model, spec: _Spec) -> tuple[Op, str,
 def _models(workspace: Workspace, spec: _Spec) -> list[Model]:
     models = workspace.msprobe_models(spec.side)
     if not models:
-        raise PrecisionToolError(f"no msprobe dump in {spec.side}/ to look '{spec.name}' up in",
-                                 workspace.data.path / spec.side)
+        raise PrecisionToolError(
+            f"no msprobe dump in {spec.side}/ to look '{spec.name}' up in", workspace.data.path / spec.side
+        )
     if spec.rank is None:
         return models
     chosen = [m for m in models if m.name == spec.rank]
@@ -114,9 +117,11 @@ def _no_match(workspace: Workspace, spec: _Spec, models: list[Model]) -> Precisi
     near = difflib.get_close_matches(spec.name, list(dict.fromkeys(keys)), n=5, cutoff=0.6)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     what = f"{spec.name}:{spec.kind}:{spec.slot}" if spec.kind else spec.name
-    return PrecisionToolError(f"no tensor of the msprobe dump in {spec.side}/ matches '{what}' (give "
-                              "KEY.input.0, KEY:output:0 or a call key; bench:NAME for the bench "
-                              f"side){hint}")
+    return PrecisionToolError(
+        f"no tensor of the msprobe dump in {spec.side}/ matches '{what}' (give "
+        "KEY.input.0, KEY:output:0 or a call key; bench:NAME for the bench "
+        f"side){hint}"
+    )
 
 
 def find_msprobe_tensor(workspace: Workspace, text: str) -> tuple[MsprobeTensor, str]:
@@ -134,8 +139,7 @@ def find_msprobe_tensor(workspace: Workspace, text: str) -> tuple[MsprobeTensor,
     if len(found) > 1:
         shown = [f"{m.name}:{spec.name}" for m, _ in found[:MAX_CANDIDATES]]
         more = f" (and {len(found) - MAX_CANDIDATES} more)" if len(found) > MAX_CANDIDATES else ""
-        raise PrecisionToolError(f"'{spec.name}' is in several rank directories; give one: "
-                                 f"{', '.join(shown)}{more}")
+        raise PrecisionToolError(f"'{spec.name}' is in several rank directories; give one: {', '.join(shown)}{more}")
     model, (op, kind, slot) = found[0]
     items = [t for t in call_tensors(model, op) if t.kind == kind]
     if slot >= len(items):

@@ -10,9 +10,9 @@ then the lower output cosine.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..errors import PrecisionToolError
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
@@ -43,8 +43,9 @@ def _worse(op: OpCosines, than: OpCosines | None) -> bool:
     return mine is not None and (theirs is None or mine < theirs)
 
 
-def newest_result(output_root: str | os.PathLike, rule: FlagRule, judge: Judge = _by_inputs,
-                  only: str | None = None) -> NewestResult:
+def newest_result(
+    output_root: str | os.PathLike, rule: FlagRule, judge: Judge = _by_inputs, only: str | None = None
+) -> NewestResult:
     """Every op of the newest result of the output root, judged by ``rule`` through ``judge``
     (the caller's one verdict, with replays; default: the input rule alone; see the module
     doc); a CSV that cannot be read is named in ``errors`` and the others still count.

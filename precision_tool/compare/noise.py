@@ -52,8 +52,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -64,25 +64,88 @@ UPSTREAM = 16  # correct ops assumed before an input whose difference is not mea
 FLOOR = 1e-5  # the smallest RED limit: float32 results of another summation order
 ACCUMULATOR = "float32"  # what Ascend's cube and vector units accumulate float16 sums in
 KERNEL_ROUNDINGS = 4  # intermediate roundings inside a multi-step kernel (LayerNorm, Softmax...)
-_SINGLE_STEP = frozenset({
-    "Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "Maximum", "Minimum", "Relu", "Relu6", "Neg",
-    "Abs", "Cast", "TransData", "Identity", "Reshape", "Transpose", "TransposeD", "ConcatV2",
-    "ConcatV2D", "Concat", "ConcatD", "Split", "SplitD", "SplitV", "Pack", "Unpack", "StridedSlice",
-    "StridedSliceD", "Slice", "SliceD", "MaxPool", "MaxPoolV3", "Squeeze", "ExpandDims", "Pad",
-    "PadD", "Tile", "TileD", "GatherV2", "Gather", "BiasAdd", "MatMul", "MatMulV2", "BatchMatMul",
-    "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2D", "Sum", "ReduceSum", "ReduceSumD",
-    "Mean", "ReduceMean", "ReduceMeanD"})
-EXPONENTIAL = frozenset({"Exp", "Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "Pow",
-                         "SoftmaxCrossEntropyWithLogits"})
-_MATMUL = frozenset({"MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3",
-                     "FullyConnection"})
-_CONV = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2D", "Conv2DBackpropInput",
-                   "Conv2DTranspose", "Conv2DTransposeD"})
-_REDUCE = frozenset({"Sum", "ReduceSum", "ReduceSumD", "Mean", "ReduceMean", "ReduceMeanD",
-                     "ReduceProd", "ReduceProdD", "AvgPool", "AvgPoolV2"})
+_SINGLE_STEP = frozenset(
+    {
+        "Add",
+        "AddV2",
+        "Sub",
+        "Mul",
+        "RealDiv",
+        "Div",
+        "Maximum",
+        "Minimum",
+        "Relu",
+        "Relu6",
+        "Neg",
+        "Abs",
+        "Cast",
+        "TransData",
+        "Identity",
+        "Reshape",
+        "Transpose",
+        "TransposeD",
+        "ConcatV2",
+        "ConcatV2D",
+        "Concat",
+        "ConcatD",
+        "Split",
+        "SplitD",
+        "SplitV",
+        "Pack",
+        "Unpack",
+        "StridedSlice",
+        "StridedSliceD",
+        "Slice",
+        "SliceD",
+        "MaxPool",
+        "MaxPoolV3",
+        "Squeeze",
+        "ExpandDims",
+        "Pad",
+        "PadD",
+        "Tile",
+        "TileD",
+        "GatherV2",
+        "Gather",
+        "BiasAdd",
+        "MatMul",
+        "MatMulV2",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2D",
+        "Sum",
+        "ReduceSum",
+        "ReduceSumD",
+        "Mean",
+        "ReduceMean",
+        "ReduceMeanD",
+    }
+)
+EXPONENTIAL = frozenset(
+    {"Exp", "Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "Pow", "SoftmaxCrossEntropyWithLogits"}
+)
+_MATMUL = frozenset({"MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "FullyConnection"})
+_CONV = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2D", "Conv2DBackpropInput", "Conv2DTranspose", "Conv2DTransposeD"})
+_REDUCE = frozenset(
+    {
+        "Sum",
+        "ReduceSum",
+        "ReduceSumD",
+        "Mean",
+        "ReduceMean",
+        "ReduceMeanD",
+        "ReduceProd",
+        "ReduceProdD",
+        "AvgPool",
+        "AvgPoolV2",
+    }
+)
 # normalisations sum over their last axis (BatchNorm's statistics are inputs at inference)
-_LAST_AXIS = frozenset({"Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "LayerNorm",
-                        "LayerNormV3", "RmsNorm", "L2Normalize"})
+_LAST_AXIS = frozenset(
+    {"Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "LayerNorm", "LayerNormV3", "RmsNorm", "L2Normalize"}
+)
 
 
 def unit_roundoff(dtype) -> float:
@@ -102,18 +165,29 @@ def unit_roundoff(dtype) -> float:
     return float(ml_dtypes.finfo(resolved).eps) / 2
 
 
-_ML_FLOATS = frozenset(n for n in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                                   "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float4_e2m1fn",
-                                   "float6_e2m3fn", "float6_e3m2fn", "float8_e8m0fnu")
-                       if hasattr(ml_dtypes, n))
+_ML_FLOATS = frozenset(
+    n
+    for n in (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e4m3b11fnuz",
+        "float4_e2m1fn",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float8_e8m0fnu",
+    )
+    if hasattr(ml_dtypes, n)
+)
 
 
 def _dtype(dtype) -> np.dtype:
     if isinstance(dtype, str):
         name = dtype.strip()
         if name.upper().startswith("DT_"):
-            name = {"BF16": "bfloat16", "FLOAT": "float32", "DOUBLE": "float64"}.get(
-                name[3:].upper(), name[3:].lower())
+            name = {"BF16": "bfloat16", "FLOAT": "float32", "DOUBLE": "float64"}.get(name[3:].upper(), name[3:].lower())
         return np.dtype(getattr(ml_dtypes, name, name))
     return np.dtype(dtype)
 
@@ -133,8 +207,9 @@ def _size(shape: Sequence[int] | None) -> int:
     return int(np.prod(shape, dtype=np.int64)) if shape is not None else 0
 
 
-def accumulation_length(op_type: str, input_shapes: Sequence[Sequence[int] | None],
-                        output_shape: Sequence[int] | None) -> int:
+def accumulation_length(
+    op_type: str, input_shapes: Sequence[Sequence[int] | None], output_shape: Sequence[int] | None
+) -> int:
     """How many terms each output value sums, read off the shapes (1 for elementwise ops).
 
     MatMul: the dimension the two operands share (of their last two). Convolution: the filter's
@@ -183,19 +258,30 @@ class Noise:
         8.6e-04``."""
         if self.exact:
             return "exact types: only equal values are rounding"
-        parts = ", ".join(f"{name} {value:.3g}" for name, value in self.terms
-                          if value > 0.01 * self.expected)  # what changes the sum
-        return f"expected RED {self.expected:.3g}" + (f" ({parts})" if parts else "") + \
-            f", rounding up to {self.limit:.3g}"
+        parts = ", ".join(
+            f"{name} {value:.3g}" for name, value in self.terms if value > 0.01 * self.expected
+        )  # what changes the sum
+        return (
+            f"expected RED {self.expected:.3g}"
+            + (f" ({parts})" if parts else "")
+            + f", rounding up to {self.limit:.3g}"
+        )
 
 
 def _quadrature(terms: Sequence[tuple[str, float]]) -> float:
     return math.sqrt(sum(value * value for _, value in terms))
 
 
-def output_noise(output_dtype, golden_dtype=None, input_reds: Sequence[float | None] = (),
-                 input_dtypes: Sequence = (), accumulation: int = 1, op_type: str = "",
-                 input_scale: float | None = None, input_size: int = 1) -> Noise:
+def output_noise(
+    output_dtype,
+    golden_dtype=None,
+    input_reds: Sequence[float | None] = (),
+    input_dtypes: Sequence = (),
+    accumulation: int = 1,
+    op_type: str = "",
+    input_scale: float | None = None,
+    input_size: int = 1,
+) -> Noise:
     """The noise of an op's output against its golden.
 
     ``input_reds`` are the inputs' measured REDs (None or NaN where not measured: such an
@@ -248,8 +334,12 @@ def replay_noise(output_dtype, op_type: str = "", accumulation: int = 1) -> Nois
     u_out = roundoff_or_none(output_dtype)
     u_out = unit_roundoff("float16") if u_out is None else u_out
     steps = 1 if op_type in _SINGLE_STEP else 1 + KERNEL_ROUNDINGS
-    terms = [(f"{_name(output_dtype)} output" + (f" and {steps - 1} inner roundings" if steps > 1 else ""),
-              STORE * u_out * math.sqrt(steps))]
+    terms = [
+        (
+            f"{_name(output_dtype)} output" + (f" and {steps - 1} inner roundings" if steps > 1 else ""),
+            STORE * u_out * math.sqrt(steps),
+        )
+    ]
     if accumulation > 1 and u_out:
         terms.append((f"{accumulation}-term sums", STORE * roundoff_or_none(ACCUMULATOR) * math.sqrt(accumulation / 2)))
     return Noise(_quadrature(terms), tuple(terms), u_out == 0)

@@ -97,16 +97,23 @@ def _is_network_input(graph: GraphDesc, name: str) -> bool:
 def _input_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenIndex) -> TensorSide:
     desc = op.input_desc(tensor.index)
     source = golden_for(graph, op, "input", tensor.index)
-    return TensorSide("input", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      golden.latest_path(*source) if source else None,
-                      bool(source) and _is_network_input(graph, source[0]))
+    return TensorSide(
+        "input",
+        tensor.index,
+        tensor,
+        desc.origin_format if desc else None,
+        source,
+        golden.latest_path(*source) if source else None,
+        bool(source) and _is_network_input(graph, source[0]),
+    )
 
 
 def _output_side(graph: GraphDesc, op: Op, tensor: DumpTensor, golden: GoldenIndex) -> TensorSide:
     desc = op.output_desc(tensor.index)
     source = golden_for(graph, op, "output", tensor.index)
-    return TensorSide("output", tensor.index, tensor, desc.origin_format if desc else None, source,
-                      golden.latest_path(*source))
+    return TensorSide(
+        "output", tensor.index, tensor, desc.origin_format if desc else None, source, golden.latest_path(*source)
+    )
 
 
 def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
@@ -117,17 +124,24 @@ def op_tensors(context: Workspace, ref: OpRef) -> list[OpTensors]:
     """
     steps = context.op_dumps(ref)
     if not steps:
-        raise PrecisionToolError(f"no dump file of {ref.op.name} in the newest run of {ref.debug} "
-                                 f"(TF_DUMP_STEP={context.config.tf_dump_step or 'all'})")
+        raise PrecisionToolError(
+            f"no dump file of {ref.op.name} in the newest run of {ref.debug} "
+            f"(TF_DUMP_STEP={context.config.tf_dump_step or 'all'})"
+        )
     golden = context.golden()
     found = []
     for step, file in steps:
         dump = read_dump(file.path, file.name.file_name)
-        found.append(OpTensors(ref, step, file.path,
-                               tuple(_input_side(ref.graph, ref.op, t, golden) for t in dump.inputs),
-                               tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs)))
+        found.append(
+            OpTensors(
+                ref,
+                step,
+                file.path,
+                tuple(_input_side(ref.graph, ref.op, t, golden) for t in dump.inputs),
+                tuple(_output_side(ref.graph, ref.op, t, golden) for t in dump.outputs),
+            )
+        )
     return found
-
 
 
 def first_introducers(divergence: Divergence) -> list[OpCosines]:

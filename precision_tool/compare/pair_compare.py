@@ -11,16 +11,16 @@ The decisions (shapes, per-tensor problems as reasons, NaN/Inf notes) are in :mo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import PrecisionToolError
+from .golden_pairing import DumpSide, PairTask
 from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .msprobe_rows import StatsSide, stats_row
-from .golden_pairing import DumpSide, PairTask
 from .result import CompareRow
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
@@ -31,8 +31,7 @@ def clear_buffers() -> None:
     _BUFFERS.clear()
 
 
-def pair_pieces(x: Source, y: Source, chunk: int, start: int = 0,
-                stop: int | None = None) -> Iterator[tuple]:
+def pair_pieces(x: Source, y: Source, chunk: int, start: int = 0, stop: int | None = None) -> Iterator[tuple]:
     """Aligned blocks of elements ``[start, stop)`` of both sides (this process's buffers)."""
     return aligned(x.blocks(chunk, _BUFFERS, "x", start, stop), y.blocks(chunk, _BUFFERS, "y", start, stop))
 
@@ -40,15 +39,15 @@ def pair_pieces(x: Source, y: Source, chunk: int, start: int = 0,
 def new_accumulator(x: Source, y: Source, metrics: Sequence[Metric], numba: bool | None) -> Accumulator:
     """The Accumulator for a pair of equal-size sides (scalar and bool decided from them)."""
     boolean = x.dtype.kind == "b" and y.dtype.kind == "b"
-    return Accumulator(metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean,
-                       size=x.size, numba=numba)
+    return Accumulator(
+        metrics, scalar=x.size > 0 and is_scalar_shape(x.shape), boolean=boolean, size=x.size, numba=numba
+    )
 
 
 def _shape_note(x: Source, y: Source) -> str:
     if x.shape == y.shape:
         return ""
-    return (f"Shapes differ (NPU {_shape(x.shape)} vs golden {_shape(y.shape)}) but the sizes "
-            "match: compared flattened.")
+    return f"Shapes differ (NPU {_shape(x.shape)} vs golden {_shape(y.shape)}) but the sizes match: compared flattened."
 
 
 def _finite(result: MetricResult) -> bool:
@@ -61,8 +60,7 @@ def needs_count_pass(acc: Accumulator, result: MetricResult) -> bool:
     return not _finite(result) and acc.nonfinite_counts is None
 
 
-def finish(acc: Accumulator, x: Source, y: Source,
-           count_nonfinite: Callable[[], list]) -> tuple[MetricResult, str]:
+def finish(acc: Accumulator, x: Source, y: Source, count_nonfinite: Callable[[], list]) -> tuple[MetricResult, str]:
     """The metrics accumulated, and the row's note (shapes, NaN/Inf counts); ``count_nonfinite``
     gives the counts when :func:`needs_count_pass`."""
     note, result = _shape_note(x, y), acc.result()
@@ -73,8 +71,9 @@ def finish(acc: Accumulator, x: Source, y: Source,
     return result, note
 
 
-def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
-                    chunk: int = DEFAULT_CHUNK, numba: bool | None = None) -> tuple[MetricResult, str]:
+def compare_sources(
+    x: Source, y: Source, metrics: Sequence[Metric] = METRICS, chunk: int = DEFAULT_CHUNK, numba: bool | None = None
+) -> tuple[MetricResult, str]:
     """The metrics of two opened sides, and a note when the shapes differ but sizes match.
 
     A pair that fits in one block is read and converted once for both passes (KL's second pass
@@ -94,8 +93,9 @@ def compare_sources(x: Source, y: Source, metrics: Sequence[Metric] = METRICS,
     return finish(acc, x, y, lambda: nonfinite_counts(x, y, chunk))
 
 
-def nonfinite_counts(x: Source, y: Source, chunk: int = DEFAULT_CHUNK, start: int = 0,
-                     stop: int | None = None) -> list[list[int]]:
+def nonfinite_counts(
+    x: Source, y: Source, chunk: int = DEFAULT_CHUNK, start: int = 0, stop: int | None = None
+) -> list[list[int]]:
     """``[[NPU NaN, NPU Inf], [golden NaN, golden Inf]]`` of elements ``[start, stop)``."""
     counts = np.zeros((2, 2), np.int64)  # [side][nan, inf]
     for pair in pair_pieces(x, y, chunk, start, stop):
@@ -143,10 +143,18 @@ def base_row(task: PairTask, headers: HeaderCache, fail_reason: str = "") -> Com
     """A task's row before comparing: names, and dtypes and shape from the headers."""
     dtype, shape = _header_facts(task.left, headers)
     golden_dtype, _ = _header_facts(task.right, headers)
-    return CompareRow(index=task.index, op_type=task.op_type, npu_name=task.npu_name,
-                      npu_dtype=dtype, npu_address=None, ground_truth=task.ground_truth,
-                      golden_dtype=golden_dtype, tensor_index=task.tensor_index, shape=shape,
-                      fail_reason=fail_reason)
+    return CompareRow(
+        index=task.index,
+        op_type=task.op_type,
+        npu_name=task.npu_name,
+        npu_dtype=dtype,
+        npu_address=None,
+        ground_truth=task.ground_truth,
+        golden_dtype=golden_dtype,
+        tensor_index=task.tensor_index,
+        shape=shape,
+        fail_reason=fail_reason,
+    )
 
 
 def not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
@@ -165,12 +173,20 @@ def compared_row(row: CompareRow, x: Source, y: Source, result: MetricResult, no
     """The row of a comparison that computed ``result`` (the sides' notes joined to ``note``)."""
     reason = " ".join(part for part in (x.note, y.note, note, result.fail_reason) if part)
     # one copy of the row, not three (a dataclass copy costs tens of microseconds a row)
-    return replace(row, npu_dtype=x.dtype_name, shape=tuple(x.shape), golden_dtype=y.dtype_name,
-                   metrics=dict(result.numbers), std_text=result.std_text, fail_reason=reason)
+    return replace(
+        row,
+        npu_dtype=x.dtype_name,
+        shape=tuple(x.shape),
+        golden_dtype=y.dtype_name,
+        metrics=dict(result.numbers),
+        std_text=result.std_text,
+        fail_reason=reason,
+    )
 
 
-def compare_task(task: PairTask, metrics: Sequence[Metric], chunk: int,
-                 headers: HeaderCache, numba: bool | None = None) -> tuple[CompareRow, int]:
+def compare_task(
+    task: PairTask, metrics: Sequence[Metric], chunk: int, headers: HeaderCache, numba: bool | None = None
+) -> tuple[CompareRow, int]:
     """One row for one task, and the bytes compared (0 when nothing was)."""
     if not task.comparable:
         return not_compared_row(task, headers), 0
@@ -201,6 +217,20 @@ def _with_side(row: CompareRow, source: Source, is_left: bool) -> CompareRow:
     return replace(row, golden_dtype=source.dtype_name)
 
 
-__all__ = ["base_row", "clear_buffers", "compare_sources", "compare_task", "compared_row",
-           "failed_row", "failure_reason", "finish", "needs_count_pass", "new_accumulator", "nonfinite_counts",
-           "nonfinite_note", "nonfinite_text", "not_compared_row", "pair_pieces"]
+__all__ = [
+    "base_row",
+    "clear_buffers",
+    "compare_sources",
+    "compare_task",
+    "compared_row",
+    "failed_row",
+    "failure_reason",
+    "finish",
+    "needs_count_pass",
+    "new_accumulator",
+    "nonfinite_counts",
+    "nonfinite_note",
+    "nonfinite_text",
+    "not_compared_row",
+    "pair_pieces",
+]

@@ -10,8 +10,8 @@ the counts and first positions of NaN, overflow and underflow.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import ml_dtypes
 import numpy as np
@@ -42,12 +42,21 @@ def dtype_facts(dtype) -> DtypeFacts:
     if dtype.kind != "f" and dtype.name not in _ML_FLOATS:
         return DtypeFacts(dtype.name)
     info = ml_dtypes.finfo(dtype)
-    return DtypeFacts(dtype.name, float(info.eps), float(info.max), float(info.tiny),
-                      float(info.smallest_subnormal))
+    return DtypeFacts(dtype.name, float(info.eps), float(info.max), float(info.tiny), float(info.smallest_subnormal))
 
 
-_ML_FLOATS = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz",
-                        "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn"})
+_ML_FLOATS = frozenset(
+    {
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3b11fnuz",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+    }
+)
 
 
 def coarsest(dtypes) -> DtypeFacts:
@@ -176,8 +185,11 @@ class PairAccumulator:
         facts = self.facts
         if not facts.is_float or not n.size:
             return
-        largest = max(n.max(initial=0.0, where=both), -n.min(initial=0.0, where=both)) if both is not None \
+        largest = (
+            max(n.max(initial=0.0, where=both), -n.min(initial=0.0, where=both))
+            if both is not None
             else max(float(n.max()), -float(n.min()))
+        )
         if largest >= facts.max:
             saturated = (np.abs(n) == facts.max) & (np.abs(g) != facts.max)
             saturated = saturated & both if both is not None else saturated
@@ -193,13 +205,24 @@ class PairAccumulator:
 
     def result(self, shape: tuple[int, ...]) -> PairStats:
         """The frozen statistics, positions unravelled in ``shape``."""
-        return PairStats(shape=tuple(shape), facts=self.facts, size=self.size, finite=self.finite,
-                         sums=dict(self.sums), max_abs_diff=self.max_abs_diff, nan=self.nan,
-                         inf=self.inf, saturated=self.saturated, underflow=self.underflow,
-                         below_subnormal=self.below_subnormal, golden_nonfinite=self.golden_nonfinite,
-                         npu_nonfinite=self.npu_nonfinite, mismatched=self.mismatched,
-                         overflow_sq=self.overflow_sq,
-                         underflow_sq=self.underflow_sq)
+        return PairStats(
+            shape=tuple(shape),
+            facts=self.facts,
+            size=self.size,
+            finite=self.finite,
+            sums=dict(self.sums),
+            max_abs_diff=self.max_abs_diff,
+            nan=self.nan,
+            inf=self.inf,
+            saturated=self.saturated,
+            underflow=self.underflow,
+            below_subnormal=self.below_subnormal,
+            golden_nonfinite=self.golden_nonfinite,
+            npu_nonfinite=self.npu_nonfinite,
+            mismatched=self.mismatched,
+            overflow_sq=self.overflow_sq,
+            underflow_sq=self.underflow_sq,
+        )
 
 
 _SUMS = ("d", "dd", "dg", "g", "gg", "nn", "ng")

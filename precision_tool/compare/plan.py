@@ -27,9 +27,9 @@ from ..formats.dump_names import MAPPING_FILE, DumpListing
 from ..formats.golden import GoldenIndex
 from ..formats.graph import read_graph
 from ..formats.graph_model import GraphDesc, Model, TensorName
+from ..formats.msprobe_tree import is_msprobe_dump
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
-from ..formats.msprobe_tree import is_msprobe_dump
 from .dir_pairing import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
 from .golden_pairing import PairTask, golden_for, pair_by_name, pair_with_graph
 from .workspace import Workspace
@@ -67,8 +67,9 @@ def _all_graphs(models: list[Model]) -> list[tuple[Model, GraphDesc]]:
     return [(m, g) for m in models for g in m.graphs]
 
 
-def pick_graph(models: list[Model], wanted: str | None, workspace: Workspace | None = None,
-               graph_dir: Path | None = None) -> GraphDesc | None:
+def pick_graph(
+    models: list[Model], wanted: str | None, workspace: Workspace | None = None, graph_dir: Path | None = None
+) -> GraphDesc | None:
     """The graph ``wanted`` names: a graph file on disk (any form, any name: atc's JSON, an
     ``.om``), a model or graph name among ``models``, or a file of ``graph_dir`` by its name
     (read although the Build graphs there are others). Files are read through ``workspace``
@@ -107,8 +108,12 @@ def graph_for_step(step: StepDir, models: list[Model], chosen: GraphDesc | None 
 
 def step_tag(step: StepDir) -> str:
     """The CSV name's tag: model, id, device, step; safe and short enough for a file name."""
-    parts = [step.model_name, step.model_id, f"dev{step.device}" if step.device is not None else None,
-             f"step{step.step}" if step.step is not None else None]
+    parts = [
+        step.model_name,
+        step.model_id,
+        f"dev{step.device}" if step.device is not None else None,
+        f"step{step.step}" if step.step is not None else None,
+    ]
     text = "_".join(str(p) for p in parts if p is not None) or step.path.name
     return safe_file_name(re.sub(r"[^A-Za-z0-9_.-]", "_", text), limit=MAX_TAG)
 
@@ -121,47 +126,65 @@ def step_label(step: StepDir) -> str:
 def unread_mapping_notes(*sides: DumpListing | GoldenIndex) -> list[str]:
     """A note for each side's ``mapping.csv`` that was not read at all (a FIFO, too large):
     the files it aliases are left out of the comparison, and this says why."""
-    return [f"{side.directory / MAPPING_FILE}: {side.unread_mapping}"
-            for side in sides if side.unread_mapping]
+    return [f"{side.directory / MAPPING_FILE}: {side.unread_mapping}" for side in sides if side.unread_mapping]
 
 
-def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex,
-                  graph: GraphDesc | None) -> Comparison:
+def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex, graph: GraphDesc | None) -> Comparison:
     """One step directory against the golden index, through ``graph`` (by name without one)."""
     notes = unread_mapping_notes(listing, golden)
     if graph is None:
-        notes.insert(0, f"{step_label(step)}: no Build graph for {step.model_name}: paired by name "
-                        "(inputs not compared)")
+        notes.insert(
+            0, f"{step_label(step)}: no Build graph for {step.model_name}: paired by name (inputs not compared)"
+        )
         tasks = pair_by_name(listing, golden)
     else:
         tasks = pair_with_graph(graph, listing, golden)
     return Comparison(step_label(step), step_tag(step), tasks, notes, step=step)
 
 
-def plan_msprobe(npu: str | Path, bench: str | Path, steps: str | None = None,
-                 devices: str | None = None, mapping: str | None = None) -> list[Comparison]:
+def plan_msprobe(
+    npu: str | Path, bench: str | Path, steps: str | None = None, devices: str | None = None, mapping: str | None = None
+) -> list[Comparison]:
     """One comparison per rank pair of two msprobe dumps (:mod:`.msprobe_plan`); ``mapping`` is
     a ``-dm`` style tensor mapping file whose pairs win over the pairing's own."""
-    from .msprobe_plan import (comparison_tag, load_mapping, msprobe_tasks, rank_label, rank_pairs,
-                               read_sides, sides_notes)
+    from .msprobe_plan import (
+        comparison_tag,
+        load_mapping,
+        msprobe_tasks,
+        rank_label,
+        rank_pairs,
+        read_sides,
+        sides_notes,
+    )
 
     pairs, notes = rank_pairs(npu, bench, steps, devices)
     pairs_given = load_mapping(mapping)
     plans = []
     for npu_rank, bench_rank in pairs:
         sides = read_sides(npu_rank, bench_rank, pairs_given)
-        plans.append(Comparison(rank_label(npu_rank), comparison_tag(npu_rank), msprobe_tasks(sides),
-                                notes + sides_notes(sides), npu_vs_npu=True, msprobe=sides))
+        plans.append(
+            Comparison(
+                rank_label(npu_rank),
+                comparison_tag(npu_rank),
+                msprobe_tasks(sides),
+                notes + sides_notes(sides),
+                npu_vs_npu=True,
+                msprobe=sides,
+            )
+        )
     return plans
 
 
-def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
-                  devices: str | None, mapping: str | None = None) -> list[Comparison]:
+def _plan_default(
+    workspace: Workspace, graph: str | None, steps: str | None, devices: str | None, mapping: str | None = None
+) -> list[Comparison]:
     data = workspace.data
     if workspace.is_msprobe:  # npu/ is an msprobe dump: against bench/
         if not data.bench.is_dir():
-            raise PrecisionToolError("npu/ holds an msprobe dump but there is no bench/ dump to "
-                                     "compare it with (vc -lt npu -rt BENCH_DUMP)", data.bench)
+            raise PrecisionToolError(
+                "npu/ holds an msprobe dump but there is no bench/ dump to compare it with (vc -lt npu -rt BENCH_DUMP)",
+                data.bench,
+            )
         return plan_msprobe(data.npu, data.bench, steps, devices, mapping)
     tree = workspace.dump_tree("debug_0")
     spec = steps if steps is not None else workspace.config.tf_dump_step
@@ -170,32 +193,45 @@ def _plan_default(workspace: Workspace, graph: str | None, steps: str | None,
         run = tree.newest_run()
         present = ", ".join(str(s) for s in tree.steps(run)) or "none"
         on = ", ".join(str(d) for d in tree.devices(run)) or "none"
-        raise PrecisionToolError(f"no step directory for step(s) {spec!r}"
-                                 + (f" on device(s) {devices!r}" if devices else "")
-                                 + f" in the newest run (steps present: {present}; devices: {on}); "
-                                 "use --step / --device", tree.root)
+        raise PrecisionToolError(
+            f"no step directory for step(s) {spec!r}"
+            + (f" on device(s) {devices!r}" if devices else "")
+            + f" in the newest run (steps present: {present}; devices: {on}); "
+            "use --step / --device",
+            tree.root,
+        )
     golden, models = workspace.golden(), workspace.models("debug_0")
     picked = pick_graph(models, graph, workspace, workspace.data.graph_dir("debug_0"))
     return [npu_vs_golden(s, tree.listing(s), golden, graph_for_step(s, models, picked)) for s in chosen]
 
 
-def _plan_dirs(workspace: Workspace, left: str, right: str, graph: str | None,
-               steps: str | None, devices: str | None, mapping: str | None = None) -> list[Comparison]:
+def _plan_dirs(
+    workspace: Workspace,
+    left: str,
+    right: str,
+    graph: str | None,
+    steps: str | None,
+    devices: str | None,
+    mapping: str | None = None,
+) -> list[Comparison]:
     if is_msprobe_dump(left) or is_msprobe_dump(right):
         return plan_msprobe(left, right, steps, devices, mapping)
     spec = steps if steps is not None else workspace.config.tf_dump_step
     lside, rside = resolve_dir(left, spec, devices), resolve_dir(right, spec, devices)
     if not lside.is_npu and rside.is_npu:
-        raise PrecisionToolError("put the NPU dump directory on the left (-lt) and the npy "
-                                 "directory on the right (-rt)")
+        raise PrecisionToolError(
+            "put the NPU dump directory on the left (-lt) and the npy directory on the right (-rt)"
+        )
     if not lside.is_npu:
         tasks = pair_npy_npy(lside.golden, rside.golden)
         return [Comparison(f"{lside.path} vs {rside.path}", "npy", tasks)]
     if not rside.is_npu:
         models = workspace.models_in(lside.graph_dir)
         picked = pick_graph(models, graph, workspace, lside.graph_dir)
-        return [npu_vs_golden(s, lside.tree.listing(s), rside.golden, graph_for_step(s, models, picked))
-                for s in lside.steps]
+        return [
+            npu_vs_golden(s, lside.tree.listing(s), rside.golden, graph_for_step(s, models, picked))
+            for s in lside.steps
+        ]
     return _plan_npu_npu(lside, rside)
 
 
@@ -206,14 +242,29 @@ def _plan_npu_npu(lside: DirSide, rside: DirSide) -> list[Comparison]:
             raise PrecisionToolError(f"no step directory in {rside.path} matches {lstep.path}")
         left, right = lside.tree.listing(lstep), rside.tree.listing(rstep)
         label = f"{step_label(lstep)} vs {rstep.path.name}"
-        plans.append(Comparison(label, step_tag(lstep), pair_npu_npu(left, right),
-                                unread_mapping_notes(left, right), npu_vs_npu=True, step=lstep))
+        plans.append(
+            Comparison(
+                label,
+                step_tag(lstep),
+                pair_npu_npu(left, right),
+                unread_mapping_notes(left, right),
+                npu_vs_npu=True,
+                step=lstep,
+            )
+        )
     return plans
 
 
-def plan_comparisons(workspace: Workspace, *, left: str | None = None, right: str | None = None,
-                     graph: str | None = None, steps: str | None = None,
-                     devices: str | None = None, mapping: str | None = None) -> list[Comparison]:
+def plan_comparisons(
+    workspace: Workspace,
+    *,
+    left: str | None = None,
+    right: str | None = None,
+    graph: str | None = None,
+    steps: str | None = None,
+    devices: str | None = None,
+    mapping: str | None = None,
+) -> list[Comparison]:
     """The comparisons to run (see the module docstring).
 
     Args:

@@ -121,8 +121,7 @@ class CompareRow:
         """CosineSimilarity, NaN when not compared."""
         return self.metric("CosineSimilarity")
 
-    def with_metrics(self, metrics: dict[str, float], std_text: str = "NaN",
-                     fail_reason: str = "") -> CompareRow:
+    def with_metrics(self, metrics: dict[str, float], std_text: str = "NaN", fail_reason: str = "") -> CompareRow:
         """A copy of this row with the comparison's outcome filled in."""
         return replace(self, metrics=dict(metrics), std_text=std_text, fail_reason=fail_reason)
 

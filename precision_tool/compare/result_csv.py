@@ -30,15 +30,15 @@ import io
 import math
 import os
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 from precision_tool.errors import PrecisionToolError
 
-from ..formats.output_root import STAMP, OutputRoot, PendingFile
 from ..formats.csv_records import csv_records
 from ..formats.files import open_regular
+from ..formats.output_root import STAMP, OutputRoot, PendingFile
 from ..formats.text import shape_text
 from .manifest import result_csvs
 from .metric_data import Metric
@@ -61,8 +61,14 @@ def _split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
     return ours, [m for m in seen.values() if m.name not in METRIC_NAMES]
 
 
-def columns(*, op_sequence: bool = False, overflow: bool = False, golden_address: bool = False,
-            metrics: Sequence[Metric] = METRICS, named_sides: bool = False) -> list[str]:
+def columns(
+    *,
+    op_sequence: bool = False,
+    overflow: bool = False,
+    golden_address: bool = False,
+    metrics: Sequence[Metric] = METRICS,
+    named_sides: bool = False,
+) -> list[str]:
     """The header in msaccucmp's order, with the optional columns and the metrics asked for.
 
     msaccucmp names both sides' columns ``DataType`` (and ``Address``); ``named_sides`` names
@@ -109,18 +115,30 @@ def _text(value: object) -> str:
     return NOT_COMPARED if value is None else neutralise(str(value))
 
 
-def format_row(row: CompareRow, *, op_sequence: bool = False, overflow: bool = False,
-               golden_address: bool = False, metrics: Sequence[Metric] = METRICS,
-               spreadsheet_safe: bool = True) -> list[str]:
+def format_row(
+    row: CompareRow,
+    *,
+    op_sequence: bool = False,
+    overflow: bool = False,
+    golden_address: bool = False,
+    metrics: Sequence[Metric] = METRICS,
+    spreadsheet_safe: bool = True,
+) -> list[str]:
     """The CSV cells of ``row`` for the header :func:`columns` gives with the same arguments.
 
     Text from the data (names, types, reasons) goes through :func:`neutralise` unless
     ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
     text = _text if spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
     cells = [str(row.index)] + ([text(row.op_sequence)] if op_sequence else [])
-    cells += [text(row.op_type), text(row.npu_name), text(row.npu_dtype), text(row.npu_address),
-              text(row.ground_truth), text(row.golden_dtype)]
-    cells += ([text(row.golden_address)] if golden_address else [])
+    cells += [
+        text(row.op_type),
+        text(row.npu_name),
+        text(row.npu_dtype),
+        text(row.npu_address),
+        text(row.ground_truth),
+        text(row.golden_dtype),
+    ]
+    cells += [text(row.golden_address)] if golden_address else []
     cells += [text(row.tensor_index), format_shape(row.shape)]
     cells += [text(row.overflow)] if overflow else []
     known, extra = _split(metrics)
@@ -179,13 +197,24 @@ class ResultWriter:
     computed (their columns only, see the module docstring). Defaults to the ten.
     """
 
-    def __init__(self, path: str | os.PathLike, *, root: OutputRoot | None = None,
-                 op_sequence: bool = False, overflow: bool = False,
-                 golden_address: bool = False, metrics: Sequence[Metric] = METRICS) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        root: OutputRoot | None = None,
+        op_sequence: bool = False,
+        overflow: bool = False,
+        golden_address: bool = False,
+        metrics: Sequence[Metric] = METRICS,
+    ) -> None:
         self.path = Path(path)
         self.root = OutputRoot(self.path.parent) if root is None else root
-        self.flags = {"op_sequence": op_sequence, "overflow": overflow,
-                      "golden_address": golden_address, "metrics": tuple(metrics)}
+        self.flags = {
+            "op_sequence": op_sequence,
+            "overflow": overflow,
+            "golden_address": golden_address,
+            "metrics": tuple(metrics),
+        }
         self.rows_written = 0
         self._pending: PendingFile | None = None
 
@@ -239,8 +268,9 @@ class ResultWriter:
             self.abort()
 
 
-def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], *,
-                     root: OutputRoot | None = None, **flags) -> Path:
+def write_result_csv(
+    path: str | os.PathLike, rows: Iterable[CompareRow], *, root: OutputRoot | None = None, **flags
+) -> Path:
     """Write ``rows`` to ``path`` (atomically, see :class:`ResultWriter`); returns the path."""
     with ResultWriter(path, root=root, **flags) as writer:
         writer.write_rows(rows)
@@ -248,6 +278,7 @@ def write_result_csv(path: str | os.PathLike, rows: Iterable[CompareRow], *,
 
 
 # --- reading -----------------------------------------------------------------------------
+
 
 class _Header:
     """Where each field of a CompareRow lives in one CSV's header."""
@@ -265,17 +296,30 @@ class _Header:
             if name not in positions:
                 raise PrecisionToolError(f"no {name} column (a vc -alg result without it?)", path)
         if not any(name in positions for name in METRIC_NAMES):
-            raise PrecisionToolError("not a comparison result: no CosineSimilarity column, "
-                                     "nor any other metric's", path)
+            raise PrecisionToolError(
+                "not a comparison result: no CosineSimilarity column, nor any other metric's", path
+            )
         reason = self.at(REASON_COLUMN)
         stripped = [n.strip() for n in names]
         # custom metrics: the columns after CompareFailReason
         self.extra = [] if reason is None else [(n, i) for i, n in enumerate(stripped) if i > reason and n]
         names = ("LeftOp", "RightOp") if self.old else ("NPUDump", "GroundTruth")
-        fields = [("Index", 0), ("OpType", 0), (names[0], 0), ("DataType", 0), ("Address", 0),
-                  (names[1], 0), ("DataType", 1), ("TensorIndex", 0), ("Shape", 0),
-                  (STD_COLUMN, 0), ("CompareFailReason", 0), ("Address", 1), ("OverFlow", 0),
-                  ("OpSequence", 0)] + [(name, 0) for name in NUMERIC_METRICS]
+        fields = [
+            ("Index", 0),
+            ("OpType", 0),
+            (names[0], 0),
+            ("DataType", 0),
+            ("Address", 0),
+            (names[1], 0),
+            ("DataType", 1),
+            ("TensorIndex", 0),
+            ("Shape", 0),
+            (STD_COLUMN, 0),
+            ("CompareFailReason", 0),
+            ("Address", 1),
+            ("OverFlow", 0),
+            ("OpSequence", 0),
+        ] + [(name, 0) for name in NUMERIC_METRICS]
         # one position per field, found once: _row runs once per line of files of 100k lines
         self.plan = [self.at(name, nth) for name, nth in fields]
 
@@ -329,9 +373,23 @@ def _integer(text: str | None, column: str, where: str, path: Path) -> int | Non
 
 def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
     n = len(cells)
-    (index, op_type, npu_name, npu_dtype, npu_address, ground_truth, golden_dtype, tensor_index,
-     shape, std, reason, golden_address, overflow, op_sequence, *numbers) = [
-        restore(cells[p].strip()) if p is not None and p < n else None for p in h.plan]
+    (
+        index,
+        op_type,
+        npu_name,
+        npu_dtype,
+        npu_address,
+        ground_truth,
+        golden_dtype,
+        tensor_index,
+        shape,
+        std,
+        reason,
+        golden_address,
+        overflow,
+        op_sequence,
+        *numbers,
+    ) = [restore(cells[p].strip()) if p is not None and p < n else None for p in h.plan]
     index = _integer(index, "Index", where, h.path)
     if index is None:
         raise PrecisionToolError(f"{where}: the Index is missing", h.path)
@@ -345,13 +403,22 @@ def _row(cells: list[str], h: _Header, where: str) -> CompareRow:
         if value is not None:
             metrics.setdefault(name, value)
     return CompareRow(
-        index=index, op_type=op_type or "", npu_name=npu_name or "",
-        npu_dtype=_optional(npu_dtype), npu_address=_optional(npu_address),
-        ground_truth=ground_truth or "*", golden_dtype=_optional(golden_dtype),
-        tensor_index=_optional(tensor_index), shape=parse_shape(shape), metrics=metrics,
-        std_text=std or NOT_COMPARED, fail_reason=reason or "",
-        golden_address=_optional(golden_address), overflow=_optional(overflow),
-        op_sequence=_integer(op_sequence, "OpSequence", where, h.path))
+        index=index,
+        op_type=op_type or "",
+        npu_name=npu_name or "",
+        npu_dtype=_optional(npu_dtype),
+        npu_address=_optional(npu_address),
+        ground_truth=ground_truth or "*",
+        golden_dtype=_optional(golden_dtype),
+        tensor_index=_optional(tensor_index),
+        shape=parse_shape(shape),
+        metrics=metrics,
+        std_text=std or NOT_COMPARED,
+        fail_reason=reason or "",
+        golden_address=_optional(golden_address),
+        overflow=_optional(overflow),
+        op_sequence=_integer(op_sequence, "OpSequence", where, h.path),
+    )
 
 
 def iter_result_csv(path: str | os.PathLike, require: Sequence[str] = ()) -> Iterator[CompareRow]:

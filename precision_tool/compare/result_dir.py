@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from ..errors import PrecisionToolError
 from ..formats.output_root import STAMP, OutputError, OutputRoot, process_exists, stamps
@@ -35,7 +36,7 @@ from .state_file import read_json_file, shown, typed_fields
 RUN_FILE = "run.json"
 RUNNING, COMPLETE, INTERRUPTED = "running", "complete", "interrupted"
 STATES = (RUNNING, COMPLETE, INTERRUPTED)
-MAX_PID = 2 ** 31 - 1  # a pid_t
+MAX_PID = 2**31 - 1  # a pid_t
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,11 @@ class CompareOptions:
     def differing(self, given: CompareOptions) -> list[str]:
         """The options ``given`` sets (not None) to other values than these have: what a
         resume of the run these are the options of refuses."""
-        return [f.name for f in fields(self)
-                if getattr(given, f.name) is not None and getattr(given, f.name) != getattr(self, f.name)]
+        return [
+            f.name
+            for f in fields(self)
+            if getattr(given, f.name) is not None and getattr(given, f.name) != getattr(self, f.name)
+        ]
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class _RunFile:
     stamp: str
     pid: int | None = None
     replaces: list | None = None
+    fresh_since: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,13 +82,13 @@ class RunState:
     when: datetime
     pid: int | None = None
     replaces: tuple[str, ...] = ()
+    fresh_since: int | None = None  # vc --fresh: reuse only rows computed from then (ns)
 
     @property
     def writer_alive(self) -> bool:
         """Whether another vc writes the run now: running, by a process that exists and is not
         this one (which runs one command at a time, so its own is one that failed)."""
-        return (self.state == RUNNING and self.pid is not None and self.pid != os.getpid()
-                and process_exists(self.pid))
+        return self.state == RUNNING and self.pid is not None and self.pid != os.getpid() and process_exists(self.pid)
 
 
 def read_state(directory: Path) -> RunState | None:
@@ -113,7 +118,10 @@ def read_state(directory: Path) -> RunState | None:
     replaces = found.get("replaces") or []
     if not all(isinstance(name, str) and is_csv_name(name) for name in replaces):
         raise PrecisionToolError(f"replaces is {shown(replaces)}, not a list of CSV names", path)
-    return RunState(found["state"], options, when, pid, tuple(replaces))
+    fresh_since = found.get("fresh_since")
+    if fresh_since is not None and fresh_since < 0:
+        raise PrecisionToolError(f"fresh_since is {shown(fresh_since)}, not a time in ns", path)
+    return RunState(found["state"], options, when, pid, tuple(replaces), fresh_since)
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,7 @@ class ResultDir:
     path: Path
     when: datetime
     replaces: tuple[str, ...] = ()
+    fresh_since: int | None = None  # vc --fresh: its resume reuses only rows computed from then
 
     def csv_path(self, tag: str | None) -> Path:
         """``result_{stamp}[_{tag}].csv`` in this directory."""
@@ -133,10 +142,11 @@ class ResultDir:
     def mark(self, state: str, options: CompareOptions) -> None:
         """Record ``state`` and ``options`` in ``run.json`` (and, until complete, the CSVs
         this run replaces, so a resume or the next run still knows them for vc's)."""
-        document = {"state": state, "options": asdict(options), "pid": os.getpid(),
-                    "stamp": self.when.strftime(STAMP)}
+        document = {"state": state, "options": asdict(options), "pid": os.getpid(), "stamp": self.when.strftime(STAMP)}
         if state != COMPLETE and self.replaces:
             document["replaces"] = list(self.replaces)
+        if self.fresh_since is not None:
+            document["fresh_since"] = self.fresh_since
         self.root.write_text(self.path / RUN_FILE, json.dumps(document, indent=1))
 
     def replace_previous(self, written: Iterable[Path]) -> None:
@@ -151,11 +161,12 @@ class ResultDir:
 def _of_run(name: str, stamp: str) -> bool:
     """Whether ``name`` is a CSV name of the run stamped ``stamp`` (:meth:`ResultDir.csv_path`)."""
     prefix = f"result_{stamp}"
-    return name.startswith(prefix) and name[len(prefix):len(prefix) + 1] in ("_", ".") and is_csv_name(name)
+    return name.startswith(prefix) and name[len(prefix) : len(prefix) + 1] in ("_", ".") and is_csv_name(name)
 
 
-def _prepared(root: OutputRoot, path: Path, state: RunState | None, when: datetime,
-              names: list[str] | None = None) -> ResultDir:
+def _prepared(
+    root: OutputRoot, path: Path, state: RunState | None, when: datetime, names: list[str] | None = None
+) -> ResultDir:
     """The ResultDir of a run stamped ``when`` in ``path`` (whose entries are ``names``), which
     ``state`` (None: no run.json) describes: what vc wrote there is replaced; other result CSVs
     are refused."""
@@ -170,15 +181,26 @@ def _prepared(root: OutputRoot, path: Path, state: RunState | None, when: dateti
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         raise PrecisionToolError(
             f"holds result CSVs vc did not write ({', '.join(foreign[:3])}{more}), which would be "
-            "read with its result; move them away, or give an empty directory or one vc wrote", path)
-    return ResultDir(root, path, when, tuple(sorted(name for name in csvs if name in ours)))
+            "read with its result; move them away, or give an empty directory or one vc wrote",
+            path,
+        )
+    return ResultDir(
+        root,
+        path,
+        when,
+        tuple(sorted(name for name in csvs if name in ours)),
+        state.fresh_since if state is not None and state.when == when else None,
+    )
 
 
 def _refuse_live(state: RunState, path: Path) -> None:
     if state.writer_alive:
-        raise PrecisionToolError(f"another vc (pid {state.pid}) is writing this run now; let it "
-                                 "end (no vc has that pid? remove this run.json), or use another "
-                                 "directory", path / RUN_FILE)
+        raise PrecisionToolError(
+            f"another vc (pid {state.pid}) is writing this run now; let it "
+            "end (no vc has that pid? remove this run.json), or use another "
+            "directory",
+            path / RUN_FILE,
+        )
 
 
 def new_result_dir(root: OutputRoot, output: OutputRoot | None = None) -> ResultDir:
@@ -220,8 +242,7 @@ def resumable_dir(root: OutputRoot) -> tuple[ResultDir, CompareOptions]:
     if state is None:
         raise PrecisionToolError("no run.json: not a vc result directory, nothing to resume", path)
     if state.state == COMPLETE:
-        raise PrecisionToolError("this run is complete: nothing to resume (vc -o DIR runs it "
-                                 "again)", path / RUN_FILE)
+        raise PrecisionToolError("this run is complete: nothing to resume (vc -o DIR runs it again)", path / RUN_FILE)
     _refuse_live(state, path)
     return _prepared(root, path, state, state.when), state.options
 

@@ -129,8 +129,9 @@ def _by_kind(tensors: list[TensorMetrics], kind: str) -> tuple[TensorMetrics, ..
     return tuple(sorted((t for t in tensors if t.kind == kind), key=lambda t: t.slot))
 
 
-def build_view(path: Path, rows: list[CompareRow], rule: FlagRule | float,
-               divergence: Divergence | None = None) -> ResultView:
+def build_view(
+    path: Path, rows: list[CompareRow], rule: FlagRule | float, divergence: Divergence | None = None
+) -> ResultView:
     """The view of ``rows`` (read from ``path``) judged by ``rule`` (or a cosine threshold).
 
     ``divergence`` is the verdict on ``rows`` when the caller has it (the report passes the one

@@ -18,6 +18,11 @@ SQLite opens its files itself, so its directory is made through the output root 
 or below it) and a link planted at the database's or its journal's name is refused.
 A damaged store (not SQLite, a table of other columns, a malformed row) is never trusted: the
 cache turns itself off with one line and every row is computed, as with ``--fresh``.
+
+Each outcome records when it was computed (``at``, ns since the epoch; rows of older versions
+have none): ``vc --fresh`` reuses nothing but still stores what it computes, and its resume
+reuses only the rows computed since the fresh run started (``since``), so a resumed fresh run
+computes only what is missing and still nothing older.
 """
 
 from __future__ import annotations
@@ -27,12 +32,12 @@ import json
 import sqlite3
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import __version__
-from ..formats.output_root import OutputError, OutputRoot
 from ..formats.file_identity import FileIdentities
+from ..formats.output_root import OutputError, OutputRoot
 from .golden_pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
 from .result import CompareRow
 
@@ -61,12 +66,12 @@ def _side_key(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentit
 def metric_identities(metrics) -> list[str]:
     """What identifies each metric in a key: its name and its formula's module and name (a
     custom metric reusing a built-in's name must not reuse its rows)."""
-    return [f"{m.name}={getattr(m.compute, '__module__', '?')}.{getattr(m.compute, '__qualname__', '?')}"
-            for m in metrics]
+    return [
+        f"{m.name}={getattr(m.compute, '__module__', '?')}.{getattr(m.compute, '__qualname__', '?')}" for m in metrics
+    ]
 
 
-def task_key(task: PairTask, metric_names: Sequence[str],
-             identities: FileIdentities | None = None) -> str | None:
+def task_key(task: PairTask, metric_names: Sequence[str], identities: FileIdentities | None = None) -> str | None:
     """The cache key of a comparable task; None when it is not comparable or a file cannot be
     read. ``identities`` finds each file's identity once (pass one for all of a run's tasks)."""
     if not task.comparable:
@@ -80,9 +85,17 @@ def task_key(task: PairTask, metric_names: Sequence[str],
 
 
 def _outcome(row: CompareRow) -> str:
-    return json.dumps({"metrics": row.metrics, "std": row.std_text, "reason": row.fail_reason,
-                       "npu_dtype": row.npu_dtype, "golden_dtype": row.golden_dtype,
-                       "shape": list(row.shape) if row.shape is not None else None})
+    return json.dumps(
+        {
+            "metrics": row.metrics,
+            "std": row.std_text,
+            "reason": row.fail_reason,
+            "npu_dtype": row.npu_dtype,
+            "golden_dtype": row.golden_dtype,
+            "shape": list(row.shape) if row.shape is not None else None,
+            "at": time.time_ns(),
+        }
+    )
 
 
 def _is_int(value) -> bool:
@@ -128,11 +141,23 @@ def _checked_outcome(stored) -> dict:
 
 def _with_outcome(task: PairTask, data: dict) -> CompareRow:
     shape = tuple(data["shape"]) if data["shape"] is not None else None
-    base = CompareRow(index=task.index, op_type=task.op_type, npu_name=task.npu_name,
-                      npu_dtype=data["npu_dtype"], npu_address=None, ground_truth=task.ground_truth,
-                      golden_dtype=data["golden_dtype"], tensor_index=task.tensor_index, shape=shape)
-    return replace(base, metrics={k: float(v) for k, v in data["metrics"].items()},
-                   std_text=data["std"], fail_reason=data["reason"])
+    base = CompareRow(
+        index=task.index,
+        op_type=task.op_type,
+        npu_name=task.npu_name,
+        npu_dtype=data["npu_dtype"],
+        npu_address=None,
+        ground_truth=task.ground_truth,
+        golden_dtype=data["golden_dtype"],
+        tensor_index=task.tensor_index,
+        shape=shape,
+    )
+    return replace(
+        base,
+        metrics={k: float(v) for k, v in data["metrics"].items()},
+        std_text=data["std"],
+        fail_reason=data["reason"],
+    )
 
 
 class _Unusable(Exception):
@@ -148,8 +173,11 @@ class RowCache:
     reused as without it. A planted link at its names is the one refusal (an OutputError).
     """
 
-    def __init__(self, root: OutputRoot, *parts: str) -> None:
+    def __init__(self, root: OutputRoot, *parts: str, read: bool = True, since: int | None = None) -> None:
+        """``read`` False stores rows and reuses none (``--fresh``); ``since`` (ns since the
+        epoch) reuses only rows computed from then on (a fresh run's resume)."""
         self.root, self.parts = root, parts or (CACHE_DIR,)
+        self.read, self.since = read, since
         self.path = root.path.joinpath(*self.parts, CACHE_NAME)
         self.warning: str | None = None
         self._db: sqlite3.Connection | None = None
@@ -160,8 +188,7 @@ class RowCache:
         directory = self.root.directory(*self.parts)
         for name in (CACHE_NAME, *(CACHE_NAME + s for s in ("-wal", "-shm", "-journal"))):
             if (directory / name).is_symlink():
-                raise OutputError("is a symbolic link: the row cache is never opened through one",
-                                  directory / name)
+                raise OutputError("is a symbolic link: the row cache is never opened through one", directory / name)
         self.path = directory / CACHE_NAME
         try:
             self._db = sqlite3.connect(self.path, timeout=30)
@@ -216,12 +243,16 @@ class RowCache:
     def outcomes(self, keys: Sequence[str | None]) -> list[dict | None]:
         """The checked stored outcome of each key (None: not stored, or no key). When the store
         fails or one row is malformed, none is trusted: the cache turns off, all are None."""
+        if not self.read:
+            return [None] * len(keys)
         found = [self.get(key) if key else None for key in keys]
         try:
             checked = [_checked_outcome(text) if text is not None else None for text in found]
         except ValueError as exc:
             self._off(exc)
             return [None] * len(keys)
+        if self.since is not None:  # older than the fresh run: computed again
+            checked = [c if c is not None and _is_int(c.get("at")) and c["at"] >= self.since else None for c in checked]
         return checked if self._db is not None else [None] * len(keys)
 
     def put(self, key: str, row: CompareRow) -> None:
@@ -237,8 +268,7 @@ class RowCache:
         if self._pending and self._db is not None:
             try:
                 with self._db:
-                    self._db.executemany("INSERT OR REPLACE INTO rows (key, outcome) VALUES (?, ?)",
-                                         self._pending)
+                    self._db.executemany("INSERT OR REPLACE INTO rows (key, outcome) VALUES (?, ?)", self._pending)
             except sqlite3.Error as exc:  # a full disk: the run goes on without the cache
                 self._off(exc, _NOT_KEPT)
             self._pending.clear()
@@ -248,8 +278,13 @@ class RowCache:
 Engine = Callable[[list[PairTask]], Iterator[CompareRow]]
 
 
-def cached_rows(tasks: Iterable[PairTask], metric_names: Sequence[str], cache: RowCache | None,
-                compute: Engine, stats: dict | None = None) -> Iterator[CompareRow]:
+def cached_rows(
+    tasks: Iterable[PairTask],
+    metric_names: Sequence[str],
+    cache: RowCache | None,
+    compute: Engine,
+    stats: dict | None = None,
+) -> Iterator[CompareRow]:
     """One row per task, in task order: from ``cache`` where it has the task, else from
     ``compute`` (called once, on the tasks still to do, in order), storing what it computes.
 

@@ -23,8 +23,8 @@ of the relative errors must see the unscaled golden.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -38,8 +38,9 @@ _PER_SIDE_FIELDS = [name for name, powers in SCALED_FIELDS.items() if not powers
 _DIFF_FIELDS = [name for name, powers in SCALED_FIELDS.items() if powers[2]]
 
 
-def refold_if_overflowed(part: Stats, x: np.ndarray, y: np.ndarray, builtin: Sequence[StatGroup],
-                         fold: Fold, counted: bool) -> Stats:
+def refold_if_overflowed(
+    part: Stats, x: np.ndarray, y: np.ndarray, builtin: Sequence[StatGroup], fold: Fold, counted: bool
+) -> Stats:
     """``part`` (a chunk's plain fold, whose sums are not all finite) folded again scaled when
     its values are finite, else ``part`` as it is (a NaN or Inf propagates as numpy's would).
 

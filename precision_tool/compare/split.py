@@ -29,14 +29,14 @@ a Dask cluster (:mod:`.cluster`): :func:`.window.stream_units` submits the round
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..errors import PrecisionToolError
 from . import pair_compare
+from .golden_pairing import PairTask
 from .load import HeaderCache, Source, open_side, range_extent
 from .metric_data import Range, Stats
-from .golden_pairing import PairTask
 from .stat_groups import combine
 from .window import JobResult, LostWork, Unit
 
@@ -76,8 +76,16 @@ class PieceResult:
     error: str = ""
 
 
-def run_piece(task: PairTask, start: int, stop: int, phase: str, metrics: Sequence, chunk: int,
-              numba: bool | None, ranges: tuple[Range, Range] | None = None) -> PieceResult:
+def run_piece(
+    task: PairTask,
+    start: int,
+    stop: int,
+    phase: str,
+    metrics: Sequence,
+    chunk: int,
+    numba: bool | None,
+    ranges: tuple[Range, Range] | None = None,
+) -> PieceResult:
     """Fold elements ``[start, stop)`` of a task's pair (in a worker, or inline).
 
     ``phase`` FIRST gives the first-pass statistics, SECOND those of the groups that need the
@@ -103,8 +111,7 @@ def run_piece(task: PairTask, start: int, stop: int, phase: str, metrics: Sequen
 class SplitCompare(Unit):
     """One task compared in ranges: the rounds of :func:`run_piece` calls, then its row."""
 
-    def __init__(self, task: PairTask, x: Source, y: Source, bounds: list[int], job_args: tuple,
-                 row) -> None:
+    def __init__(self, task: PairTask, x: Source, y: Source, bounds: list[int], job_args: tuple, row) -> None:
         self.task, self.x, self.y, self.bounds, self.row = task, x, y, bounds, row
         self.metrics, self.chunk, self.numba = job_args
         self.acc = pair_compare.new_accumulator(x, y, self.metrics, self.numba)
@@ -123,9 +130,10 @@ class SplitCompare(Unit):
     def _submit_round(self, submit: Callable) -> int:
         """Submit the current phase's calls, one per range."""
         ranges = self.acc.stats.ranges if self.phase == SECOND else None
-        self.futures = [submit(run_piece, self.task, start, stop, self.phase, self.metrics, self.chunk,
-                               self.numba, ranges)
-                        for start, stop in zip(self.bounds, self.bounds[1:])]
+        self.futures = [
+            submit(run_piece, self.task, start, stop, self.phase, self.metrics, self.chunk, self.numba, ranges)
+            for start, stop in zip(self.bounds, self.bounds[1:])
+        ]
         self.in_flight = len(self.futures)
         return self.in_flight
 
@@ -181,8 +189,9 @@ class SplitCompare(Unit):
         return JobResult([row], self.x.nbytes + self.y.nbytes)
 
 
-def _split(task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int,
-           headers: HeaderCache) -> SplitCompare | None:
+def _split(
+    task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int, headers: HeaderCache
+) -> SplitCompare | None:
     """A SplitCompare for a task whose pair is larger than ``split_bytes``, else None."""
     if not task.comparable:
         return None
@@ -197,8 +206,7 @@ def _split(task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int,
     return SplitCompare(task, x, y, bounds, job_args, pair_compare.base_row(task, headers))
 
 
-def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dict,
-                split_bytes: int) -> list:
+def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dict, split_bytes: int) -> list:
     """The jobs, with every task whose pair is larger than ``split_bytes`` taken out into a
     :class:`SplitCompare` of its own, in the same order (a job is cut around it)."""
     units: list = []
@@ -218,5 +226,13 @@ def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dic
     return units
 
 
-__all__ = ["SPLIT_MAX_BYTES", "SPLIT_MIN_BYTES", "PieceResult", "SplitCompare", "run_piece",
-           "split_points", "split_size", "split_units"]
+__all__ = [
+    "SPLIT_MAX_BYTES",
+    "SPLIT_MIN_BYTES",
+    "PieceResult",
+    "SplitCompare",
+    "run_piece",
+    "split_points",
+    "split_size",
+    "split_units",
+]

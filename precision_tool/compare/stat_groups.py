@@ -28,15 +28,25 @@ again when two finite parts overflow only together), and the metrics take the sc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
 import numpy as np
 
 from .metric_data import BUILTIN_GROUP_NAMES, Range, StatGroup, Stats, register_group, stat_group
 
-__all__ = ["BUILTIN", "BUILTIN_GROUPS", "SCALED_FIELDS", "at_scale", "combine", "merge_kl", "register_group",
-           "stat_group", "sums_finite", "unscaled"]
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_GROUPS",
+    "SCALED_FIELDS",
+    "at_scale",
+    "combine",
+    "merge_kl",
+    "register_group",
+    "stat_group",
+    "sums_finite",
+    "unscaled",
+]
 
 EPS = float(np.finfo(np.float64).eps)
 F32_EPS = float(np.finfo(np.float32).eps)
@@ -44,6 +54,7 @@ COSINE_GROUPS = frozenset({"xy", "xx", "yy"})
 
 
 # --- helpers shared by the folds and the merges -----------------------------------------------
+
 
 def _max(a: float, b: float) -> float:
     """max propagating NaN, as numpy's maximum does."""
@@ -73,6 +84,7 @@ def _chan(n_a: int, sum_a: float, m2_a: float, n_b: int, sum_b: float, m2_b: flo
 
 # --- the built-in groups: numpy folds (float64 blocks) and merges -----------------------------
 # A first-pass fold runs before stats.count is advanced past the block (moments use it).
+
 
 def _fold_xy(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
     s.sum_xy += _dot(x, y)
@@ -197,9 +209,18 @@ for _group in BUILTIN_GROUPS:
 
 # The fields a scaled part holds scaled, and by which power of each scale: (of scale_x, of
 # scale_y, of scale_d, the scale of the differences).
-SCALED_FIELDS = {"sum_xy": (1, 1, 0), "sum_xx": (2, 0, 0), "sum_yy": (0, 2, 0), "sum_x": (1, 0, 0),
-                 "m2_x": (2, 0, 0), "sum_y": (0, 1, 0), "m2_y": (0, 2, 0), "max_abs": (0, 0, 1),
-                 "sum_abs": (0, 0, 1), "sum_sq": (0, 0, 2)}
+SCALED_FIELDS = {
+    "sum_xy": (1, 1, 0),
+    "sum_xx": (2, 0, 0),
+    "sum_yy": (0, 2, 0),
+    "sum_x": (1, 0, 0),
+    "m2_x": (2, 0, 0),
+    "sum_y": (0, 1, 0),
+    "m2_y": (0, 2, 0),
+    "max_abs": (0, 0, 1),
+    "sum_abs": (0, 0, 1),
+    "sum_sq": (0, 0, 2),
+}
 _RESCALE_STEP = 16  # how much smaller two parts get when they overflow only together
 
 
@@ -223,9 +244,17 @@ def at_scale(s: Stats, scales: tuple[int, int, int]) -> Stats:
 def sums_finite(s: Stats) -> bool:
     """Whether every scaled field but ``max_abs`` (which starts at -inf) is finite: one test,
     each term taken at 1/16 so that finite terms cannot overflow their sum."""
-    return math.isfinite(0.0625 * s.sum_xy + 0.0625 * s.sum_xx + 0.0625 * s.sum_yy + 0.0625 * s.sum_x
-                         + 0.0625 * s.sum_y + 0.0625 * s.m2_x + 0.0625 * s.m2_y + 0.0625 * s.sum_abs
-                         + 0.0625 * s.sum_sq)
+    return math.isfinite(
+        0.0625 * s.sum_xy
+        + 0.0625 * s.sum_xx
+        + 0.0625 * s.sum_yy
+        + 0.0625 * s.sum_x
+        + 0.0625 * s.sum_y
+        + 0.0625 * s.m2_x
+        + 0.0625 * s.m2_y
+        + 0.0625 * s.sum_abs
+        + 0.0625 * s.sum_sq
+    )
 
 
 def unscaled(value: float, exponent: int) -> float:

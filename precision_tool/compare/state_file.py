@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import types
 import typing
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import PrecisionToolError
@@ -56,7 +55,7 @@ def shown(value: object) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_types(cls: type) -> tuple[tuple[str, tuple[type, ...]], ...]:
     """Each field of ``cls`` with the types its annotation allows (found once: a manifest may
     have thousands of entries)."""
@@ -75,8 +74,14 @@ def _fits(value: object, allowed: tuple[type, ...]) -> bool:
     return isinstance(value, allowed)
 
 
-_TYPE_NAMES = {str: "text", int: "a whole number", bool: "true or false", dict: "an object",
-               list: "a list", type(None): "null"}
+_TYPE_NAMES = {
+    str: "text",
+    int: "a whole number",
+    bool: "true or false",
+    dict: "an object",
+    list: "a list",
+    type(None): "null",
+}
 
 
 def typed_fields(cls: type, document: object, path: Path, where: str = "") -> dict:

@@ -33,18 +33,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from ..errors import PrecisionToolError
+from ..formats import layouts
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.dump_names import list_dump_files, normalise_op_name, read_mapping
 from ..formats.files import open_regular
 from ..formats.golden import load_npy, normalise_tensor_name
-from ..formats import layouts
 from .workspace import Workspace
 
 MAX_CANDIDATES = 10
@@ -158,8 +158,9 @@ def real_dump_name(path: Path) -> str:
 
 def host_layout(tensor: DumpTensor) -> str:
     """The layout of ``tensor.host()`` (see :func:`~precision_tool.formats.layouts.host_layout`)."""
-    return layouts.host_layout(tensor.shape, tensor.format, tensor.original_shape,
-                               tensor.origin_format(), max(tensor.sub_format, 1))
+    return layouts.host_layout(
+        tensor.shape, tensor.format, tensor.original_shape, tensor.origin_format(), max(tensor.sub_format, 1)
+    )
 
 
 def _places(workspace: Workspace, text: str) -> Iterator[Path]:
@@ -236,8 +237,11 @@ def _tensor_from_file(path: Path, spec: NameSpec, file_name: str | None = None) 
         raise PrecisionToolError("is a directory; give a .npy file, a dump file or a name", path)
     if path.suffix == ".pt" or _is_npy(path):
         if spec.kind is not None:
-            raise PrecisionToolError(f":{spec.kind}:{spec.index} selects a tensor of an NPU dump, "
-                                     f"but this is a {path.suffix or '.npy'} file", path)
+            raise PrecisionToolError(
+                f":{spec.kind}:{spec.index} selects a tensor of an NPU dump, "
+                f"but this is a {path.suffix or '.npy'} file",
+                path,
+            )
         return ResolvedTensor(path.name, path)
     name = file_name or real_dump_name(path)
     return select_tensor(read_dump(path, name=name), spec, name)
@@ -306,8 +310,10 @@ def _choose(candidates: list[_Candidate], text: str, golden: bool = True) -> lis
     if not candidates:
         what = "NPU dump file or golden tensor" if golden else "NPU dump file"
         hint = ", or a golden name like name.0" if golden else ""
-        raise PrecisionToolError(f"no {what} matches '{text}' (give a path or an op name{hint}; "
-                                 "names are looked up in the selected steps of the newest run)")
+        raise PrecisionToolError(
+            f"no {what} matches '{text}' (give a path or an op name{hint}; "
+            "names are looked up in the selected steps of the newest run)"
+        )
     best = min(c.tier for c in candidates)
     groups: dict[tuple, list[_Candidate]] = {}
     for candidate in candidates:
@@ -319,8 +325,7 @@ def _choose(candidates: list[_Candidate], text: str, golden: bool = True) -> lis
     if len(set(labels)) < len(labels):  # same file in several step dirs: show the paths
         labels = [str(members[-1].path) for members in groups.values()]
     more = f" (and {len(labels) - MAX_CANDIDATES} more)" if len(labels) > MAX_CANDIDATES else ""
-    raise PrecisionToolError(f"'{text}' is ambiguous; candidates: "
-                             f"{', '.join(labels[:MAX_CANDIDATES])}{more}")
+    raise PrecisionToolError(f"'{text}' is ambiguous; candidates: {', '.join(labels[:MAX_CANDIDATES])}{more}")
 
 
 def _lookup(workspace: Workspace, spec: NameSpec, golden: bool = True) -> list[_Candidate]:
@@ -359,8 +364,9 @@ def _msprobe_tensor(workspace: Workspace, text: str) -> ResolvedTensor:
     found, label = find_msprobe_tensor(workspace, text)
     item, ref = found.tensor, found.ref
     if item.path is None and item.tensor.data_name is None:
-        raise PrecisionToolError(f"{item.name} has no tensor file: the dump holds statistics only "
-                                 f"(ni {ref.op.name} shows them)")
+        raise PrecisionToolError(
+            f"{item.name} has no tensor file: the dump holds statistics only (ni {ref.op.name} shows them)"
+        )
     if item.path is None:
         raise PrecisionToolError(f"{item.name}: {item.problem}")
     others = tuple(t.name for t in call_tensors(ref.model, ref.op) if t.name != item.name)
@@ -377,8 +383,9 @@ def resolve_dump_files(workspace: Workspace, text: str) -> DumpSelection:
     if path is not None and path.is_dir():
         listing = list_dump_files(path)
         if not listing.files:
-            raise PrecisionToolError(f"no NPU dump files in this directory "
-                                     f"({len(listing.skipped)} other entries)", path)
+            raise PrecisionToolError(
+                f"no NPU dump files in this directory ({len(listing.skipped)} other entries)", path
+            )
         targets = [DumpTarget(ref.path, ref.name.file_name) for ref in listing.files]
         return DumpSelection(targets, list(listing.skipped), spec.kind, spec.index)
     if path is not None:

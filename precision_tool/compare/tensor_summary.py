@@ -39,7 +39,7 @@ def tensor_stats(array: np.ndarray, dtype_name: str | None = None) -> TensorStat
     total, count, nan, inf = 0.0, 0, 0, 0
     high, low = -np.inf, np.inf
     for start in range(0, flat.size, _CHUNK):
-        chunk = _float_view(flat[start:start + _CHUNK])
+        chunk = _float_view(flat[start : start + _CHUNK])
         finite = np.isfinite(chunk)
         nan += int(np.isnan(chunk).sum())
         inf += int(chunk.size - finite.sum()) - int(np.isnan(chunk).sum())

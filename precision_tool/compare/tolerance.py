@@ -94,5 +94,4 @@ def pair_tolerance(left, right) -> Tolerance:
 
 def tolerance_table() -> list[Tolerance]:
     """The tolerance of every documented dtype, lowest precision first."""
-    return sorted((dtype_tolerance(getattr(ml_dtypes, n, n)) for n in DOCUMENTED),
-                  key=lambda t: -t.eps)
+    return sorted((dtype_tolerance(getattr(ml_dtypes, n, n)) for n in DOCUMENTED), key=lambda t: -t.eps)

@@ -67,8 +67,7 @@ class LocalCheck:
     def describe(self) -> str:
         """``replay of Conv2D: local RED 0.412 > rounding 0.000845``."""
         if self.nonfinite_mismatch:
-            return (f"replay of {self.replayed}: {self.nonfinite_mismatch} value(s) non-finite on one "
-                    f"side only")
+            return f"replay of {self.replayed}: {self.nonfinite_mismatch} value(s) non-finite on one side only"
         sign = ">" if self.beyond else "<="
         return f"replay of {self.replayed}: local RED {self.red:.3g} {sign} rounding {self.noise.limit:.3g}"
 
@@ -102,8 +101,16 @@ def tensor_limits(rows: list[CompareRow], op_type: str) -> dict[int, float]:
         if row.kind == "output":
             k = accumulation_length(op_type, shapes, row.shape)
             scale = golden_rms(inputs[0]) if inputs and op_type in EXPONENTIAL else None
-            noise = output_noise(row.npu_dtype, row.golden_dtype, reds, [r.npu_dtype for r in inputs],
-                                 k, op_type, scale, _size(inputs[0].shape) if inputs else 1)
+            noise = output_noise(
+                row.npu_dtype,
+                row.golden_dtype,
+                reds,
+                [r.npu_dtype for r in inputs],
+                k,
+                op_type,
+                scale,
+                _size(inputs[0].shape) if inputs else 1,
+            )
         elif row.kind == "input":
             noise = unmeasured_noise(row.npu_dtype, row.golden_dtype)
         else:

@@ -12,8 +12,8 @@ calls, :mod:`.split`); the loop only knows the protocol.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from .result import CompareRow
 
@@ -63,9 +63,13 @@ class Unit:
         raise NotImplementedError
 
 
-def stream_units(units: Iterable[Unit], submit: Callable, window: int,
-                 emit: Callable[[JobResult], Iterator[CompareRow]],
-                 result: Callable = wait) -> Iterator[CompareRow]:
+def stream_units(
+    units: Iterable[Unit],
+    submit: Callable,
+    window: int,
+    emit: Callable[[JobResult], Iterator[CompareRow]],
+    result: Callable = wait,
+) -> Iterator[CompareRow]:
     """Start units while fewer than ``window`` calls are in flight (and fewer than ``8 *
     window`` units wait), and yield ``emit(unit's result)`` unit after unit, in order.
 

@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..errors import PrecisionToolError
-from ..formats.output_root import OutputRoot
 from ..formats.datadir import DataRoot, require_data_root
 from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.graph_model import GraphDesc, Model, Op
 from ..formats.graph_names import BUILD_STAGE, find_graph_files, prefer_ge_proto
+from ..formats.output_root import OutputRoot
 from ..formats.tree import DumpTree, StepDir
 
 if TYPE_CHECKING:  # the readers import numpy and protobuf: only when data is loaded
@@ -120,6 +119,7 @@ class Workspace:
     def msprobe_tree(self, side: str = MSPROBE_NPU) -> MsprobeTree | None:
         """The msprobe dump in ``npu/`` (or ``bench/``) of the data root: its rank
         directories; None when that directory holds none."""
+
         def load() -> MsprobeTree | None:
             from ..formats.msprobe_tree import find_tree
 
@@ -129,6 +129,7 @@ class Workspace:
             except PrecisionToolError:
                 return None
             return tree if tree.ranks else None
+
         return self._cached(("msprobe tree", side), load)
 
     @property
@@ -147,8 +148,7 @@ class Workspace:
         tree = self.msprobe_tree(side)
         if tree is None:
             return []
-        return [self.msprobe_model_at(rank.path, _rank_name(tree.given, rank.path))
-                for rank in tree.ranks]
+        return [self.msprobe_model_at(rank.path, _rank_name(tree.given, rank.path)) for rank in tree.ranks]
 
     def msprobe_model_at(self, rank_dir: str | os.PathLike, name: str | None = None) -> Model:
         """The model of the msprobe rank directory ``rank_dir`` (anywhere: a result compared
@@ -164,6 +164,7 @@ class Workspace:
             from ..formats.msprobe_graph import read_model_at
 
             return read_model_at(path, name or self._rank_label(path))
+
         return self._cached(("msprobe model", _resolved(path)), load)
 
     def _rank_label(self, rank_dir: Path) -> str:
@@ -208,6 +209,7 @@ class Workspace:
             if not graph_dir.is_dir():
                 return []
             return prefer_ge_proto([self._read_graph(p) for p in find_graph_files(graph_dir, stage)])
+
         return self._cached(("models", Path(graph_dir), stage), load)
 
     def _read_graph(self, path: Path) -> Model:
@@ -238,6 +240,7 @@ class Workspace:
                     if found:
                         return found[0]
             return self._read_graph(path)
+
         return self._cached(("graph file", _resolved(path)), load)
 
     def models(self, debug: str = "debug_0", stage: str = BUILD_STAGE) -> list[Model]:
@@ -250,8 +253,7 @@ class Workspace:
     def ops(self, debug: str | None = None, stage: str = BUILD_STAGE) -> list[OpRef]:
         """Every op of every loaded graph, of one debug dir or of all of them."""
         debugs = [debug] if debug else self.debug_names()
-        return [OpRef(d, m, g, op) for d in debugs for m in self.models(d, stage)
-                for g in m.graphs for op in g.ops]
+        return [OpRef(d, m, g, op) for d in debugs for m in self.models(d, stage) for g in m.graphs for op in g.ops]
 
     def find_ops(self, name: str, debug: str | None = None) -> Iterator[OpRef]:
         """The ops of the loaded Build graphs called ``name``, exactly or in dump-file spelling
@@ -281,9 +283,11 @@ class Workspace:
 
     def step_listings(self, debug: str = "debug_0") -> dict[StepDir, DumpListing]:
         """The dump files of the newest run, in the steps of TF_DUMP_STEP."""
+
         def load():
             tree = self.dump_tree(debug)
             return tree.listings(tree.select(steps=self.config.tf_dump_step))
+
         return self._cached(("listings", debug), load)
 
     def op_dumps(self, ref: OpRef) -> list[tuple[StepDir, DumpFileRef]]:
@@ -295,8 +299,9 @@ class Workspace:
         own = [item for item in found if item[0].model_name in (ref.graph.name, ref.model.name)]
         if own:
             return own
-        others = {name for model in self.models(ref.debug)
-                  for name in (model.name, *(graph.name for graph in model.graphs))}
+        others = {
+            name for model in self.models(ref.debug) for name in (model.name, *(graph.name for graph in model.graphs))
+        }
         return [item for item in found if item[0].model_name not in others]
 
     def golden(self) -> GoldenIndex:

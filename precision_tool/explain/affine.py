@@ -43,7 +43,7 @@ def affine_fit(stats: PairStats) -> AffineFit | None:
     c = (s["d"] - slope * s["g"]) / n
     residual = max(0.0, s["dd"] - slope * s["dg"] - c * s["d"])
     npu_sum = s["d"] + s["g"]
-    spread_npu = s["nn"] - npu_sum ** 2 / n
+    spread_npu = s["nn"] - npu_sum**2 / n
     r2 = 1.0 - residual / spread_npu if spread_npu > 0 else 0.0
     return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"], r2)
 
@@ -64,8 +64,12 @@ def sign(s: Subject) -> Cause | None:
     fit = _fit(s)
     if fit is None or fit.k >= 0:
         return None
-    return Cause("sign", f"{_affine(fit)}: the sign is flipped "
-                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+    return Cause(
+        "sign",
+        f"{_affine(fit)}: the sign is flipped (the fit explains {fit.share:.1%} of the error)",
+        _fit_numbers(fit),
+        fit.share,
+    )
 
 
 def scale(s: Subject) -> Cause | None:
@@ -74,8 +78,12 @@ def scale(s: Subject) -> Cause | None:
     fit = _fit(s)
     if fit is None or abs(abs(fit.k) - 1.0) < SCALE_TOL:
         return None
-    return Cause("scale", f"{_affine(fit)}: scaled by {abs(fit.k):.4g} "
-                 f"(the fit explains {fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+    return Cause(
+        "scale",
+        f"{_affine(fit)}: scaled by {abs(fit.k):.4g} (the fit explains {fit.share:.1%} of the error)",
+        _fit_numbers(fit),
+        fit.share,
+    )
 
 
 def offset(s: Subject) -> Cause | None:
@@ -83,9 +91,14 @@ def offset(s: Subject) -> Cause | None:
     fit = _fit(s)
     if fit is None or abs(fit.c) < OFFSET_TOL * s.stats.rms_golden:
         return None
-    return Cause("offset", f"{_affine(fit)}: shifted by {fit.c:.4g} "
-                 f"({abs(fit.c) / s.stats.rms_golden:.1%} of the golden's RMS; the fit explains "
-                 f"{fit.share:.1%} of the error)", _fit_numbers(fit), fit.share)
+    return Cause(
+        "offset",
+        f"{_affine(fit)}: shifted by {fit.c:.4g} "
+        f"({abs(fit.c) / s.stats.rms_golden:.1%} of the golden's RMS; the fit explains "
+        f"{fit.share:.1%} of the error)",
+        _fit_numbers(fit),
+        fit.share,
+    )
 
 
 def _affine(fit: AffineFit) -> str:

@@ -17,8 +17,8 @@ difference beyond rounding to explain (:attr:`Subject.differs`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from .affine import offset, scale, sign
 from .permutation import permutation
@@ -30,8 +30,19 @@ __all__ = ["CAUSES", "Cause", "InputCheck", "ReplayCheck", "Subject", "diagnose"
 # Causes that describe the form of the difference; on an op that faithfully computes from
 # inputs that already differ, that form is inherited (see own_share).
 FORMS = frozenset({"nan", "overflow", "underflow", "permutation", "sign", "scale", "offset"})
-SPECIFICITY = ("nan", "overflow", "underflow", "permutation", "sign", "scale", "offset",
-               "computation", "input", "precision", "unknown")
+SPECIFICITY = (
+    "nan",
+    "overflow",
+    "underflow",
+    "permutation",
+    "sign",
+    "scale",
+    "offset",
+    "computation",
+    "input",
+    "precision",
+    "unknown",
+)
 CAUSES = SPECIFICITY  # every cause name ``why`` can give
 UNDERFLOW_SHARE = 0.1  # flushed values must carry this share of the squared error
 MIN_SHARE = 0.1  # input / computation / an inherited form: the least share of the error a
@@ -52,17 +63,29 @@ def overflow(s: Subject) -> Cause | None:
     count = inf.count + saturated.count
     if not count:
         return None
-    first = inf if inf.flat_index is not None and (saturated.flat_index is None
-                                                   or inf.flat_index < saturated.flat_index) else saturated
+    first = (
+        inf
+        if inf.flat_index is not None and (saturated.flat_index is None or inf.flat_index < saturated.flat_index)
+        else saturated
+    )
     dd = s.stats.sums["dd"]
     score = 1.0 if inf.count else min(1.0, s.stats.overflow_sq / dd) if dd else 1.0
     where = s.stats.position(first.flat_index)
-    return Cause("overflow", f"{count} value(s) overflow {s.stats.facts.name} ({inf.count} inf, "
-                 f"{saturated.count} at +-{_g(s.stats.facts.max)}) where the golden is finite; the "
-                 f"first at {where}, where the golden holds {_g(first.golden)}",
-                 {"count": count, "inf": inf.count, "saturated": saturated.count,
-                  "first_index": where, "golden_value": first.golden, "dtype_max": s.stats.facts.max},
-                 score)
+    return Cause(
+        "overflow",
+        f"{count} value(s) overflow {s.stats.facts.name} ({inf.count} inf, "
+        f"{saturated.count} at +-{_g(s.stats.facts.max)}) where the golden is finite; the "
+        f"first at {where}, where the golden holds {_g(first.golden)}",
+        {
+            "count": count,
+            "inf": inf.count,
+            "saturated": saturated.count,
+            "first_index": where,
+            "golden_value": first.golden,
+            "dtype_max": s.stats.facts.max,
+        },
+        score,
+    )
 
 
 def underflow(s: Subject) -> Cause | None:
@@ -75,13 +98,23 @@ def underflow(s: Subject) -> Cause | None:
         return None
     facts = s.stats.facts
     where = s.stats.position(lost.flat_index)
-    return Cause("underflow", f"{lost.count} golden value(s) below the smallest normal {facts.name} "
-                 f"({_g(facts.tiny)}; {s.stats.below_subnormal} below even the smallest subnormal "
-                 f"{_g(facts.smallest_subnormal)}) are zero on the NPU, carrying {share:.0%} of the "
-                 f"error; the first at {where} (golden {_g(lost.golden)})",
-                 {"count": lost.count, "below_subnormal": s.stats.below_subnormal,
-                  "first_index": where, "golden_value": lost.golden, "smallest_normal": facts.tiny,
-                  "smallest_subnormal": facts.smallest_subnormal, "share": share}, share)
+    return Cause(
+        "underflow",
+        f"{lost.count} golden value(s) below the smallest normal {facts.name} "
+        f"({_g(facts.tiny)}; {s.stats.below_subnormal} below even the smallest subnormal "
+        f"{_g(facts.smallest_subnormal)}) are zero on the NPU, carrying {share:.0%} of the "
+        f"error; the first at {where} (golden {_g(lost.golden)})",
+        {
+            "count": lost.count,
+            "below_subnormal": s.stats.below_subnormal,
+            "first_index": where,
+            "golden_value": lost.golden,
+            "smallest_normal": facts.tiny,
+            "smallest_subnormal": facts.smallest_subnormal,
+            "share": share,
+        },
+        share,
+    )
 
 
 def nan(s: Subject) -> Cause | None:
@@ -90,10 +123,13 @@ def nan(s: Subject) -> Cause | None:
     if not found.count or any(check.nonfinite for check in s.inputs):
         return None
     where = s.stats.position(found.flat_index)
-    return Cause("nan", f"{found.count} NaN in the NPU output while its {len(s.inputs)} input(s) hold "
-                 f"no NaN or inf; the first at {where}, where the golden holds {_g(found.golden)}",
-                 {"count": found.count, "first_index": where, "golden_value": found.golden,
-                  "inputs_nan": 0}, 1.0)
+    return Cause(
+        "nan",
+        f"{found.count} NaN in the NPU output while its {len(s.inputs)} input(s) hold "
+        f"no NaN or inf; the first at {where}, where the golden holds {_g(found.golden)}",
+        {"count": found.count, "first_index": where, "golden_value": found.golden, "inputs_nan": 0},
+        1.0,
+    )
 
 
 def precision(s: Subject) -> Cause | None:
@@ -102,14 +138,28 @@ def precision(s: Subject) -> Cause | None:
         return None
     red, facts = s.stats.red, s.facts
     if not facts.is_float:
-        return Cause("precision", f"the {facts.name} tensors agree (relative error {red:.3g})",
-                     {"red": red, "dtype": facts.name, "ulps": 0.0}, 1.0)
+        return Cause(
+            "precision",
+            f"the {facts.name} tensors agree (relative error {red:.3g})",
+            {"red": red, "dtype": facts.name, "ulps": 0.0},
+            1.0,
+        )
     ulps = red / facts.eps
     noise = s.output_noise
-    return Cause("precision", f"relative error {red:.2e} = {ulps:.2g} {facts.name} epsilons, within what a "
-                 f"correct op shows here ({noise.describe()}): expected {facts.name} rounding, not a defect",
-                 {"red": red, "dtype": facts.name, "ulps": ulps, "expected_red": noise.expected,
-                  "rounding_limit": noise.limit, "max_abs_error": s.stats.max_abs_diff}, 1.0)
+    return Cause(
+        "precision",
+        f"relative error {red:.2e} = {ulps:.2g} {facts.name} epsilons, within what a "
+        f"correct op shows here ({noise.describe()}): expected {facts.name} rounding, not a defect",
+        {
+            "red": red,
+            "dtype": facts.name,
+            "ulps": ulps,
+            "expected_red": noise.expected,
+            "rounding_limit": noise.limit,
+            "max_abs_error": s.stats.max_abs_diff,
+        },
+        1.0,
+    )
 
 
 def _input_differs(s: Subject, check: InputCheck) -> bool:
@@ -135,9 +185,14 @@ def _faithful(s: Subject) -> Cause | None:
     if replay.npu.red > s.replay_limit:
         return None
     slots = ", ".join(str(check.slot) for check in unknown)
-    return Cause("input", f"input(s) {slots} have no golden, but recomputed from its own NPU inputs the op "
-                 f"gives its NPU output (cosine {_cos(replay.npu.cosine)}): the difference comes in with "
-                 "its inputs", {"inputs": [], "without_golden": [c.slot for c in unknown], "explained": 1.0}, 1.0)
+    return Cause(
+        "input",
+        f"input(s) {slots} have no golden, but recomputed from its own NPU inputs the op "
+        f"gives its NPU output (cosine {_cos(replay.npu.cosine)}): the difference comes in with "
+        "its inputs",
+        {"inputs": [], "without_golden": [c.slot for c in unknown], "explained": 1.0},
+        1.0,
+    )
 
 
 def input_differs(s: Subject) -> Cause | None:
@@ -149,20 +204,36 @@ def input_differs(s: Subject) -> Cause | None:
     bad = [check for check in s.inputs if _input_differs(s, check)]
     if not bad:
         return _faithful(s)
-    parts = [f"input {c.slot} ({c.source}) cosine {_cos(c.stats.cosine)}, relative error {_g(c.stats.red)}"
-             + (f", {c.stats.nonfinite_mismatch} non-finite mismatch(es)" if c.stats.nonfinite_mismatch else "")
-             for c in bad]
+    parts = [
+        f"input {c.slot} ({c.source}) cosine {_cos(c.stats.cosine)}, relative error {_g(c.stats.red)}"
+        + (f", {c.stats.nonfinite_mismatch} non-finite mismatch(es)" if c.stats.nonfinite_mismatch else "")
+        for c in bad
+    ]
     network = [c for c in bad if c.network_input]
-    tail = ("; it is the network's input data: the data fed to the NPU differ from TensorFlow's "
-            "(preprocessing?)" if network else "")
+    tail = (
+        "; it is the network's input data: the data fed to the NPU differ from TensorFlow's (preprocessing?)"
+        if network
+        else ""
+    )
     distances = _replay_distances(s)
     score = 0.5  # without a replay, how much the inputs explain is not known
     if distances is not None and sum(d * d for d in distances) > 0:
         score = distances[1] ** 2 / (distances[0] ** 2 + distances[1] ** 2)
         if score < MIN_SHARE:
             return None  # they differ, but the op's output does not show it
-    numbers = {"inputs": [{"slot": c.slot, "golden": c.source, "cosine": c.stats.cosine, "red": c.stats.red,
-                           "network_input": c.network_input} for c in bad], "explained": score}
+    numbers = {
+        "inputs": [
+            {
+                "slot": c.slot,
+                "golden": c.source,
+                "cosine": c.stats.cosine,
+                "red": c.stats.red,
+                "network_input": c.network_input,
+            }
+            for c in bad
+        ],
+        "explained": score,
+    }
     return Cause("input", "the op's inputs already differ: " + "; ".join(parts) + tail, numbers, score)
 
 
@@ -178,27 +249,38 @@ def computation(s: Subject) -> Cause | None:
     d_ng = math.sqrt(s.stats.sums["dd"])
     if not nonfinite and (npu_vs_replay.red <= s.replay_limit or d_rg >= d_ng):
         return None
-    score = 1.0 if nonfinite else d_nr ** 2 / (d_nr ** 2 + d_rg ** 2)
+    score = 1.0 if nonfinite else d_nr**2 / (d_nr**2 + d_rg**2)
     if score < MIN_SHARE:
         return None
     golden_vs_replay = s.replay.golden
-    extra = (f", {npu_vs_replay.nonfinite_mismatch} non-finite value(s) the replay does not have"
-             if nonfinite else "")
-    return Cause("computation", f"recomputed from its own NPU inputs, the op differs from the NPU output "
-                 f"(cosine {_cos(npu_vs_replay.cosine)}, relative error {_g(npu_vs_replay.red)}{extra}) but "
-                 f"agrees with the golden (cosine {_cos(golden_vs_replay.cosine)}, relative error "
-                 f"{_g(golden_vs_replay.red)}): the NPU computes something else",
-                 {"npu_vs_replay_cosine": npu_vs_replay.cosine, "npu_vs_replay_red": npu_vs_replay.red,
-                  "npu_vs_replay_nonfinite": npu_vs_replay.nonfinite_mismatch,
-                  "golden_vs_replay_cosine": golden_vs_replay.cosine,
-                  "golden_vs_replay_red": golden_vs_replay.red, "explained": score}, score)
+    extra = f", {npu_vs_replay.nonfinite_mismatch} non-finite value(s) the replay does not have" if nonfinite else ""
+    return Cause(
+        "computation",
+        f"recomputed from its own NPU inputs, the op differs from the NPU output "
+        f"(cosine {_cos(npu_vs_replay.cosine)}, relative error {_g(npu_vs_replay.red)}{extra}) but "
+        f"agrees with the golden (cosine {_cos(golden_vs_replay.cosine)}, relative error "
+        f"{_g(golden_vs_replay.red)}): the NPU computes something else",
+        {
+            "npu_vs_replay_cosine": npu_vs_replay.cosine,
+            "npu_vs_replay_red": npu_vs_replay.red,
+            "npu_vs_replay_nonfinite": npu_vs_replay.nonfinite_mismatch,
+            "golden_vs_replay_cosine": golden_vs_replay.cosine,
+            "golden_vs_replay_red": golden_vs_replay.red,
+            "explained": score,
+        },
+        score,
+    )
 
 
 def unknown(s: Subject) -> Cause:
     """What is said when no hypothesis holds."""
-    return Cause("unknown", f"the output differs from the golden (cosine {_cos(s.stats.cosine)}, relative "
-                 f"error {_g(s.stats.red)}) and no hypothesis explains it",
-                 {"cosine": s.stats.cosine, "red": s.stats.red}, 0.0)
+    return Cause(
+        "unknown",
+        f"the output differs from the golden (cosine {_cos(s.stats.cosine)}, relative "
+        f"error {_g(s.stats.red)}) and no hypothesis explains it",
+        {"cosine": s.stats.cosine, "red": s.stats.red},
+        0.0,
+    )
 
 
 def rank(causes: list[Cause]) -> tuple[Cause, ...]:
@@ -209,8 +291,7 @@ def rank(causes: list[Cause]) -> tuple[Cause, ...]:
 def hypotheses() -> tuple[Callable[[Subject], Cause | None], ...]:
     """Every hypothesis, in :data:`SPECIFICITY` order."""
 
-    return (nan, overflow, underflow, permutation, sign, scale, offset, computation, input_differs,
-            precision)
+    return (nan, overflow, underflow, permutation, sign, scale, offset, computation, input_differs, precision)
 
 
 def own_share(s: Subject) -> float:

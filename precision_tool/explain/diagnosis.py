@@ -16,26 +16,26 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..context import Context, OpRef
-from ..errors import PrecisionToolError
-from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
-from .criterion import Criterion
-from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, dtype_facts
-from ..compare.replay.launch import GeLaunch
-from ..compare.replay import ReplayError
-from ..compare.replay.registry import channel_axis
-from .rounding import op_output_noise, op_replay_noise
 from ..compare.divergence import OpCosines
 from ..compare.judged import judge_rows, judged_result, local_check
 from ..compare.msprobe_replay import DUMP_JSON, MsprobeDumps, find_launch, msprobe_dumps
-from ..compare.result_csv import newest_result_csvs, read_result_csv
-from ..compare.verdict import LocalCheck
 from ..compare.op_tensors import (
     OpTensors,
     TensorSide,
     first_introducers,
     op_tensors,
 )
+from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, dtype_facts
+from ..compare.replay import ReplayError
+from ..compare.replay.launch import GeLaunch
+from ..compare.replay.registry import channel_axis
+from ..compare.result_csv import newest_result_csvs, read_result_csv
+from ..compare.verdict import LocalCheck
+from ..context import Context, OpRef
+from ..errors import PrecisionToolError
+from .causes import Cause, InputCheck, ReplayCheck, Subject, diagnose
+from .criterion import Criterion
+from .rounding import op_output_noise, op_replay_noise
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,19 @@ def _read(side: TensorSide) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     except PrecisionToolError as exc:
         return npu, None, f"{side.label}: golden {side.source_text}: {exc.problem}"
     if golden is not None and golden.size != npu.size:
-        return npu, None, (f"{side.label}: golden {side.source_text} has shape {list(golden.shape)}, "
-                           f"the NPU tensor {list(npu.shape)}")
-    return npu, golden, "" if golden is not None or side.source is None else \
-        f"{side.label}: no golden {side.source_text}"
+        return (
+            npu,
+            None,
+            (
+                f"{side.label}: golden {side.source_text} has shape {list(golden.shape)}, "
+                f"the NPU tensor {list(npu.shape)}"
+            ),
+        )
+    return (
+        npu,
+        golden,
+        "" if golden is not None or side.source is None else f"{side.label}: no golden {side.source_text}",
+    )
 
 
 def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
@@ -104,8 +113,9 @@ def _input_check(side: TensorSide, npu, golden, problem: str) -> InputCheck:
         nonfinite = stats.npu_nonfinite  # counted in the same pass
     else:
         nonfinite = count_nonfinite(npu) if npu is not None else 0
-    return InputCheck(side.slot, side.source_text, side.network_input, stats, nonfinite,
-                      dtype_facts(side.dtype), problem)
+    return InputCheck(
+        side.slot, side.source_text, side.network_input, stats, nonfinite, dtype_facts(side.dtype), problem
+    )
 
 
 def _replay_check(launch, inputs, outputs, slot: int | None, golden) -> ReplayCheck:
@@ -117,12 +127,16 @@ def _replay_check(launch, inputs, outputs, slot: int | None, golden) -> ReplayCh
         return ReplayCheck(True, f"replayed {label}", tuple(notes))
     npu, value = outputs[slot], replayed[slot]
     if value.size != npu.size:
-        return ReplayCheck(False, f"the replay of {label} gives shape {list(value.shape)}, the NPU "
-                                  f"output has {list(npu.shape)}", tuple(notes))
+        return ReplayCheck(
+            False,
+            f"the replay of {label} gives shape {list(value.shape)}, the NPU output has {list(npu.shape)}",
+            tuple(notes),
+        )
     value = value.reshape(npu.shape)
     against_golden = compare(golden, value, golden.dtype) if golden is not None else None
-    return ReplayCheck(True, f"replayed {label}", tuple(notes),
-                       compare(npu, value, launch.outputs[slot].dtype), against_golden)
+    return ReplayCheck(
+        True, f"replayed {label}", tuple(notes), compare(npu, value, launch.outputs[slot].dtype), against_golden
+    )
 
 
 def _worst_output(pairs: list[tuple[int, PairStats]]) -> int | None:
@@ -147,22 +161,37 @@ def explain_launch(launch, criterion: Criterion) -> Explanation:
     outs = [_read(side) for side in launch.outputs]
     notes = [problem for _, _, problem in ins + outs if problem]
     checks = tuple(_input_check(side, *read) for side, read in zip(launch.inputs, ins))
-    compared = [(side.slot, compare(npu, golden, side.dtype))
-                for side, (npu, golden, _) in zip(launch.outputs, outs) if npu is not None and golden is not None]
+    compared = [
+        (side.slot, compare(npu, golden, side.dtype))
+        for side, (npu, golden, _) in zip(launch.outputs, outs)
+        if npu is not None and golden is not None
+    ]
     slot = _worst_output(compared)
     golden = outs[slot][1] if slot is not None else None
     replay = _replay_check(launch, [n for n, _, _ in ins], [n for n, _, _ in outs], slot, golden)
     base = dict(op=launch.name, op_type=launch.op_type, replay=replay, dump=launch.dump_name)
     if slot is None:
-        cause = Cause("unknown", "no output could be compared with a golden: " + ("; ".join(notes) or
-                      "the dump has no output"), {}, 0.0)
+        cause = Cause(
+            "unknown",
+            "no output could be compared with a golden: " + ("; ".join(notes) or "the dump has no output"),
+            {},
+            0.0,
+        )
         return Explanation(output=None, causes=(cause,), notes=tuple(notes), **base)
     side, npu = launch.outputs[slot], outs[slot][0]
     shapes = [tuple(n.shape) if n is not None else None for n, _, _ in ins]
-    subject = Subject(npu, golden, dict(compared)[slot], _facts(side, checks), criterion, checks, replay,
-                      channel_axis(side.host_format, npu.ndim) if side.host_format else None,
-                      op_output_noise(launch.noise_type, side.dtype, golden.dtype, checks, shapes, npu.shape),
-                      op_replay_noise(launch.noise_type, side.dtype, shapes, npu.shape))
+    subject = Subject(
+        npu,
+        golden,
+        dict(compared)[slot],
+        _facts(side, checks),
+        criterion,
+        checks,
+        replay,
+        channel_axis(side.host_format, npu.ndim) if side.host_format else None,
+        op_output_noise(launch.noise_type, side.dtype, golden.dtype, checks, shapes, npu.shape),
+        op_replay_noise(launch.noise_type, side.dtype, shapes, npu.shape),
+    )
     return Explanation(output=slot, causes=diagnose(subject), stats=subject.stats, notes=tuple(notes), **base)
 
 
@@ -174,8 +203,14 @@ def output_noise_of(tensors: OpTensors, slot: int):
     side = tensors.outputs[slot]
     shape = tuple(side.tensor.original_shape or side.tensor.shape)
     golden = side.golden() if side.golden_path is not None else None
-    return op_output_noise(tensors.op.type, side.tensor.dtype, golden.dtype if golden is not None else None,
-                           checks, [tuple(n.shape) if n is not None else None for n, _, _ in ins], shape)
+    return op_output_noise(
+        tensors.op.type,
+        side.tensor.dtype,
+        golden.dtype if golden is not None else None,
+        checks,
+        [tuple(n.shape) if n is not None else None for n, _, _ in ins],
+        shape,
+    )
 
 
 def _facts(side: TensorSide, checks: tuple[InputCheck, ...]):
@@ -222,6 +257,7 @@ def explain_newest(context: Context, limit: int | None = None, paths=None) -> li
 
 
 # --- msprobe calls ----------------------------------------------------------------------------
+
 
 def _finding(local: LocalCheck, flagged: bool, dtype) -> str:
     """The verdict's replay in words: ``computed here: replay of Functional.linear: local RED

@@ -48,8 +48,9 @@ class Candidate:
     kind: str
     axes: tuple[int, ...]
 
-    def golden_positions(self, flat: np.ndarray, npu_shape: tuple[int, ...],
-                         golden_shape: tuple[int, ...]) -> np.ndarray:
+    def golden_positions(
+        self, flat: np.ndarray, npu_shape: tuple[int, ...], golden_shape: tuple[int, ...]
+    ) -> np.ndarray:
         """The golden flat position each NPU flat position in ``flat`` takes its value from."""
         if self.kind == "transpose":
             moved = tuple(golden_shape[a] for a in self.axes)
@@ -80,8 +81,9 @@ class Candidate:
             return f"{prefix}the golden transposed by {list(self.axes)} and read in shape {list(npu_shape)}"
         inverse = [int(i) for i in np.argsort(self.axes)]
         prefix = "NHWC data read as NCHW: " if named == "NCHW" else ""
-        return (f"{prefix}the golden's values read in shape {[npu_shape[a] for a in self.axes]} "
-                f"and transposed by {inverse}")
+        return (
+            f"{prefix}the golden's values read in shape {[npu_shape[a] for a in self.axes]} and transposed by {inverse}"
+        )
 
 
 def candidates(npu_shape: tuple[int, ...], golden_shape: tuple[int, ...]) -> list[Candidate]:
@@ -118,8 +120,9 @@ def _cosine(x: np.ndarray, y: np.ndarray) -> float:
     return float(x @ y) / norm if norm else math.nan
 
 
-def screen(npu: np.ndarray, golden: np.ndarray, found: list[Candidate],
-           sample: int = SAMPLE) -> list[tuple[float, Candidate]]:
+def screen(
+    npu: np.ndarray, golden: np.ndarray, found: list[Candidate], sample: int = SAMPLE
+) -> list[tuple[float, Candidate]]:
     """``(sample cosine, candidate)`` of the candidates that look right on a fixed sample,
     best first, duplicates (candidates moving the sampled elements alike) dropped."""
     size = npu.size
@@ -140,8 +143,13 @@ def screen(npu: np.ndarray, golden: np.ndarray, found: list[Candidate],
     return sorted(scored, key=lambda item: -item[0])
 
 
-def verify(npu: np.ndarray, golden: np.ndarray, candidate: Candidate, facts: DtypeFacts | None = None,
-           chunk: int = VERIFY_CHUNK) -> PairStats:
+def verify(
+    npu: np.ndarray,
+    golden: np.ndarray,
+    candidate: Candidate,
+    facts: DtypeFacts | None = None,
+    chunk: int = VERIFY_CHUNK,
+) -> PairStats:
     """The full streamed comparison of ``npu`` with the golden moved by ``candidate``."""
     acc = PairAccumulator(facts or dtype_facts(npu.dtype))
     start = 0
@@ -167,9 +175,18 @@ def permutation(s: Subject) -> Cause | None:
             continue
         score = 1.0 if not math.isfinite(before) or before == 0 else max(0.0, 1.0 - (after.red / before) ** 2)
         what = candidate.describe(npu.shape, golden.shape, s.channel_axis)
-        return Cause("permutation", f"the NPU tensor is {what}: cosine {after.cosine:.6f} after the "
-                     f"move (was {s.stats.cosine:.6f}), relative error {after.red:.3g} (was {before:.3g})",
-                     {"kind": candidate.kind, "axes": list(candidate.axes), "cosine": after.cosine,
-                      "cosine_before": s.stats.cosine, "red": after.red, "red_before": before},
-                     score)
+        return Cause(
+            "permutation",
+            f"the NPU tensor is {what}: cosine {after.cosine:.6f} after the "
+            f"move (was {s.stats.cosine:.6f}), relative error {after.red:.3g} (was {before:.3g})",
+            {
+                "kind": candidate.kind,
+                "axes": list(candidate.axes),
+                "cosine": after.cosine,
+                "cosine_before": s.stats.cosine,
+                "red": after.red,
+                "red_before": before,
+            },
+            score,
+        )
     return None

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..compare.noise import Noise, output_noise, replay_noise
-from .criterion import Criterion
 from ..compare.pair_stats import DtypeFacts, PairStats, coarsest, compare
+from .criterion import Criterion
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,17 @@ class Subject:
     replay_noise: Noise | None = None
 
     @classmethod
-    def build(cls, npu, golden, criterion: Criterion | None = None, *, inputs=(), replay=None,
-              channel_axis=None, npu_dtype=None) -> Subject:
+    def build(
+        cls,
+        npu,
+        golden,
+        criterion: Criterion | None = None,
+        *,
+        inputs=(),
+        replay=None,
+        channel_axis=None,
+        npu_dtype=None,
+    ) -> Subject:
         """A subject of two arrays; one streamed pass computes its statistics; the noise from
         the dtypes and the inputs' differences."""
         npu, golden = np.asarray(npu), np.asarray(golden)
@@ -103,8 +112,18 @@ class Subject:
         facts = coarsest([dtype, *(check.facts for check in inputs)])
         reds = [c.stats.red if c.stats is not None else None for c in inputs] or [None]
         noise = output_noise(facts.name, golden.dtype, reds, [c.facts.name for c in inputs])
-        return cls(npu, golden, stats, facts, criterion or Criterion(), tuple(inputs), replay, channel_axis,
-                   noise, replay_noise(facts.name))
+        return cls(
+            npu,
+            golden,
+            stats,
+            facts,
+            criterion or Criterion(),
+            tuple(inputs),
+            replay,
+            channel_axis,
+            noise,
+            replay_noise(facts.name),
+        )
 
     @property
     def output_noise(self) -> Noise:

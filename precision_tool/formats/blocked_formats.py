@@ -60,8 +60,7 @@ def _pad_axis(array: np.ndarray, axis: int, size: int) -> np.ndarray:
 def shape_mismatch(device: np.ndarray, fmt: str, original: Shape) -> PrecisionToolError:
     """The error for ``device`` in ``fmt`` that cannot hold a host tensor of ``original``."""
     return PrecisionToolError(
-        f"device shape {list(device.shape)} in format {fmt} does not fit "
-        f"original shape {list(original)}"
+        f"device shape {list(device.shape)} in format {fmt} does not fit original shape {list(original)}"
     )
 
 
@@ -86,7 +85,7 @@ class _Tiled:
     def shape(self, dims: Shape, c0: int, groups: int = 1) -> Shape:
         moved = [self._split(dims, c0)[axis] for axis in self.perm]
         ends = np.cumsum(self.merge)
-        return tuple(math.prod(moved[end - k:end]) for k, end in zip(self.merge, ends))
+        return tuple(math.prod(moved[end - k : end]) for k, end in zip(self.merge, ends))
 
     def tiles(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
         """The device as a view ``[N1, n0, C1, C0, *S]``: the padded canonical host, N and C split."""
@@ -96,7 +95,7 @@ class _Tiled:
     def to_canon(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
         split = self._split(dims, device.shape[-1])
         host = self.tiles(device, dims).reshape(split[0] * split[1], split[2] * split[3], *split[4:])
-        return host[:dims[0], :dims[1]]
+        return host[: dims[0], : dims[1]]
 
     def from_canon(self, host: np.ndarray, c0: int, groups: int = 1) -> np.ndarray:
         split = self._split(host.shape, c0)
@@ -230,7 +229,7 @@ class _FractalZC04:
         cls._check(dims)
         n, c, h, w = dims
         k1, n1, n0, k0 = device.shape
-        rows = device.transpose(1, 2, 0, 3).reshape(n1 * n0, k1 * k0)[:n, :h * w * cls.MAX_C]
+        rows = device.transpose(1, 2, 0, 3).reshape(n1 * n0, k1 * k0)[:n, : h * w * cls.MAX_C]
         return rows.reshape(n, h, w, cls.MAX_C)[..., :c].transpose(0, 3, 1, 2)
 
     @classmethod
@@ -316,4 +315,3 @@ def nz_from_host(host: np.ndarray, c0: int) -> np.ndarray:
     padded = _pad_axis(_pad_axis(host.reshape(b, h, w), 1, h1 * FRACTAL_BLOCK), 2, w1 * c0)
     blocked = padded.reshape(b, h1, FRACTAL_BLOCK, w1, c0).transpose(0, 3, 1, 2, 4)
     return blocked.reshape(lead + (w1, h1, FRACTAL_BLOCK, c0))
-

@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 # Far over any real cell (150,000 fused op names of 400 characters) yet a bound: a damaged
 # file costs at most this much memory before it is an error.

@@ -25,8 +25,10 @@ class DataRoot:
         """``npu/debug_0``, ``npu/debug_1``, ... in order."""
         if not self.npu.is_dir():
             return []
-        return sorted((p for p in self.npu.iterdir() if p.is_dir() and p.name.startswith("debug_")),
-                      key=lambda p: (len(p.name), p.name))
+        return sorted(
+            (p for p in self.npu.iterdir() if p.is_dir() and p.name.startswith("debug_")),
+            key=lambda p: (len(p.name), p.name),
+        )
 
     def dump_root(self, debug: str = "debug_0") -> Path:
         return self.npu / debug / "dump"

@@ -45,28 +45,52 @@ def _d(name: str, dtype, bits: int = 0, signed: bool = False) -> tuple[str, Dump
     return name, DumpDType(name, np.dtype(dtype), bits, signed)
 
 
-_TYPES = dict((
-    _d("FLOAT", np.float32), _d("FLOAT16", np.float16), _d("DOUBLE", np.float64),
-    _d("BF16", ml_dtypes.bfloat16),
-    _d("INT8", np.int8), _d("UINT8", np.uint8), _d("INT16", np.int16), _d("UINT16", np.uint16),
-    _d("INT32", np.int32), _d("UINT32", np.uint32), _d("INT64", np.int64), _d("UINT64", np.uint64),
-    _d("BOOL", np.bool_), _d("COMPLEX64", np.complex64), _d("COMPLEX128", np.complex128),
-    # Quantised types carry plain integers; the scale lives elsewhere.
-    _d("QINT8", np.int8), _d("QINT16", np.int16), _d("QINT32", np.int32),
-    _d("QUINT8", np.uint8), _d("QUINT16", np.uint16),
-    _d("FLOAT8_E5M2", ml_dtypes.float8_e5m2), _d("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
-    _d("FLOAT8_E8M0", ml_dtypes.float8_e8m0fnu),
-    _d("INT4", np.int8, bits=4, signed=True), _d("INT2", np.int8, bits=2, signed=True),
-    _d("UINT2", np.uint8, bits=2), _d("UINT1", np.uint8, bits=1),
-    _d("FLOAT4_E2M1", ml_dtypes.float4_e2m1fn, bits=4),
-))
+_TYPES = dict(
+    (
+        _d("FLOAT", np.float32),
+        _d("FLOAT16", np.float16),
+        _d("DOUBLE", np.float64),
+        _d("BF16", ml_dtypes.bfloat16),
+        _d("INT8", np.int8),
+        _d("UINT8", np.uint8),
+        _d("INT16", np.int16),
+        _d("UINT16", np.uint16),
+        _d("INT32", np.int32),
+        _d("UINT32", np.uint32),
+        _d("INT64", np.int64),
+        _d("UINT64", np.uint64),
+        _d("BOOL", np.bool_),
+        _d("COMPLEX64", np.complex64),
+        _d("COMPLEX128", np.complex128),
+        # Quantised types carry plain integers; the scale lives elsewhere.
+        _d("QINT8", np.int8),
+        _d("QINT16", np.int16),
+        _d("QINT32", np.int32),
+        _d("QUINT8", np.uint8),
+        _d("QUINT16", np.uint16),
+        _d("FLOAT8_E5M2", ml_dtypes.float8_e5m2),
+        _d("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
+        _d("FLOAT8_E8M0", ml_dtypes.float8_e8m0fnu),
+        _d("INT4", np.int8, bits=4, signed=True),
+        _d("INT2", np.int8, bits=2, signed=True),
+        _d("UINT2", np.uint8, bits=2),
+        _d("UINT1", np.uint8, bits=1),
+        _d("FLOAT4_E2M1", ml_dtypes.float4_e2m1fn, bits=4),
+    )
+)
 
 # numpy's names of the types whose enum names differ, so "bfloat16" finds BF16
 _NUMPY_SPELLING = {"BFLOAT16": "BF16", "FLOAT32": "FLOAT", "FLOAT64": "DOUBLE"}
 
 # Display names for the CSV DataType column and tables (numpy's own spelling).
-_DISPLAY = {"BF16": "bfloat16", "FLOAT4_E2M1": "float4_e2m1fn", "INT4": "int4", "INT2": "int2",
-            "UINT2": "uint2", "UINT1": "uint1"}
+_DISPLAY = {
+    "BF16": "bfloat16",
+    "FLOAT4_E2M1": "float4_e2m1fn",
+    "INT4": "int4",
+    "INT2": "int2",
+    "UINT2": "uint2",
+    "UINT1": "uint1",
+}
 
 
 def data_type_name(value: int) -> str:

@@ -32,8 +32,7 @@ from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
 from .dump_names import parse_dump_name
 from .files import open_regular
-from .nano_dump import (MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano,
-                        read_nano_header)
+from .nano_dump import MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano, read_nano_header
 from .proto.dumpdata import FORMAT_NAMES, DumpData
 from .shapes import rank_problem, shape_problem
 
@@ -139,7 +138,8 @@ class DumpTensor:
         if dtype.nbytes(count) != self.size:
             raise PrecisionToolError(
                 f"{self.name}: shape {list(self.shape)} of {self.dtype_name} needs "
-                f"{dtype.nbytes(count)} bytes but the dump holds {self.size}")
+                f"{dtype.nbytes(count)} bytes but the dump holds {self.size}"
+            )
         return count
 
     def device(self) -> np.ndarray:
@@ -162,7 +162,9 @@ class DumpTensor:
                 raise PrecisionToolError(
                     f"{self.name}: cannot map its {self.size} bytes at offset {self.offset} "
                     f"({getattr(exc, 'strerror', None) or exc}): truncated since its header was "
-                    "read?", self.path) from None
+                    "read?",
+                    self.path,
+                ) from None
 
     def origin_format(self, fallback: str | None = None) -> str | None:
         """The host layout: OriginalOp.format when the dump has it, else ``fallback``."""
@@ -180,8 +182,13 @@ class DumpTensor:
         if problem:
             raise PrecisionToolError(problem, self.path)
         try:
-            return layouts.to_host(self.device(), self.format, self.original_shape,
-                                   self.origin_format(origin_format), groups=max(self.sub_format, 1))
+            return layouts.to_host(
+                self.device(),
+                self.format,
+                self.original_shape,
+                self.origin_format(origin_format),
+                groups=max(self.sub_format, 1),
+            )
         except PrecisionToolError as exc:
             raise PrecisionToolError(f"{self.name}: {exc.problem}", self.path) from None
 
@@ -211,15 +218,17 @@ def _read_header(path: Path, handle, file_size: int) -> tuple[DumpData, int]:
     head = handle.read(8)
     if len(head) < 8:
         raise PrecisionToolError(
-            f"{_DUMPDATA}truncated: {file_size} bytes, shorter than the 8-byte header length", path)
+            f"{_DUMPDATA}truncated: {file_size} bytes, shorter than the 8-byte header length", path
+        )
     if struct.unpack("<I", head[:4])[0] == NANO_MAGIC:  # as a length, more than any header's
         raise PrecisionToolError(
             f"{_DUMPDATA}the nano dump format's magic 0x5A5A5A5A at byte 0, where the header length "
-            f"belongs, is not supported (a nano dump has it at byte {MAGIC_OFFSET})", path)
+            f"belongs, is not supported (a nano dump has it at byte {MAGIC_OFFSET})",
+            path,
+        )
     length = struct.unpack("<Q", head)[0]
     if length == 0 or length > min(file_size - 8, MAX_HEADER):
-        raise PrecisionToolError(
-            f"{_DUMPDATA}header length {length} does not fit a file of {file_size} bytes", path)
+        raise PrecisionToolError(f"{_DUMPDATA}header length {length} does not fit a file of {file_size} bytes", path)
     message = DumpData()
     try:
         message.ParseFromString(handle.read(length))
@@ -251,12 +260,23 @@ def _tensors(path: Path, kind: str, protos, offset: int) -> tuple[list[DumpTenso
     for index, proto in enumerate(protos):
         shape, defect = _shape_of(proto.shape)
         original_shape, original_defect = _shape_of(proto.original_shape)
-        tensors.append(DumpTensor(
-            path=path, kind=kind, index=index, data_type=proto.data_type,
-            format=format_name(proto.format), shape=shape, original_shape=original_shape,
-            size=proto.size, offset=offset, sub_format=proto.sub_format,
-            original_op=_original_op(proto) if kind == "output" else None, defect=defect,
-            original_defect=original_defect))
+        tensors.append(
+            DumpTensor(
+                path=path,
+                kind=kind,
+                index=index,
+                data_type=proto.data_type,
+                format=format_name(proto.format),
+                shape=shape,
+                original_shape=original_shape,
+                size=proto.size,
+                offset=offset,
+                sub_format=proto.sub_format,
+                original_op=_original_op(proto) if kind == "output" else None,
+                defect=defect,
+                original_defect=original_defect,
+            )
+        )
         offset += proto.size
     return tensors, offset
 
@@ -267,24 +287,41 @@ def _check_sizes(path: Path, message: DumpData, data_start: int, file_size: int)
     if expected != file_size:
         raise PrecisionToolError(
             f"{_DUMPDATA}sizes do not add up: header and tensor sizes give {expected} bytes, file has "
-            f"{file_size} ({'truncated' if expected > file_size else 'trailing bytes'})", path)
+            f"{file_size} ({'truncated' if expected > file_size else 'trailing bytes'})",
+            path,
+        )
 
 
-def _nano_tensors(path: Path, kind: str, descriptors: tuple[NanoTensor, ...],
-                  offset: int) -> tuple[list[DumpTensor], int]:
+def _nano_tensors(
+    path: Path, kind: str, descriptors: tuple[NanoTensor, ...], offset: int
+) -> tuple[list[DumpTensor], int]:
     """The DumpTensors of nano descriptors whose data starts at ``offset``, and where it ends."""
     tensors = []
     for index, desc in enumerate(descriptors):
         original = desc.original
-        original_op = None if original is None else OriginalOp(
-            original.name, original.index, original.data_type.label, format_name(original.format))
+        original_op = (
+            None
+            if original is None
+            else OriginalOp(original.name, original.index, original.data_type.label, format_name(original.format))
+        )
         known = desc.data_type.value is not None
-        tensors.append(DumpTensor(
-            path=path, kind=kind, index=index, data_type=desc.data_type.value if known else 0,
-            format=format_name(desc.format), shape=desc.shape, original_shape=desc.original_shape,
-            size=desc.size, offset=offset, defect=desc.defect, original_defect=desc.original_defect,
-            foreign_type=None if known else desc.data_type.label,
-            original_op=original_op))
+        tensors.append(
+            DumpTensor(
+                path=path,
+                kind=kind,
+                index=index,
+                data_type=desc.data_type.value if known else 0,
+                format=format_name(desc.format),
+                shape=desc.shape,
+                original_shape=desc.original_shape,
+                size=desc.size,
+                offset=offset,
+                defect=desc.defect,
+                original_defect=desc.original_defect,
+                foreign_type=None if known else desc.data_type.label,
+                original_op=original_op,
+            )
+        )
         offset += desc.size
     return tensors, offset
 
@@ -295,11 +332,16 @@ def _nano_file(path: Path, header: NanoHeader, name: str | None) -> DumpFile:
     outputs, _ = _nano_tensors(path, "output", header.outputs, offset)
     parsed = parse_dump_name(name or path.name)
     return DumpFile(
-        path=path, op_type=parsed.op_type if parsed else "",
+        path=path,
+        op_type=parsed.op_type if parsed else "",
         op_name=parsed.op_name if parsed else path.name,
-        task_id=parsed.task_id if parsed else None, stream_id=parsed.stream_id if parsed else None,
-        timestamp=parsed.timestamp if parsed else 0, version=str(header.version),
-        inputs=inputs, outputs=outputs)
+        task_id=parsed.task_id if parsed else None,
+        stream_id=parsed.stream_id if parsed else None,
+        timestamp=parsed.timestamp if parsed else 0,
+        version=str(header.version),
+        inputs=inputs,
+        outputs=outputs,
+    )
 
 
 def _read_either(path: Path, handle) -> NanoHeader | tuple[DumpData, int, int]:
@@ -341,5 +383,8 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
         task_id=parsed.task_id if parsed else None,
         stream_id=parsed.stream_id if parsed else None,
         timestamp=parsed.timestamp if parsed else message.dump_time,
-        version=message.version, inputs=inputs, outputs=outputs,
-        attrs={a.name: a.value for a in message.attr})
+        version=message.version,
+        inputs=inputs,
+        outputs=outputs,
+        attrs={a.name: a.value for a in message.attr},
+    )

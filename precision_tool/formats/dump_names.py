@@ -77,8 +77,7 @@ class Mapping:
 
     def skipped(self, directory: Path) -> list[tuple[Path, str]]:
         """The problems as a listing's ``(path, reason)`` entries for ``directory``."""
-        return [(directory / MAPPING_FILE, f"line {line}: {why}" if line else why)
-                for line, why in self.problems]
+        return [(directory / MAPPING_FILE, f"line {line}: {why}" if line else why) for line, why in self.problems]
 
 
 def parse_dump_name(name: str) -> DumpName | None:
@@ -99,8 +98,7 @@ def parse_dump_name(name: str) -> DumpName | None:
     if not op_name or not all(name_parts):
         return None
     task, stream = (ids[-2], ids[-1]) if len(ids) >= 2 else (ids[0], None)
-    return DumpName(parts[0], op_name, task, stream, int(tail[ts_pos]),
-                    tuple(int(p) for p in tail[ts_pos + 1:]), name)
+    return DumpName(parts[0], op_name, task, stream, int(tail[ts_pos]), tuple(int(p) for p in tail[ts_pos + 1 :]), name)
 
 
 def _timestamp_position(tail: list[str]) -> int | None:

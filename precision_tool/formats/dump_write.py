@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -46,8 +46,9 @@ def _fill(proto, spec: TensorSpec, payload: bytes) -> None:
     proto.sub_format = spec.sub_format
 
 
-def build_dump(op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
-               dump_time: int = 0, version: str = "2.0") -> bytes:
+def build_dump(
+    op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec], dump_time: int = 0, version: str = "2.0"
+) -> bytes:
     """The complete bytes of a dump file: header length, DumpData header, inputs, outputs."""
     message = DumpData(version=version, dump_time=dump_time, op_name=op_name)
     payloads = []
@@ -68,8 +69,13 @@ def build_dump(op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[Ten
     return struct.pack("<Q", len(header)) + header + b"".join(payloads)
 
 
-def write_dump(path: str | os.PathLike, op_name: str, inputs: Sequence[TensorSpec],
-               outputs: Sequence[TensorSpec], dump_time: int = 0) -> Path:
+def write_dump(
+    path: str | os.PathLike,
+    op_name: str,
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[TensorSpec],
+    dump_time: int = 0,
+) -> Path:
     """Write one dump file at ``path`` (its directory is created) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -92,5 +92,6 @@ class FileIdentities:
                 sample = _sample_digest(handle, info.st_size)
         except OSError:
             return None
-        return FileIdentity(self._resolved(path), info.st_dev, info.st_ino, info.st_size,
-                            info.st_mtime_ns, info.st_ctime_ns, sample)
+        return FileIdentity(
+            self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sample
+        )

@@ -24,9 +24,13 @@ from typing import BinaryIO
 from ..errors import PrecisionToolError
 
 # what a file that is not a regular file is, in the words of the message
-_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                (stat.S_ISSOCK, "a socket"))
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 _BLOCK = 1 << 20  # bytes read at a time past the size fstat gave
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # none on Windows, which has no FIFO to wait for
 
@@ -64,8 +68,14 @@ def _read_only_nonblocking(path: str, _flags: int) -> int:
     """The ``opener`` of :func:`open`: the flags of ``"rb"``, spelt out at the call (the write
     checker of tests/test_security.py reads them there), and: never wait in open, never become a
     terminal's, never leak to a child process."""
-    return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                   | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    return os.open(
+        path,
+        os.O_RDONLY
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_NOCTTY", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_BINARY", 0),
+    )
 
 
 def open_regular(path: str | os.PathLike, kind: str, buffering: int = -1) -> BinaryIO:

@@ -55,8 +55,15 @@ KEYED_GRAPH = re.compile(r"^session_and_graph_id_(-?[0-9]+)_(-?[0-9]+)$")
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
-_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number",
-               bool: "true/false", type(None): "null"}
+_JSON_KINDS = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "true/false",
+    type(None): "null",
+}
 
 
 @dataclass(frozen=True)
@@ -110,10 +117,11 @@ class RepeatedKey:
     def note(self) -> str:
         """One line for a view: what the repeat is and what the reader made of it."""
         if self.variants == 1:
-            return (f"graph {self.key} is written {self.entries} times with the same rules: "
-                    "read as one graph")
-        return (f"graph {self.key} is written {self.entries} times with {self.variants} "
-                "different sets of rules: each set is kept")
+            return f"graph {self.key} is written {self.entries} times with the same rules: read as one graph"
+        return (
+            f"graph {self.key} is written {self.entries} times with {self.variants} "
+            "different sets of rules: each set is kept"
+        )
 
 
 def repeated_keys(graphs: list[FusionGraph] | tuple[FusionGraph, ...]) -> list[RepeatedKey]:
@@ -125,15 +133,13 @@ def repeated_keys(graphs: list[FusionGraph] | tuple[FusionGraph, ...]) -> list[R
             continue
         entries[graph.key] = entries.get(graph.key, 0) + graph.copies
         variants[graph.key] = variants.get(graph.key, 0) + 1
-    return [RepeatedKey(key, count, variants[key]) for key, count in entries.items()
-            if count > 1]
+    return [RepeatedKey(key, count, variants[key]) for key, count in entries.items() if count > 1]
 
 
 class FusionResultError(PrecisionToolError):
     """A fusion_result.json that goes wrong at ``offset``; ``graphs`` holds those read before."""
 
-    def __init__(self, message: str, path: str | os.PathLike | None, offset: int,
-                 graphs: list[FusionGraph]):
+    def __init__(self, message: str, path: str | os.PathLike | None, offset: int, graphs: list[FusionGraph]):
         super().__init__(f"{message} at offset {offset}", path)
         self.offset = offset
         self.graphs = graphs
@@ -175,8 +181,9 @@ def _rules(section: str, value: Any) -> tuple[FusionRule, ...]:
             raise _BadEntry(f"{section} rule {name!r} is not an object of counts")
         effect = _count(counts.get("effect_times", 0), f"{section} {name} effect_times")
         match = counts.get("match_times")
-        rules.append(FusionRule(name, effect,
-                                None if match is None else _count(match, f"{section} {name} match_times")))
+        rules.append(
+            FusionRule(name, effect, None if match is None else _count(match, f"{section} {name} match_times"))
+        )
     return tuple(rules)
 
 
@@ -194,8 +201,9 @@ def _ids(value: dict[str, Any]) -> tuple[str | None, str | None]:
     return _text_or_none(value.get("sessionId")), _text_or_none(value.get("graphId"))
 
 
-def fusion_graph_from_json(value: Any, index: int = 0, offset: int = 0,
-                           ids: tuple[str | None, str | None] | None = None) -> FusionGraph:
+def fusion_graph_from_json(
+    value: Any, index: int = 0, offset: int = 0, ids: tuple[str | None, str | None] | None = None
+) -> FusionGraph:
     """One decoded entry as a :class:`FusionGraph`; ``ValueError`` when it is not one.
 
     ``ids`` (session, graph) override the entry's own, as the keyed form's key does.
@@ -203,8 +211,14 @@ def fusion_graph_from_json(value: Any, index: int = 0, offset: int = 0,
     if not isinstance(value, dict):
         raise _BadEntry(f"found a JSON {json_kind(value)}, not an object")
     session, graph = ids if ids is not None else _ids(value)
-    return FusionGraph(session, graph, _rules("graph_fusion", value.get("graph_fusion")),
-                       _rules("ub_fusion", value.get("ub_fusion")), index, offset)
+    return FusionGraph(
+        session,
+        graph,
+        _rules("graph_fusion", value.get("graph_fusion")),
+        _rules("ub_fusion", value.get("ub_fusion")),
+        index,
+        offset,
+    )
 
 
 # --- the file ---------------------------------------------------------------------------------
@@ -234,8 +248,7 @@ class _Reader:
         except RecursionError:
             self.fail("not JSON (nested too deeply)", position)
 
-    def add(self, value: Any, offset: int, where: str,
-            ids: tuple[str | None, str | None] | None = None) -> None:
+    def add(self, value: Any, offset: int, where: str, ids: tuple[str | None, str | None] | None = None) -> None:
         try:
             graph = fusion_graph_from_json(value, len(self.graphs), offset, ids)
         except _BadEntry as exc:
@@ -266,31 +279,36 @@ class _Reader:
                 if value is None:  # what a run that fused nothing writes
                     position = self.skip(end)
                     continue
-                self.fail(f"value {number}: found a JSON {json_kind(value)}, "
-                          "not an object or an array of objects", position)
+                self.fail(
+                    f"value {number}: found a JSON {json_kind(value)}, not an object or an array of objects", position
+                )
             position = self.skip(position)
         return self.graphs
 
     def _after_item(self, position: int, close: str) -> tuple[bool, int]:
         """After an array item or object member: (more follow, position after the delimiter)."""
         position = self.skip(position)
-        char = self.text[position:position + 1]
+        char = self.text[position : position + 1]
         if char == ",":
             return True, self.skip(position + 1)
         if char == close:
             return False, position + 1
-        self.fail("not JSON (" + (f"Expecting ',' delimiter or '{close}'" if char
-                                  else f"'{close}' missing: the file ends early") + ")", position)
+        self.fail(
+            "not JSON ("
+            + (f"Expecting ',' delimiter or '{close}'" if char else f"'{close}' missing: the file ends early")
+            + ")",
+            position,
+        )
 
     def array(self, start: int, number: int) -> int:
         position = self.skip(start + 1)
-        if self.text[position:position + 1] == "]":
+        if self.text[position : position + 1] == "]":
             return position + 1
         item, more = 0, True
         while more:
             item += 1
             where = f"array {number}, item {item}"
-            if self.text[position:position + 1] == "{":
+            if self.text[position : position + 1] == "{":
                 end = self.object(position, where)
             else:
                 value, end = self.decode(position)
@@ -302,7 +320,7 @@ class _Reader:
     def object(self, start: int, where: str) -> int:
         """A graph's entry, or (its first key ``session_and_graph_id_X_Y``) a keyed object."""
         position = self.skip(start + 1)
-        if self.text[position:position + 1] == '"':
+        if self.text[position : position + 1] == '"':
             key, _ = self.decode(position)
             if KEYED_GRAPH.match(key):
                 return self.keyed(position, where)
@@ -311,8 +329,11 @@ class _Reader:
             return self.keyed(position, where)  # member by member: a dict drops repeated keys
         if value and not GRAPH_KEYS & value.keys():
             keys = ", ".join(sorted(value)[:5])
-            self.fail(f"{where}: not a fusion result: none of graph_fusion, ub_fusion, "
-                      f"session_and_graph_id, graphId (keys: {keys})", start)
+            self.fail(
+                f"{where}: not a fusion result: none of graph_fusion, ub_fusion, "
+                f"session_and_graph_id, graphId (keys: {keys})",
+                start,
+            )
         if value:  # {} holds no graph
             self.add(value, start, where)
         return end
@@ -325,7 +346,7 @@ class _Reader:
             if not isinstance(key, str):
                 self.fail("not JSON (Expecting property name enclosed in double quotes)", position)
             colon = self.skip(end)
-            if self.text[colon:colon + 1] != ":":
+            if self.text[colon : colon + 1] != ":":
                 self.fail("not JSON (Expecting ':' delimiter)", colon)
             value, end = self.decode(self.skip(colon + 1))
             if KEYED_GRAPH.match(key):
@@ -337,8 +358,7 @@ class _Reader:
         if value is None:  # a graph with nothing to say, as a whole file of null
             return
         if not isinstance(value, dict):
-            self.fail(f"{where}, key {key!r}: found a JSON {json_kind(value)}, "
-                      "not an object of fusion rules", offset)
+            self.fail(f"{where}, key {key!r}: found a JSON {json_kind(value)}, not an object of fusion rules", offset)
         self.add(value, offset, f"{where}, key {key!r}", KEYED_GRAPH.match(key).groups())
 
 

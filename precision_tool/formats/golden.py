@@ -62,9 +62,14 @@ def parse_golden_name(file_name: str, path: Path | None = None) -> GoldenEntry |
     if match is None:
         return None
     name, index, extra, stamp = match.groups()
-    return GoldenEntry(name=name, output_index=int(index), timestamp=int(stamp),
-                       extra=int(extra[1:]) if extra else None,
-                       path=path if path is not None else Path(file_name), file_name=file_name)
+    return GoldenEntry(
+        name=name,
+        output_index=int(index),
+        timestamp=int(stamp),
+        extra=int(extra[1:]) if extra else None,
+        path=path if path is not None else Path(file_name),
+        file_name=file_name,
+    )
 
 
 class GoldenIndex:
@@ -75,8 +80,13 @@ class GoldenIndex:
     it was, or there is none). ``len()`` is the number of distinct tensors.
     """
 
-    def __init__(self, directory: Path, groups: dict[tuple[str, int], list[GoldenEntry]],
-                 invalid: list[tuple[Path, str]], unread_mapping: str | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        groups: dict[tuple[str, int], list[GoldenEntry]],
+        invalid: list[tuple[Path, str]],
+        unread_mapping: str | None = None,
+    ):
         self.directory = directory
         self._groups = groups
         self.invalid = invalid
@@ -116,16 +126,16 @@ class GoldenIndex:
         key = (normalise_tensor_name(name), output_index)
         group = self._groups.get(key)
         if not group:
-            raise PrecisionToolError(
-                f"no golden tensor {key[0]}.{output_index}.*.npy", self.directory)
+            raise PrecisionToolError(f"no golden tensor {key[0]}.{output_index}.*.npy", self.directory)
         if timestamp is None:
             return group[-1]
         for entry in group:
             if entry.timestamp == int(timestamp):
                 return entry
         present = ", ".join(str(e.timestamp) for e in group)
-        raise PrecisionToolError(f"golden tensor {key[0]}.{output_index} has no timestamp "
-                                 f"{timestamp} (present: {present})", self.directory)
+        raise PrecisionToolError(
+            f"golden tensor {key[0]}.{output_index} has no timestamp {timestamp} (present: {present})", self.directory
+        )
 
     def path_for(self, name: str, output_index: int, timestamp: int | None = None) -> Path:
         """The path of one tensor's file (see :meth:`entry`)."""
@@ -154,8 +164,9 @@ def load_npy(path: str | os.PathLike) -> np.ndarray:
         header = _read_npy_header(handle, path)
         check_npy_header(header, path)
         try:
-            return np.memmap(handle, header.dtype, "r", header.offset, header.shape,
-                             order="F" if header.fortran_order else "C")
+            return np.memmap(
+                handle, header.dtype, "r", header.offset, header.shape, order="F" if header.fortran_order else "C"
+            )
         except (ValueError, OSError, OverflowError) as exc:  # shorter since its header was read
             raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
 
@@ -181,16 +192,19 @@ def npy_header(path: str | os.PathLike) -> NpyHeader:
     check_npy_header(header, path)
     dtype = header.dtype
     if dtype.subdtype is not None and dtype.names is None:
-        header = NpyHeader(header.shape + dtype.subdtype[1], dtype.subdtype[0], header.fortran_order,
-                           header.offset, header.file_size)
+        header = NpyHeader(
+            header.shape + dtype.subdtype[1], dtype.subdtype[0], header.fortran_order, header.offset, header.file_size
+        )
     return header
 
 
 # The header numpy's writer makes for a plain array (np.save, every TF dumper): parsed here
 # without ast.literal_eval, which compiles the text each time (a quarter of a millisecond a
 # file); any other header goes through numpy's reader.
-_PLAIN_HEADER = re.compile(rb"\{'descr': '([<>|=][a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
-                           rb"'shape': \(((?:[0-9]+, )*[0-9]*,?)\), \} *\n")
+_PLAIN_HEADER = re.compile(
+    rb"\{'descr': '([<>|=][a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
+    rb"'shape': \(((?:[0-9]+, )*[0-9]*,?)\), \} *\n"
+)
 
 
 def _plain_header(handle) -> tuple[tuple[int, ...], bool, np.dtype] | None:
@@ -226,8 +240,7 @@ def _read_npy_header(handle, path: Path) -> NpyHeader:
         npy = np.lib.format
         read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
         shape, fortran_order, dtype = read(handle)
-        return NpyHeader(tuple(shape), dtype, bool(fortran_order), handle.tell(),
-                         os.fstat(handle.fileno()).st_size)
+        return NpyHeader(tuple(shape), dtype, bool(fortran_order), handle.tell(), os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
     except (RecursionError, MemoryError):  # a header of at most 10,000 bytes nested that deep
@@ -257,7 +270,8 @@ def check_npy_header(header: NpyHeader, path: Path) -> None:
         raise PrecisionToolError(
             f"cannot load golden file: truncated (shape {shape_text(shape)} of {dtype.str} needs "
             f"{needed} bytes of data, the file holds {max(header.file_size - header.offset, 0)})",
-            path)
+            path,
+        )
 
 
 def _describe(exc: Exception) -> str:
@@ -283,8 +297,7 @@ def read_golden(directory: str | os.PathLike) -> GoldenIndex:
         with os.scandir(directory) as it:
             names = sorted(e.name for e in it if e.name != MAPPING_FILE and _is_file(e))
     except OSError as exc:
-        raise PrecisionToolError(f"cannot list directory: {exc.strerror or exc}",
-                                 directory) from exc
+        raise PrecisionToolError(f"cannot list directory: {exc.strerror or exc}", directory) from exc
     mapping = read_mapping(directory)
     invalid = mapping.skipped(directory)
     groups: dict[tuple[str, int], list[GoldenEntry]] = {}
@@ -310,8 +323,10 @@ def golden_name_problem(file_name: str) -> str | None:
     if len(file_name) > MAX_NAME_LENGTH:
         return f"name longer than {MAX_NAME_LENGTH} characters: not comparable"
     if not GOLDEN_NAME.match(file_name):
-        return ("name does not match {name}.{output_index}.{timestamp}.npy with only "
-                "A-Za-z0-9_- in the name: not comparable")
+        return (
+            "name does not match {name}.{output_index}.{timestamp}.npy with only "
+            "A-Za-z0-9_- in the name: not comparable"
+        )
     return None
 
 
@@ -334,8 +349,15 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def write_golden(directory: str | os.PathLike, name: str, output_index: int, timestamp: int,
-                 array: np.ndarray, *, extra: int | None = None) -> Path:
+def write_golden(
+    directory: str | os.PathLike,
+    name: str,
+    output_index: int,
+    timestamp: int,
+    array: np.ndarray,
+    *,
+    extra: int | None = None,
+) -> Path:
     """Write one golden tensor as TF's dumper names it; for tests and the sample generator.
 
     ``name`` may be the graph spelling (``model/conv1/Relu``). Creates ``directory`` if needed.

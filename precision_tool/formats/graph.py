@@ -25,8 +25,8 @@ from google.protobuf import text_format
 
 from ..errors import PrecisionToolError
 from .files import open_regular, read_regular
-from .graph_memory import names_the_file_when_out_of_memory
 from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
+from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
 from .graph_text_fast import model_from_text
@@ -36,8 +36,15 @@ from .proto import atc_json, ge_ir, onnx_ir
 
 MAX_GRAPH_BYTES = 8 << 30  # a graph is read whole, and needs several times its size in memory
 
-__all__ = ["GRAPH_FILE_RE", "find_graph_files", "model_from_proto", "parse_input", "read_graph",
-           "read_graph_proto", "tensor_desc_from_proto"]
+__all__ = [
+    "GRAPH_FILE_RE",
+    "find_graph_files",
+    "model_from_proto",
+    "parse_input",
+    "read_graph",
+    "read_graph_proto",
+    "tensor_desc_from_proto",
+]
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -48,8 +55,9 @@ def _read_text(path: Path) -> str:
     try:
         return raw.decode("utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as err:
-        raise PrecisionToolError(f"not a text graph dump: byte {err.start} is not UTF-8 "
-                                 "(of binary graphs only .om models are read)", path) from None
+        raise PrecisionToolError(
+            f"not a text graph dump: byte {err.start} is not UTF-8 (of binary graphs only .om models are read)", path
+        ) from None
 
 
 def _is_om(path: Path) -> bool:
@@ -71,7 +79,7 @@ def _parse_text(text: str, path: Path, parse, kind: str = "TextFormat"):
         line, column = err.GetLine(), err.GetColumn()
         problem = str(err)
         prefix = f"{line}:{column} : "
-        problem = problem[len(prefix):] if problem.startswith(prefix) else problem
+        problem = problem[len(prefix) :] if problem.startswith(prefix) else problem
         where = f" at line {line}, column {column}" if line is not None else ""
         raise PrecisionToolError(f"{kind} syntax error{where}: {problem}", path) from None
     except (ValueError, RecursionError) as err:
@@ -90,8 +98,7 @@ def _parse_json(text: str, path: Path):
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
-        raise PrecisionToolError(f"not valid JSON: {err.msg} at line {err.lineno}, "
-                                 f"column {err.colno}", path) from None
+        raise PrecisionToolError(f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}", path) from None
     except RecursionError:
         raise PrecisionToolError("not valid JSON: nested too deeply", path) from None
     if not isinstance(obj, dict) or "graph" not in obj:

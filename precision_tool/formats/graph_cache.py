@@ -36,11 +36,11 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
-from .output_root import OutputRoot
 from .file_identity import FileIdentities
-from .graph_memory import names_the_file_when_out_of_memory
 from .graph import load_graph, model_from_proto
+from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
+from .output_root import OutputRoot
 from .proto import ge_ir
 
 CACHE_DIR = "graph_cache"
@@ -89,8 +89,13 @@ def _store(root: OutputRoot, proto, cached: Path) -> None:
 
 
 @names_the_file_when_out_of_memory
-def read_graph_cached(path: str | os.PathLike, cache_dir: str | os.PathLike | None, *,
-                      min_bytes: int = MIN_BYTES, root: OutputRoot | None = None) -> Model:
+def read_graph_cached(
+    path: str | os.PathLike,
+    cache_dir: str | os.PathLike | None,
+    *,
+    min_bytes: int = MIN_BYTES,
+    root: OutputRoot | None = None,
+) -> Model:
     """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
     least ``min_bytes`` (see the module doc). ``cache_dir`` lies in ``root`` (defaults to
     ``cache_dir`` itself); None: no cache."""

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import PrecisionToolError
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .proto import ge_ir
 from .proto.ge_ir import shortest_float32
-
 
 _DTYPE_NAMES = {v.number: v.name for v in ge_ir.DATA_TYPE.values}
 _LIST_MEMBERS = ("s", "i", "f", "b", "bt", "td", "t", "g", "na", "dt")
@@ -55,8 +55,15 @@ def _named(na) -> dict[str, Any]:
 
 
 _ITEM = {
-    "s": _text, "i": int, "f": shortest_float32, "b": bool, "bt": bytes, "dt": int,
-    "td": lambda td: tensor_desc_from_proto(td), "t": _tensor, "g": lambda g: g.name,
+    "s": _text,
+    "i": int,
+    "f": shortest_float32,
+    "b": bool,
+    "bt": bytes,
+    "dt": int,
+    "td": lambda td: tensor_desc_from_proto(td),
+    "t": _tensor,
+    "g": lambda g: g.name,
     "na": _named,
 }
 
@@ -92,8 +99,7 @@ _VALUE = {
     "g": lambda a: a.g.name,
     "func": lambda a: _named(a.func),
     "list_list_int": lambda a: [list(x.list_i) for x in a.list_list_int.list_list_i],
-    "list_list_float": lambda a: [[shortest_float32(v) for v in x.list_f]
-                                  for x in a.list_list_float.list_list_f],
+    "list_list_float": lambda a: [[shortest_float32(v) for v in x.list_f] for x in a.list_list_float.list_list_f],
 }
 
 
@@ -126,19 +132,20 @@ def _str_list(value: Any) -> list[str]:
 
 def tensor_desc_from_proto(desc) -> TensorDesc:
     """A ``TensorDescriptor`` message as a :class:`TensorDesc`."""
-    return tensor_desc_from_fields(desc.dtype, desc.layout, tuple(desc.shape.dim),
-                                   attrs_from_proto(desc.attr), desc.name)
+    return tensor_desc_from_fields(
+        desc.dtype, desc.layout, tuple(desc.shape.dim), attrs_from_proto(desc.attr), desc.name
+    )
 
 
-def tensor_desc_from_fields(dtype: int, layout: str, shape: tuple[int, ...],
-                            attrs: dict[str, Any], name: str) -> TensorDesc:
+def tensor_desc_from_fields(
+    dtype: int, layout: str, shape: tuple[int, ...], attrs: dict[str, Any], name: str
+) -> TensorDesc:
     """A :class:`TensorDesc` from a ``TensorDescriptor``'s field values: ``dtype`` is GE's
     number, ``attrs`` are already Python values (see the module doc)."""
     return TensorDesc(*tensor_desc_values(dtype, layout, shape, attrs, name))
 
 
-def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: dict[str, Any],
-                       name: str) -> tuple:
+def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: dict[str, Any], name: str) -> tuple:
     """The field values, in order, of :func:`tensor_desc_from_fields`'s :class:`TensorDesc`."""
     dtype_name = _DTYPE_NAMES.get(dtype) or f"DT_UNKNOWN_{dtype}"
     if not attrs:  # no lookups: this runs for every tensor of big graphs
@@ -146,15 +153,21 @@ def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: d
     get = attrs.get
     origin_shape = get("origin_shape")
     return (
-        dtype_name, layout, shape,
+        dtype_name,
+        layout,
+        shape,
         _str_or_none(get("_datadump_origin_format")) or _str_or_none(get("origin_format")),
         # list items share one kind, so the first tells whether these are dims
-        (tuple(origin_shape) if isinstance(origin_shape, list)
-         and _int_or_none((origin_shape or [0])[0]) is not None else None),
+        (
+            tuple(origin_shape)
+            if isinstance(origin_shape, list) and _int_or_none((origin_shape or [0])[0]) is not None
+            else None
+        ),
         _str_or_none(get("_datadump_origin_name")),
         _int_or_none(get("_datadump_origin_output_index")),
         _str_or_none(get("_datadump_origin_data_type")) or _str_or_none(get("origin_data_type")),
-        attrs, name,
+        attrs,
+        name,
     )
 
 
@@ -174,8 +187,7 @@ def parse_input(entry: str, slot: int | None = None) -> InputRef:
     return InputRef(src, number if number >= -1 else -1, number < 0, slot)
 
 
-OpFields = tuple[str, str, int, Sequence[str], list[TensorDesc], list[TensorDesc], dict[str, Any],
-                 int, list[str]]
+OpFields = tuple[str, str, int, Sequence[str], list[TensorDesc], list[TensorDesc], dict[str, Any], int, list[str]]
 """One op's field values: name, type, id, input entries (``"src:idx"``), input descs, output
 descs, attrs (Python values), stream id, sub-graph names."""
 
@@ -183,12 +195,36 @@ descs, attrs (Python values), stream id, sub-graph names."""
 def _op_from_fields(fields: OpFields, refs: list[InputRef], by_output: list[list]) -> Op:
     name, op_type, op_id, _, input_descs, outputs, attrs, stream_id, subgraph_names = fields
     if not attrs:  # positional, and no lookups: this runs once per op of graphs with 100k ops
-        return Op(name, op_type, op_id, refs, input_descs, outputs, by_output, attrs, None, [],
-                  [], False, None, None, None, stream_id, subgraph_names)
+        return Op(
+            name,
+            op_type,
+            op_id,
+            refs,
+            input_descs,
+            outputs,
+            by_output,
+            attrs,
+            None,
+            [],
+            [],
+            False,
+            None,
+            None,
+            None,
+            stream_id,
+            subgraph_names,
+        )
     get = attrs.get
     names = get("_datadump_original_op_names")
     return Op(
-        name, op_type, op_id, refs, input_descs, outputs, by_output, attrs,
+        name,
+        op_type,
+        op_id,
+        refs,
+        input_descs,
+        outputs,
+        by_output,
+        attrs,
         None if names is None else _str_list(names),
         _str_list(get("pass_name")),
         _str_list(get("_datadump_original_op_types")),
@@ -245,13 +281,11 @@ class GraphBuilder:
                 self._twice = True  # the first keeps its consumers; an error in any case
             built.append(_op_from_fields(fields, refs, by_output))
 
-    def finish(self, name: str, attrs: dict[str, Any], inputs: list[str],
-               outputs: list[str]) -> GraphDesc:
+    def finish(self, name: str, attrs: dict[str, Any], inputs: list[str], outputs: list[str]) -> GraphDesc:
         """The graph, called ``name``. Raises :class:`PrecisionToolError` (naming the source)
         for an op without a name, else for two ops of the graph with the same name."""
         if self._nameless is not None:
-            raise PrecisionToolError(f"op #{self._nameless} of graph {name!r} has no name",
-                                     self.source)
+            raise PrecisionToolError(f"op #{self._nameless} of graph {name!r} has no name", self.source)
         if self._twice:
             names = [op.name for op in self.ops]
             twice = next(n for n in names if names.count(n) > 1)  # only on this error path
@@ -259,8 +293,9 @@ class GraphBuilder:
         return GraphDesc(name, self.ops, attrs, inputs, outputs)
 
 
-def graph_from_fields(name: str, ops: list[OpFields], attrs: dict[str, Any], inputs: list[str],
-                      outputs: list[str], source: Path | None) -> GraphDesc:
+def graph_from_fields(
+    name: str, ops: list[OpFields], attrs: dict[str, Any], inputs: list[str], outputs: list[str], source: Path | None
+) -> GraphDesc:
     """A :class:`GraphDesc` from a ``GraphDef``'s field values, each op's consumers found
     (:class:`GraphBuilder`).
 
@@ -273,16 +308,28 @@ def graph_from_fields(name: str, ops: list[OpFields], attrs: dict[str, Any], inp
 
 
 def _op_fields(opdef) -> OpFields:
-    return (opdef.name, opdef.type, opdef.id, opdef.input,
-            [tensor_desc_from_proto(d) for d in opdef.input_desc],
-            [tensor_desc_from_proto(d) for d in opdef.output_desc],
-            attrs_from_proto(opdef.attr), opdef.stream_id, list(opdef.subgraph_name))
+    return (
+        opdef.name,
+        opdef.type,
+        opdef.id,
+        opdef.input,
+        [tensor_desc_from_proto(d) for d in opdef.input_desc],
+        [tensor_desc_from_proto(d) for d in opdef.output_desc],
+        attrs_from_proto(opdef.attr),
+        opdef.stream_id,
+        list(opdef.subgraph_name),
+    )
 
 
 def _graph_from_proto(graph, source: Path | None) -> GraphDesc:
-    return graph_from_fields(graph.name, [_op_fields(opdef) for opdef in graph.op],
-                             attrs_from_proto(graph.attr), list(graph.input),
-                             list(graph.output), source)
+    return graph_from_fields(
+        graph.name,
+        [_op_fields(opdef) for opdef in graph.op],
+        attrs_from_proto(graph.attr),
+        list(graph.input),
+        list(graph.output),
+        source,
+    )
 
 
 FREEZE_MIN_OBJECTS = 200_000
@@ -322,5 +369,4 @@ def model_from_proto(proto, source_path: str | os.PathLike | None = None) -> Mod
     source = None if source_path is None else Path(source_path)
     with gc_paused():
         graphs = [_graph_from_proto(g, source) for g in proto.graph]
-    return Model(proto.name, graphs, attrs_from_proto(proto.attr), source, proto.version,
-                 proto.custom_version)
+    return Model(proto.name, graphs, attrs_from_proto(proto.attr), source, proto.version, proto.custom_version)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from ..errors import PrecisionToolError
 from .files import open_regular, size_text
@@ -27,6 +28,7 @@ Read = TypeVar("Read", bound=Callable)
 
 def names_the_file_when_out_of_memory(read: Read) -> Read:
     """Decorate a graph reader whose first argument is the graph file's path."""
+
     @functools.wraps(read)
     def guarded(path: str | os.PathLike, *args, **kwargs):
         try:
@@ -34,6 +36,7 @@ def names_the_file_when_out_of_memory(read: Read) -> Read:
         except MemoryError:
             pass  # leave the handler first: its traceback holds the frames, and their text
         raise PrecisionToolError(out_of_memory_problem(Path(path)), Path(path))
+
     return guarded  # type: ignore[return-value]
 
 
@@ -45,8 +48,10 @@ def out_of_memory_problem(path: Path) -> str:
         return "not enough memory to read this graph"
     longest = longest_line(path)
     line = f", with a line of {size_text(longest)}" if longest is not None and longest >= LONG_LINE else ""
-    return (f"not enough memory to read this graph ({size_text(size)}{line}; a graph is read whole, "
-            "so it needs several times its size)")
+    return (
+        f"not enough memory to read this graph ({size_text(size)}{line}; a graph is read whole, "
+        "so it needs several times its size)"
+    )
 
 
 def longest_line(path: Path, block: int = BLOCK) -> int | None:
@@ -64,4 +69,3 @@ def longest_line(path: Path, block: int = BLOCK) -> int | None:
     except (OSError, PrecisionToolError):
         return None
     return max(longest, current)
-

@@ -12,9 +12,10 @@ and :class:`Op` are not declared ``frozen`` only because a frozen dataclass sets
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from .dump_names import normalise_op_name
 from .graph_names import file_graph_id

@@ -41,13 +41,14 @@ if TYPE_CHECKING:
     from .graph_model import Model
 
 BUILD_STAGE = "Build"
-GRAPH_FILE_RE = re.compile(
-    r"^ge_(proto|onnx)_([0-9]+)_(?:graph_([^_]*)_)?([A-Za-z0-9_-]+)\.(txt|pbtxt)(\.json)?$")
+GRAPH_FILE_RE = re.compile(r"^ge_(proto|onnx)_([0-9]+)_(?:graph_([^_]*)_)?([A-Za-z0-9_-]+)\.(txt|pbtxt)(\.json)?$")
 """form, index, graph id (any text; must be a number), stage, extension, ``.json`` of atc."""
 
 _FORM_ORDER = {"ge_proto": 0, "ge_onnx": 1}
-BUILD_FILE_FORMS = ("ge_proto_*_Build.txt, ge_proto_*_graph_*_Build.txt, ge_onnx_*_graph_*_Build.pbtxt, "
-                    "or a GE model in any .json, .txt, .pbtxt or .om")
+BUILD_FILE_FORMS = (
+    "ge_proto_*_Build.txt, ge_proto_*_graph_*_Build.txt, ge_onnx_*_graph_*_Build.pbtxt, "
+    "or a GE model in any .json, .txt, .pbtxt or .om"
+)
 """The Build graph names, as messages list them."""
 
 CONTENT_SUFFIXES = (".om", ".txt", ".pbtxt", ".json")
@@ -57,8 +58,9 @@ SNIFF_BYTES = 1024
 # The first field of a ModelDef (ge.proto) or an ONNX ModelProto in TextFormat, after comments:
 # a string value is quoted, a number is a number, a message opens a brace.
 _TEXT_START = re.compile(
-    rb'\A\s*(?:#[^\n]*\n\s*)*(?:(?:name|custom_version|producer_name|producer_version|domain|doc_string)'
-    rb'\s*:\s*"|(?:version|ir_version|model_version)\s*:\s*[0-9]|(?:graph|attr|opset_import)\s*:?\s*[{<])')
+    rb"\A\s*(?:#[^\n]*\n\s*)*(?:(?:name|custom_version|producer_name|producer_version|domain|doc_string)"
+    rb'\s*:\s*"|(?:version|ir_version|model_version)\s*:\s*[0-9]|(?:graph|attr|opset_import)\s*:?\s*[{<])'
+)
 # atc's JSON has its keys sorted (attr, custom_version, graph, name, version); protobuf's JSON
 # writer puts them in field order (name, version, custom_version, graph, attr)
 _JSON_START = re.compile(rb'\A\s*\{\s*"(attr|custom_version|graph|name|version)"\s*:')
@@ -85,11 +87,16 @@ class GraphFileName:
     @property
     def base(self) -> str:
         """The name without atc's ``.json``: the text dump this file is (a conversion of)."""
-        return self.name[:-len(".json")] if self.is_json else self.name
+        return self.name[: -len(".json")] if self.is_json else self.name
 
     def sort_key(self) -> tuple:
-        return (self.index, -1 if self.graph_id is None else self.graph_id,
-                _FORM_ORDER[self.form], self.is_json, self.name)
+        return (
+            self.index,
+            -1 if self.graph_id is None else self.graph_id,
+            _FORM_ORDER[self.form],
+            self.is_json,
+            self.name,
+        )
 
 
 def parse_graph_file_name(name: str) -> GraphFileName | None:
@@ -101,14 +108,23 @@ def parse_graph_file_name(name: str) -> GraphFileName | None:
     if json_ext and (form != "proto" or ext != "txt"):
         return None  # atc converts the TextFormat ge_proto dumps only
     numeric = graph_id is not None and graph_id.isascii() and graph_id.isdigit()
-    return GraphFileName(name, f"ge_{form}", int(index), int(graph_id) if numeric else None, stage,
-                         bool(json_ext), None if numeric or graph_id is None else graph_id)
+    return GraphFileName(
+        name,
+        f"ge_{form}",
+        int(index),
+        int(graph_id) if numeric else None,
+        stage,
+        bool(json_ext),
+        None if numeric or graph_id is None else graph_id,
+    )
 
 
 def _bad_id_error(path: Path, parsed: GraphFileName) -> PrecisionToolError:
     return PrecisionToolError(
         f"graph id {parsed.bad_graph_id!r} in the file name is not a number "
-        f"(GE writes ge_proto_00000001_graph_31_{parsed.stage}.txt)", path)
+        f"(GE writes ge_proto_00000001_graph_31_{parsed.stage}.txt)",
+        path,
+    )
 
 
 def _listed(directory: Path) -> list[tuple[GraphFileName, Path]]:
@@ -157,10 +173,11 @@ def content_graph_files(directory: str | os.PathLike) -> list[Path]:
     (:func:`content_kind`; a ``.om`` always, for the OM reader to say what is wrong with it),
     among the suffixes of :data:`CONTENT_SUFFIXES`, one per name without suffixes (see the
     module doc), by name."""
-    candidates = sorted((CONTENT_SUFFIXES.index(entry.suffix.lower()), entry.name, entry)
-                        for entry in Path(directory).iterdir()
-                        if entry.suffix.lower() in CONTENT_SUFFIXES
-                        and parse_graph_file_name(entry.name) is None)
+    candidates = sorted(
+        (CONTENT_SUFFIXES.index(entry.suffix.lower()), entry.name, entry)
+        for entry in Path(directory).iterdir()
+        if entry.suffix.lower() in CONTENT_SUFFIXES and parse_graph_file_name(entry.name) is None
+    )
     chosen: dict[str, Path] = {}
     for _, name, entry in candidates:
         base = _model_name(name)
@@ -173,7 +190,7 @@ def content_graph_files(directory: str | os.PathLike) -> list[Path]:
 
 def _model_name(name: str) -> str:
     """``resnet50`` of ``resnet50.om``, ``resnet50.json`` and atc's ``resnet50.txt.json``."""
-    return Path(name[:-len(".json")] if name.lower().endswith(".json") else name).stem.lower()
+    return Path(name[: -len(".json")] if name.lower().endswith(".json") else name).stem.lower()
 
 
 def is_content_named(path: Path | None) -> bool:
@@ -205,8 +222,7 @@ def find_graph_files(directory: str | os.PathLike, suffix: str | None = BUILD_ST
             continue  # the text form is the one GE wrote; the JSON is a conversion of it
         chosen[parsed.base] = (parsed, path)
     protos = [p for p, _ in chosen.values() if not p.is_onnx]
-    kept = [(p, path) for p, path in chosen.values()
-            if not (p.is_onnx and any(_same_graph(p, q) for q in protos))]
+    kept = [(p, path) for p, path in chosen.values() if not (p.is_onnx and any(_same_graph(p, q) for q in protos))]
     named = [path for _, path in sorted(kept, key=lambda item: item[0].sort_key())]
     if suffix in (BUILD_STAGE, None) and not any(p.stage == BUILD_STAGE for p, _ in kept):
         return named + content_graph_files(directory)
@@ -224,12 +240,13 @@ def file_graph_id(path: Path | None) -> int | None:
     return None if parsed is None else parsed.graph_id
 
 
-def prefer_ge_proto(models: list["Model"]) -> list["Model"]:
+def prefer_ge_proto(models: list[Model]) -> list[Model]:
     """``models`` without the ``ge_onnx`` ones whose every graph a ``ge_proto`` model holds too
     (the same graph dumped in both forms: the ge_proto one is complete)."""
+
     def is_onnx(model) -> bool:
         parsed = parse_graph_file_name(model.source_path.name) if model.source_path else None
         return parsed is not None and parsed.is_onnx
+
     proto_graphs = {g.name for m in models if not is_onnx(m) for g in m.graphs}
-    return [m for m in models
-            if not (is_onnx(m) and m.graphs and all(g.name in proto_graphs for g in m.graphs))]
+    return [m for m in models if not (is_onnx(m) and m.graphs and all(g.name in proto_graphs for g in m.graphs))]

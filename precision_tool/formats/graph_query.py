@@ -68,8 +68,9 @@ def _ring(graph: GraphDesc, frontier: list[Op], step: int, *seen: dict) -> dict[
     return ring
 
 
-def _side_candidates(graph: GraphDesc, ring: dict[str, Op | None], level: int, reached,
-                     pending: dict[str, tuple[Op | None, int]]) -> dict[str, tuple[Op | None, int]]:
+def _side_candidates(
+    graph: GraphDesc, ring: dict[str, Op | None], level: int, reached, pending: dict[str, tuple[Op | None, int]]
+) -> dict[str, tuple[Op | None, int]]:
     """``pending`` without what the walks have ``reached`` now, plus the other producers of the
     downstream ops of ``ring`` (at ``level``): a consumer's weight and bias. A producer the
     walks reach later (a residual branch upstream) is theirs, not a side producer."""
@@ -96,7 +97,7 @@ def _walk(graph: GraphDesc, hood: Neighbourhood, depth: int, max_nodes: int | No
     for distance in range(1, depth + 1):
         above = _ring(graph, up, -1, hood.nodes)
         below = _ring(graph, down, +1, hood.nodes, above)
-        reached = lambda name: name in hood.nodes or name in above or name in below  # noqa: E731
+        reached = lambda name, above=above, below=below: name in hood.nodes or name in above or name in below  # noqa: E731
         candidates = _side_candidates(graph, below, distance, reached, side)
         grown = len(hood.nodes) + len(above) + len(below) + len(candidates)
         if max_nodes is not None and distance > 1 and grown > max_nodes:

@@ -47,27 +47,34 @@ def _list_value(fields: dict) -> list[Any]:
     if not member:
         return []
     items = fields[member]
-    return items if member in _AS_IS or member in ("td", "t", "g", "na") else [
-        _ITEM[member](item) for item in items]
+    return items if member in _AS_IS or member in ("td", "t", "g", "na") else [_ITEM[member](item) for item in items]
 
 
 def _tensor_desc(fields: dict):
     get = fields.get
-    return tensor_desc_from_fields(get("dtype", 0), get("layout", ""), get("shape", ()),
-                                   _attrs(get("attr")), get("name", ""))
+    return tensor_desc_from_fields(
+        get("dtype", 0), get("layout", ""), get("shape", ()), _attrs(get("attr")), get("name", "")
+    )
 
 
 def _op(fields: dict) -> tuple:
     get = fields.get
-    return (get("name", ""), get("type", ""), get("id", 0), get("input", ()),
-            get("input_desc", []), get("output_desc", []), _attrs(get("attr")),
-            get("stream_id", 0), get("subgraph_name", []))
+    return (
+        get("name", ""),
+        get("type", ""),
+        get("id", 0),
+        get("input", ()),
+        get("input_desc", []),
+        get("output_desc", []),
+        _attrs(get("attr")),
+        get("stream_id", 0),
+        get("subgraph_name", []),
+    )
 
 
 def _graph(fields: dict) -> tuple:
     get = fields.get
-    return (get("name", ""), get("op", []), _attrs(get("attr")), get("input", []),
-            get("output", []))
+    return (get("name", ""), get("op", []), _attrs(get("attr")), get("input", []), get("output", []))
 
 
 def _graph_name(fields: dict) -> str:  # a graph inside an attribute stands for its name
@@ -85,12 +92,9 @@ _FINISHERS = {
     "AttrDef.ListListInt": lambda fields: fields.get("list_list_i", []),
     "AttrDef.ListListInt.ListInt": lambda fields: fields.get("list_i", []),
     "AttrDef.ListListFloat": lambda fields: fields.get("list_list_f", []),
-    "AttrDef.ListListFloat.ListFloat":
-        lambda fields: [shortest_float32(v) for v in fields.get("list_f", ())],
-    "TensorDef": lambda fields: {"desc": fields.get("desc") or _tensor_desc({}),
-                                 "data": fields.get("data", b"")},
-    "NamedAttrs": lambda fields: {"name": fields.get("name", ""),
-                                  "attrs": _attrs(fields.get("attr"))},
+    "AttrDef.ListListFloat.ListFloat": lambda fields: [shortest_float32(v) for v in fields.get("list_f", ())],
+    "TensorDef": lambda fields: {"desc": fields.get("desc") or _tensor_desc({}), "data": fields.get("data", b"")},
+    "NamedAttrs": lambda fields: {"name": fields.get("name", ""), "attrs": _attrs(fields.get("attr"))},
 }
 _BY_FIELD = {("AttrDef", "g"): _graph_name, ("AttrDef.ListValue", "g"): _graph_name}
 
@@ -110,8 +114,7 @@ def model_from_fields(fields: dict, source: Path | None) -> Model:
     """
     get = fields.get
     graphs = [graph_from_fields(*graph, source) for graph in get("graph", ())]
-    return Model(get("name", ""), graphs, _attrs(get("attr")), source, get("version", 0),
-                 get("custom_version", ""))
+    return Model(get("name", ""), graphs, _attrs(get("attr")), source, get("version", 0), get("custom_version", ""))
 
 
 def model_from_text(text: str, source: Path | None = None) -> Model | None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from google.protobuf import text_format
 from google.protobuf.descriptor import FieldDescriptor
@@ -41,8 +42,11 @@ def _list_member(values: list[Any]) -> tuple[str, str]:
         return "i", "VT_LIST_INT"
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return "f", "VT_LIST_FLOAT"
-    for member, kind, val_type in (("s", str, "VT_LIST_STRING"), ("bt", bytes, "VT_LIST_BYTES"),
-                                   ("td", TensorDesc, "VT_LIST_TENSOR_DESC")):
+    for member, kind, val_type in (
+        ("s", str, "VT_LIST_STRING"),
+        ("bt", bytes, "VT_LIST_BYTES"),
+        ("td", TensorDesc, "VT_LIST_TENSOR_DESC"),
+    ):
         if all(isinstance(v, kind) for v in values):
             return member, val_type
     if all(isinstance(v, dict) and "desc" in v for v in values):
@@ -124,7 +128,7 @@ def _dtype_number(name: str) -> int:
     if known is not None:
         return known.number
     if name.startswith("DT_UNKNOWN_"):  # how the reader names a number the schema lacks
-        return int(name[len("DT_UNKNOWN_"):])
+        return int(name[len("DT_UNKNOWN_") :])
     raise ValueError(f"unknown dtype {name!r}")
 
 
@@ -141,8 +145,7 @@ def _desc_to_proto(desc: TensorDesc, target) -> None:
 # --- model -> ModelDef ------------------------------------------------------------------------
 
 
-def _input_entries(data: Sequence[str], control: Sequence[str], descs: int,
-                   op_type: str) -> list[str]:
+def _input_entries(data: Sequence[str], control: Sequence[str], descs: int, op_type: str) -> list[str]:
     # GE keeps `input` parallel to `input_desc`: an absent optional input is "", and a Data op,
     # which has an input desc but no producer, gets [""].
     entries = list(data) + [""] * max(0, descs - len(data))
@@ -185,8 +188,7 @@ def _op_to_proto(op: Op, target) -> None:
 
 def model_to_proto(model: Model):
     """``model`` as a ``ge.proto.ModelDef`` message."""
-    proto = ge_ir.ModelDef(name=model.name, version=model.version,
-                           custom_version=model.custom_version)
+    proto = ge_ir.ModelDef(name=model.name, version=model.version, custom_version=model.custom_version)
     _attrs_to_proto(model.attrs, proto.attr)
     for graph in model.graphs:
         target = proto.graph.add(name=graph.name)
@@ -216,11 +218,9 @@ def _json_scalar(fd, value: Any) -> Any:
 
 def _json_value(fd, value: Any) -> Any:
     if is_map_field(fd):
-        return [{"key": key, "value": message_to_atc_json(value[key]) or None}
-                for key in sorted(value)]
+        return [{"key": key, "value": message_to_atc_json(value[key]) or None} for key in sorted(value)]
     if fd.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
-        return ([message_to_atc_json(item) for item in value] if fd.is_repeated
-                else message_to_atc_json(value))
+        return [message_to_atc_json(item) for item in value] if fd.is_repeated else message_to_atc_json(value)
     if fd.is_repeated:
         return [_json_scalar(fd, item) for item in value]
     return _json_scalar(fd, value)
@@ -228,8 +228,9 @@ def _json_value(fd, value: Any) -> Any:
 
 def message_to_atc_json(message) -> dict[str, Any]:
     """``message`` as atc writes it: keys sorted, defaults left out, empty messages ``null``."""
-    return {fd.name: _json_value(fd, value)
-            for fd, value in sorted(message.ListFields(), key=lambda item: item[0].name)}
+    return {
+        fd.name: _json_value(fd, value) for fd, value in sorted(message.ListFields(), key=lambda item: item[0].name)
+    }
 
 
 def write_graph_text(model: Model, path: str | os.PathLike) -> Path:
@@ -253,24 +254,36 @@ def write_graph_json(model: Model, path: str | os.PathLike) -> Path:
 # --- builders ---------------------------------------------------------------------------------
 
 
-def tensor_desc(dtype: str = "DT_FLOAT", layout: str = "ND", shape: Sequence[int] = (), *,
-                origin_format: str | None = None, origin_shape: Sequence[int] | None = None,
-                origin_name: str | None = None, origin_output_index: int | None = None,
-                origin_data_type: str | None = None, attrs: Mapping[str, Any] | None = None,
-                name: str = "") -> TensorDesc:
+def tensor_desc(
+    dtype: str = "DT_FLOAT",
+    layout: str = "ND",
+    shape: Sequence[int] = (),
+    *,
+    origin_format: str | None = None,
+    origin_shape: Sequence[int] | None = None,
+    origin_name: str | None = None,
+    origin_output_index: int | None = None,
+    origin_data_type: str | None = None,
+    attrs: Mapping[str, Any] | None = None,
+    name: str = "",
+) -> TensorDesc:
     """A :class:`TensorDesc` as the reader would give it, the origin fields stored as GE does.
 
     ``origin_format`` / ``origin_shape`` become the ``origin_format`` / ``origin_shape``
     attributes; ``origin_name``, ``origin_output_index`` and ``origin_data_type`` the
     ``_datadump_origin_*`` ones. Keys in ``attrs`` win.
     """
-    stored = {key: value for key, value in (
-        ("origin_format", origin_format),
-        ("origin_shape", None if origin_shape is None else list(origin_shape)),
-        ("_datadump_origin_name", origin_name),
-        ("_datadump_origin_output_index", origin_output_index),
-        ("_datadump_origin_data_type", origin_data_type),
-    ) if value is not None}
+    stored = {
+        key: value
+        for key, value in (
+            ("origin_format", origin_format),
+            ("origin_shape", None if origin_shape is None else list(origin_shape)),
+            ("_datadump_origin_name", origin_name),
+            ("_datadump_origin_output_index", origin_output_index),
+            ("_datadump_origin_data_type", origin_data_type),
+        )
+        if value is not None
+    }
     stored.update(attrs or {})
     bare = TensorDesc(dtype, layout, tuple(shape), None, None, None, None, None, stored, name)
     message = ge_ir.TensorDescriptor()
@@ -299,20 +312,32 @@ class OpSpec:
 
     def all_attrs(self) -> dict[str, Any]:
         """``attrs`` with the shorthand fields added under GE's attribute names."""
-        extra = {key: value for key, value in (
-            ("_datadump_original_op_names",
-             None if self.original_op_names is None else list(self.original_op_names)),
-            ("pass_name", None if self.pass_name is None else list(self.pass_name)),
-            (f"{self.name}_kernelname", self.kernel_name),
-            ("_ge_attr_op_kernel_lib_name", self.kernel_lib),
-        ) if value is not None}
+        extra = {
+            key: value
+            for key, value in (
+                (
+                    "_datadump_original_op_names",
+                    None if self.original_op_names is None else list(self.original_op_names),
+                ),
+                ("pass_name", None if self.pass_name is None else list(self.pass_name)),
+                (f"{self.name}_kernelname", self.kernel_name),
+                ("_ge_attr_op_kernel_lib_name", self.kernel_lib),
+            )
+            if value is not None
+        }
         return {**extra, **self.attrs}
 
 
-def build_model(ops: Sequence[OpSpec], *, name: str = "ge_default_graph",
-                graph_name: str | None = None, graph_inputs: Sequence[str] = (),
-                graph_outputs: Sequence[str] = (), attrs: Mapping[str, Any] | None = None,
-                graph_attrs: Mapping[str, Any] | None = None) -> Model:
+def build_model(
+    ops: Sequence[OpSpec],
+    *,
+    name: str = "ge_default_graph",
+    graph_name: str | None = None,
+    graph_inputs: Sequence[str] = (),
+    graph_outputs: Sequence[str] = (),
+    attrs: Mapping[str, Any] | None = None,
+    graph_attrs: Mapping[str, Any] | None = None,
+) -> Model:
     """A one-graph :class:`Model` of ``ops`` (ids in list order), as the reader would give it."""
     proto = ge_ir.ModelDef(name=name)
     _attrs_to_proto(attrs or {}, proto.attr)

@@ -30,13 +30,12 @@ cannot describe ``original_shape``):
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from precision_tool.errors import PrecisionToolError
 
-from .layout_names import PLAIN_LAYOUTS
 from .blocked_formats import (
     BLOCKED_FORMATS,
     BlockedFormat,
@@ -48,7 +47,7 @@ from .blocked_formats import (
     nz_tiles,
     shape_mismatch,
 )
-
+from .layout_names import PLAIN_LAYOUTS
 
 SUPPORTED_DEVICE_FORMATS = frozenset(BLOCKED_FORMATS) | {"FRACTAL_NZ", "ND"} | PLAIN_LAYOUTS
 _NAMES = {name.upper(): name for name in SUPPORTED_DEVICE_FORMATS}
@@ -112,8 +111,7 @@ def _resolve(spec: BlockedFormat, shape: Shape, host_format: str, fmt: str) -> t
     return layout, _canon_dims(spec, shape, layout)
 
 
-def _infer_layout(spec: BlockedFormat, actual: Shape, original: Shape, c0: int,
-                  groups: int) -> str | None:
+def _infer_layout(spec: BlockedFormat, actual: Shape, original: Shape, c0: int, groups: int) -> str | None:
     """The first candidate origin whose device shape equals the actual one."""
     for layout in spec.candidates:
         if len(original) != len(layout):
@@ -126,8 +124,9 @@ def _infer_layout(spec: BlockedFormat, actual: Shape, original: Shape, c0: int,
     return None
 
 
-def _blocked_layout(spec: BlockedFormat, actual: Shape, original: Shape, origin: str | None,
-                    c0: int, groups: int) -> str | None:
+def _blocked_layout(
+    spec: BlockedFormat, actual: Shape, original: Shape, origin: str | None, c0: int, groups: int
+) -> str | None:
     """The host layout ``original`` is read in: the origin format when it fits, else inferred."""
     return _layout_for(spec, original, origin) or _infer_layout(spec, actual, original, c0, groups)
 
@@ -149,12 +148,17 @@ def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int]) -> None
             continue
         full, rest = divmod(length, inner)
         if full:
-            copy_tiles(tiles[(slice(None),) * at + (slice(0, full),)],
-                       out[(slice(None),) * i + (slice(0, full * inner),)], tiled)
+            copy_tiles(
+                tiles[(slice(None),) * at + (slice(0, full),)],
+                out[(slice(None),) * i + (slice(0, full * inner),)],
+                tiled,
+            )
         if rest:
-            copy_tiles(tiles[(slice(None),) * at + (full, slice(0, rest))],
-                       out[(slice(None),) * i + (slice(full * inner, length),)],
-                       [t for t in tiled if t != i])
+            copy_tiles(
+                tiles[(slice(None),) * at + (full, slice(0, rest))],
+                out[(slice(None),) * i + (slice(full * inner, length),)],
+                [t for t in tiled if t != i],
+            )
         return
     _copy_runs(_split_axes(out, tiles.shape, tiled), tiles)
 
@@ -164,8 +168,7 @@ def _copy_runs(dst: np.ndarray, src: np.ndarray) -> None:
     element: numpy's strided loops cost per call, and device tiles make that axis short (C0:
     16 elements), so copying each run of it as one 32-byte item is 2.5 times as fast."""
     size = src.itemsize
-    runs = [axis for axis in range(src.ndim) if src.shape[axis] > 1
-            and src.strides[axis] == dst.strides[axis] == size]
+    runs = [axis for axis in range(src.ndim) if src.shape[axis] > 1 and src.strides[axis] == dst.strides[axis] == size]
     if runs and src.dtype == dst.dtype:
         order = [axis for axis in range(src.ndim) if axis != runs[0]] + [runs[0]]
         item = np.dtype((np.void, src.shape[runs[0]] * size))
@@ -186,8 +189,9 @@ def _split_axes(out: np.ndarray, shape: Sequence[int], tiled: Sequence[int]) -> 
     return np.lib.stride_tricks.as_strided(out, tuple(shape), tuple(strides), writeable=True)
 
 
-def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str | None,
-                     groups: int, out: np.ndarray | None) -> np.ndarray:
+def _blocked_to_host(
+    device: np.ndarray, fmt: str, original: Shape, origin: str | None, groups: int, out: np.ndarray | None
+) -> np.ndarray:
     spec = BLOCKED_FORMATS[fmt]
     if device.ndim == 0 or device.shape[-1] == 0:  # no C0 to read the blocks by
         raise shape_mismatch(device, fmt, original)
@@ -206,7 +210,7 @@ def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str 
     short = len(original) < len(spec.canon)
     merged = _merged(view) if out is None and view is not None else None
     if merged is not None:  # e.g. C1 == 1: the host is a view of the device
-        host = merged[:dims[0], :dims[1]]
+        host = merged[: dims[0], : dims[1]]
         return host.reshape(original) if short else convert_host_format(host, spec.canon, layout)
     out = _output(out, original, device.dtype)
     canon = out.reshape(dims) if short else convert_host_format(out, layout, spec.canon)
@@ -217,8 +221,7 @@ def _blocked_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str 
     return out
 
 
-def _matmul_weight(spec: BlockedFormat, device: np.ndarray, original: Shape, c0: int,
-                   groups: int) -> np.ndarray | None:
+def _matmul_weight(spec: BlockedFormat, device: np.ndarray, original: Shape, c0: int, groups: int) -> np.ndarray | None:
     """A 2-D FRACTAL_Z that GE laid out as a matmul weight: ``(K, N)`` as C = K, N = N
     (``[ceil(K/C0), ceil(N/16), 16, C0]``), not padded NCHW-style; read so when the padded
     reading does not fit the device shape but this one does. None otherwise."""
@@ -267,8 +270,7 @@ def _copied(host: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _plain_to_host(device: np.ndarray, fmt: str, original: Shape,
-                   origin: str | None) -> np.ndarray:
+def _plain_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str | None) -> np.ndarray:
     plain = origin in PLAIN_LAYOUTS and fmt in PLAIN_LAYOUTS
     if plain and origin != fmt and sorted(origin) == sorted(fmt) and device.ndim == len(fmt):
         moved = convert_host_format(device, fmt, origin)
@@ -288,9 +290,14 @@ def _plain_to_host(device: np.ndarray, fmt: str, original: Shape,
 # --- public API ----------------------------------------------------------------------------
 
 
-def to_host(device: np.ndarray, device_format: str, original_shape: Sequence[int],
-            origin_format: str | None = None, groups: int = 1,
-            out: np.ndarray | None = None) -> np.ndarray:
+def to_host(
+    device: np.ndarray,
+    device_format: str,
+    original_shape: Sequence[int],
+    origin_format: str | None = None,
+    groups: int = 1,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Convert a device-shaped tensor into its host layout with exactly ``original_shape``.
 
     Blocked formats and FRACTAL_NZ are copied once, tile by tile, straight into the host array
@@ -336,8 +343,13 @@ def to_host(device: np.ndarray, device_format: str, original_shape: Sequence[int
     return host if out is None else _copied(host, out)
 
 
-def host_layout(device_shape: Sequence[int], device_format: str, original_shape: Sequence[int],
-                origin_format: str | None = None, groups: int = 1) -> str:
+def host_layout(
+    device_shape: Sequence[int],
+    device_format: str,
+    original_shape: Sequence[int],
+    origin_format: str | None = None,
+    groups: int = 1,
+) -> str:
     """The layout of what :func:`to_host` returns for these shapes, without touching data.
 
     A plain layout name (``"NHWC"``, ``"HWCN"``...), or ``"ND"`` when the dims carry no layout
@@ -371,8 +383,9 @@ def _block_c0(c0: int | None, dtype, host: np.ndarray | None = None) -> int:
     return c0_for(host.dtype if dtype is None and host is not None else dtype)
 
 
-def to_device(host: np.ndarray, device_format: str, host_format: str, groups: int = 1,
-              c0: int | None = None, dtype=None) -> np.ndarray:
+def to_device(
+    host: np.ndarray, device_format: str, host_format: str, groups: int = 1, c0: int | None = None, dtype=None
+) -> np.ndarray:
     """Lay a host tensor out in a device format, zero-padded: the inverse of :func:`to_host`.
 
     Args:
@@ -408,8 +421,14 @@ def to_device(host: np.ndarray, device_format: str, host_format: str, groups: in
     return np.ascontiguousarray(device)
 
 
-def device_shape(host_shape: Sequence[int], device_format: str, host_format: str,
-                 groups: int = 1, c0: int | None = None, dtype=np.float16) -> tuple[int, ...]:
+def device_shape(
+    host_shape: Sequence[int],
+    device_format: str,
+    host_format: str,
+    groups: int = 1,
+    c0: int | None = None,
+    dtype=np.float16,
+) -> tuple[int, ...]:
     """The device shape :func:`to_device` gives a host tensor of ``host_shape`` and ``dtype``.
 
     ``c0`` and ``dtype`` are :func:`to_device`'s; ``dtype`` defaults to float16 (C0 16).

@@ -55,12 +55,29 @@ TENSOR_DIR = "dump_tensor_data"
 INPUT_SECTIONS = ("input_args", "input_kwargs", "input")
 OUTPUT_SECTIONS = ("output",)
 PARAMETER_SECTIONS = ("parameters", PARAMETERS_GRAD)
-_MSPROBE_SECTION = {"input_args": "input", "input_kwargs": "input", "input": "input",
-                    "output": "output", "parameters": "parameters"}
+_MSPROBE_SECTION = {
+    "input_args": "input",
+    "input_kwargs": "input",
+    "input": "input",
+    "output": "output",
+    "parameters": "parameters",
+}
 _CUT = "cut short after {calls} (the run probably crashed before msprobe's stop())"
 
-__all__ = ["Call", "CallKey", "DumpHeader", "Leaf", "MsprobeDump", "Tensor", "Value", "nest",
-           "parse_dump", "path_name", "read_dump", "tensor_path"]
+__all__ = [
+    "Call",
+    "CallKey",
+    "DumpHeader",
+    "Leaf",
+    "MsprobeDump",
+    "Tensor",
+    "Value",
+    "nest",
+    "parse_dump",
+    "path_name",
+    "read_dump",
+    "tensor_path",
+]
 
 
 @dataclass(frozen=True)
@@ -167,8 +184,13 @@ def parse_dump(text: str, path: str | os.PathLike | None = None) -> MsprobeDump:
         raise PrecisionToolError(f"not an msprobe dump.json: {members.damage}", path)
     calls, skipped = _calls(entries)
     problems = [f"{label}: {line}" for line in _damage_lines(members, len(calls)) + skipped]
-    return MsprobeDump(None if path is None else Path(path), DumpHeader.of(members.items),
-                       tuple(calls), tuple(problems), members.complete)
+    return MsprobeDump(
+        None if path is None else Path(path),
+        DumpHeader.of(members.items),
+        tuple(calls),
+        tuple(problems),
+        members.complete,
+    )
 
 
 def _no_data(items: dict[str, Any]) -> str:
@@ -197,15 +219,15 @@ def _calls(entries: dict[str, Any]) -> tuple[list[Call], list[str]]:
             deep.append(key)
     lines = []
     if bad:
-        lines.append(f"not an object, skipped: {counted(len(bad), 'entry', 'entries')} of data "
-                     f"(the first: {bad[0]!r})")
+        lines.append(f"not an object, skipped: {counted(len(bad), 'entry', 'entries')} of data (the first: {bad[0]!r})")
     if deep:
-        lines.append(f"nested too deeply, skipped: {counted(len(deep), 'entry', 'entries')} "
-                     f"(the first: {deep[0]!r})")
+        lines.append(f"nested too deeply, skipped: {counted(len(deep), 'entry', 'entries')} (the first: {deep[0]!r})")
     odd = [call.key.text for call in calls if call.key.direction is None]
     if odd:
-        lines.append(f"outside msprobe's grammar, read but naming no forward or backward call: "
-                     f"{counted(len(odd), 'key', 'keys')} (the first: {odd[0]!r})")
+        lines.append(
+            f"outside msprobe's grammar, read but naming no forward or backward call: "
+            f"{counted(len(odd), 'key', 'keys')} (the first: {odd[0]!r})"
+        )
     return calls, lines
 
 
@@ -242,8 +264,6 @@ def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
         why = f"data_name {name!r} of {tensor.name!r} leaves the directory: refused"
         raise PrecisionToolError(why, where)
     return where / name
-
-
 
 
 def read_tensor_file(path: str | os.PathLike, dtype_name: str | None = None):

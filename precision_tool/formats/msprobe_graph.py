@@ -198,12 +198,28 @@ class _Builder:
                 found = signature(tensor)
                 if found is not None:
                     self.outputs.setdefault((group, found), []).append((key.text, slot))
-        return Op(key.text, op_type(key), call.order, refs, [tensor_desc(call, t) for t in inputs],
-                  [tensor_desc(call, t) for t in outputs], users, self.attrs(call, chain, frames),
-                  None, [], [], False, None, None, None, 0)
+        return Op(
+            key.text,
+            op_type(key),
+            call.order,
+            refs,
+            [tensor_desc(call, t) for t in inputs],
+            [tensor_desc(call, t) for t in outputs],
+            users,
+            self.attrs(call, chain, frames),
+            None,
+            [],
+            [],
+            False,
+            None,
+            None,
+            None,
+            0,
+        )
 
-    def producer(self, group: str | None, found: tuple | None, key: CallKey,
-                 chain: tuple[str, ...]) -> tuple[str, int] | None:
+    def producer(
+        self, group: str | None, found: tuple | None, key: CallKey, chain: tuple[str, ...]
+    ) -> tuple[str, int] | None:
         """The latest earlier output matching ``found``, not of a call that ran inside the
         module call ``key`` (for a module: see the module's docstring)."""
         if group is None or found is None:
@@ -244,8 +260,11 @@ class _Builder:
             attrs[MODULES] = chain
         if frames:
             attrs[STACK] = frames
-        values = {call.msprobe_name(leaf): value_text(leaf) for leaf in call.leaves
-                  if isinstance(leaf, Value) and len(leaf.path) > 1}  # not an empty section
+        values = {
+            call.msprobe_name(leaf): value_text(leaf)
+            for leaf in call.leaves
+            if isinstance(leaf, Value) and len(leaf.path) > 1
+        }  # not an empty section
         if values:
             attrs[VALUES] = values
         if call.recompute is not None:
@@ -276,13 +295,20 @@ def tensor_desc(call: Call, tensor: Tensor) -> TensorDesc:
     """The desc of one tensor: msprobe's dtype and shape (``()`` when ``dump.json`` gives
     none), its full msprobe name, the statistics and file name as attrs."""
     attrs: dict[str, Any] = {"type": tensor.type}
-    for name, value in (("Max", tensor.max), ("Min", tensor.min), ("Mean", tensor.mean),
-                        ("Norm", tensor.norm), ("md5", tensor.md5), ("data_name", tensor.data_name),
-                        ("requires_grad", tensor.requires_grad)):
+    for name, value in (
+        ("Max", tensor.max),
+        ("Min", tensor.min),
+        ("Mean", tensor.mean),
+        ("Norm", tensor.norm),
+        ("md5", tensor.md5),
+        ("data_name", tensor.data_name),
+        ("requires_grad", tensor.requires_grad),
+    ):
         if value is not None:
             attrs[name] = value
-    return TensorDesc(tensor.dtype or "?", "", tensor.shape or (), None, None, None, None, None,
-                      attrs, call.msprobe_name(tensor))
+    return TensorDesc(
+        tensor.dtype or "?", "", tensor.shape or (), None, None, None, None, None, attrs, call.msprobe_name(tensor)
+    )
 
 
 def value_text(leaf: Value) -> str:
@@ -326,7 +352,7 @@ def parse_frame(text: str) -> Frame:
     head, _, source = text.partition("\n")
     if not head.startswith("File "):
         return Frame(text)
-    path, sep, rest = head[len("File "):].rpartition(", line ")
+    path, sep, rest = head[len("File ") :].rpartition(", line ")
     number, sep2, function = rest.partition(", in ")
     if not sep or not sep2 or not number.strip().isdigit():
         return Frame(text)

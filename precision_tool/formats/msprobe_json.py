@@ -199,7 +199,7 @@ def _is_cut(text: str, exc: json.JSONDecodeError) -> bool:
     """Whether the decoder stopped because the text ends, not on something wrong."""
     if exc.msg.startswith("Unterminated string"):
         return True
-    rest = text[exc.pos:]
+    rest = text[exc.pos :]
     if not rest:
         return True
     if exc.msg.startswith("Invalid \\uXXXX escape"):
@@ -218,6 +218,7 @@ def _kind(value: Any) -> str:
 
 
 # --- the header of dump.json without reading it all ---------------------------------------------
+
 
 @dataclass(frozen=True)
 class DumpHeader:
@@ -265,7 +266,5 @@ def read_header(path: str | os.PathLike) -> DumpHeader:
     header = DumpHeader.of(members.items)
     if header.framework is None and tail:
         found = _TAIL_FRAMEWORK.search(tail.decode("utf-8", "replace")[-200:])
-        header = DumpHeader(header.task, header.level, found and found.group(1),
-                            header.dump_data_dir)
+        header = DumpHeader(header.task, header.level, found and found.group(1), header.dump_data_dir)
     return header
-

@@ -30,8 +30,23 @@ from .dump_names import all_digits
 FORWARD, BACKWARD, PARAMETERS_GRAD = "forward", "backward", "parameters_grad"
 DIRECTIONS = (FORWARD, BACKWARD)
 MODULE_PREFIXES = ("Module", "Cell")
-API_PREFIXES = ("Functional", "Tensor", "Torch", "VF", "NPU", "Aten", "Distributed", "MindSpeed",
-                "Triton", "Mint", "MintFunctional", "MintDistributed", "Primitive", "Jit", "API")
+API_PREFIXES = (
+    "Functional",
+    "Tensor",
+    "Torch",
+    "VF",
+    "NPU",
+    "Aten",
+    "Distributed",
+    "MindSpeed",
+    "Triton",
+    "Mint",
+    "MintFunctional",
+    "MintDistributed",
+    "Primitive",
+    "Jit",
+    "API",
+)
 """The API prefixes msprobe writes (for reference: :func:`parse_key` takes any)."""
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 _STATS = ("Max", "Min", "Mean", "Norm")
 
-Step = Union[str, int]
+Step = str | int
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Value:
         return str(self.path[0])
 
 
-Leaf = Union[Tensor, Value]
+Leaf = Tensor | Value
 
 
 def path_name(path: tuple[Step, ...]) -> str:
@@ -127,11 +127,16 @@ def _is_tensor(value: dict[str, Any]) -> bool:
 def _tensor(value: dict[str, Any], path: tuple[Step, ...]) -> Tensor:
     dtype, md5, data_name = (value.get(k) for k in ("dtype", "md5", "data_name"))
     grad = value.get("requires_grad")
-    return Tensor(path, value["type"], dtype if isinstance(dtype, str) else None,
-                  _shape(value.get("shape")), *(_stat(value.get(k)) for k in _STATS),
-                  md5 if isinstance(md5, str) and md5 else None,
-                  grad if isinstance(grad, bool) else None,
-                  data_name if isinstance(data_name, str) and data_name else None)
+    return Tensor(
+        path,
+        value["type"],
+        dtype if isinstance(dtype, str) else None,
+        _shape(value.get("shape")),
+        *(_stat(value.get(k)) for k in _STATS),
+        md5 if isinstance(md5, str) and md5 else None,
+        grad if isinstance(grad, bool) else None,
+        data_name if isinstance(data_name, str) and data_name else None,
+    )
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:

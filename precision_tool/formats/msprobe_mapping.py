@@ -16,16 +16,18 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import PrecisionToolError
 from .files import read_text
 
 MAX_MAPPING_BYTES = 64 << 20  # a name pair per tensor: tens of megabytes for the largest runs
-HEADER = ("# NPU tensor: bench tensor, as vc paired them (msprobe compare -dm reads this file,\n"
-          "# and so does vc --mapping). Edit a bench name to pair differently; delete a line\n"
-          "# to pair that tensor by vc's own rules.\n")
+HEADER = (
+    "# NPU tensor: bench tensor, as vc paired them (msprobe compare -dm reads this file,\n"
+    "# and so does vc --mapping). Edit a bench name to pair differently; delete a line\n"
+    "# to pair that tensor by vc's own rules.\n"
+)
 _PLAIN = re.compile(r"^[^\s#'\"{}\[\],&*!|>%@`-][^#]*?$|^-[^\s-][^#]*?$")
 _SINGLE = re.compile(r"^'((?:[^']|'')*)'")
 _DOUBLE = re.compile(r'^"((?:[^"\\]|\\.)*)"')
@@ -37,12 +39,12 @@ def _scalar(text: str, line_no: int, path: Path | None) -> tuple[str, str]:
         match = _DOUBLE.match(text)
         if match is None:
             raise PrecisionToolError(f"line {line_no}: unterminated double-quoted name", path)
-        return json.loads(match.group(0)), text[match.end():]
+        return json.loads(match.group(0)), text[match.end() :]
     if text.startswith("'"):
         match = _SINGLE.match(text)
         if match is None:
             raise PrecisionToolError(f"line {line_no}: unterminated single-quoted name", path)
-        return match.group(1).replace("''", "'"), text[match.end():]
+        return match.group(1).replace("''", "'"), text[match.end() :]
     return text, ""
 
 
@@ -61,16 +63,16 @@ def _split_plain_key(text: str, line_no: int, path: Path | None) -> tuple[str, s
 def _value(text: str, line_no: int, path: Path | None) -> str:
     text = text.strip()
     if not text or text.startswith("#"):
-        raise PrecisionToolError(f"line {line_no}: no bench name after the colon (a nested "
-                                 "mapping is not a tensor mapping)", path)
+        raise PrecisionToolError(
+            f"line {line_no}: no bench name after the colon (a nested mapping is not a tensor mapping)", path
+        )
     if text[0] in "'\"":
         value, rest = _scalar(text, line_no, path)
     else:
         value, _, rest = text.partition(" #")
         value, rest = value.strip(), ""
         if not _PLAIN.match(value) or ": " in value or value.endswith(":"):
-            raise PrecisionToolError(f"line {line_no}: {value[:40]!r} is not a plain name "
-                                     "(quote it)", path)
+            raise PrecisionToolError(f"line {line_no}: {value[:40]!r} is not a plain name (quote it)", path)
     if rest.strip() and not rest.strip().startswith("#"):
         raise PrecisionToolError(f"line {line_no}: text after the bench name", path)
     return value
@@ -117,6 +119,7 @@ def read_mapping_file(path: str | os.PathLike) -> dict[str, str]:
 
 def mapping_text(pairs: Iterable[tuple[str, str]]) -> str:
     """The file :func:`parse_mapping` and msprobe's YAML loader read back as ``pairs``."""
-    lines = [f"{json.dumps(npu, ensure_ascii=False)}: {json.dumps(bench, ensure_ascii=False)}\n"
-             for npu, bench in pairs]
+    lines = [
+        f"{json.dumps(npu, ensure_ascii=False)}: {json.dumps(bench, ensure_ascii=False)}\n" for npu, bench in pairs
+    ]
     return HEADER + "".join(lines)

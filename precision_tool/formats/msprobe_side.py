@@ -86,8 +86,7 @@ def read_stack(path: str | os.PathLike) -> Stacks:
     return stacks_of(members.items, os.fspath(path), members)
 
 
-def stacks_of(items: dict[str, Any], label: str = "stack.json",
-              members: Members | None = None) -> Stacks:
+def stacks_of(items: dict[str, Any], label: str = "stack.json", members: Members | None = None) -> Stacks:
     """The stacks of the parsed members ``items`` of a ``stack.json`` (``label`` names it)."""
     frames: dict[str, tuple[str, ...]] = {}
     odd: list[str] = []
@@ -100,8 +99,7 @@ def stacks_of(items: dict[str, Any], label: str = "stack.json",
             odd.append(key)
     problems = [] if members is None else _stop_line(members, label, counted(len(items), "entry", "entries"))
     if odd:
-        problems.append(f"{label}: no stack, skipped: {counted(len(odd), 'entry', 'entries')} "
-                        f"(the first: {odd[0]!r})")
+        problems.append(f"{label}: no stack, skipped: {counted(len(odd), 'entry', 'entries')} (the first: {odd[0]!r})")
     return Stacks(frames, tuple(problems))
 
 
@@ -110,8 +108,13 @@ def _is_frames(value: Any) -> bool:
 
 
 def _is_grouped(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list)
-            and all(isinstance(name, str) for name in value[0]) and _is_frames(value[1]))
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], list)
+        and all(isinstance(name, str) for name in value[0])
+        and _is_frames(value[1])
+    )
 
 
 def read_construct(path: str | os.PathLike) -> Construct:
@@ -125,8 +128,7 @@ def read_construct(path: str | os.PathLike) -> Construct:
     return construct_of(members.items, os.fspath(path), members)
 
 
-def construct_of(items: dict[str, Any], label: str = "construct.json",
-                 members: Members | None = None) -> Construct:
+def construct_of(items: dict[str, Any], label: str = "construct.json", members: Members | None = None) -> Construct:
     """The tree of the parsed members ``items`` of a ``construct.json``."""
     parents: dict[str, str | None] = {}
     micro_steps: dict[str, int] = {}
@@ -144,8 +146,9 @@ def construct_of(items: dict[str, Any], label: str = "construct.json",
             odd.append(node)
     problems = [] if members is None else _stop_line(members, label, counted(len(items), "node", "nodes"))
     if odd:
-        problems.append(f"{label}: a parent that is no name, skipped: "
-                        f"{counted(len(odd), 'node', 'nodes')} (the first: {odd[0]!r})")
+        problems.append(
+            f"{label}: a parent that is no name, skipped: {counted(len(odd), 'node', 'nodes')} (the first: {odd[0]!r})"
+        )
     return Construct(parents, micro_steps, count if _is_int(count) else None, tuple(problems))
 
 

@@ -125,9 +125,11 @@ def find_tree(path: str | os.PathLike) -> MsprobeTree:
         return MsprobeTree(given, STEP, ranks, tuple(problems))
     if any(_STEP.match(name) for name in dirs) or any(mode in dirs for mode in MODES):
         return MsprobeTree(given, ROOT, _ranks_under_root(given, dirs, problems), tuple(problems))
-    raise PrecisionToolError("no msprobe dump here: expected step*/ directories (a dump root), "
-                             "rank*/ or proc*/ directories (a step), or a dump.json (a rank)",
-                             given)
+    raise PrecisionToolError(
+        "no msprobe dump here: expected step*/ directories (a dump root), "
+        "rank*/ or proc*/ directories (a step), or a dump.json (a rank)",
+        given,
+    )
 
 
 def _ranks_under_root(root: Path, dirs: list[str], problems: list[str]) -> tuple[RankDir, ...]:
@@ -141,8 +143,7 @@ def _ranks_under_root(root: Path, dirs: list[str], problems: list[str]) -> tuple
     return tuple(ranks)
 
 
-def _ranks_in(step_dir: Path, step: int | None, mode: str | None,
-              problems: list[str]) -> list[RankDir]:
+def _ranks_in(step_dir: Path, step: int | None, mode: str | None, problems: list[str]) -> list[RankDir]:
     found = []
     for name in sorted((n for n in _dir_names(step_dir) if _RANK.match(n)), key=_rank_order):
         where = step_dir / name

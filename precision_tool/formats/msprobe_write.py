@@ -44,9 +44,10 @@ import json
 import os
 import re
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -59,16 +60,27 @@ TASKS = ("statistics", "tensor")
 LEVELS = ("L0", "L1", "mix")
 SUMMARY_MODES = ("statistics", "md5")
 MINDSPORE_DTYPES = {
-    np.dtype(np.float16): "Float16", np.dtype(ml_dtypes.bfloat16): "BFloat16",
-    np.dtype(np.float32): "Float32", np.dtype(np.float64): "Float64",
-    np.dtype(np.int8): "Int8", np.dtype(np.int16): "Int16", np.dtype(np.int32): "Int32",
-    np.dtype(np.int64): "Int64", np.dtype(np.uint8): "UInt8", np.dtype(np.uint16): "UInt16",
-    np.dtype(np.uint32): "UInt32", np.dtype(np.uint64): "UInt64", np.dtype(np.bool_): "Bool",
-    np.dtype(np.complex64): "Complex64", np.dtype(np.complex128): "Complex128",
+    np.dtype(np.float16): "Float16",
+    np.dtype(ml_dtypes.bfloat16): "BFloat16",
+    np.dtype(np.float32): "Float32",
+    np.dtype(np.float64): "Float64",
+    np.dtype(np.int8): "Int8",
+    np.dtype(np.int16): "Int16",
+    np.dtype(np.int32): "Int32",
+    np.dtype(np.int64): "Int64",
+    np.dtype(np.uint8): "UInt8",
+    np.dtype(np.uint16): "UInt16",
+    np.dtype(np.uint32): "UInt32",
+    np.dtype(np.uint64): "UInt64",
+    np.dtype(np.bool_): "Bool",
+    np.dtype(np.complex64): "Complex64",
+    np.dtype(np.complex128): "Complex128",
 }
 _MODULE_KEY = re.compile(r"^(Module|Cell)\.")
-_FLOAT8 = {np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
-                                  ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz)}
+_FLOAT8 = {
+    np.dtype(t)
+    for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz)
+}
 
 
 @dataclass(frozen=True)
@@ -138,8 +150,13 @@ class DumpSpec:
     location: str = "cpu"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("framework", FRAMEWORKS), ("task", TASKS), ("level", LEVELS),
-                              ("summary_mode", SUMMARY_MODES), ("stack_format", ("grouped", "keyed"))):
+        for name, allowed in (
+            ("framework", FRAMEWORKS),
+            ("task", TASKS),
+            ("level", LEVELS),
+            ("summary_mode", SUMMARY_MODES),
+            ("stack_format", ("grouped", "keyed")),
+        ):
             if getattr(self, name) not in allowed:
                 raise PrecisionToolError(f"msprobe {name} {getattr(self, name)!r} is not one of {', '.join(allowed)}")
 
@@ -154,6 +171,7 @@ def frame(path: str, line: int, function: str, source: str) -> str:
 
 
 # --- statistics ----------------------------------------------------------------------------------
+
 
 def _python(value: np.generic) -> Any:
     """The Python number ``.item()`` gives (a bfloat16 scalar becomes a float too)."""
@@ -204,6 +222,7 @@ def dtype_text(array: np.ndarray, framework: str) -> str:
 
 # --- dump.json entries ---------------------------------------------------------------------------
 
+
 @dataclass
 class _Files:
     """The tensors of one rank, described and (task tensor) written to dump_tensor_data/."""
@@ -215,9 +234,15 @@ class _Files:
         array = np.asarray(tensor.array)
         framework = self.spec.framework
         peak, low, mean, norm = tensor_statistics(array, framework)
-        entry = {"type": f"{'torch' if framework == 'pytorch' else 'mindspore'}.Tensor",
-                 "dtype": dtype_text(array, framework), "shape": [int(d) for d in array.shape],
-                 "Max": peak, "Min": low, "Mean": mean, "Norm": norm}
+        entry = {
+            "type": f"{'torch' if framework == 'pytorch' else 'mindspore'}.Tensor",
+            "dtype": dtype_text(array, framework),
+            "shape": [int(d) for d in array.shape],
+            "Max": peak,
+            "Min": low,
+            "Mean": mean,
+            "Norm": norm,
+        }
         if framework == "pytorch":
             entry["requires_grad"] = bool(tensor.requires_grad)
         if self.directory is not None:
@@ -252,7 +277,10 @@ class _Files:
         if value is Ellipsis:
             return {"type": "ellipsis", "value": "..."}
         if isinstance(value, slice):
-            return {"type": "slice", "value": [None if v is None else int(v) for v in (value.start, value.stop, value.step)]}
+            return {
+                "type": "slice",
+                "value": [None if v is None else int(v) for v in (value.start, value.stop, value.step)],
+            }
         if isinstance(value, np.generic):
             return {"type": type(value).__name__, "value": value.item()}
         if isinstance(value, (list, tuple)):
@@ -272,17 +300,22 @@ def entry(call: Call, files: _Files) -> dict:
     if call.kind == "parameters_grad":
         return {name: [files.describe(grad, f"{key}.{name}")] for name, grad in (call.parameters or {}).items()}
     if call.kind == "backward":
-        return {"input": files.describe(list(call.inputs), f"{key}.input"),
-                "output": files.describe(list(_outputs(call.outputs)), f"{key}.output")}
-    result = {"input_args": files.describe(list(call.inputs), f"{key}.input"),
-              "input_kwargs": files.describe(dict(call.kwargs), f"{key}.kwargs"),
-              "output": files.describe(list(_outputs(call.outputs)), f"{key}.output")}
+        return {
+            "input": files.describe(list(call.inputs), f"{key}.input"),
+            "output": files.describe(list(_outputs(call.outputs)), f"{key}.output"),
+        }
+    result = {
+        "input_args": files.describe(list(call.inputs), f"{key}.input"),
+        "input_kwargs": files.describe(dict(call.kwargs), f"{key}.kwargs"),
+        "output": files.describe(list(_outputs(call.outputs)), f"{key}.output"),
+    }
     if call.is_module:
         result["parameters"] = files.describe(dict(call.parameters or {}), f"{key}.parameters")
     return result
 
 
 # --- stack.json and construct.json ---------------------------------------------------------------
+
 
 def _clock(calls: Sequence[Call]) -> list[tuple[int, int]]:
     """(begin, end) of each call; a missing one is just after every time before it in the list."""
@@ -314,8 +347,9 @@ def construct_json(calls: Sequence[Call], level: str) -> dict:
     if level == "L1":
         return {}
     clock = _clock(calls)
-    modules = sorted((i for i, c in enumerate(calls) if c.is_module and c.kind != "parameters_grad"),
-                     key=lambda i: clock[i][0])
+    modules = sorted(
+        (i for i, c in enumerate(calls) if c.is_module and c.kind != "parameters_grad"), key=lambda i: clock[i][0]
+    )
     tree: dict[str, str | None] = {}
     for i in sorted(range(len(calls)), key=lambda i: clock[i][1]):
         call = calls[i]
@@ -329,13 +363,15 @@ def construct_json(calls: Sequence[Call], level: str) -> dict:
 
 # --- writing -------------------------------------------------------------------------------------
 
+
 def _write_json(path: Path, content: Any) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(content, handle, indent=1)
 
 
-def write_rank(directory: str | os.PathLike, calls: Sequence[Call], spec: DumpSpec,
-               dump_data_dir: str | None = None) -> Path:
+def write_rank(
+    directory: str | os.PathLike, calls: Sequence[Call], spec: DumpSpec, dump_data_dir: str | None = None
+) -> Path:
     """Write one rank's dump (dump.json, stack.json, construct.json, dump_tensor_data/) into
     ``directory``, created if needed; returns it. ``dump_data_dir`` is the text dump.json
     records for the tensor directory (default: its path as given here)."""
@@ -352,8 +388,10 @@ def write_rank(directory: str | os.PathLike, calls: Sequence[Call], spec: DumpSp
     files = _Files(spec, tensors)
     data = {call.key: entry(call, files) for call in calls}
     text = None if tensors is None else (dump_data_dir if dump_data_dir is not None else str(tensors))
-    _write_json(directory / "dump.json", {"task": spec.task, "level": spec.level,
-                                          "framework": spec.framework, "dump_data_dir": text, "data": data})
+    _write_json(
+        directory / "dump.json",
+        {"task": spec.task, "level": spec.level, "framework": spec.framework, "dump_data_dir": text, "data": data},
+    )
     _write_json(directory / "stack.json", stack_json(calls, spec.stack_format))
     _write_json(directory / "construct.json", construct_json(calls, spec.level))
     return directory
@@ -364,8 +402,12 @@ def rank_directory_name(rank: int | str) -> str:
     return f"rank{rank}" if isinstance(rank, int) else rank
 
 
-def write_dump(dump_path: str | os.PathLike, steps: Mapping[int, Mapping[int | str, Sequence[Call]]],
-               spec: DumpSpec, dump_path_text: str | None = None) -> Path:
+def write_dump(
+    dump_path: str | os.PathLike,
+    steps: Mapping[int, Mapping[int | str, Sequence[Call]]],
+    spec: DumpSpec,
+    dump_path_text: str | None = None,
+) -> Path:
     """Write ``{dump_path}/step{N}/rank{R}/`` for every step and rank of ``steps``; returns
     ``dump_path``. ``dump_path_text`` is how the run's configuration spelled dump_path (it
     prefixes ``dump_data_dir``; default: ``dump_path`` as given)."""

@@ -79,11 +79,14 @@ _OUTPUT = struct.Struct("<iiiiiiQQQI")
 
 # GE's DataType names by value ("" for the unused 5); 13 to 27 are OutputDataType's too.
 GE_DATA_TYPES = (
-    *"FLOAT FLOAT16 INT8 INT32 UINT8".split(), "",
-    *("INT16 UINT16 UINT32 INT64 UINT64 DOUBLE BOOL STRING DUAL_SUB_INT8 DUAL_SUB_UINT8 COMPLEX64 "
-      "COMPLEX128 QINT8 QINT16 QINT32 QUINT8 QUINT16 RESOURCE STRING_REF DUAL VARIANT BF16 "
-      "UNDEFINED INT4 UINT1 INT2 UINT2 COMPLEX32 HIFLOAT8 FLOAT8_E5M2 FLOAT8_E4M3FN FLOAT8_E8M0 "
-      "FLOAT6_E3M2 FLOAT6_E2M3 FLOAT4_E2M1 FLOAT4_E1M2 HIFLOAT4").split(),
+    *"FLOAT FLOAT16 INT8 INT32 UINT8".split(),
+    "",
+    *(
+        "INT16 UINT16 UINT32 INT64 UINT64 DOUBLE BOOL STRING DUAL_SUB_INT8 DUAL_SUB_UINT8 COMPLEX64 "
+        "COMPLEX128 QINT8 QINT16 QINT32 QUINT8 QUINT16 RESOURCE STRING_REF DUAL VARIANT BF16 "
+        "UNDEFINED INT4 UINT1 INT2 UINT2 COMPLEX32 HIFLOAT8 FLOAT8_E5M2 FLOAT8_E4M3FN FLOAT8_E8M0 "
+        "FLOAT6_E3M2 FLOAT6_E2M3 FLOAT4_E2M1 FLOAT4_E1M2 HIFLOAT4"
+    ).split(),
 )
 
 
@@ -167,8 +170,11 @@ def read_nano_header(path: Path, handle: BinaryIO, file_size: int) -> NanoHeader
     data_start = 8 + length
     expected = data_start + sum(t.size for t in (*inputs, *outputs))
     if expected != file_size:
-        raise _fail(f"sizes do not add up: header and tensor sizes give {expected} bytes, file has "
-                    f"{file_size} ({'truncated' if expected > file_size else 'trailing bytes'})", path)
+        raise _fail(
+            f"sizes do not add up: header and tensor sizes give {expected} bytes, file has "
+            f"{file_size} ({'truncated' if expected > file_size else 'trailing bytes'})",
+            path,
+        )
     return NanoHeader(struct.unpack_from("<I", header, 4)[0], inputs, outputs, data_start)
 
 
@@ -182,7 +188,7 @@ def _entries(data: memoryview, start: int, what: str, path: Path):
         at += _ENTRY.size
         if length > len(data) - at:
             raise _fail(f"{what}: entry of type {kind} claims {length} bytes, {len(data) - at} are left", path)
-        yield kind, data[at:at + length]
+        yield kind, data[at : at + length]
         at += length
 
 
@@ -209,8 +215,9 @@ def _descriptors(value: memoryview, kind: str, path: Path) -> tuple[NanoTensor, 
     (count,) = struct.unpack_from("<I", value)
     fixed = _OUTPUT if kind == "output" else _INPUT
     if count * fixed.size > len(value) - 4:  # checked before anything is made per descriptor
-        raise _fail(f"{kind} list claims {count} descriptors of at least {fixed.size} bytes in "
-                    f"{len(value) - 4} bytes", path)
+        raise _fail(
+            f"{kind} list claims {count} descriptors of at least {fixed.size} bytes in {len(value) - 4} bytes", path
+        )
     tensors, at = [], 4
     for index in range(count):
         where = f"{kind} {index}"
@@ -221,7 +228,7 @@ def _descriptors(value: memoryview, kind: str, path: Path) -> tuple[NanoTensor, 
         list_length = fields[-1]
         if list_length > len(value) - at:
             raise _fail(f"{where}: its shape list claims {list_length} bytes, {len(value) - at} are left", path)
-        tensors.append(_tensor(kind, fields, value[at:at + list_length], where, path))
+        tensors.append(_tensor(kind, fields, value[at : at + list_length], where, path))
         at += list_length
     if at != len(value):
         raise _fail(f"{kind} list has {len(value) - at} bytes after its {count} descriptors", path)
@@ -244,20 +251,19 @@ def _tensor(kind: str, fields: tuple, level3: memoryview, where: str, path: Path
         elif entry == ORIGINAL_NAME and kind == "output":
             name = _text(value, where, path)
     (shape, defect), (original_shape, original_defect) = (
-        shapes.get(entry, ((), None)) for entry in (SHAPE, ORIGINAL_SHAPE))
+        shapes.get(entry, ((), None)) for entry in (SHAPE, ORIGINAL_SHAPE)
+    )
     original = None
     if name is not None:  # an output that names its host tensor: a DumpData header's OriginalOp
         original = NanoOriginal(name, index, nano_type(original_type), original_format)
-    return NanoTensor(nano_type(data_type), fmt, size, shape, original_shape, defect,
-                      original_defect, original)
+    return NanoTensor(nano_type(data_type), fmt, size, shape, original_shape, defect, original_defect, original)
 
 
 def _dims(value: memoryview, where: str, path: Path) -> tuple[tuple[int, ...], str | None]:
     """The uint64 dimensions of a shape entry, or () and why when no array can have that many
     (they are not unpacked then)."""
     if len(value) % 8:
-        raise _fail(f"{where}: a shape of {len(value)} bytes is not a whole number of 8-byte "
-                    "dimensions", path)
+        raise _fail(f"{where}: a shape of {len(value)} bytes is not a whole number of 8-byte dimensions", path)
     problem = rank_problem(len(value) // 8)
     return ((), problem) if problem else (struct.unpack(f"<{len(value) // 8}Q", value), None)
 

@@ -26,11 +26,22 @@ from .golden import load_npy
 from .torch_pickle import TORCH_DTYPES, shown
 
 MINDSPORE_DTYPES = {
-    "Float16": np.float16, "Float32": np.float32, "Float64": np.float64,
-    "BFloat16": ml_dtypes.bfloat16, "Int8": np.int8, "Int16": np.int16, "Int32": np.int32,
-    "Int64": np.int64, "UInt8": np.uint8, "UInt16": np.uint16, "UInt32": np.uint32,
-    "UInt64": np.uint64, "Bool": np.bool_, "Complex64": np.complex64,
-    "Complex128": np.complex128, "Float8E4M3FN": ml_dtypes.float8_e4m3fn,
+    "Float16": np.float16,
+    "Float32": np.float32,
+    "Float64": np.float64,
+    "BFloat16": ml_dtypes.bfloat16,
+    "Int8": np.int8,
+    "Int16": np.int16,
+    "Int32": np.int32,
+    "Int64": np.int64,
+    "UInt8": np.uint8,
+    "UInt16": np.uint16,
+    "UInt32": np.uint32,
+    "UInt64": np.uint64,
+    "Bool": np.bool_,
+    "Complex64": np.complex64,
+    "Complex128": np.complex128,
+    "Float8E4M3FN": ml_dtypes.float8_e4m3fn,
     "Float8E5M2": ml_dtypes.float8_e5m2,
 }
 # what msprobe widens to float32 before saving: the dtype dump.json records for it
@@ -44,7 +55,7 @@ def dump_dtype(name: str) -> np.dtype | None:
     """The numpy dtype of a ``dump.json`` dtype name (``torch.bfloat16``, ``BFloat16``,
     ``float32``), or None when numpy has none (``HiFloat8``) or the name is unknown."""
     if name.startswith("torch."):
-        found = TORCH_DTYPES.get(name[len("torch."):])
+        found = TORCH_DTYPES.get(name[len("torch.") :])
     else:
         found = MINDSPORE_DTYPES.get(name)
     if found is not None:
@@ -71,8 +82,7 @@ def read_npy(path: str | os.PathLike, dtype_name: str | None = None) -> np.ndarr
     except PrecisionToolError as exc:  # its words are a golden file's; this is a dump tensor
         raise PrecisionToolError(exc.problem.replace("golden file", "tensor file"), path) from None
     if array.dtype.kind in _NOT_NUMBERS:
-        raise PrecisionToolError(f"holds {_NOT_NUMBERS[array.dtype.kind]} ({array.dtype.str}), "
-                                 "not numbers", path)
+        raise PrecisionToolError(f"holds {_NOT_NUMBERS[array.dtype.kind]} ({array.dtype.str}), not numbers", path)
     return array if dtype_name is None else as_dump_dtype(array, dtype_name, path)
 
 
@@ -83,16 +93,16 @@ def as_dump_dtype(array: np.ndarray, dtype_name: str, path: str | os.PathLike) -
     if dtype_name in _NO_NUMPY and array.dtype == np.float32:
         return array
     if target is None:
-        raise PrecisionToolError(f"dump.json dtype {shown(dtype_name)!r} is not one numpy holds",
-                                 path)
+        raise PrecisionToolError(f"dump.json dtype {shown(dtype_name)!r} is not one numpy holds", path)
     if array.dtype == target:
         return array
     if dtype_name not in _WIDENED or array.dtype != np.float32:
-        raise PrecisionToolError(f"holds {array.dtype}, but dump.json says {shown(dtype_name)}",
-                                 path)
+        raise PrecisionToolError(f"holds {array.dtype}, but dump.json says {shown(dtype_name)}", path)
     narrowed = array.astype(target)
     if not np.array_equal(narrowed.astype(np.float32), array, equal_nan=True):
-        raise PrecisionToolError(f"holds float32 values that are not {shown(dtype_name)} values, "
-                                 "though dump.json says the tensor is one", path)
+        raise PrecisionToolError(
+            f"holds float32 values that are not {shown(dtype_name)} values, though dump.json says the tensor is one",
+            path,
+        )
     narrowed.flags.writeable = False
     return narrowed

@@ -49,10 +49,21 @@ VERSIONS = {0x10000000: "1.0", 0x20000000: "2.0"}
 _VERSION_2 = 0x20000000
 MODEL_DEF = 0
 FLOW_MODEL_TYPE, BUNDLE_MODEL_TYPE = 3, 5
-PARTITION_NAMES = {0: "MODEL_DEF", 1: "WEIGHTS_DATA", 2: "TASK_INFO", 3: "TBE_KERNELS",
-                   4: "CUST_AICPU_KERNELS", 5: "SO_BINS", 6: "FLOW_MODEL", 7: "FLOW_SUBMODEL",
-                   8: "MODEL_INOUT_INFO", 9: "STATIC_TASK_DESC", 10: "DYNAMIC_TASK_DESC",
-                   11: "TASK_PARAM", 12: "TILING_DATA"}
+PARTITION_NAMES = {
+    0: "MODEL_DEF",
+    1: "WEIGHTS_DATA",
+    2: "TASK_INFO",
+    3: "TBE_KERNELS",
+    4: "CUST_AICPU_KERNELS",
+    5: "SO_BINS",
+    6: "FLOW_MODEL",
+    7: "FLOW_SUBMODEL",
+    8: "MODEL_INOUT_INFO",
+    9: "STATIC_TASK_DESC",
+    10: "DYNAMIC_TASK_DESC",
+    11: "TASK_PARAM",
+    12: "TILING_DATA",
+}
 MAX_PARTITIONS = 4096  # GE's own bound (a flow model's); real tables hold 1 to 8
 MAX_MODELS = 4096
 MAX_MODEL_DEF_BYTES = (2 << 30) - 1  # protobuf reads no message of 2 GiB or more
@@ -122,42 +133,58 @@ def parse_header(raw: bytes, file_size: int, path: Path) -> OmHeader:
             version, encrypted, a bundle of models, or a length past the end of the file.
     """
     if len(raw) < HEADER_SIZE:
-        raise PrecisionToolError(f"too short for an OM: {len(raw)} bytes, the header alone is "
-                                 f"{HEADER_SIZE}", path)
+        raise PrecisionToolError(f"too short for an OM: {len(raw)} bytes, the header alone is {HEADER_SIZE}", path)
     if not looks_like_om(raw):
-        raise PrecisionToolError(f"not an OM model: it starts with {raw[:4].hex()} "
-                                 f"(an OM starts with {OM_MAGIC.hex()}, 'IMOD')", path)
+        raise PrecisionToolError(
+            f"not an OM model: it starts with {raw[:4].hex()} (an OM starts with {OM_MAGIC.hex()}, 'IMOD')", path
+        )
     head_size, version = struct.unpack_from("<II", raw, 4)
     if head_size != HEADER_SIZE:
         raise PrecisionToolError(f"OM header size {head_size} is not GE's {HEADER_SIZE}", path)
     if version not in VERSIONS:
         known = ", ".join(f"0x{v:08x} ({name})" for v, name in VERSIONS.items())
         raise PrecisionToolError(f"unknown OM header version 0x{version:08x} (known: {known})", path)
-    length, = struct.unpack_from("<I", raw, 76)
+    (length,) = struct.unpack_from("<I", raw, 76)
     is_encrypt, _, model_type = raw[80], raw[81], raw[82]
-    model_num, = struct.unpack_from("<I", raw, 156)
-    model_length, = struct.unpack_from("<Q", raw, 184)
-    header = OmHeader(version, model_length or length, is_encrypt, model_type, _text(raw[84:116]),
-                      model_num if version >= _VERSION_2 else 1, _text(raw[160:180]), raw[193],
-                      bool(model_length) or model_type == FLOW_MODEL_TYPE)
+    (model_num,) = struct.unpack_from("<I", raw, 156)
+    (model_length,) = struct.unpack_from("<Q", raw, 184)
+    header = OmHeader(
+        version,
+        model_length or length,
+        is_encrypt,
+        model_type,
+        _text(raw[84:116]),
+        model_num if version >= _VERSION_2 else 1,
+        _text(raw[160:180]),
+        raw[193],
+        bool(model_length) or model_type == FLOW_MODEL_TYPE,
+    )
     _check_header(header, file_size, path)
     return header
 
 
 def _check_header(header: OmHeader, file_size: int, path: Path) -> None:
     if header.is_encrypt:
-        raise PrecisionToolError(f"encrypted OM (is_encrypt={header.is_encrypt}): its model "
-                                 "definition cannot be read; give the unencrypted .om or the "
-                                 "JSON atc --mode=1 writes of it", path)
+        raise PrecisionToolError(
+            f"encrypted OM (is_encrypt={header.is_encrypt}): its model "
+            "definition cannot be read; give the unencrypted .om or the "
+            "JSON atc --mode=1 writes of it",
+            path,
+        )
     if header.model_type == BUNDLE_MODEL_TYPE:
-        raise PrecisionToolError(f"a bundle of {header.model_num} OM models (modeltype="
-                                 f"{BUNDLE_MODEL_TYPE}): not supported; give one of its models", path)
+        raise PrecisionToolError(
+            f"a bundle of {header.model_num} OM models (modeltype="
+            f"{BUNDLE_MODEL_TYPE}): not supported; give one of its models",
+            path,
+        )
     if header.table_count > MAX_MODELS:
-        raise PrecisionToolError(f"OM header claims {header.model_num} models (at most "
-                                 f"{MAX_MODELS} are read)", path)
+        raise PrecisionToolError(f"OM header claims {header.model_num} models (at most {MAX_MODELS} are read)", path)
     if HEADER_SIZE + header.data_length > file_size:
-        raise PrecisionToolError(f"truncated OM: the header says {header.data_length:,} bytes follow "
-                                 f"it, the file has {file_size - HEADER_SIZE:,}", path)
+        raise PrecisionToolError(
+            f"truncated OM: the header says {header.data_length:,} bytes follow "
+            f"it, the file has {file_size - HEADER_SIZE:,}",
+            path,
+        )
 
 
 class _Bounded:
@@ -168,9 +195,11 @@ class _Bounded:
 
     def read(self, offset: int, size: int, what: str) -> bytes:
         if offset + size > self.end:
-            raise PrecisionToolError(f"truncated OM: {what} ({size:,} bytes at offset {offset:,}) "
-                                     f"runs past the end of the model data ({self.end:,} bytes)",
-                                     self.path)
+            raise PrecisionToolError(
+                f"truncated OM: {what} ({size:,} bytes at offset {offset:,}) "
+                f"runs past the end of the model data ({self.end:,} bytes)",
+                self.path,
+            )
         self.handle.seek(offset)
         data = self.handle.read(size)
         if len(data) != size:  # the file shrank while it was read
@@ -180,10 +209,12 @@ class _Bounded:
 
 def _table(reader: _Bounded, offset: int, model: int, wide: bool) -> tuple[list[OmPartition], int]:
     """The partitions of the table at ``offset`` and the offset just past them."""
-    num, = struct.unpack("<I", reader.read(offset, 4, f"the partition table of model {model}"))
+    (num,) = struct.unpack("<I", reader.read(offset, 4, f"the partition table of model {model}"))
     if num > MAX_PARTITIONS:
-        raise PrecisionToolError(f"OM partition table of model {model} claims {num:,} partitions "
-                                 f"(GE writes at most {MAX_PARTITIONS})", reader.path)
+        raise PrecisionToolError(
+            f"OM partition table of model {model} claims {num:,} partitions (GE writes at most {MAX_PARTITIONS})",
+            reader.path,
+        )
     entry = _WIDE if wide else _NARROW
     start = offset + (8 if wide else 4)
     raw = reader.read(start, entry.size * num, f"the {num} entries of model {model}'s partition table")
@@ -210,7 +241,9 @@ def read_layout(handle: BinaryIO, file_size: int, path: Path) -> OmLayout:
             if part.offset + part.size > end:
                 raise PrecisionToolError(
                     f"truncated OM: partition {part.name} of model {model} ({part.size:,} bytes at "
-                    f"offset {part.offset:,}) runs past the end of the model data ({end:,} bytes)", path)
+                    f"offset {part.offset:,}) runs past the end of the model data ({end:,} bytes)",
+                    path,
+                )
         partitions.extend(found)
     return OmLayout(header, tuple(partitions))
 
@@ -221,14 +254,17 @@ def _model_def(reader: _Bounded, part: OmPartition) -> Any:
     from .proto import ge_ir
 
     if part.size > MAX_MODEL_DEF_BYTES:
-        raise PrecisionToolError(f"the MODEL_DEF partition of model {part.model} is "
-                                 f"{size_text(part.size)}: larger than protobuf reads", reader.path)
+        raise PrecisionToolError(
+            f"the MODEL_DEF partition of model {part.model} is {size_text(part.size)}: larger than protobuf reads",
+            reader.path,
+        )
     proto = ge_ir.ModelDef()
     try:
         proto.ParseFromString(reader.read(part.offset, part.size, "the MODEL_DEF partition"))
     except (DecodeError, RecursionError) as err:
-        raise PrecisionToolError(f"the MODEL_DEF partition of model {part.model} is not a "
-                                 f"ge.proto ModelDef: {err}", reader.path) from None
+        raise PrecisionToolError(
+            f"the MODEL_DEF partition of model {part.model} is not a ge.proto ModelDef: {err}", reader.path
+        ) from None
     return proto
 
 

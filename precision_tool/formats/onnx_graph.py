@@ -42,25 +42,54 @@ SUBGRAPH_ATTR = "graph"
 BOOL_ATTRS = frozenset({"_datadump_is_multiop"})
 """Op attributes GE keeps as bools and writes as INT in ONNX, which the tool reads as bools."""
 
-OP_FIELDS = ("id", "stream_id", "input_name", "src_name", "src_index", "dst_name", "dst_index",
-             "input_i", "output_i", "workspace", "workspace_bytes", "is_input_const")
+OP_FIELDS = (
+    "id",
+    "stream_id",
+    "input_name",
+    "src_name",
+    "src_index",
+    "dst_name",
+    "dst_index",
+    "input_i",
+    "output_i",
+    "workspace",
+    "workspace_bytes",
+    "is_input_const",
+)
 """OpDef fields that GE writes as node attributes of the same name."""
 
-DESC_FIELDS = ("dtype", "shape", "layout", "size", "weight_size", "reuse_input", "output_tensor",
-               "device_type", "input_tensor", "real_dim_cnt", "data_offset", "cmps_size",
-               "cmps_tab", "cmps_tab_offset")
+DESC_FIELDS = (
+    "dtype",
+    "shape",
+    "layout",
+    "size",
+    "weight_size",
+    "reuse_input",
+    "output_tensor",
+    "device_type",
+    "input_tensor",
+    "real_dim_cnt",
+    "data_offset",
+    "cmps_size",
+    "cmps_tab",
+    "cmps_tab_offset",
+)
 """TensorDescriptor fields that GE writes as ``{input,output}_desc_<field>:<i>``."""
 
-DESC_ORIGIN = {"origin_dtype": "origin_data_type", "origin_shape": "origin_shape",
-               "origin_layout": "origin_format"}
+DESC_ORIGIN = {"origin_dtype": "origin_data_type", "origin_shape": "origin_shape", "origin_layout": "origin_format"}
 """``{input,output}_desc_<key>:<i>`` -> the descriptor attribute ge_proto dumps keep it in."""
 
 _DESC_ATTR = re.compile(r"^(input|output)_desc_(.+):([0-9]+)(?:_([0-9]+))?$")
 _COUNTS = {"input_desc_nums": "input", "output_desc_nums": "output"}
 _TYPE = {v.number: v.name for v in onnx_ir.ATTRIBUTE_TYPE.values}
 _DTYPES = ge_ir.DATA_TYPE.values_by_name
-_PRESENCE = (("ints", "INTS"), ("floats", "FLOATS"), ("strings", "STRINGS"),
-             ("graphs", "GRAPHS"), ("tensors", "TENSORS"))
+_PRESENCE = (
+    ("ints", "INTS"),
+    ("floats", "FLOATS"),
+    ("strings", "STRINGS"),
+    ("graphs", "GRAPHS"),
+    ("tensors", "TENSORS"),
+)
 
 
 class OnnxGraphError(ValueError):
@@ -88,8 +117,11 @@ def attribute_kind(attr) -> str:
 def _set_value(target, attr, as_bool: bool = False) -> None:
     """Store ONNX attribute ``attr`` into the ``ge.proto.AttrDef`` ``target``."""
     kind = attribute_kind(attr)
-    lists = {"INTS": ("i", "VT_LIST_INT", attr.ints), "FLOATS": ("f", "VT_LIST_FLOAT", attr.floats),
-             "STRINGS": ("s", "VT_LIST_STRING", attr.strings)}
+    lists = {
+        "INTS": ("i", "VT_LIST_INT", attr.ints),
+        "FLOATS": ("f", "VT_LIST_FLOAT", attr.floats),
+        "STRINGS": ("s", "VT_LIST_STRING", attr.strings),
+    }
     if kind == "INT":
         if as_bool:
             target.b = bool(attr.i)
@@ -145,7 +177,7 @@ def _fill_desc_field(desc, key: str, attr) -> None:
 def _fill_desc(desc, key: str, row: str | None, attr) -> None:
     """One ``*_desc_<key>:<i>[_<row>]`` attribute into descriptor ``desc``."""
     if key.startswith("attr_"):
-        name = key[len("attr_"):]
+        name = key[len("attr_") :]
         if row is None:
             if name in desc.attr:  # written twice, or set from an origin_* field: this one wins
                 del desc.attr[name]
@@ -245,8 +277,7 @@ def _producers(nodes) -> dict[str, str]:
 
 
 def _is_subgraph(node) -> bool:
-    return node.op_type == SUBGRAPH_TYPE and any(
-        a.name == SUBGRAPH_ATTR and a.HasField("g") for a in node.attribute)
+    return node.op_type == SUBGRAPH_TYPE and any(a.name == SUBGRAPH_ATTR and a.HasField("g") for a in node.attribute)
 
 
 def _fill_graph(target, graph, name: str) -> None:
@@ -279,8 +310,7 @@ def model_def_from_onnx(model) -> Any:
     """
     graph = model.graph
     if not model.HasField("graph") or not (len(graph.node) or graph.name):
-        raise OnnxGraphError("no graph in it: an ONNX ModelProto text with graph { node { ... } } "
-                             "was expected")
+        raise OnnxGraphError("no graph in it: an ONNX ModelProto text with graph { node { ... } } was expected")
     out = ge_ir.ModelDef(name=model.producer_name, version=max(model.model_version, 0) & 0xFFFFFFFF)
     for name, sub in [(graph.name, graph), *_subgraphs(graph)]:
         if not any(not _is_subgraph(node) for node in sub.node):
@@ -291,9 +321,10 @@ def model_def_from_onnx(model) -> Any:
 
 _ONNX_FIELD = re.compile(
     r"^[ \t]*(ir_version|opset_import|producer_name|producer_version|model_version|node|op_type"
-    r"|op|input_desc|output_desc)[ \t]*[:{]", re.MULTILINE)
-_ONNX_ONLY = {"ir_version", "opset_import", "producer_name", "producer_version", "model_version",
-              "node", "op_type"}
+    r"|op|input_desc|output_desc)[ \t]*[:{]",
+    re.MULTILINE,
+)
+_ONNX_ONLY = {"ir_version", "opset_import", "producer_name", "producer_version", "model_version", "node", "op_type"}
 
 
 def looks_like_onnx(text: str) -> bool | None:

@@ -30,8 +30,7 @@ from .onnx_graph import OP_TYPE_PREFIX, SUBGRAPH_ATTR, SUBGRAPH_TYPE
 from .proto import onnx_ir
 
 IR_VERSION = 6  # what GE writes (the real dumps in tests/data/real say ir_version: 6)
-_ORIGIN_KEYS = {"origin_format": "origin_layout", "origin_shape": "origin_shape",
-                "origin_data_type": "origin_dtype"}
+_ORIGIN_KEYS = {"origin_format": "origin_layout", "origin_shape": "origin_shape", "origin_data_type": "origin_dtype"}
 
 
 def _is_int(value: Any) -> bool:
@@ -72,19 +71,20 @@ def _rows(name: str, value: Any) -> list:
 
 def _desc_attributes(side: str, index: int, desc: TensorDesc) -> list:
     prefix, suffix = f"{side}_desc_", f":{index}"
-    out = [_attribute(f"{prefix}dtype{suffix}", desc.dtype),
-           _attribute(f"{prefix}shape{suffix}", list(desc.shape)),
-           _attribute(f"{prefix}layout{suffix}", desc.layout),
-           _attribute(f"{prefix}device_type{suffix}", "NPU"),
-           _attribute(f"{prefix}real_dim_cnt{suffix}", len(desc.shape))]
+    out = [
+        _attribute(f"{prefix}dtype{suffix}", desc.dtype),
+        _attribute(f"{prefix}shape{suffix}", list(desc.shape)),
+        _attribute(f"{prefix}layout{suffix}", desc.layout),
+        _attribute(f"{prefix}device_type{suffix}", "NPU"),
+        _attribute(f"{prefix}real_dim_cnt{suffix}", len(desc.shape)),
+    ]
     for key, value in desc.attrs.items():
         if key in _ORIGIN_KEYS:
             out.append(_attribute(f"{prefix}{_ORIGIN_KEYS[key]}{suffix}", value))
             if value == []:  # GE's empty origin shape means "none": say it is a real []
                 out.append(_attribute(f"{prefix}attr_{key}{suffix}", value))
         else:
-            out += _rows(f"{prefix}attr_{key}{suffix}", value) or [
-                _attribute(f"{prefix}attr_{key}{suffix}", value)]
+            out += _rows(f"{prefix}attr_{key}{suffix}", value) or [_attribute(f"{prefix}attr_{key}{suffix}", value)]
     return out
 
 
@@ -110,14 +110,17 @@ def _strings(name: str, values: list[str]):
 
 def _op_field_attributes(op: Op) -> list:
     data = op.data_inputs
-    return [_attribute("id", op.id), _attribute("stream_id", op.stream_id),
-            _strings("input_name", [ref.src for ref in data]),
-            _strings("src_name", [ref.src for ref in data]),
-            _attribute("src_index", [ref.index for ref in data]),
-            _strings("dst_name", [name for users in op.consumers for name, _ in users]),
-            _attribute("dst_index", [slot for users in op.consumers for _, slot in users]),
-            _attribute("input_desc_nums", len(op.input_descs)),
-            _attribute("output_desc_nums", len(op.output_descs))]
+    return [
+        _attribute("id", op.id),
+        _attribute("stream_id", op.stream_id),
+        _strings("input_name", [ref.src for ref in data]),
+        _strings("src_name", [ref.src for ref in data]),
+        _attribute("src_index", [ref.index for ref in data]),
+        _strings("dst_name", [name for users in op.consumers for name, _ in users]),
+        _attribute("dst_index", [slot for users in op.consumers for _, slot in users]),
+        _attribute("input_desc_nums", len(op.input_descs)),
+        _attribute("output_desc_nums", len(op.output_descs)),
+    ]
 
 
 def _node(op: Op, control_sources: set[str], target) -> None:
@@ -146,8 +149,7 @@ def _fill_graph(graph: GraphDesc, target) -> None:
 
 def model_to_onnx(model: Model):
     """``model`` as an ONNX ``ModelProto`` in GE's encoding (see the module doc)."""
-    proto = onnx_ir.ModelProto(ir_version=IR_VERSION, producer_name=model.name,
-                               model_version=model.version)
+    proto = onnx_ir.ModelProto(ir_version=IR_VERSION, producer_name=model.name, model_version=model.version)
     first, *subgraphs = model.graphs
     _fill_graph(first, proto.graph)
     for graph in subgraphs:

@@ -37,10 +37,11 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 from ..errors import PrecisionToolError
 
@@ -51,12 +52,14 @@ STAMP = "%Y%m%d%H%M%S"
 MAX_STAMP_TRIES = 1000  # seconds ahead a free directory name is looked for
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0)
-               | getattr(os, "O_CLOEXEC", 0))
+_FILE_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 _DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 # os.replace takes src_dir_fd/dst_dir_fd wherever os.rename does (supports_dir_fd lists rename)
-_AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir,
-                                            os.stat)) and bool(_NOFOLLOW and _DIRECTORY)
+_AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir, os.stat)) and bool(
+    _NOFOLLOW and _DIRECTORY
+)
 _NOT_THERE = (errno.EROFS, errno.EACCES, errno.EPERM)
 _PART_NAME = re.compile(r"\..*\.([0-9]{1,10})\.[0-9a-f]{8}\.part", re.DOTALL)  # temp_name's
 STALE_DEPTH = 3  # directory levels below the root swept for stale temporary files
@@ -72,7 +75,7 @@ def stamps(when: datetime, count: int = MAX_STAMP_TRIES) -> Iterator[str]:
 def temp_name(path: str | os.PathLike) -> Path:
     """A fresh hidden name beside ``path``: ``.{name}.{pid}.{random}.part``, within NAME_MAX."""
     path = Path(path)
-    stem = path.name.encode("utf-8", "surrogateescape")[:NAME_MAX - _SUFFIX_ROOM]
+    stem = path.name.encode("utf-8", "surrogateescape")[: NAME_MAX - _SUFFIX_ROOM]
     stem_text = stem.decode("utf-8", "ignore")  # never cut a character in half
     return path.with_name(f".{stem_text}.{os.getpid()}.{secrets.token_hex(4)}.part")
 
@@ -139,8 +142,11 @@ class _Dir:
         except OSError:
             mode = None
         if mode is not None and stat.S_ISLNK(mode):
-            return OutputError("is a symbolic link, and nothing is written through links under "
-                               f"the output root (remove it; {ELSEWHERE})", where)
+            return OutputError(
+                "is a symbolic link, and nothing is written through links under "
+                f"the output root (remove it; {ELSEWHERE})",
+                where,
+            )
         if mode is not None and not stat.S_ISDIR(mode):
             return OutputError("is not a directory, so nothing can be written into it", where)
         return write_error(exc, where, "cannot create the output directory")
@@ -189,8 +195,7 @@ class PendingFile:
     release the directory. ``handle`` is the open file (text or binary).
     """
 
-    def __init__(self, directory: _Dir, name: str, binary: bool, encoding: str | None,
-                 newline: str | None) -> None:
+    def __init__(self, directory: _Dir, name: str, binary: bool, encoding: str | None, newline: str | None) -> None:
         self._dir, self.name = directory, name
         self.path = directory.path / name
         self._temp = temp_name(self.path).name
@@ -199,16 +204,18 @@ class PendingFile:
         except OSError as exc:
             directory.close()
             raise write_error(exc, self.path) from None
-        self.handle: IO = (os.fdopen(fd, "wb") if binary
-                           else os.fdopen(fd, "w", encoding=encoding, newline=newline))
+        self.handle: IO = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding=encoding, newline=newline)
 
     def commit(self) -> Path:
         """Finish the file and give it its name; PrecisionToolError (and nothing left behind)
         when the disk fills up or the rename fails."""
         try:
             self.handle.close()  # the last buffered bytes: a full disk may only show here
-            os.replace(self._dir.at(self._temp), self._dir.at(self.name),  # over what was there
-                       **self._dir.kw("src_dir_fd", "dst_dir_fd"))
+            os.replace(
+                self._dir.at(self._temp),
+                self._dir.at(self.name),  # over what was there
+                **self._dir.kw("src_dir_fd", "dst_dir_fd"),
+            )
         except OSError as exc:
             self.discard()
             raise write_error(exc, self.path) from None
@@ -250,7 +257,7 @@ class OutputRoot:
     def parts(self, path: str | os.PathLike) -> tuple[str, ...]:
         """The components of ``path`` below the root; PrecisionToolError when it is outside."""
         path = Path(path)
-        if not path.is_absolute() and not path.parts[:len(self.path.parts)] == self.path.parts:
+        if not path.is_absolute() and not path.parts[: len(self.path.parts)] == self.path.parts:
             path = self.path / path  # relative to the root
         try:
             rel = path.relative_to(self.path)
@@ -318,8 +325,14 @@ class OutputRoot:
                     raise write_error(exc, here.path / name, "cannot create the output directory") from None
         raise OutputError("every candidate name is taken", here.path)
 
-    def begin(self, path: str | os.PathLike, *, binary: bool = False,
-              encoding: str | None = "utf-8", newline: str | None = None) -> PendingFile:
+    def begin(
+        self,
+        path: str | os.PathLike,
+        *,
+        binary: bool = False,
+        encoding: str | None = "utf-8",
+        newline: str | None = None,
+    ) -> PendingFile:
         """Start writing ``path`` (its directory is created); see :class:`PendingFile`."""
         parent, name = self._split(path)
         with self._directory(parent) as here:
@@ -328,8 +341,14 @@ class OutputRoot:
         return PendingFile(directory, name, binary, encoding, newline)
 
     @contextmanager
-    def create(self, path: str | os.PathLike, *, binary: bool = False,
-               encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO]:
+    def create(
+        self,
+        path: str | os.PathLike,
+        *,
+        binary: bool = False,
+        encoding: str | None = "utf-8",
+        newline: str | None = None,
+    ) -> Iterator[IO]:
         """Write ``path`` inside the block; it appears, complete, when the block ends normally.
 
         An exception in the block (Ctrl-C included) leaves nothing under any name; an OSError
@@ -428,13 +447,11 @@ class OutputRoot:
             pass
 
 
-
 def _sweep(here: _Dir, depth: int) -> int:
     """:meth:`OutputRoot.remove_stale_parts` in one checked directory."""
     removed = 0
     with os.scandir(here.fd if here.fd is not None else here.path) as entries:
-        listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
-                  for e in entries]
+        listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries]
     for name, is_dir, is_file in listed:
         pid = temp_name_pid(name)
         if (is_file or is_dir) and pid is not None and not process_exists(pid):

@@ -184,8 +184,15 @@ def decode_overflow(payload: bytes) -> OverflowPayload:
     return OverflowPayload(
         dha=UnitStatus(DHA, info[DHA], dha_status, dha_kinds(dha_status)),
         l2=UnitStatus(L2, info[L2], l2_status, l2_kinds(l2_status)),
-        ai_core=UnitStatus(AI_CORE, info[AI_CORE], core_status, ai_core_kinds(core_status),
-                           kernel_code=kernel_code, block_idx=block_idx))
+        ai_core=UnitStatus(
+            AI_CORE,
+            info[AI_CORE],
+            core_status,
+            ai_core_kinds(core_status),
+            kernel_code=kernel_code,
+            block_idx=block_idx,
+        ),
+    )
 
 
 def read_overflow_payload(path: str | os.PathLike, name: str | None = None) -> OverflowPayload:
@@ -213,10 +220,18 @@ def read_overflow_payload(path: str | os.PathLike, name: str | None = None) -> O
 
 # --- writing (tests and the sample) -----------------------------------------------------------
 
-def build_overflow_payload(ai_core: UnitInfo | None = None, ai_core_status: int = 0, *,
-                           kernel_code: int = 0, block_idx: int = 0,
-                           dha: UnitInfo | None = None, dha_status: int = 0,
-                           l2: UnitInfo | None = None, l2_status: int = 0) -> bytes:
+
+def build_overflow_payload(
+    ai_core: UnitInfo | None = None,
+    ai_core_status: int = 0,
+    *,
+    kernel_code: int = 0,
+    block_idx: int = 0,
+    dha: UnitInfo | None = None,
+    dha_status: int = 0,
+    l2: UnitInfo | None = None,
+    l2_status: int = 0,
+) -> bytes:
     """The 2048 bytes of a payload with the given info and status words (others zero)."""
     buffer = bytearray(PAYLOAD_SIZE)
     for unit, info in ((DHA, dha), (L2, l2), (AI_CORE, ai_core)):

@@ -16,7 +16,7 @@ in words, so a bad header is that one tensor's problem.
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -76,6 +76,5 @@ def shape_problem(shape: Sequence[int], itemsize: int) -> str | None:
     for d in shape:
         nbytes *= d or 1
         if nbytes > MAX_BYTES:
-            return (f"shape {shown} of {itemsize}-byte elements is too big for any array "
-                    f"(more than {MAX_BYTES} bytes)")
+            return f"shape {shown} of {itemsize}-byte elements is too big for any array (more than {MAX_BYTES} bytes)"
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 MAX_FILE_NAME = 255  # bytes in one file name on the usual file systems
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.+\-]")

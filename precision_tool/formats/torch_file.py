@@ -50,8 +50,16 @@ PICKLES_KEPT = 4096  # distinct data.pkl a PtReader remembers (each a few hundre
 # a legacy torch.save stream begins with the pickle of its magic number 0x1950a86a20f9469cfc6c
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra length
-_ZIP_PROBLEMS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, struct.error,
-                 NotImplementedError, RuntimeError, OSError)
+_ZIP_PROBLEMS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    ValueError,
+    struct.error,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+)
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ class PtReader:
 
 def _fetcher(handle: BinaryIO, data: bytes | None):
     if data is not None:
-        return lambda offset, count: data[offset:offset + count]
+        return lambda offset, count: data[offset : offset + count]
     descriptor = handle.fileno()
     return lambda offset, count: os.pread(descriptor, count, offset)
 
@@ -152,16 +160,15 @@ def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
     """The tensor's view of its storage. as_strided goes through the array interface, which
     cannot name ml_dtypes' 8-bit floats: those are strided as bytes and viewed back."""
     dtype, itemsize = storage.dtype, storage.dtype.itemsize
-    if record.offset == 0 and storage.size == math.prod(record.shape) \
-            and record.stride == _contiguous(record.shape):
+    if record.offset == 0 and storage.size == math.prod(record.shape) and record.stride == _contiguous(record.shape):
         view = storage.reshape(record.shape)  # the usual file: the whole storage, C order
         view.flags.writeable = False
         return view
     if dtype.isbuiltin != 1:  # ml_dtypes' (2)
         storage = storage.view(f"u{itemsize}")
-    view = np.lib.stride_tricks.as_strided(storage[record.offset:], record.shape,
-                                           tuple(s * itemsize for s in record.stride),
-                                           writeable=False)
+    view = np.lib.stride_tricks.as_strided(
+        storage[record.offset :], record.shape, tuple(s * itemsize for s in record.stride), writeable=False
+    )
     return view if view.dtype == dtype else view.view(dtype)
 
 
@@ -181,11 +188,12 @@ def _archive(handle: BinaryIO, path) -> zipfile.ZipFile:
             handle.seek(0)
             return zipfile.ZipFile(handle)
     except _ZIP_PROBLEMS as exc:
-        raise PrecisionToolError(f"not a torch .pt zip archive, or a truncated one ({exc})",
-                                 path) from None
+        raise PrecisionToolError(f"not a torch .pt zip archive, or a truncated one ({exc})", path) from None
     raise PrecisionToolError(
         "legacy torch format (torch.save with _use_new_zipfile_serialization=False, or torch "
-        "before 1.6): not read; save it again with torch 1.6 or later", path)
+        "before 1.6): not read; save it again with torch 1.6 or later",
+        path,
+    )
 
 
 def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
@@ -198,16 +206,18 @@ def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
     except KeyError:
         raise PrecisionToolError(f"not a torch.save archive: no {shown(pickle_name)}", path) from None
     if info.file_size > PICKLE_LIMIT:
-        raise PrecisionToolError(f"{shown(pickle_name)} is larger than {size_text(PICKLE_LIMIT)} "
-                                 f"({info.file_size:,} bytes): not one tensor's", path)
+        raise PrecisionToolError(
+            f"{shown(pickle_name)} is larger than {size_text(PICKLE_LIMIT)} "
+            f"({info.file_size:,} bytes): not one tensor's",
+            path,
+        )
     record = reader.record(_read_member(archive, info, PICKLE_LIMIT, path), path)
     byteorder = _byteorder(archive, prefix, path)
     name = f"{prefix}/data/{record.storage.key}"
     try:
         member = archive.getinfo(name)
     except KeyError:
-        raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing",
-                                 path) from None
+        raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing", path) from None
     return _Layout(record, member, byteorder, _check_extent(record, member, path))
 
 
@@ -243,8 +253,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, pa
         with archive.open(info) as member:
             return member.read(limit)
     except _ZIP_PROBLEMS as exc:
-        raise PrecisionToolError(f"cannot read {shown(info.filename)} from the archive ({exc})",
-                                 path) from None
+        raise PrecisionToolError(f"cannot read {shown(info.filename)} from the archive ({exc})", path) from None
 
 
 def _byteorder(archive: zipfile.ZipFile, prefix: str, path) -> str:
@@ -271,12 +280,14 @@ def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
     if member.flag_bits & 0x1:
         raise PrecisionToolError(f"record {shown(member.filename)} is encrypted: not read", path)
     storage_bytes = record.storage.numel * record.storage.dtype.itemsize
-    held = member.file_size if member.compress_type != zipfile.ZIP_STORED else \
-        min(member.file_size, member.compress_size)  # a stored record's bytes are both
+    held = (
+        member.file_size if member.compress_type != zipfile.ZIP_STORED else min(member.file_size, member.compress_size)
+    )  # a stored record's bytes are both
     if held < storage_bytes:
         raise PrecisionToolError(
-            f"truncated: record {shown(member.filename)} holds {held} bytes, the "
-            f"tensor's storage is {storage_bytes}", path)
+            f"truncated: record {shown(member.filename)} holds {held} bytes, the tensor's storage is {storage_bytes}",
+            path,
+        )
     elements = storage_bytes // record.dtype.itemsize
     if math.prod(record.shape) == 0:
         return elements
@@ -285,7 +296,9 @@ def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
         raise PrecisionToolError(
             f"tensor of shape {shape_text(record.shape)}, stride {shape_text(record.stride)} at "
             f"offset {record.offset} reaches element {last} of a storage of {elements}: out of "
-            "bounds", path)
+            "bounds",
+            path,
+        )
     return elements
 
 
@@ -324,8 +337,7 @@ def _storage(handle: BinaryIO, archive: zipfile.ZipFile | None, layout: _Layout,
     if member.compress_type == zipfile.ZIP_STORED:
         start = member.start if isinstance(member, StoredRecord) else _data_start(handle, member, path)
         if start + count * dtype.itemsize > os.fstat(handle.fileno()).st_size:
-            raise PrecisionToolError(f"truncated: record {shown(member.filename)} ends past the "
-                                     "end of the file", path)
+            raise PrecisionToolError(f"truncated: record {shown(member.filename)} ends past the end of the file", path)
         try:
             storage = np.memmap(handle, raw, "r", start, (count,))
         except (ValueError, OSError) as exc:

@@ -34,32 +34,73 @@ _STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<i", "<B", "<H", "<I", "<Q", ">
 
 # torch's dtypes as numpy's; a dtype pickles as the global ``torch.<name>``
 TORCH_DTYPES = {
-    "float32": np.float32, "float": np.float32, "float64": np.float64, "double": np.float64,
-    "float16": np.float16, "half": np.float16, "bfloat16": ml_dtypes.bfloat16,
-    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "short": np.int16,
-    "int32": np.int32, "int": np.int32, "int64": np.int64, "long": np.int64,
-    "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64, "bool": np.bool_,
-    "complex64": np.complex64, "cfloat": np.complex64, "complex128": np.complex128,
-    "cdouble": np.complex128, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2, "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-    "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz, "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
+    "float32": np.float32,
+    "float": np.float32,
+    "float64": np.float64,
+    "double": np.float64,
+    "float16": np.float16,
+    "half": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "short": np.int16,
+    "int32": np.int32,
+    "int": np.int32,
+    "int64": np.int64,
+    "long": np.int64,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "bool": np.bool_,
+    "complex64": np.complex64,
+    "cfloat": np.complex64,
+    "complex128": np.complex128,
+    "cdouble": np.complex128,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
 }
 # torch dtypes numpy has no type for: named in words rather than refused as unknown globals
-_NO_NUMPY = frozenset({
-    "complex32", "chalf", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2",
-    "quint2x4", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
-    *(f"int{n}" for n in range(1, 8)), *(f"uint{n}" for n in range(1, 8)),
-})
+_NO_NUMPY = frozenset(
+    {
+        "complex32",
+        "chalf",
+        "float4_e2m1fn_x2",
+        "qint8",
+        "quint8",
+        "qint32",
+        "quint4x2",
+        "quint2x4",
+        "bits1x8",
+        "bits2x4",
+        "bits4x2",
+        "bits8",
+        "bits16",
+        *(f"int{n}" for n in range(1, 8)),
+        *(f"uint{n}" for n in range(1, 8)),
+    }
+)
 # the typed storage classes of torch.save's persistent ids, by the dtype of their elements
 _STORAGES = {
-    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
-    "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
+    "FloatStorage": "float32",
+    "DoubleStorage": "float64",
+    "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64",
+    "IntStorage": "int32",
+    "ShortStorage": "int16",
+    "CharStorage": "int8",
+    "ByteStorage": "uint8",
+    "BoolStorage": "bool",
+    "ComplexFloatStorage": "complex64",
     "ComplexDoubleStorage": "complex128",
 }
-_NO_NUMPY_STORAGES = frozenset({"ComplexHalfStorage", "QInt8Storage", "QUInt8Storage",
-                                "QInt32Storage", "QUInt4x2Storage", "QUInt2x4Storage"})
+_NO_NUMPY_STORAGES = frozenset(
+    {"ComplexHalfStorage", "QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage", "QUInt2x4Storage"}
+)
 _UNTYPED = {("torch.storage", "UntypedStorage"), ("torch", "UntypedStorage")}
 # the only callables: what each is, checked when it is called
 _CALLS = {
@@ -72,13 +113,37 @@ _CALLS = {
 }
 # opcodes the interpreter does not run, named in its refusal (others by their byte)
 _OTHER_OPCODES = {
-    b"i": "INST", b"o": "OBJ", b"\x81": "NEWOBJ", b"\x92": "NEWOBJ_EX", b"\x82": "EXT1",
-    b"\x83": "EXT2", b"\x84": "EXT4", b"P": "PERSID", b"I": "INT", b"L": "LONG",
-    b"S": "STRING", b"V": "UNICODE", b"F": "FLOAT", b"T": "BINSTRING", b"U": "SHORT_BINSTRING",
-    b"B": "BINBYTES", b"C": "SHORT_BINBYTES", b"\x8e": "BINBYTES8", b"\x96": "BYTEARRAY8",
-    b"\x97": "NEXT_BUFFER", b"\x98": "READONLY_BUFFER", b"\x8f": "EMPTY_SET",
-    b"\x90": "ADDITEMS", b"\x91": "FROZENSET", b"0": "POP", b"1": "POP_MARK", b"2": "DUP",
-    b"g": "GET", b"p": "PUT", b"d": "DICT", b"l": "LIST",
+    b"i": "INST",
+    b"o": "OBJ",
+    b"\x81": "NEWOBJ",
+    b"\x92": "NEWOBJ_EX",
+    b"\x82": "EXT1",
+    b"\x83": "EXT2",
+    b"\x84": "EXT4",
+    b"P": "PERSID",
+    b"I": "INT",
+    b"L": "LONG",
+    b"S": "STRING",
+    b"V": "UNICODE",
+    b"F": "FLOAT",
+    b"T": "BINSTRING",
+    b"U": "SHORT_BINSTRING",
+    b"B": "BINBYTES",
+    b"C": "SHORT_BINBYTES",
+    b"\x8e": "BINBYTES8",
+    b"\x96": "BYTEARRAY8",
+    b"\x97": "NEXT_BUFFER",
+    b"\x98": "READONLY_BUFFER",
+    b"\x8f": "EMPTY_SET",
+    b"\x90": "ADDITEMS",
+    b"\x91": "FROZENSET",
+    b"0": "POP",
+    b"1": "POP_MARK",
+    b"2": "DUP",
+    b"g": "GET",
+    b"p": "PUT",
+    b"d": "DICT",
+    b"l": "LIST",
 }
 
 
@@ -141,7 +206,7 @@ class _Machine:
         if count > len(self.data) - self.pos:
             raise self.fail(f"ends inside an opcode (at byte {self.pos} of {len(self.data)})")
         self.pos += count
-        return self.data[self.pos - count:self.pos]
+        return self.data[self.pos - count : self.pos]
 
     def unpack(self, fmt: str) -> int | float:
         layout = _STRUCTS.get(fmt) or struct.Struct(fmt)
@@ -179,7 +244,7 @@ class _Machine:
         while True:
             if self.pos >= len(data):
                 raise self.fail(f"ends inside an opcode (at byte {self.pos} of {len(data)})")
-            code = data[self.pos:self.pos + 1]
+            code = data[self.pos : self.pos + 1]
             self.pos += 1
             if code == b".":
                 return self.pop()
@@ -197,8 +262,7 @@ def _global(machine: _Machine, module: str, name: str) -> object:
     if module == "torch" and (name in TORCH_DTYPES or name in _STORAGES):
         return Global(module, name)
     if module == "torch" and (name in _NO_NUMPY or name in _NO_NUMPY_STORAGES):
-        raise PrecisionToolError(f"holds a tensor of torch.{name}, which numpy has no type for",
-                                 machine.path)
+        raise PrecisionToolError(f"holds a tensor of torch.{name}, which numpy has no type for", machine.path)
     raise machine.refuse(f"to run {Global(module, name)}")
 
 
@@ -215,8 +279,13 @@ def _persistent(machine: _Machine) -> None:
     if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
         first = _what(pid[0]) if isinstance(pid, tuple) and pid else _what(pid)
         raise machine.refuse(f"the persistent id {first}")
-    if len(pid) != 5 or not isinstance(pid[1], Global) or not isinstance(pid[2], str) \
-            or not isinstance(pid[3], str) or not _is_count(pid[4]):
+    if (
+        len(pid) != 5
+        or not isinstance(pid[1], Global)
+        or not isinstance(pid[2], str)
+        or not isinstance(pid[3], str)
+        or not _is_count(pid[4])
+    ):
         raise machine.fail("a storage id that is not (storage, type, key, location, numel)")
     kind, key, location, numel = pid[1], pid[2], pid[3], pid[4]
     if (kind.module, kind.name) in _UNTYPED:
@@ -270,8 +339,15 @@ def _tensor(machine: _Machine, args: tuple, kind: str) -> TensorRecord:
             raise machine.fail(f"a tensor whose dtype is {_what(kind)}")
         dtype = np.dtype(TORCH_DTYPES[kind.name])
     metadata = args[least] if len(args) > least else {}
-    return TensorRecord(storage, dtype, offset, shape, stride, len(args) > 4 and args[4] is True,
-                        metadata if isinstance(metadata, dict) else {})
+    return TensorRecord(
+        storage,
+        dtype,
+        offset,
+        shape,
+        stride,
+        len(args) > 4 and args[4] is True,
+        metadata if isinstance(metadata, dict) else {},
+    )
 
 
 def _call(machine: _Machine, func, args) -> object:
@@ -282,8 +358,9 @@ def _call(machine: _Machine, func, args) -> object:
     if not isinstance(args, tuple):
         raise machine.fail(f"calls {func} with arguments that are not a tuple")
     if kind == "dict":
-        if args and not (len(args) == 1 and isinstance(args[0], list)
-                         and all(isinstance(p, tuple) and len(p) == 2 for p in args[0])):
+        if args and not (
+            len(args) == 1 and isinstance(args[0], list) and all(isinstance(p, tuple) and len(p) == 2 for p in args[0])
+        ):
             raise machine.fail("an OrderedDict made of something other than pairs")
         return dict(args[0]) if args else {}
     if kind == "parameter":
@@ -367,30 +444,47 @@ def _tuple(count: int):
     def handler(machine: _Machine) -> None:
         items = [machine.pop() for _ in range(count)][::-1]
         machine.stack.append(tuple(items))
+
     return handler
 
 
 _OPCODES = {
-    b"\x80": _proto, b"\x95": lambda m: m.take(8), b"(": _mark,
-    b")": _push(()), b"\x85": _tuple(1), b"\x86": _tuple(2), b"\x87": _tuple(3),
+    b"\x80": _proto,
+    b"\x95": lambda m: m.take(8),
+    b"(": _mark,
+    b")": _push(()),
+    b"\x85": _tuple(1),
+    b"\x86": _tuple(2),
+    b"\x87": _tuple(3),
     b"t": lambda m: m.stack.append(tuple(m.pop_mark())),
-    b"]": _push(list), b"a": lambda m: _append(m, [m.pop()]),
+    b"]": _push(list),
+    b"a": lambda m: _append(m, [m.pop()]),
     b"e": lambda m: _append(m, m.pop_mark()),
-    b"}": _push(dict), b"s": lambda m: _set_items(m, [m.pop(), m.pop()][::-1]),
+    b"}": _push(dict),
+    b"s": lambda m: _set_items(m, [m.pop(), m.pop()][::-1]),
     b"u": lambda m: _set_items(m, m.pop_mark()),
-    b"N": _push(None), b"\x88": _push(True), b"\x89": _push(False),
+    b"N": _push(None),
+    b"\x88": _push(True),
+    b"\x89": _push(False),
     b"J": lambda m: m.stack.append(m.unpack("<i")),
     b"K": lambda m: m.stack.append(m.unpack("<B")),
     b"M": lambda m: m.stack.append(m.unpack("<H")),
-    b"\x8a": lambda m: _long(m, "<B"), b"\x8b": lambda m: _long(m, "<I"),
+    b"\x8a": lambda m: _long(m, "<B"),
+    b"\x8b": lambda m: _long(m, "<I"),
     b"G": lambda m: m.stack.append(m.unpack(">d")),
-    b"X": lambda m: _text(m, "<I"), b"\x8c": lambda m: _text(m, "<B"),
+    b"X": lambda m: _text(m, "<I"),
+    b"\x8c": lambda m: _text(m, "<B"),
     b"\x8d": lambda m: _text(m, "<Q"),
-    b"q": lambda m: _put(m, m.unpack("<B")), b"r": lambda m: _put(m, m.unpack("<I")),
+    b"q": lambda m: _put(m, m.unpack("<B")),
+    b"r": lambda m: _put(m, m.unpack("<I")),
     b"\x94": lambda m: _put(m, len(m.memo)),
-    b"h": lambda m: _get(m, m.unpack("<B")), b"j": lambda m: _get(m, m.unpack("<I")),
+    b"h": lambda m: _get(m, m.unpack("<B")),
+    b"j": lambda m: _get(m, m.unpack("<I")),
     b"c": lambda m: m.stack.append(_global(m, m.line(), m.line())),
-    b"\x93": _stack_global, b"Q": _persistent, b"R": _reduce, b"b": _build,
+    b"\x93": _stack_global,
+    b"Q": _persistent,
+    b"R": _reduce,
+    b"b": _build,
 }
 
 
@@ -404,7 +498,6 @@ def read_tensor_pickle(data: bytes, path: str | os.PathLike) -> TensorRecord:
     """
     result = _Machine(data, path).run()
     if not isinstance(result, TensorRecord):
-        kind = "a state dict" if isinstance(result, dict) else \
-            f"a value of type {type(result).__name__}"
+        kind = "a state dict" if isinstance(result, dict) else f"a value of type {type(result).__name__}"
         raise PrecisionToolError(f"holds {kind}, not one tensor", path)
     return result

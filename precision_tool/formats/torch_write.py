@@ -54,19 +54,29 @@ def _t(name: str, dtype, storage: str | None) -> tuple[str, TorchDType]:
     return name, TorchDType(name, np.dtype(dtype), storage)
 
 
-TORCH_DTYPES = dict((
-    _t("float16", np.float16, "HalfStorage"), _t("bfloat16", ml_dtypes.bfloat16, "BFloat16Storage"),
-    _t("float32", np.float32, "FloatStorage"), _t("float64", np.float64, "DoubleStorage"),
-    _t("int8", np.int8, "CharStorage"), _t("uint8", np.uint8, "ByteStorage"),
-    _t("int16", np.int16, "ShortStorage"), _t("int32", np.int32, "IntStorage"),
-    _t("int64", np.int64, "LongStorage"), _t("bool", np.bool_, "BoolStorage"),
-    _t("complex64", np.complex64, "ComplexFloatStorage"),
-    _t("complex128", np.complex128, "ComplexDoubleStorage"),
-    _t("uint16", np.uint16, None), _t("uint32", np.uint32, None), _t("uint64", np.uint64, None),
-    _t("float8_e4m3fn", ml_dtypes.float8_e4m3fn, None), _t("float8_e5m2", ml_dtypes.float8_e5m2, None),
-    _t("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, None),
-    _t("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, None),
-))
+TORCH_DTYPES = dict(
+    (
+        _t("float16", np.float16, "HalfStorage"),
+        _t("bfloat16", ml_dtypes.bfloat16, "BFloat16Storage"),
+        _t("float32", np.float32, "FloatStorage"),
+        _t("float64", np.float64, "DoubleStorage"),
+        _t("int8", np.int8, "CharStorage"),
+        _t("uint8", np.uint8, "ByteStorage"),
+        _t("int16", np.int16, "ShortStorage"),
+        _t("int32", np.int32, "IntStorage"),
+        _t("int64", np.int64, "LongStorage"),
+        _t("bool", np.bool_, "BoolStorage"),
+        _t("complex64", np.complex64, "ComplexFloatStorage"),
+        _t("complex128", np.complex128, "ComplexDoubleStorage"),
+        _t("uint16", np.uint16, None),
+        _t("uint32", np.uint32, None),
+        _t("uint64", np.uint64, None),
+        _t("float8_e4m3fn", ml_dtypes.float8_e4m3fn, None),
+        _t("float8_e5m2", ml_dtypes.float8_e5m2, None),
+        _t("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, None),
+        _t("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, None),
+    )
+)
 _BY_NUMPY = {d.numpy: d for d in TORCH_DTYPES.values()}
 
 ALIGNMENT = 64  # torch's storage alignment inside the archive
@@ -91,6 +101,7 @@ def torch_dtype(array_or_name) -> TorchDType:
 
 
 # --- data.pkl ------------------------------------------------------------------------------------
+
 
 class _Pickle:
     """Protocol-2 opcodes, memoising what Python's pickler memoises (strings, globals, tuples,
@@ -182,6 +193,7 @@ def tensor_pickle(shape: tuple[int, ...], dtype: TorchDType, location: str = "cp
 
 # --- the zip archive -----------------------------------------------------------------------------
 
+
 def _hash_bytes(data: bytes, seed: int = _NAME_HASH_SEED) -> int:
     """libstdc++'s 64-bit ``std::hash<std::string>`` (``_Hash_bytes``, a MurmurHash2 variant)."""
     mul = 0xC6A4A7935BD1E995
@@ -192,7 +204,7 @@ def _hash_bytes(data: bytes, seed: int = _NAME_HASH_SEED) -> int:
     aligned = len(data) & ~7
     value = (seed ^ (len(data) * mul)) & _MASK
     for start in range(0, aligned, 8):
-        word = (shift_mix((int.from_bytes(data[start:start + 8], "little") * mul) & _MASK) * mul) & _MASK
+        word = (shift_mix((int.from_bytes(data[start : start + 8], "little") * mul) & _MASK) * mul) & _MASK
         value = ((value ^ word) * mul) & _MASK
     if len(data) & 7:
         value = ((value ^ int.from_bytes(data[aligned:], "little")) * mul) & _MASK
@@ -230,8 +242,29 @@ class _Zip:
         if data:
             self.out += struct.pack("<IIII", 0x08074B50, crc, len(data), len(data))
             self.crc_hash = _hash_combine(self.crc_hash, crc)
-        self.central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0, 0, flags, 0, 0, 0, crc,
-                                    len(data), len(data), len(full), 0, 0, 0, 0, 0, offset) + full
+        self.central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                0,
+                0,
+                flags,
+                0,
+                0,
+                0,
+                crc,
+                len(data),
+                len(data),
+                len(full),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + full
+        )
         self.count += 1
         self.names.append(name)
 
@@ -249,11 +282,11 @@ class _Zip:
         where = len(self.out)
         self.out += self.central
         end64 = len(self.out)
-        self.out += struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 0x002D, 0, 0, self.count,
-                                self.count, len(self.central), where)
+        self.out += struct.pack(
+            "<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 0x002D, 0, 0, self.count, self.count, len(self.central), where
+        )
         self.out += struct.pack("<IIQI", 0x07064B50, 0, end64, 1)
-        self.out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, self.count, self.count,
-                                len(self.central), where, 0)
+        self.out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, self.count, self.count, len(self.central), where, 0)
         return bytes(self.out)
 
 
@@ -267,8 +300,7 @@ def archive_name(path: str | os.PathLike) -> str:
     return base.rsplit(".", 1)[0] if "." in base else base
 
 
-def pt_bytes(array, dtype_name: str | None = None, archive: str = "archive",
-             location: str = "cpu") -> bytes:
+def pt_bytes(array, dtype_name: str | None = None, archive: str = "archive", location: str = "cpu") -> bytes:
     """The bytes ``torch.save(tensor, f)`` writes for ``array`` as a contiguous tensor.
 
     ``dtype_name`` (``"bfloat16"``, ``"torch.int64"``) casts the values to that dtype; by default
@@ -289,8 +321,7 @@ def pt_bytes(array, dtype_name: str | None = None, archive: str = "archive",
     return zipped.finish()
 
 
-def write_pt(path: str | os.PathLike, array, dtype_name: str | None = None,
-             location: str = "cpu") -> Path:
+def write_pt(path: str | os.PathLike, array, dtype_name: str | None = None, location: str = "cpu") -> Path:
     """Write ``array`` to ``path`` as ``torch.save`` would (see :func:`pt_bytes`); returns the path.
 
     Raises PrecisionToolError for a dtype torch has no counterpart for (strings, objects).

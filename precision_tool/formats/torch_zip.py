@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # signature, this disk, directory's disk, records here, records, directory size, its offset,
 # comment length
@@ -69,8 +69,15 @@ def _directory(fetch: Fetch, file_size: int) -> bytes | None:
     if len(end) != _END.size:
         return None
     signature, disk, start_disk, here, total, size, offset, comment = _END.unpack(end)
-    if signature != _END_SIGNATURE or disk or start_disk or here != total or comment \
-            or _ZIP64 in (size, offset) or size > _DIRECTORY_LIMIT:
+    if (
+        signature != _END_SIGNATURE
+        or disk
+        or start_disk
+        or here != total
+        or comment
+        or _ZIP64 in (size, offset)
+        or size > _DIRECTORY_LIMIT
+    ):
         return None
     directory_end = file_size - _END.size
     if offset + size != directory_end and not _zip64_agrees(fetch, directory_end, size, offset):
@@ -90,9 +97,15 @@ def _zip64_agrees(fetch: Fetch, end_at: int, size: int, offset: int) -> bool:
         return False
     fields = _ZIP64_END.unpack_from(raw)
     locator = _ZIP64_LOCATOR.unpack_from(raw, _ZIP64_END.size)
-    return (fields[0] == _ZIP64_END_SIGNATURE and locator[0] == _ZIP64_LOCATOR_SIGNATURE
-            and locator[2] == at and fields[4] == fields[5] == 0 and fields[6] == fields[7]
-            and fields[8] == size and fields[9] == offset)
+    return (
+        fields[0] == _ZIP64_END_SIGNATURE
+        and locator[0] == _ZIP64_LOCATOR_SIGNATURE
+        and locator[2] == at
+        and fields[4] == fields[5] == 0
+        and fields[6] == fields[7]
+        and fields[8] == size
+        and fields[9] == offset
+    )
 
 
 def _entries(directory: bytes) -> dict[str, tuple] | None:
@@ -104,7 +117,7 @@ def _entries(directory: bytes) -> dict[str, tuple] | None:
         if fields is None or fields[0] != _CENTRAL_SIGNATURE:
             return None
         name_end = at + _CENTRAL.size + fields[10]
-        raw_name = directory[at + _CENTRAL.size:name_end]
+        raw_name = directory[at + _CENTRAL.size : name_end]
         if len(raw_name) != fields[10]:
             return None
         name = raw_name.decode("utf-8" if fields[3] & 0x800 else "cp437", "replace")
@@ -136,8 +149,7 @@ def read_directory(fetch: Fetch, file_size: int) -> dict[str, tuple] | None:
     return _entries(directory) if directory is not None else None
 
 
-def stored_record(fetch: Fetch, entries: dict[str, tuple], name: str,
-                  file_size: int) -> StoredRecord | None:
+def stored_record(fetch: Fetch, entries: dict[str, tuple], name: str, file_size: int) -> StoredRecord | None:
     """The record ``name`` of ``entries`` (:func:`read_directory`) with its data's place, or
     None when it is missing or not stored as torch stores it."""
     entry = entries.get(name)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from precision_tool.errors import PrecisionToolError
 
@@ -26,8 +26,15 @@ from .dump_names import (
     scan_dir,
 )
 
-__all__ = ["DumpTree", "StepDir", "list_dump_files", "normalise_op_name", "parse_dump_name",
-           "parse_device_spec", "parse_step_spec"]
+__all__ = [
+    "DumpTree",
+    "StepDir",
+    "list_dump_files",
+    "normalise_op_name",
+    "parse_dump_name",
+    "parse_device_spec",
+    "parse_step_spec",
+]
 
 _RUN_NAME = re.compile(r"^[0-9]{14}$")  # YYYYmmddHHMMSS
 _LAYOUT_DEPTH = 5  # run / device / model_name / model_id / step
@@ -66,13 +73,11 @@ def parse_device_spec(spec: str | int | Iterable[int] | None) -> frozenset[int] 
         return None
     devices: set[int] = set()
     for token in spec.replace("|", ",").split(","):
-        devices.update(_parse_step_token(token.strip(), spec, what="device selection",
-                                         example="'0,3-5'"))
+        devices.update(_parse_step_token(token.strip(), spec, what="device selection", example="'0,3-5'"))
     return frozenset(devices)
 
 
-def _parse_step_token(token: str, spec: str, what: str = "TF_DUMP_STEP",
-                      example: str = "'0|5|10' or '3-5'") -> range:
+def _parse_step_token(token: str, spec: str, what: str = "TF_DUMP_STEP", example: str = "'0|5|10' or '3-5'") -> range:
     bad = PrecisionToolError(f"bad {what} {spec!r}: expected values like {example}")
     low, sep, high = token.partition("-")
     low, high = low.strip(), high.strip()
@@ -186,13 +191,15 @@ class DumpTree:
         """Model (GE sub-graph) names present, by name."""
         return self._labels("model_name", run, device)
 
-    def model_ids(self, run: str | None = None, device: int | str | None = None,
-                  model: str | None = None) -> list[int | None]:
+    def model_ids(
+        self, run: str | None = None, device: int | str | None = None, model: str | None = None
+    ) -> list[int | None]:
         """Model ids present, ascending."""
         return self._labels("model_id", run, device, model)
 
-    def steps(self, run: str | None = None, device: int | str | None = None,
-              model: str | None = None) -> list[int | None]:
+    def steps(
+        self, run: str | None = None, device: int | str | None = None, model: str | None = None
+    ) -> list[int | None]:
         """Step numbers present, ascending."""
         return self._labels("step", run, device, model)
 
@@ -200,16 +207,26 @@ class DumpTree:
         values = {getattr(s, attr) for s in self._matching(*filters)}
         return sorted(values, key=lambda v: (v is None, v if v is not None else 0))
 
-    def _matching(self, run: str | None = None, device: int | str | None = None,
-                  model: str | None = None) -> list[StepDir]:
+    def _matching(
+        self, run: str | None = None, device: int | str | None = None, model: str | None = None
+    ) -> list[StepDir]:
         device = _as_int(device)
-        return [s for s in self._steps if (run is None or s.run == run)
-                and (device is None or s.device == device)
-                and (model is None or s.model_name == model)]
+        return [
+            s
+            for s in self._steps
+            if (run is None or s.run == run)
+            and (device is None or s.device == device)
+            and (model is None or s.model_name == model)
+        ]
 
-    def select(self, run: str | None = None, steps: str | int | Iterable[int] | None = None,
-               device: int | str | None = None, model: str | None = None,
-               devices: str | Iterable[int] | None = None) -> list[StepDir]:
+    def select(
+        self,
+        run: str | None = None,
+        steps: str | int | Iterable[int] | None = None,
+        device: int | str | None = None,
+        model: str | None = None,
+        devices: str | Iterable[int] | None = None,
+    ) -> list[StepDir]:
         """The step directories to compare.
 
         Defaults to the newest run, every device and model, and every step. ``steps`` is a
@@ -219,9 +236,12 @@ class DumpTree:
         """
         wanted_steps, wanted_devices = parse_step_spec(steps), parse_device_spec(devices)
         chosen = self._matching(run if run is not None else self.newest_run(), device, model)
-        return [s for s in chosen
-                if (wanted_steps is None or s.step is None or s.step in wanted_steps)
-                and (wanted_devices is None or s.device is None or s.device in wanted_devices)]
+        return [
+            s
+            for s in chosen
+            if (wanted_steps is None or s.step is None or s.step in wanted_steps)
+            and (wanted_devices is None or s.device is None or s.device in wanted_devices)
+        ]
 
     def listing(self, step_dir: StepDir) -> DumpListing:
         """The dump files of one step directory."""

@@ -70,8 +70,11 @@ def desc_attrs(desc: TensorDesc | None, position: int | None = None) -> list[gb.
 
 def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
     pairs: list[tuple[str, Any]] = [("type", op.type), ("id", op.id), ("stream_id", op.stream_id)]
-    for key, value in (("kernel_name", op.kernel_name), ("kernel_lib", op.kernel_lib),
-                       ("session_graph_id", op.session_graph_id)):
+    for key, value in (
+        ("kernel_name", op.kernel_name),
+        ("kernel_lib", op.kernel_lib),
+        ("session_graph_id", op.session_graph_id),
+    ):
         if value:
             pairs.append((key, value))
     if op.pass_name:
@@ -96,18 +99,29 @@ def _op_attrs(op: Op, graph: GraphDesc) -> list[gb.KeyValue]:
 def op_node(op: Op, graph: GraphDesc, subgraph_ids: dict[str, str]) -> gb.GraphNode:
     """The Model Explorer node of ``op`` (see the module doc)."""
     namespace, label = node_place(graph, op)  # trans_*: the layer it serves; msprobe: its module
-    edges = [gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index),
-                             targetNodeInputId=str(port))
-             for port, ref in enumerate(op.data_inputs) if ref.src in graph]
-    inputs = [gb.MetadataItem(id=str(port), attrs=[_kv(TENSOR_TAG, str(ref)),
-                                                   *desc_attrs(op.input_desc(port))])
-              for port, ref in enumerate(op.data_inputs)]
-    outputs = [gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc, i)])
-               for i, desc in enumerate(op.output_descs)]
-    return gb.GraphNode(id=node_id(op), label=label, namespace=namespace,
-                        subgraphIds=[subgraph_ids[s] for s in op.subgraph_names if s in subgraph_ids],
-                        attrs=_op_attrs(op, graph), incomingEdges=edges, inputsMetadata=inputs,
-                        outputsMetadata=outputs)
+    edges = [
+        gb.IncomingEdge(sourceNodeId=ref.src, sourceNodeOutputId=str(ref.index), targetNodeInputId=str(port))
+        for port, ref in enumerate(op.data_inputs)
+        if ref.src in graph
+    ]
+    inputs = [
+        gb.MetadataItem(id=str(port), attrs=[_kv(TENSOR_TAG, str(ref)), *desc_attrs(op.input_desc(port))])
+        for port, ref in enumerate(op.data_inputs)
+    ]
+    outputs = [
+        gb.MetadataItem(id=str(i), attrs=[_kv(TENSOR_TAG, f"{op.name}:{i}"), *desc_attrs(desc, i)])
+        for i, desc in enumerate(op.output_descs)
+    ]
+    return gb.GraphNode(
+        id=node_id(op),
+        label=label,
+        namespace=namespace,
+        subgraphIds=[subgraph_ids[s] for s in op.subgraph_names if s in subgraph_ids],
+        attrs=_op_attrs(op, graph),
+        incomingEdges=edges,
+        inputsMetadata=inputs,
+        outputsMetadata=outputs,
+    )
 
 
 def model_graphs(model: Model) -> list[gb.Graph]:
@@ -116,5 +130,7 @@ def model_graphs(model: Model) -> list[gb.Graph]:
     by_name = {}
     for graph, graph_id in zip(model.graphs, ids):
         by_name.setdefault(graph.name, graph_id)
-    return [gb.Graph(id=graph_id, nodes=[op_node(op, graph, by_name) for op in graph.ops])
-            for graph, graph_id in zip(model.graphs, ids)]
+    return [
+        gb.Graph(id=graph_id, nodes=[op_node(op, graph, by_name) for op in graph.ops])
+        for graph, graph_id in zip(model.graphs, ids)
+    ]

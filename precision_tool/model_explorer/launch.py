@@ -8,7 +8,7 @@ object: ``models`` (each ``url``, the file's path on the server, and ``adapterId
 ``deepestExpandedGroupNodeIds``, ``widthFraction``), which opens the graph at the selected node
 with the layers around it expanded. Its command line has no option for the selected node, so
 :mod:`.serve` starts the server with this URL; ``explore.json`` lets a user start it again
-(``python -m precision_tool.model_explorer.serve DIR/explore.json``).
+(:func:`serve_command`: ``python3 -m precision_tool.model_explorer.serve DIR/explore.json``).
 
 Plain JSON and the standard library: nothing here needs Model Explorer installed.
 """
@@ -16,6 +16,7 @@ Plain JSON and the standard library: nothing here needs Model Explorer installed
 from __future__ import annotations
 
 import json
+import shlex
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..formats.files import read_text
 from .ids import ADAPTER_ID
 
 CONFIG_NAME = "explore.json"
+SERVE_MODULE = "precision_tool.model_explorer.serve"  # starts Model Explorer on an explore.json
 CONFIG_LIMIT = 1 << 20  # bytes; the file holds a dozen paths
 URL_SAFE = "/:,"  # left as they are in the query (the web app's URLSearchParams reads them so)
 
@@ -43,20 +45,35 @@ class Launch:
 
     def to_json(self) -> str:
         """The ``explore.json`` text."""
-        return json.dumps({"graph": str(self.graph_file), "node_data": [str(p) for p in self.node_data],
-                           "graph_id": self.graph_id, "focus": self.focus,
-                           "expanded": list(self.expanded), "focus_state": self.focus_state,
-                           "result": str(self.result) if self.result else ""},
-                          ensure_ascii=True, indent=1)
+        return json.dumps(
+            {
+                "graph": str(self.graph_file),
+                "node_data": [str(p) for p in self.node_data],
+                "graph_id": self.graph_id,
+                "focus": self.focus,
+                "expanded": list(self.expanded),
+                "focus_state": self.focus_state,
+                "result": str(self.result) if self.result else "",
+            },
+            ensure_ascii=True,
+            indent=1,
+        )
 
     def url_data(self) -> dict:
         """The web app's ``data`` object (module doc)."""
-        pane = {"deepestExpandedGroupNodeIds": list(self.expanded), "selectedNodeId": self.focus,
-                "selectedGraphId": self.graph_id, "selectedCollectionLabel": "", "widthFraction": 1}
-        return {"models": [{"url": str(self.graph_file), "adapterId": ADAPTER_ID}],
-                "nodeData": [str(p) for p in self.node_data],
-                "nodeDataTargets": [""] * len(self.node_data),
-                "uiState": {"paneStates": [pane]}}
+        pane = {
+            "deepestExpandedGroupNodeIds": list(self.expanded),
+            "selectedNodeId": self.focus,
+            "selectedGraphId": self.graph_id,
+            "selectedCollectionLabel": "",
+            "widthFraction": 1,
+        }
+        return {
+            "models": [{"url": str(self.graph_file), "adapterId": ADAPTER_ID}],
+            "nodeData": [str(p) for p in self.node_data],
+            "nodeDataTargets": [""] * len(self.node_data),
+            "uiState": {"paneStates": [pane]},
+        }
 
     def query(self) -> str:
         """``data=...``, URL-encoded."""
@@ -67,6 +84,12 @@ class Launch:
         """The address that opens the graph at the focus node on a server at ``host:port``."""
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/?{self.query()}"
+
+
+def serve_command(config: Path) -> str:
+    """The short command that starts Model Explorer on ``config`` (an ``explore.json``),
+    shell-quoted: what ``explore`` and ``report --model-explorer`` print."""
+    return shlex.join(["python3", "-m", SERVE_MODULE, str(config)])
 
 
 def _strings(value, key: str, path: Path) -> list[str]:
@@ -97,6 +120,12 @@ def read_launch(path: str | Path) -> Launch:
         text[key] = value
     if not text["graph"]:
         raise PrecisionToolError("'graph' is missing: no graph to open", path)
-    return Launch(Path(text["graph"]), tuple(Path(p) for p in _strings(data.get("node_data", []), "node_data", path)),
-                  text["graph_id"], text["focus"], tuple(_strings(data.get("expanded", []), "expanded", path)),
-                  text["focus_state"], Path(text["result"]) if text["result"] else None)
+    return Launch(
+        Path(text["graph"]),
+        tuple(Path(p) for p in _strings(data.get("node_data", []), "node_data", path)),
+        text["graph_id"],
+        text["focus"],
+        tuple(_strings(data.get("expanded", []), "expanded", path)),
+        text["focus_state"],
+        Path(text["result"]) if text["result"] else None,
+    )

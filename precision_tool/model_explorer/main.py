@@ -14,7 +14,6 @@ a file it cannot read raises its one-line ``PrecisionToolError``, which Model Ex
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
 
 from model_explorer import Adapter, AdapterMetadata, ModelExplorerGraphs
 
@@ -32,11 +31,11 @@ class GeGraphAdapter(Adapter):
         id=ADAPTER_ID,
         name="GE graph (PrecisionTool)",
         description="Ascend GE graph dumps (ge_proto_*.txt, TextFormat or atc JSON): ops, "
-                    "namespaces from '/', data edges, tensor descriptors and attributes.",
+        "namespaces from '/', data edges, tensor descriptors and attributes.",
         fileExts=["txt", "json"],
     )
 
-    def convert(self, model_path: str, settings: Dict) -> ModelExplorerGraphs:
+    def convert(self, model_path: str, settings: dict) -> ModelExplorerGraphs:
         """Read the graph dump at ``model_path``, or the msprobe ``dump.json`` (``settings``
         are not used)."""
         if Path(model_path).name == DUMP_JSON:

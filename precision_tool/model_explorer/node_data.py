@@ -16,9 +16,9 @@ NaN value has no JSON form and is left out, an infinite one is written as the la
 A metric overlay shows no sum or mean over a layer (:data:`METRIC_STATS`), the verdict none of
 the aggregated numbers (a "sum" of words is 0).
 
-The verdict file comes last in :attr:`NodeDataFiles.files`: Model Explorer selects each node data
-file as it adds it, in the order of ``--node_data_paths``, so the last one is shown when the graph
-opens. Plain dicts and ``json``: writing node data does not need Model Explorer installed.
+The order Model Explorer adds them in (the verdict first) is
+:func:`~precision_tool.model_explorer.prepare.overlay_order`'s, not :attr:`NodeDataFiles.files`'.
+Plain dicts and ``json``: writing node data does not need Model Explorer installed.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from pathlib import Path
 
 from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import OpRecord, ResultView
-from ..formats.output_root import OutputRoot
 from ..formats.graph_model import Model
+from ..formats.output_root import OutputRoot
 from ..render.op_graph import node_cosine
 from ..render.palette import marked, swatch
 from .ids import graph_ids, node_id
@@ -82,8 +82,7 @@ def metric_node_data(view: ResultView, model: Model, metric: str) -> dict:
         value = record.output(metric)
         if math.isnan(value):
             continue
-        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{metric} ({view.path.name})",
-                                             **METRIC_STATS})
+        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{metric} ({view.path.name})", **METRIC_STATS})
         entry["results"][node] = _result(_json_number(value), record)
     return graphs
 
@@ -93,10 +92,16 @@ def verdict_node_data(view: ResultView, model: Model) -> dict:
     ``model``, its value the state with its marker (module doc)."""
     graphs: dict[str, dict] = {}
     for graph_id, node, record in _matches(view, model, compared=False):
-        entry = graphs.setdefault(graph_id, {"results": {}, "name": f"{VERDICT} ({view.path.name})",
-                                             "hideInAggregatedStatsTable": True,  # no min/sum of words
-                                             "showExpandedSummaryOnGroupNode": True,
-                                             "showLabelCountColumnsInChildrenStatsTable": True})
+        entry = graphs.setdefault(
+            graph_id,
+            {
+                "results": {},
+                "name": f"{VERDICT} ({view.path.name})",
+                "hideInAggregatedStatsTable": True,  # no min/sum of words
+                "showExpandedSummaryOnGroupNode": True,
+                "showLabelCountColumnsInChildrenStatsTable": True,
+            },
+        )
         entry["results"][node] = _result(marked(node_cosine(record.op).verdict), record)
     return graphs
 
@@ -108,8 +113,7 @@ def best_model(view: ResultView, models: list[Model]) -> Model | None:
     return max(scored, key=lambda s: s[:2])[2] if scored else None
 
 
-def write_node_data(root: OutputRoot, view: ResultView, model: Model,
-                    directory: Path) -> NodeDataFiles:
+def write_node_data(root: OutputRoot, view: ResultView, model: Model, directory: Path) -> NodeDataFiles:
     """One ``{metric}.json`` per numeric metric, then ``verdict.json`` (shown first: module
     doc), in ``directory`` under ``root`` (created), each written atomically and never through a
     link."""

@@ -10,6 +10,8 @@ remembered for the session): this module asks for it and never decides anything 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..compare.divergence import FlagRule
@@ -18,8 +20,8 @@ from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..compare.workspace import Workspace
 from ..errors import PrecisionToolError
-from ..formats.output_root import OutputRoot
 from ..formats.graph_model import Model
+from ..formats.output_root import OutputRoot
 from ..render.op_graph import node_cosine
 from .ids import graph_ids, node_id
 from .launch import CONFIG_NAME, Launch
@@ -84,6 +86,51 @@ def overlay_order(files: list[Path]) -> list[Path]:
     return verdict + [p for p in files if p not in verdict + cosine] + cosine
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What :func:`write_launch` wrote for one result, each path where it will be read from."""
+
+    launch: Launch
+    config: Path  # explore.json: ``serve_command(config)`` starts Model Explorer on it
+    files: tuple[Path, ...]  # every file written: the node data, then explore.json
+
+
+def write_launch(
+    root: OutputRoot,
+    view: ResultView,
+    models: list[Model],
+    directory: Path,
+    final: Callable[[Path], Path] | None = None,
+) -> Prepared | None:
+    """Write the node data of ``view`` and ``explore.json`` into ``directory`` (under ``root``);
+    None when no model of ``models`` holds its ops. ``final`` maps a path written to the one it
+    will have (the report writes into a hidden directory renamed when the page is complete), so
+    ``explore.json`` names the files where the server will find them.
+
+    The one home of what Model Explorer opens: ``explore`` and ``report --model-explorer``
+    both call it, so both open the same graph, overlays (:func:`overlay_order`) and focus.
+    """
+    model = best_model(view, models)
+    if model is None or model.source_path is None:
+        return None
+    place = final or (lambda path: path)
+    files = write_node_data(root, view, model, directory)
+    graph_id, focus, expanded, state = focus_of(view, model)
+    computed = [p for p in files.files if p.stem == VERDICT or has_values(view, p.stem)]
+    launch = Launch(
+        Path(model.source_path).resolve(),
+        tuple(place(p).resolve() for p in overlay_order(computed)),
+        graph_id,
+        focus,
+        expanded,
+        state,
+        view.path.resolve(),
+    )
+    config = directory / CONFIG_NAME
+    root.write_text(config, launch.to_json())
+    return Prepared(launch, place(config).resolve(), tuple(place(p) for p in (*files.files, config)))
+
+
 def prepare(workspace: Workspace, csv: Path, rule: FlagRule, root: OutputRoot, directory: Path) -> Launch:
     """Write the node data of result ``csv`` and ``explore.json`` into ``directory`` (under
     ``root``); the :class:`Launch` written.
@@ -91,14 +138,7 @@ def prepare(workspace: Workspace, csv: Path, rule: FlagRule, root: OutputRoot, d
     Raises:
         PrecisionToolError: the CSV cannot be read, or no graph holds its ops.
     """
-    view = judged_view(workspace, csv, rule)
-    model = best_model(view, candidate_models(workspace, csv))
-    if model is None or model.source_path is None:
+    prepared = write_launch(root, judged_view(workspace, csv, rule), candidate_models(workspace, csv), directory)
+    if prepared is None:
         raise PrecisionToolError("no Build graph (npu/*/graph) holds this result's ops: nothing to show", csv)
-    files = write_node_data(root, view, model, directory)
-    graph_id, focus, expanded, state = focus_of(view, model)
-    computed = [p for p in files.files if p.stem == VERDICT or has_values(view, p.stem)]
-    launch = Launch(Path(model.source_path).resolve(), tuple(p.resolve() for p in overlay_order(computed)),
-                    graph_id, focus, expanded, state, csv.resolve())
-    root.write_text(directory / CONFIG_NAME, launch.to_json())
-    return launch
+    return prepared.launch

@@ -5,7 +5,8 @@
 serves the graph with this project's adapter and opens the browser at the focus op, the verdict
 overlay first (``--no-browser``: only print the address; ``--host``, ``--port`` as
 Model Explorer's own, port 8080 meaning the first free one from 8080). ``explore`` runs this in
-the background; a user can run it again from the printed line.
+the background; it and ``report --model-explorer`` print the line that runs it
+(:func:`~.launch.serve_command`).
 
 Model Explorer's ``server.start`` opens the address its config encodes, which carries models
 and node data only; the config here adds the selected node and layers (``Launch.query``).
@@ -40,12 +41,17 @@ class LaunchConfig(ModelExplorerConfig):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m precision_tool.model_explorer.serve",
-                                     description="Start Model Explorer on an explore.json.")
+    parser = argparse.ArgumentParser(
+        prog="python -m precision_tool.model_explorer.serve", description="Start Model Explorer on an explore.json."
+    )
     parser.add_argument("config", help="the explore.json that `precision-tool explore` wrote")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"the port (default {DEFAULT_PORT}: the first free one from there)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"the port (default {DEFAULT_PORT}: the first free one from there)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     return parser.parse_args(argv)
 
@@ -58,8 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     except PrecisionToolError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    server.start(host=args.host, port=args.port, config=LaunchConfig(launch), extensions=[EXTENSION],
-                 no_open_in_browser=args.no_browser)
+    server.start(
+        host=args.host,
+        port=args.port,
+        config=LaunchConfig(launch),
+        extensions=[EXTENSION],
+        no_open_in_browser=args.no_browser,
+    )
     return 0
 
 

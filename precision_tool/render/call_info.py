@@ -5,24 +5,36 @@ data goes in as :class:`Text` (or a ``str`` cell, made visible), never as markup
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Group
 from rich.text import Text
 
 from ..compare.msprobe_calls import CallTensor
 from ..formats.graph_model import Op
-from ..formats.msprobe_graph import (DIRECTION, MICRO_STEP, MODULE_PATH, MODULES, RECOMPUTE, STACK,
-                                     VALUES, Frame, MsprobeSource, user_frames_first)
+from ..formats.msprobe_graph import (
+    DIRECTION,
+    MICRO_STEP,
+    MODULE_PATH,
+    MODULES,
+    RECOMPUTE,
+    STACK,
+    VALUES,
+    Frame,
+    MsprobeSource,
+    user_frames_first,
+)
 from ..formats.text import shape_text
 from .fit import FitTable
 from .limits import head, more_note
 from .lines import data_text, visible
 from .node_info import number
 
-INFERRED_NOTE = ("producers and consumers are inferred: an input whose dtype, shape and "
-                 "Max/Min/Mean/Norm equal an earlier call's output is taken to be it (msprobe "
-                 "records no dataflow)")
+INFERRED_NOTE = (
+    "producers and consumers are inferred: an input whose dtype, shape and "
+    "Max/Min/Mean/Norm equal an earlier call's output is taken to be it (msprobe "
+    "records no dataflow)"
+)
 
 
 def _kv(grid: FitTable, key: str, value: object, style: str = "") -> None:
@@ -52,9 +64,15 @@ def header(debug: str, graph_name: str, op: Op, source: MsprobeSource) -> FitTab
     _kv(grid, "order", f"{op.id} of {len(source.dump.calls)} calls (dump.json order)")
     _kv(grid, "rank dir", f"{graph_name}  [{debug}]  {source.rank.path if source.rank else ''}".rstrip())
     header = source.dump.header
-    _kv(grid, "dump", ", ".join(f"{k} {v}" for k, v in (("framework", source.dump.framework),
-                                                         ("task", header.task), ("level", header.level))
-                                if v))
+    _kv(
+        grid,
+        "dump",
+        ", ".join(
+            f"{k} {v}"
+            for k, v in (("framework", source.dump.framework), ("task", header.task), ("level", header.level))
+            if v
+        ),
+    )
     _kv(grid, "module", module_text(op, source))
     chain = op.attrs.get(MODULES) or ()
     if chain:
@@ -69,8 +87,9 @@ def header(debug: str, graph_name: str, op: Op, source: MsprobeSource) -> FitTab
 def _frame_line(frame: Frame, muted: bool) -> Text:
     if not frame.path:
         return data_text(f"  {frame.text}", "muted" if muted else "")
-    line = Text.assemble("  ", (visible(frame.path), "path"), f":{frame.line} in ",
-                         (visible(frame.function), "op.name"))
+    line = Text.assemble(
+        "  ", (visible(frame.path), "path"), f":{frame.line} in ", (visible(frame.function), "op.name")
+    )
     if frame.source and not muted:
         line.append(f"\n      {visible(frame.source)}")
     return line if not muted else Text(line.plain, style="muted")
@@ -81,11 +100,12 @@ def stack_section(op: Op, limit: int | None = None) -> Text | Group:
     libraries' (torch, MindSpore, msprobe: one line each, the first ``limit``)."""
     frames = op.attrs.get(STACK)
     if not frames:
-        return Text("stack: none in stack.json (msprobe writes stacks of forward calls only, and "
-                    "none without extra info)", style="muted")
+        return Text(
+            "stack: none in stack.json (msprobe writes stacks of forward calls only, and none without extra info)",
+            style="muted",
+        )
     user, library = user_frames_first(frames)
-    lines: list = [Text(f"stack ({len(user)} of your frames first, then {len(library)} in libraries)",
-                        style="title")]
+    lines: list = [Text(f"stack ({len(user)} of your frames first, then {len(library)} in libraries)", style="title")]
     shown, hidden = head(user, limit)
     lines += [_frame_line(frame, False) for frame in shown]
     if hidden:
@@ -109,7 +129,7 @@ def _links(op: Op, item: CallTensor) -> str:
 
 def _short_name(op: Op | None, name: str) -> str:
     """``input.0`` of ``KEY.input.0``: the call's key is the table's."""
-    return name[len(op.name) + 1:] if op is not None and name.startswith(op.name + ".") else name
+    return name[len(op.name) + 1 :] if op is not None and name.startswith(op.name + ".") else name
 
 
 def _stat(value: float | None) -> str:
@@ -125,8 +145,9 @@ def _file(item: CallTensor) -> Text:
     return data_text(where, "path")
 
 
-def tensors_table(title: str, op: Op | None, items: Sequence[CallTensor], limit: int | None = None,
-                  links: bool = True) -> FitTable | Text:
+def tensors_table(
+    title: str, op: Op | None, items: Sequence[CallTensor], limit: int | None = None, links: bool = True
+) -> FitTable | Text:
     """The tensors ``items`` of a call: kind and slot, msprobe name (after the call's key),
     dtype, shape, the
     ``dump.json`` statistics (and md5), the file, and (``links``) the inferred producer of an
@@ -148,9 +169,18 @@ def tensors_table(title: str, op: Op | None, items: Sequence[CallTensor], limit:
         table.add_column("fed by / feeds")
     for item in shown:
         t = item.tensor
-        cells = [item.index_name, data_text(_short_name(op, item.name), "op.name"), t.dtype or "?",
-                 shape_text(t.shape) if t.shape is not None else "?",
-                 _stat(t.max), _stat(t.min), _stat(t.mean), _stat(t.norm), t.md5 or "", _file(item)]
+        cells = [
+            item.index_name,
+            data_text(_short_name(op, item.name), "op.name"),
+            t.dtype or "?",
+            shape_text(t.shape) if t.shape is not None else "?",
+            _stat(t.max),
+            _stat(t.min),
+            _stat(t.mean),
+            _stat(t.norm),
+            t.md5 or "",
+            _file(item),
+        ]
         if links and op is not None:
             cells.append(data_text(_links(op, item), "op.name"))
         table.add_row(*cells)

@@ -9,8 +9,8 @@ when the check's data is missing, the one line ``<check>: data absent: looked fo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -31,8 +31,9 @@ BUILD_GRAPHS = "Build graphs (ge_proto_*_Build.txt, atc JSON or .om)"
 def absent_line(title: str, looked_for: str, places: Iterable[str | Path]) -> Text:
     """``<title>: data absent: looked for <looked_for> in <place> and <place>``."""
     where = " and ".join(visible(str(p)) for p in places)
-    return Text.assemble((f"{title}: ", "title"), ("data absent: ", "warn"),
-                         f"looked for {looked_for} in ", (where, "path"))
+    return Text.assemble(
+        (f"{title}: ", "title"), ("data absent: ", "warn"), f"looked for {looked_for} in ", (where, "path")
+    )
 
 
 def nothing_found(detail: str) -> Text:
@@ -69,8 +70,7 @@ def _rule_table(title: str, graph: FusionGraph, section: str) -> RenderableType:
     table.add_column("effect times", justify="right")
     table.add_column("match times", justify="right")
     for rule in rules:
-        table.add_row(rule.name, str(rule.effect_times),
-                      "-" if rule.match_times is None else str(rule.match_times))
+        table.add_row(rule.name, str(rule.effect_times), "-" if rule.match_times is None else str(rule.match_times))
     return table
 
 
@@ -94,8 +94,10 @@ def render_fusion(result: FusionCheckResult) -> RenderableType:
     ids = [g.key for g in result.graphs]
     for graph in result.graphs:
         label = _graph_label(graph, ids.count(graph.key) > 1)
-        lines += [_rule_table(f"{label}: graph fusion", graph, "graph_fusion"),
-                  _rule_table(f"{label}: UB fusion", graph, "ub_fusion")]
+        lines += [
+            _rule_table(f"{label}: graph fusion", graph, "graph_fusion"),
+            _rule_table(f"{label}: UB fusion", graph, "ub_fusion"),
+        ]
     return check_panel(FUSION_TITLE, lines)
 
 
@@ -108,8 +110,7 @@ def render_casts(result: CastCheckResult) -> RenderableType:
         return absent_line(CAST_TITLE, BUILD_GRAPHS, [result.graph_dir])
     lines: list[RenderableType] = [_source_line("graphs", result.graph_files)]
     if not result.found:
-        lines.append(nothing_found(f"none of the {result.casts} Cast op(s) converts to a "
-                                   "dangerous dtype"))
+        lines.append(nothing_found(f"none of the {result.casts} Cast op(s) converts to a dangerous dtype"))
         return check_panel(CAST_TITLE, lines)
     graphs = {op.graph for group in result.groups for op in group.ops}
     table = FitTable(title="dangerous casts")
@@ -126,11 +127,15 @@ def render_casts(result: CastCheckResult) -> RenderableType:
 
 
 def _pair_line(pair: GraphPairDiff) -> Text:
-    return Text.assemble(("debug_0 ", "muted"), (visible(pair.left_graph), "op.name"),
-                         (" vs debug_1 ", "muted"), (visible(pair.right_graph), "op.name"),
-                         (f" (paired by {pair.paired_by}): ", "muted"),
-                         (f"similarity {pair.ratio:.1%}", "cos.good" if not pair.differs else "cos.bad"),
-                         (f" ({pair.same}/{pair.compared} ops identical)", "muted"))
+    return Text.assemble(
+        ("debug_0 ", "muted"),
+        (visible(pair.left_graph), "op.name"),
+        (" vs debug_1 ", "muted"),
+        (visible(pair.right_graph), "op.name"),
+        (f" (paired by {pair.paired_by}): ", "muted"),
+        (f"similarity {pair.ratio:.1%}", "cos.good" if not pair.differs else "cos.bad"),
+        (f" ({pair.same}/{pair.compared} ops identical)", "muted"),
+    )
 
 
 def _change(left: str | None, right: str | None) -> str:
@@ -144,8 +149,12 @@ def _tensor_table(pair: GraphPairDiff) -> FitTable:
     for column in ("op", "tensor", "dtype", "format"):
         table.add_column(column, style="op.name" if column == "op" else None)
     for diff in pair.tensor_diffs:
-        table.add_row(diff.op, f"{diff.kind} {diff.index}", _change(diff.left_dtype, diff.right_dtype),
-                      _change(diff.left_format, diff.right_format))
+        table.add_row(
+            diff.op,
+            f"{diff.kind} {diff.index}",
+            _change(diff.left_dtype, diff.right_dtype),
+            _change(diff.left_format, diff.right_format),
+        )
     return table
 
 
@@ -157,8 +166,7 @@ def _pair_lines(pair: GraphPairDiff) -> list[RenderableType]:
     lines: list[RenderableType] = [_pair_line(pair)]
     if pair.tensor_diffs:
         lines.append(_tensor_table(pair))
-    lines += [_names_line("op type changed", [f"{d.op} ({d.left_type} -> {d.right_type})"])
-              for d in pair.type_diffs]
+    lines += [_names_line("op type changed", [f"{d.op} ({d.left_type} -> {d.right_type})"]) for d in pair.type_diffs]
     if pair.only_left:
         lines.append(_names_line("only in debug_0", pair.only_left))
     if pair.only_right:
@@ -172,9 +180,15 @@ def render_graph_diff(result: GraphDiffResult) -> RenderableType:
         return absent_line(GRAPH_DIFF_TITLE, BUILD_GRAPHS, result.missing)
     skipped = Text(f"skipped op types: {', '.join(sorted(SKIPPED_TYPES))}", style="muted")
     if not result.found:
-        return check_panel(GRAPH_DIFF_TITLE, [nothing_found(
-            f"the {len(result.pairs)} graph pair(s) of debug_0 and debug_1 are identical "
-            "(similarity 100.0%)"), skipped])
+        return check_panel(
+            GRAPH_DIFF_TITLE,
+            [
+                nothing_found(
+                    f"the {len(result.pairs)} graph pair(s) of debug_0 and debug_1 are identical (similarity 100.0%)"
+                ),
+                skipped,
+            ],
+        )
     lines: list[RenderableType] = []
     for pair in result.pairs:
         lines += _pair_lines(pair)

@@ -31,8 +31,9 @@ def comparison_lines(divergences: list[Divergence]) -> list[Text]:
     flagged = sum(len(d.flagged) for d in divergences)
     dumped = sum(len(d.dumped) for d in divergences)
     rule = divergences[0].rule.describe() if divergences else ""
-    lines.append(_line("comparison", f"{flagged} of {dumped} ops flagged ({rule})",
-                       "cos.bad" if flagged else "cos.good"))
+    lines.append(
+        _line("comparison", f"{flagged} of {dumped} ops flagged ({rule})", "cos.bad" if flagged else "cos.good")
+    )
     return lines
 
 
@@ -45,13 +46,17 @@ def overflow_line(result: OverflowCheckResult) -> Text:
         overflowed = [f for f in result.findings if f.overflowed]
         names = result.overflowed_ops  # the first to overflow first
         where = f" in {', '.join(names)}" if names else ""
-        parts.append(f"{len(overflowed)} of {result.debug_files} Opdebug file(s) report an overflow"
-                     f"{where} (run {result.run} of {result.looked_in})" if overflowed
-                     else f"no overflow in {result.debug_files} Opdebug file(s)")
+        parts.append(
+            f"{len(overflowed)} of {result.debug_files} Opdebug file(s) report an overflow"
+            f"{where} (run {result.run} of {result.looked_in})"
+            if overflowed
+            else f"no overflow in {result.debug_files} Opdebug file(s)"
+        )
     if result.nonfinite:
         first = result.nonfinite[0]
-        parts.append(f"{len(result.nonfinite)} NPU tensor(s) hold Inf/NaN where golden does not, "
-                     f"first {first.tensor_index}")
+        parts.append(
+            f"{len(result.nonfinite)} NPU tensor(s) hold Inf/NaN where golden does not, first {first.tensor_index}"
+        )
     return _line("overflow", "; ".join(parts), "cos.bad" if result.flagged else "muted")
 
 

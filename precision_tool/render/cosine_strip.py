@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from rich.console import Console, ConsoleOptions, RenderResult
 from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
@@ -60,7 +60,6 @@ def level(cosine: float, low: float) -> int:
     return max(0, min(len(LEVELS) - 1, round(share * (len(LEVELS) - 1))))
 
 
-
 _SEVERITY = (INTRODUCES, INHERITS, NONFINITE, NEAR, CLEAN, NOT_COMPARED)
 
 
@@ -68,6 +67,7 @@ def worst_state(ops) -> str:
     """The state a run of ops is drawn in: its most severe (:func:`~.op_graph.node_state`)."""
     states = {node_state(op) if op.has_tensors else NOT_COMPARED for op in ops}
     return next((s for s in _SEVERITY if s in states), NOT_COMPARED)
+
 
 class CosineStrip:
     """A renderable: the strip of ``divergence`` fitted to the width it is given."""

@@ -19,8 +19,8 @@ title and the lines without a border. Every cell from the data is made
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from rich import box as boxes
 from rich.cells import cell_len
@@ -79,8 +79,7 @@ class FitTable:
     columns: list[_Column] = field(default_factory=list)
     rows: list[tuple[list[Text], str | None]] = field(default_factory=list)
 
-    def add_column(self, header: str = "", justify: str = "left", style: str | None = None,
-                   keep: bool = False) -> None:
+    def add_column(self, header: str = "", justify: str = "left", style: str | None = None, keep: bool = False) -> None:
         """A column; ``keep`` shows it even when all its cells are empty."""
         self.columns.append(_Column(header, justify, style, keep))
 
@@ -95,15 +94,18 @@ class FitTable:
     def _shown(self) -> list[int]:
         if not self.rows:
             return list(range(len(self.columns)))
-        return [i for i, column in enumerate(self.columns)
-                if column.keep or any(cells[i].plain.strip() for cells, _ in self.rows)]
+        return [
+            i
+            for i, column in enumerate(self.columns)
+            if column.keep or any(cells[i].plain.strip() for cells, _ in self.rows)
+        ]
 
     def _headers(self, shown: list[int]) -> list[Text]:
         return [Text(self.columns[i].header) for i in shown]
 
     def _widths(self, shown: list[int], measure) -> list[int]:
         out = []
-        for k, i in enumerate(shown):
+        for i in shown:
             cells = [cells[i] for cells, _ in self.rows]
             if self.show_header:
                 cells.append(Text(self.columns[i].header))
@@ -117,8 +119,9 @@ class FitTable:
             table = Table(box=boxes.HEAVY_HEAD, show_header=self.show_header)
         for i, width in zip(shown, widths):
             column = self.columns[i]
-            table.add_column(column.header, justify=column.justify, style=column.style,
-                             width=max(width, 1), overflow="fold")
+            table.add_column(
+                column.header, justify=column.justify, style=column.style, width=max(width, 1), overflow="fold"
+            )
         for cells, style in self.rows if rows else ():
             table.add_row(*(cells[i] for i in shown), style=style)
         return table
@@ -154,8 +157,7 @@ class FitTable:
             if not self.show_header:
                 out.append(Words(Text("  ", style=style or "").join(cell for _, cell in row)))
                 continue
-            pieces = [Text.assemble((f"{header.plain}: ", "muted"), cell, style=style or "")
-                      for header, cell in row]
+            pieces = [Text.assemble((f"{header.plain}: ", "muted"), cell, style=style or "") for header, cell in row]
             out.append(Pieces(pieces))
         return out
 
@@ -223,8 +225,6 @@ class Words:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(max(_longest_word(self.text), 1), max(_longest_line(self.text), 1))
-
-
 
 
 class Pieces:
@@ -304,7 +304,7 @@ class FitTree:
         self.label = label
         self.children: list[FitTree] = []
 
-    def add(self, label: Text) -> "FitTree":
+    def add(self, label: Text) -> FitTree:
         """A new child below the others; returns it."""
         child = FitTree(label)
         self.children.append(child)

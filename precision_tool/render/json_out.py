@@ -11,8 +11,9 @@ import dataclasses
 import enum
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..compare.devices import DeviceVerdict
 from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine
@@ -26,8 +27,7 @@ def plain(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclasses as dicts of their fields, tuples and sets as
     lists, paths as strings, non-finite floats as None, numpy scalars as Python numbers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-               if not f.name.startswith("_")}
+        out = {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value) if not f.name.startswith("_")}
         for verdict in _VERDICTS:
             if verdict not in out and isinstance(getattr(type(value), verdict, None), property):
                 out[verdict] = plain(getattr(value, verdict))
@@ -56,29 +56,49 @@ def _number(value: float | None) -> float | None:
 def tensor_json(tensor: TensorCosine, rule: FlagRule) -> dict:
     """One input or output: slot, cosine, RED, its state (:mod:`~precision_tool.compare.verdict`)
     and the RED rounding explains there, NaN/Inf and on which side, whether it diverges."""
-    return {"slot": tensor.slot, "cosine": _number(tensor.cosine), "red": _number(tensor.red),
-            "state": tensor.state(rule), "rounding_limit": _number(tensor.limit),
-            "nonfinite": tensor.nonfinite, "nonfinite_side": tensor.nonfinite_side,
-            "diverges": tensor.diverges(rule)}
+    return {
+        "slot": tensor.slot,
+        "cosine": _number(tensor.cosine),
+        "red": _number(tensor.red),
+        "state": tensor.state(rule),
+        "rounding_limit": _number(tensor.limit),
+        "nonfinite": tensor.nonfinite,
+        "nonfinite_side": tensor.nonfinite_side,
+        "diverges": tensor.diverges(rule),
+    }
 
 
 def local_json(local: LocalCheck | None) -> dict | None:
     """The replay's evidence of one op, None when none ran."""
     if local is None:
         return None
-    return {"replayed": local.replayed, "output": local.slot, "red": _number(local.red),
-            "nonfinite_mismatch": local.nonfinite_mismatch, "rounding_limit": local.noise.limit,
-            "beyond": local.beyond}
+    return {
+        "replayed": local.replayed,
+        "output": local.slot,
+        "red": _number(local.red),
+        "nonfinite_mismatch": local.nonfinite_mismatch,
+        "rounding_limit": local.noise.limit,
+        "beyond": local.beyond,
+    }
 
 
 def op_json(op: OpCosines) -> dict:
     """One op: name, type, index, golden names, verdict (and what decided it), every input and
     output."""
-    return {"op": op.name, "type": op.op_type, "index": op.index, "ground_truth": op.ground_truth,
-            "state": op.state, "introduces": op.introduces, "amplifies": op.amplifies,
-            "decided_by": op.decided_by, "replay": local_json(op.local), "cause": op.cause,
-            "inputs": [tensor_json(t, op.rule) for t in op.inputs],
-            "outputs": [tensor_json(t, op.rule) for t in op.outputs]}
+    return {
+        "op": op.name,
+        "type": op.op_type,
+        "index": op.index,
+        "ground_truth": op.ground_truth,
+        "state": op.state,
+        "introduces": op.introduces,
+        "amplifies": op.amplifies,
+        "decided_by": op.decided_by,
+        "replay": local_json(op.local),
+        "cause": op.cause,
+        "inputs": [tensor_json(t, op.rule) for t in op.inputs],
+        "outputs": [tensor_json(t, op.rule) for t in op.outputs],
+    }
 
 
 def divergence_json(csv: Path, divergence: Divergence) -> dict:
@@ -92,8 +112,7 @@ def divergence_json(csv: Path, divergence: Divergence) -> dict:
         "ops_compared": len(divergence.dumped),
         "flagged": [op_json(op) for op in divergence.flagged],
         "first_introducer": op_json(first) if first is not None else None,
-        "lowest_output": ({"op": lowest.name, "cosine": _number(lowest.worst_output)}
-                          if lowest is not None else None),
+        "lowest_output": ({"op": lowest.name, "cosine": _number(lowest.worst_output)} if lowest is not None else None),
         "near": [op.name for op in divergence.near],
         "nonfinite": [op.name for op in divergence.nonfinite],
         "unjudged": [op.name for op in divergence.unjudged],
@@ -103,19 +122,27 @@ def divergence_json(csv: Path, divergence: Divergence) -> dict:
 def device_json(verdict: DeviceVerdict) -> dict:
     """One device of the cross-device summary."""
     op = verdict.first_introducer
-    return {"device": verdict.device, "results": verdict.results,
-            "first_introducer": op.name if op is not None else None,
-            "first_introducer_index": op.index if op is not None else None,
-            "min_output_cosine": _number(verdict.min_output_cosine),
-            "differs_from_majority": verdict.differs_from_majority,
-            "diverges_first": verdict.diverges_first}
+    return {
+        "device": verdict.device,
+        "results": verdict.results,
+        "first_introducer": op.name if op is not None else None,
+        "first_introducer_index": op.index if op is not None else None,
+        "min_output_cosine": _number(verdict.min_output_cosine),
+        "differs_from_majority": verdict.differs_from_majority,
+        "diverges_first": verdict.diverges_first,
+    }
 
 
-def summary_json(results: Iterable[tuple[Path, Divergence]], errors: Iterable[str] = (),
-                 devices: Iterable[DeviceVerdict] = ()) -> dict:
+def summary_json(
+    results: Iterable[tuple[Path, Divergence]], errors: Iterable[str] = (), devices: Iterable[DeviceVerdict] = ()
+) -> dict:
     """The ``vcs --json`` document."""
-    return {"schema": SCHEMA_VERSION, "results": [divergence_json(p, d) for p, d in results],
-            "devices": [device_json(v) for v in devices], "errors": list(errors)}
+    return {
+        "schema": SCHEMA_VERSION,
+        "results": [divergence_json(p, d) for p, d in results],
+        "devices": [device_json(v) for v in devices],
+        "errors": list(errors),
+    }
 
 
 def dumps(document: dict | list) -> str:

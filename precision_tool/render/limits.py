@@ -7,7 +7,8 @@ list and say how many they left out; their ``--full`` flag shows every one.
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 LIST_LIMIT = 100
 FULL_FLAG = "--full"

@@ -49,8 +49,7 @@ def _kv(grid: FitTable, key: str, value: Any, style: str = "") -> None:
     grid.add_row(Text(key, style="muted"), text)
 
 
-def header(debug: str, graph_name: str, model_name: str, op: Op,
-           graph_id: int | None = None) -> FitTable:
+def header(debug: str, graph_name: str, model_name: str, op: Op, graph_id: int | None = None) -> FitTable:
     """Name, type, id, graph (and its GE graph id), kernel and fusion facts of ``op`` as a
     key/value grid."""
     grid = FitTable(grid=True, show_header=False)
@@ -80,8 +79,13 @@ def _desc_cells(desc: TensorDesc | None) -> list[Text]:
     if desc is None:
         return [Text("?", style="muted")] * 5
     origin_shape = shape_text(desc.origin_shape) if desc.origin_shape is not None else ""
-    return [data_text(short_dtype(desc.dtype)), data_text(desc.layout or "?"),
-            Text(shape_text(desc.shape)), data_text(desc.origin_format or ""), Text(origin_shape)]
+    return [
+        data_text(short_dtype(desc.dtype)),
+        data_text(desc.layout or "?"),
+        Text(shape_text(desc.shape)),
+        data_text(desc.origin_format or ""),
+        Text(origin_shape),
+    ]
 
 
 def _io_table(title: str, first: str) -> FitTable:
@@ -102,8 +106,7 @@ def inputs_table(op: Op, limit: int | None = None) -> FitTable | Text:
     table = _io_table("inputs", "producer")
     shown, hidden = head(refs, limit)
     for port, ref in enumerate(shown):
-        table.add_row(str(port), data_text(f"{ref.src}:{ref.index}", "op.name"),
-                      *_desc_cells(op.input_desc(port)))
+        table.add_row(str(port), data_text(f"{ref.src}:{ref.index}", "op.name"), *_desc_cells(op.input_desc(port)))
     table.caption = more_note(hidden, "inputs") or None
     return table
 
@@ -134,8 +137,7 @@ def outputs_table(op: Op, limit: int | None = None) -> FitTable | Text:
         users, more = head(op.consumers[index] if index < len(op.consumers) else [], limit)
         consumers = ", ".join(f"{name}:{slot}" for name, slot in users) or "-"
         consumers += f", {more_note(more)}" if more else ""
-        table.add_row(str(index), data_text(str(origin or "")), *_desc_cells(desc),
-                      data_text(consumers, "op.name"))
+        table.add_row(str(index), data_text(str(origin or "")), *_desc_cells(desc), data_text(consumers, "op.name"))
     return table
 
 

@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass
 
 from ..compare.divergence import OpCosines
-from ..compare.verdict import CLEAN, NEAR, NONFINITE, NOT_COMPARED as NOT_COMPARED_STATE
+from ..compare.verdict import CLEAN, NEAR, NONFINITE
+from ..compare.verdict import NOT_COMPARED as NOT_COMPARED_STATE
 from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import Op, TensorDesc
 from ..formats.graph_query import Edge, Neighbourhood, neighbourhood
@@ -182,8 +183,9 @@ def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool, cosine
 
     if op is None:
         label = graphviz.nohtml(string_escape(visible(name)) + "\\n(not in this graph)")
-        dot.node(node_id, label=label, tooltip=dot_text(name), shape="box", style="dashed,filled",
-                 fillcolor=MISSING_FILL)
+        dot.node(
+            node_id, label=label, tooltip=dot_text(name), shape="box", style="dashed,filled", fillcolor=MISSING_FILL
+        )
         return
     introducer = cosine is not None and cosine.introduces
     style = "filled,bold" if is_root or introducer else "filled"
@@ -191,8 +193,14 @@ def _add_node(dot, node_id: str, name: str, op: Op | None, is_root: bool, cosine
     extra = {"penwidth": "3"} if is_root or introducer else {}
     if introducer:  # the second cue besides the fill and the marker: a thick dark border (dot
         extra["color"] = swatch(INTRODUCES).text_colour  # draws no double border on records)
-    dot.node(node_id, label=graphviz.nohtml(record_label(op, cosine)), tooltip=dot_text(name),
-             style=style, fillcolor=fill, **extra)
+    dot.node(
+        node_id,
+        label=graphviz.nohtml(record_label(op, cosine)),
+        tooltip=dot_text(name),
+        style=style,
+        fillcolor=fill,
+        **extra,
+    )
 
 
 def _add_edge(dot, ids: dict[str, str], hood: Neighbourhood, edge: Edge) -> None:
@@ -205,8 +213,7 @@ def _add_edge(dot, ids: dict[str, str], hood: Neighbourhood, edge: Edge) -> None
     dot.edge(src_port, f"{dst}:in{edge.dst_port}:n")
 
 
-def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine] | None = None,
-                  legend: bool = True):
+def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine] | None = None, legend: bool = True):
     """A ``graphviz.Digraph`` of ``hood``: record nodes with per-port device and host views, the
     root in bold, each node filled by ``cosines`` (grey without) with a legend of the colours
     (unless ``legend`` is False: a page that has its own), data edges
@@ -219,8 +226,14 @@ def build_digraph(hood: Neighbourhood, title: str, cosines: dict[str, NodeCosine
     dot.attr("edge", fontsize="9")
     ids = node_ids(hood)
     for name, op in hood.nodes.items():
-        _add_node(dot, ids[name], name, op, name == hood.root.name,
-                  None if cosines is None else cosines.get(name, NOT_COMPARED))
+        _add_node(
+            dot,
+            ids[name],
+            name,
+            op,
+            name == hood.root.name,
+            None if cosines is None else cosines.get(name, NOT_COMPARED),
+        )
     for edge in hood.edges:
         _add_edge(dot, ids, hood, edge)
     _add_modules(dot, hood, ids)
@@ -253,11 +266,11 @@ def _add_modules(dot, hood: Neighbourhood, ids: dict[str, str]) -> None:
     def add(parent, tree: dict) -> None:
         for key, entry in tree.items():
             with parent.subgraph(name=f"cluster_module{next(counter)}") as cluster:
-                cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888",
-                             fontsize="9", labeljust="l")
+                cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888", fontsize="9", labeljust="l")
                 for name in entry["ops"]:
                     cluster.node(ids[name])
                 add(cluster, entry["inner"])
+
     add(dot, module_tree(hood))
 
 
@@ -267,10 +280,28 @@ def _add_legend(dot) -> None:
         legend.attr(label="verdict", fontsize="10", style="dashed", color="#999999")
         for k, state in enumerate(LEGEND_ORDER):
             look = swatch(state)
-            legend.node(f"legend{k}", label=dot_text(f"{look.marker} {look.label}".strip()), shape="box",
-                        style="filled", fillcolor=look.colour, fontsize="9")
+            legend.node(
+                f"legend{k}",
+                label=dot_text(f"{look.marker} {look.label}".strip()),
+                shape="box",
+                style="filled",
+                fillcolor=look.colour,
+                fontsize="9",
+            )
 
 
-__all__ = ["Edge", "MAX_RENDER_NODES", "Neighbourhood", "NodeCosine", "build_digraph", "device_text",
-           "dot_text", "host_text",
-           "neighbourhood", "node_cosines", "node_ids", "record_label", "shape_text"]
+__all__ = [
+    "Edge",
+    "MAX_RENDER_NODES",
+    "Neighbourhood",
+    "NodeCosine",
+    "build_digraph",
+    "device_text",
+    "dot_text",
+    "host_text",
+    "neighbourhood",
+    "node_cosines",
+    "node_ids",
+    "record_label",
+    "shape_text",
+]

@@ -48,8 +48,9 @@ def _cosine(text: Text, cosine: NodeCosine | None) -> None:
         text.append(f"  {marker}{cosine.text('=')}", style=look.style)
 
 
-def _op_text(arrow: str, port: str, other: str, op: Op | None, desc: TensorDesc | None,
-             cosine: NodeCosine | None) -> Text:
+def _op_text(
+    arrow: str, port: str, other: str, op: Op | None, desc: TensorDesc | None, cosine: NodeCosine | None
+) -> Text:
     text = Text.assemble((f"{port} {arrow} ", "muted"), (visible(other), "op.name"))
     if op is not None:
         text.append(f" [{visible(op.type)}]", style="op.type")
@@ -129,8 +130,11 @@ class _Walk:
         """The consumer's inputs from other producers than ``parent`` (its weight, its bias);
         False when the budget ran out."""
         for port, ref in enumerate(consumer.data_inputs):
-            if ref.src != parent and self.add(branch, "<-", f"in{port}", f"{ref.src}:{ref.index}",
-                                              ref.src, consumer.input_desc(port)) is None:
+            if (
+                ref.src != parent
+                and self.add(branch, "<-", f"in{port}", f"{ref.src}:{ref.index}", ref.src, consumer.input_desc(port))
+                is None
+            ):
                 return False
         return True
 
@@ -158,6 +162,11 @@ def neighbourhood_tree(hood: Neighbourhood, cosines: dict[str, NodeCosine] | Non
     if walk.budget.cut_levels:
         cut.append(f"at {MAX_TREE_LEVELS} levels")
     if cut:
-        tree.add(Text(f"... the tree is cut {' and '.join(cut)} ({len(hood.nodes)} ops in the "
-                      "neighbourhood: the .gv has them all)", style="warn"))
+        tree.add(
+            Text(
+                f"... the tree is cut {' and '.join(cut)} ({len(hood.nodes)} ops in the "
+                "neighbourhood: the .gv has them all)",
+                style="warn",
+            )
+        )
     return tree

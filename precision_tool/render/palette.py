@@ -50,8 +50,7 @@ _SHOWN_AS = {DIVERGES: INTRODUCES, ROUNDING: CLEAN}
 
 # rich styles of the states: the colour itself on a terminal (its own background is dark or
 # light, so the full colour reads on either)
-STYLES = {swatch.style: ("bold " if state == INTRODUCES else "") + swatch.colour
-          for state, swatch in PALETTE.items()}
+STYLES = {swatch.style: ("bold " if state == INTRODUCES else "") + swatch.colour for state, swatch in PALETTE.items()}
 
 
 def swatch(state: str) -> Swatch:
@@ -66,8 +65,10 @@ def marked(state: str) -> str:
 
 def css_variables() -> str:
     """``:root { --introduces: #D55E00; ... }``: the palette for a stylesheet."""
-    names = "; ".join(f"--{_css(state)}: {PALETTE[state].colour}; --{_css(state)}-text: {PALETTE[state].text_colour}"
-                      for state in LEGEND_ORDER)
+    names = "; ".join(
+        f"--{_css(state)}: {PALETTE[state].colour}; --{_css(state)}-text: {PALETTE[state].text_colour}"
+        for state in LEGEND_ORDER
+    )
     return ":root { " + names + "; }"
 
 

@@ -72,19 +72,29 @@ def _tensor_cells(label: str, tensors: tuple[TensorCosine, ...], rule: FlagRule)
         elif state == DIVERGES and not tensor.at_or_below(rule.cosine):
             line.append(f" (RED {tensor.red:.3g})", style=style)
         elif state == NEAR:
-            line.append(f" ({swatch(NEAR).marker} RED {tensor.error:.3g} beyond rounding {tensor.limit:.3g})", style=style)
+            line.append(
+                f" ({swatch(NEAR).marker} RED {tensor.error:.3g} beyond rounding {tensor.limit:.3g})", style=style
+            )
     return line
 
 
 def _op_lines(number: int, op: OpCosines) -> list[Text]:
-    head = Text.assemble(f"{number}. ", ("[", "muted"), (visible(op.op_type or "?"), "op.type"),
-                         ("] ", "muted"), (visible(op.name), "op.name"), (f"  index {op.index}  ", "muted"),
-                         verdict_text(op))
-    return [head,
-            Text.assemble(("   left (NPU):          ", "muted"), visible(op.name)),
-            Text.assemble(("   right (GroundTruth): ", "muted"), visible(op.ground_truth)),
-            _tensor_cells("inputs", op.inputs, op.rule),
-            _tensor_cells("outputs", op.outputs, op.rule)]
+    head = Text.assemble(
+        f"{number}. ",
+        ("[", "muted"),
+        (visible(op.op_type or "?"), "op.type"),
+        ("] ", "muted"),
+        (visible(op.name), "op.name"),
+        (f"  index {op.index}  ", "muted"),
+        verdict_text(op),
+    )
+    return [
+        head,
+        Text.assemble(("   left (NPU):          ", "muted"), visible(op.name)),
+        Text.assemble(("   right (GroundTruth): ", "muted"), visible(op.ground_truth)),
+        _tensor_cells("inputs", op.inputs, op.rule),
+        _tensor_cells("outputs", op.outputs, op.rule),
+    ]
 
 
 def first_introducer_line(divergence: Divergence) -> Text | None:
@@ -98,12 +108,20 @@ def first_introducer_line(divergence: Divergence) -> Text | None:
         return Text.assemble(
             "first operator that introduces the error: none found; every flagged op has an input "
             "that already diverges, so look upstream of ",
-            (visible(flagged[0].name), "op.name"), style="warn")
-    line = Text.assemble(("first operator that introduces the error: ", "title"), (visible(op.name), "op.name"),
-                         " (", (visible(op.op_type or "?"), "op.type"), "), ",
-                         drop_text(op, divergence.threshold))
-    line.append(f"; {op.local.describe()}" if op.local is not None else "; no replay: decided by its inputs",
-                style="muted")
+            (visible(flagged[0].name), "op.name"),
+            style="warn",
+        )
+    line = Text.assemble(
+        ("first operator that introduces the error: ", "title"),
+        (visible(op.name), "op.name"),
+        " (",
+        (visible(op.op_type or "?"), "op.type"),
+        "), ",
+        drop_text(op, divergence.threshold),
+    )
+    line.append(
+        f"; {op.local.describe()}" if op.local is not None else "; no replay: decided by its inputs", style="muted"
+    )
     if op.cause:
         line.append(f"; cause: {op.cause}", style=swatch(INTRODUCES).style)
     return line
@@ -120,8 +138,11 @@ def drop_text(op: OpCosines, threshold: float) -> Text:
         text.append(format_cosine(before), cosine_style(before, threshold))
         text.append(" -> ")
         text.append(format_cosine(after), cosine_style(after, threshold))
-    extra = [f"RED {t.red:.3g}" for t in op.outputs
-             if not t.nonfinite and t.diverges(op.rule) and not t.at_or_below(op.rule.cosine)]
+    extra = [
+        f"RED {t.red:.3g}"
+        for t in op.outputs
+        if not t.nonfinite and t.diverges(op.rule) and not t.at_or_below(op.rule.cosine)
+    ]
     if op.nonfinite:
         extra.append("the NPU output holds NaN/Inf")
     if extra:
@@ -135,27 +156,35 @@ def _count_lines(divergence: Divergence) -> list[Text]:
     lines = [Text(f"flagged: {flagged} of {dumped} ops ({divergence.rule.describe()})", style=style)]
     nonfinite = divergence.nonfinite
     if nonfinite:
-        lines.append(Text(f"{len(nonfinite)} op(s) with a NaN/Inf NPU output, the first: "
-                          f"{visible(nonfinite[0].name)}", style=swatch(NONFINITE).style))
+        lines.append(
+            Text(
+                f"{len(nonfinite)} op(s) with a NaN/Inf NPU output, the first: {visible(nonfinite[0].name)}",
+                style=swatch(NONFINITE).style,
+            )
+        )
     lowest = divergence.lowest_output
     if lowest is not None:
         near = divergence.near
         what = "lowest finite output cosine: " if nonfinite else "lowest output cosine: "
-        line = Text.assemble((what, "muted"),
-                             (format_cosine(lowest.worst_output), cosine_style(lowest.worst_output,
-                                                                                divergence.threshold)),
-                             " at ", (visible(lowest.name), "op.name"))
-        line.append(f"; {len(near)} op(s) beyond rounding but not flagged",
-                    style=swatch(NEAR).style if near else "muted")
+        line = Text.assemble(
+            (what, "muted"),
+            (format_cosine(lowest.worst_output), cosine_style(lowest.worst_output, divergence.threshold)),
+            " at ",
+            (visible(lowest.name), "op.name"),
+        )
+        line.append(
+            f"; {len(near)} op(s) beyond rounding but not flagged", style=swatch(NEAR).style if near else "muted"
+        )
         if near:
-            line.append(": " + ", ".join(visible(op.name) for op in near[:3]) + (", ..." if len(near) > 3 else ""),
-                        style=swatch(NEAR).style)
+            line.append(
+                ": " + ", ".join(visible(op.name) for op in near[:3]) + (", ..." if len(near) > 3 else ""),
+                style=swatch(NEAR).style,
+            )
         lines.append(line)
     unjudged = divergence.unjudged
     if unjudged:
         names = ", ".join(visible(op.name) for op in unjudged[:5]) + (", ..." if len(unjudged) > 5 else "")
-        lines.append(Text(f"{len(unjudged)} op(s) with a NaN output cosine, not judged: {names}",
-                          style="cos.nan"))
+        lines.append(Text(f"{len(unjudged)} op(s) with a NaN output cosine, not judged: {names}", style="cos.nan"))
     return lines
 
 
@@ -171,8 +200,7 @@ def render_summary(title: str, divergence: Divergence, limit: int) -> FitPanel:
     for number, op in enumerate(shown, 1):
         lines.extend(_op_lines(number, op))
     if len(shown) < len(flagged):
-        lines.append(Text(f"... {len(flagged) - len(shown)} more flagged op(s); -l 0 lists them all",
-                          style="muted"))
+        lines.append(Text(f"... {len(flagged) - len(shown)} more flagged op(s); -l 0 lists them all", style="muted"))
     verdict = first_introducer_line(divergence)
     if verdict is not None:
         lines.append(verdict)

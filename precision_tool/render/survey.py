@@ -17,16 +17,19 @@ def _debug_rows(survey: DataSurvey) -> list[tuple[str, str, str]]:
         if debug.newest_run is None and not debug.runs:
             dumps = "no dump runs"
         else:
-            dumps = (f"{len(debug.runs)} run(s), newest {debug.newest_run}: "
-                     f"{debug.step_dirs} step dir(s), {debug.dump_files} dump files")
+            dumps = (
+                f"{len(debug.runs)} run(s), newest {debug.newest_run}: "
+                f"{debug.step_dirs} step dir(s), {debug.dump_files} dump files"
+            )
         rows.append((f"npu/{debug.name}", graphs, dumps))
     return rows
 
 
 def render_survey(survey: DataSurvey, version: str) -> Group:
     """Version, data root and what was found there, one line per source."""
-    title = Text.assemble(("PrecisionTool ", "bold"), (version, "cyan"), "  data root: ",
-                          (visible(str(survey.root)), "bold"))
+    title = Text.assemble(
+        ("PrecisionTool ", "bold"), (version, "cyan"), "  data root: ", (visible(str(survey.root)), "bold")
+    )
     table = FitTable(grid=True, show_header=False)
     for _ in range(3):
         table.add_column()

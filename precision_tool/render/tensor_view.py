@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from rich.text import Text
@@ -53,7 +53,7 @@ def values_table(values: np.ndarray, shape: Sequence[int], total: int) -> FitTab
     for column in range(width):
         table.add_column(f"+{column}", justify="right")
     for start in range(0, len(values), width):
-        row = [format_value(v) for v in values[start:start + width]]
+        row = [format_value(v) for v in values[start : start + width]]
         table.add_row(format_index(start, shape), *row, *[""] * (width - len(row)))
     return table
 
@@ -67,6 +67,11 @@ def pairs_table(title: str, pairs: Sequence, shape: Sequence[int], mark=None) ->
     table.add_column("abs diff", justify="right")
     for pair in pairs:
         style = mark(pair) if mark else None
-        table.add_row(format_index(pair.index, shape), format_value(pair.left),
-                      format_value(pair.right), format_value(pair.abs_diff), style=style)
+        table.add_row(
+            format_index(pair.index, shape),
+            format_value(pair.left),
+            format_value(pair.right),
+            format_value(pair.abs_diff),
+            style=style,
+        )
     return table

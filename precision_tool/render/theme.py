@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import IO
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
@@ -15,19 +16,21 @@ from ..errors import OutputClosed
 from .lines import visible, visible_text
 from .palette import STYLES
 
-THEME = Theme({
-    **STYLES,
-    "cos.good": "green",
-    "cos.bad": "bold red",
-    "cos.nan": "yellow",
-    "op.name": "bold cyan",
-    "op.type": "magenta",
-    "title": "bold",
-    "muted": "dim",
-    "warn": "yellow",
-    "error": "bold red",
-    "path": "blue",
-})
+THEME = Theme(
+    {
+        **STYLES,
+        "cos.good": "green",
+        "cos.bad": "bold red",
+        "cos.nan": "yellow",
+        "op.name": "bold cyan",
+        "op.type": "magenta",
+        "title": "bold",
+        "muted": "dim",
+        "warn": "yellow",
+        "error": "bold red",
+        "path": "blue",
+    }
+)
 
 PIPE_WIDTH = 160  # piped output without COLUMNS: a wide page for logs and scripts
 
@@ -80,8 +83,9 @@ def columns_setting(environ: Mapping[str, str] | None = None) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def make_console(file: IO[str] | None = None, width: int | None = None,
-                 force_terminal: bool | None = None, stderr: bool = False) -> Console:
+def make_console(
+    file: IO[str] | None = None, width: int | None = None, force_terminal: bool | None = None, stderr: bool = False
+) -> Console:
     """A :class:`DataSafeConsole` with the theme. Piped output gets no ANSI codes (rich decides
     by isatty) and the width ``COLUMNS`` gives, else a wide page (:data:`PIPE_WIDTH`); tables
     and lines never break a name at that width (:mod:`.fit`), they fold rows instead. A closed
@@ -89,5 +93,12 @@ def make_console(file: IO[str] | None = None, width: int | None = None,
     target = file or (sys.stderr if stderr else sys.stdout)
     if width is None and not force_terminal and not _isatty(target):
         width = columns_setting() or PIPE_WIDTH
-    return DataSafeConsole(file=file, width=width, force_terminal=force_terminal, theme=THEME,
-                           stderr=stderr, highlight=False, soft_wrap=False)
+    return DataSafeConsole(
+        file=file,
+        width=width,
+        force_terminal=force_terminal,
+        theme=THEME,
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=False,
+    )

@@ -31,9 +31,12 @@ def _head(e) -> Text:
     head = Text.assemble(("cause: ", "muted"), (e.cause, "cos.good" if not e.is_defect else "cos.bad"))
     if e.stats is not None:
         nonfinite = e.stats.nonfinite_mismatch
-        head.append(f"   output {e.output} vs golden: cosine {format_cosine(e.stats.cosine)}, "
-                    f"relative error {e.stats.red:.3g}" + (f" (finite values), {nonfinite} non-finite "
-                                                           "mismatch(es)" if nonfinite else ""), style="muted")
+        head.append(
+            f"   output {e.output} vs golden: cosine {format_cosine(e.stats.cosine)}, "
+            f"relative error {e.stats.red:.3g}"
+            + (f" (finite values), {nonfinite} non-finite mismatch(es)" if nonfinite else ""),
+            style="muted",
+        )
     return head
 
 
@@ -41,8 +44,14 @@ def explanation_lines(e) -> list[Text]:
     """The lines of one explanation: the cause, every cause that held, the replay, notes."""
     lines = [_head(e)]
     for number, cause in enumerate(e.causes, 1):
-        lines.append(Text.assemble(f"  {number}. ", (cause.name, "title"),
-                                   (f" (explains {cause.score:.0%})  ", "muted"), one_line(cause.evidence)))
+        lines.append(
+            Text.assemble(
+                f"  {number}. ",
+                (cause.name, "title"),
+                (f" (explains {cause.score:.0%})  ", "muted"),
+                one_line(cause.evidence),
+            )
+        )
     lines.append(_replay_line(e))
     lines += [Text(f"  note: {one_line(note)}", style="muted") for note in e.replay.notes]
     lines += [Text(f"note: {one_line(note)}", style="warn") for note in e.notes]
@@ -50,16 +59,16 @@ def explanation_lines(e) -> list[Text]:
 
 
 def _title(e) -> Text:
-    return Text.assemble(("[", "muted"), (one_line(e.op_type or "?"), "op.type"), ("] ", "muted"),
-                         (one_line(e.op), "op.name"))
+    return Text.assemble(
+        ("[", "muted"), (one_line(e.op_type or "?"), "op.type"), ("] ", "muted"), (one_line(e.op), "op.name")
+    )
 
 
 def render_why(explanations) -> list:
     """One panel per explanation, or a line when there is nothing to explain."""
     if not explanations:
         return [Text("why: no operator introduces error in the newest result", style="cos.good")]
-    return [Panel(Group(*explanation_lines(e)), title=_title(e), title_align="left", expand=True)
-            for e in explanations]
+    return [Panel(Group(*explanation_lines(e)), title=_title(e), title_align="left", expand=True) for e in explanations]
 
 
 def why_panel(explanations) -> Panel | Text:
@@ -75,6 +84,11 @@ def why_panel(explanations) -> Panel | Text:
 
 def cause_line(e) -> Text:
     """One line for ``ac``'s conclusion: the op, its most likely cause and that cause's evidence."""
-    return Text.assemble(("cause: ", "title"), (one_line(e.op), "op.name"), ": ",
-                         (e.cause, "cos.bad" if e.is_defect else "cos.good"), " -- ",
-                         one_line(e.causes[0].evidence))
+    return Text.assemble(
+        ("cause: ", "title"),
+        (one_line(e.op), "op.name"),
+        ": ",
+        (e.cause, "cos.bad" if e.is_defect else "cos.good"),
+        " -- ",
+        one_line(e.causes[0].evidence),
+    )

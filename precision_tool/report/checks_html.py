@@ -10,7 +10,7 @@ visible (:func:`~.escape.visible`). A check whose data cannot be read is one err
 from __future__ import annotations
 
 import io
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console, RenderableType
 
@@ -29,8 +29,7 @@ from .escape import visible
 CHECK_NAMES = ("overflow check", "fusion check", "cast check", "graph similarity")
 
 
-def _one(name: str, check: Callable[[], object],
-         render: Callable[[object], RenderableType]) -> RenderableType:
+def _one(name: str, check: Callable[[], object], render: Callable[[object], RenderableType]) -> RenderableType:
     try:
         return render(check())
     except PrecisionToolError as exc:
@@ -55,9 +54,16 @@ def _visible_lines(text: str) -> str:
 
 def renderable_html(renderable: RenderableType, width: int = PIPE_WIDTH) -> str:
     """``renderable`` as the HTML of a ``<pre>`` block's content, coloured with inline styles."""
-    console = Console(record=True, file=io.StringIO(), width=width, theme=THEME,
-                      force_terminal=True, color_system="truecolor", highlight=False,
-                      soft_wrap=False)
+    console = Console(
+        record=True,
+        file=io.StringIO(),
+        width=width,
+        theme=THEME,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+        soft_wrap=False,
+    )
     console.print(renderable)
     return _visible_lines(console.export_html(inline_styles=True, code_format="{code}"))
 

@@ -108,13 +108,16 @@ def _full(record: OpRecord, states: list[str], text: _Strings) -> list:
     states_in = {t.slot: state(t) for t in op.inputs}
     states_out = {t.slot: state(t) for t in op.outputs}
     none = states.index(NOT_COMPARED)
-    return [-1 if op.ground_truth == op.name else text(op.ground_truth),
-            [[t.slot, _num(t.value(COSINE))] for t in record.inputs],
-            [[t.slot, _num(t.value(COSINE))] for t in record.outputs],
-            [states_in.get(t.slot, none) for t in record.inputs],
-            [states_out.get(t.slot, none) for t in record.outputs],
-            [_num(record.output(m)) for m in NUMERIC_METRICS],
-            text(evidence(op) if op.flagged else ""), text(op.cause or "")]
+    return [
+        -1 if op.ground_truth == op.name else text(op.ground_truth),
+        [[t.slot, _num(t.value(COSINE))] for t in record.inputs],
+        [[t.slot, _num(t.value(COSINE))] for t in record.outputs],
+        [states_in.get(t.slot, none) for t in record.inputs],
+        [states_out.get(t.slot, none) for t in record.outputs],
+        [_num(record.output(m)) for m in NUMERIC_METRICS],
+        text(evidence(op) if op.flagged else ""),
+        text(op.cause or ""),
+    ]
 
 
 def _deltas(values: list[int]) -> list[int]:
@@ -132,23 +135,39 @@ def page_data(view: ResultView) -> dict:
     types = sorted({r.op.op_type or "?" for r in records})
     type_code = {t: k for k, t in enumerate(types)}
     everyone, text = len(view.records) <= FULL_OPS, _Strings()
-    full = {str(r.position): _full(r, states, text) for r, s in zip(records, shown)
-            if everyone or not quiet(s)}
+    full = {str(r.position): _full(r, states, text) for r, s in zip(records, shown) if everyone or not quiet(s)}
     cos_values = [r.cosine for r in records if not math.isnan(r.cosine)]
     cos, red = cosine_axis(cos_values, view.threshold), red_axis([r.output(RED) for r in records])
     return {
-        "threshold": view.threshold, "metrics": list(NUMERIC_METRICS),
-        "red": NUMERIC_METRICS.index(RED), "first": view.first_introducer.position
-        if view.first_introducer else (view.focus.position if view.focus else None),
-        "states": states, "marked": [marked(s) for s in states], "css": [css_class(s) for s in states],
-        "introduces": states.index(INTRODUCES), "shape": [mark_shape(s) for s in states],
-        "quiet": [quiet(s) for s in states], "types": types, "count": len(view.records),
-        "cosAxis": [cos.lo, cos.hi], "redAxis": [red.lo, red.hi],
-        "pos": _deltas([r.position for r in records]), "index": _deltas([r.op.index for r in records]),
-        "shared": shared, "rest": rest, "type": [type_code[r.op.op_type or "?"] for r in records],
+        "threshold": view.threshold,
+        "metrics": list(NUMERIC_METRICS),
+        "red": NUMERIC_METRICS.index(RED),
+        "first": view.first_introducer.position
+        if view.first_introducer
+        else (view.focus.position if view.focus else None),
+        "states": states,
+        "marked": [marked(s) for s in states],
+        "css": [css_class(s) for s in states],
+        "introduces": states.index(INTRODUCES),
+        "shape": [mark_shape(s) for s in states],
+        "quiet": [quiet(s) for s in states],
+        "types": types,
+        "count": len(view.records),
+        "cosAxis": [cos.lo, cos.hi],
+        "redAxis": [red.lo, red.hi],
+        "pos": _deltas([r.position for r in records]),
+        "index": _deltas([r.op.index for r in records]),
+        "shared": shared,
+        "rest": rest,
+        "type": [type_code[r.op.op_type or "?"] for r in records],
         "state": [states.index(s) if s in states else states.index(NOT_COMPARED) for s in shown],
-        "cos": [_num(r.cosine) for r in records], "redv": [_num(r.output(RED)) for r in records],
-        "full": full, "texts": text.texts, "causes": any(r.op.cause for r in view.flagged),
-        "groups": [[g.introducer.position if g.introducer else None, [m.position for m in g.inheritors]]
-                   for g in lead_groups(view)],
+        "cos": [_num(r.cosine) for r in records],
+        "redv": [_num(r.output(RED)) for r in records],
+        "full": full,
+        "texts": text.texts,
+        "causes": any(r.op.cause for r in view.flagged),
+        "groups": [
+            [g.introducer.position if g.introducer else None, [m.position for m in g.inheritors]]
+            for g in lead_groups(view)
+        ],
     }

@@ -29,8 +29,10 @@ def state_css() -> str:
     rules = [css_variables()]
     for state in LEGEND_ORDER:
         name, fill, text = css_class(state), css_var(state), css_var(state, text=True)
-        rules.append(f".{name} {{ color: {text}; }} i.swatch.{name} {{ background: {fill}; }} "
-                     f"svg.plot .pt.{name} {{ fill: {fill}; }} svg.plot .pt.cross.{name} {{ stroke: {fill}; }}")
+        rules.append(
+            f".{name} {{ color: {text}; }} i.swatch.{name} {{ background: {fill}; }} "
+            f"svg.plot .pt.{name} {{ fill: {fill}; }} svg.plot .pt.cross.{name} {{ stroke: {fill}; }}"
+        )
     return "\n".join(rules)
 
 
@@ -41,7 +43,9 @@ def legend_html(note: str = "", graph: bool = False) -> str:
     for state in LEGEND_ORDER:
         look = swatch(state)
         shape = " box" + (" double" if state == INTRODUCES else "") if graph else ""
-        items.append(f'<span data-state="{esc(state)}"><i class="swatch{shape} {css_class(state)}"></i>'
-                     f'{esc(f"{look.marker} {look.label}".strip())}</span>')
+        items.append(
+            f'<span data-state="{esc(state)}"><i class="swatch{shape} {css_class(state)}"></i>'
+            f"{esc(f'{look.marker} {look.label}'.strip())}</span>"
+        )
     tail = f'<span class="muted">{note}</span>' if note else ""
     return f'<p class="legend">{"".join(items)}{tail}</p>'

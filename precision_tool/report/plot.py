@@ -116,10 +116,12 @@ def _x_ticks(xs: XAxis) -> list[int]:
 def _grid(axis: Axis, ticks: list[float], labels: list[str], name: str) -> list[str]:
     out = []
     for value, label in zip(ticks, labels):
-        y = _fmt(axis.y(10 ** value if axis.log else value))
-        out.append(f'<g class="tick" data-axis="{name}" data-v="{value!r}" data-y="{y}">'
-                   f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
-                   f'<text x="{LEFT - 6}" y="{y}" dy="0.32em" text-anchor="end">{label}</text></g>')
+        y = _fmt(axis.y(10**value if axis.log else value))
+        out.append(
+            f'<g class="tick" data-axis="{name}" data-v="{value!r}" data-y="{y}">'
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}"/>'
+            f'<text x="{LEFT - 6}" y="{y}" dy="0.32em" text-anchor="end">{label}</text></g>'
+        )
     return out
 
 
@@ -186,8 +188,10 @@ def _mark(css: str, x: float, y: float, state: str, record: OpRecord, value: flo
 def _series(points: list[tuple], name: str, marks: str) -> list[str]:
     """The line (one polyline per run of compared ops) and the marks: ``all``, ``flagged``
     (every op not clean) or ``introducers``."""
-    out = [f'<polyline class="line {name}" points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in thin(s))}"/>'
-           for s in _segments(points)]
+    out = [
+        f'<polyline class="line {name}" points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in thin(s))}"/>'
+        for s in _segments(points)
+    ]
     for record, value, x, y in points:
         state = op_state(record.op)
         if marks == "all" or (marks == "flagged" and not quiet(state)) or state == INTRODUCES:
@@ -215,21 +219,25 @@ def _threshold(axis: Axis, threshold: float) -> str:
     """The threshold's dashed line, its label at the right end above it (an introducer's line
     passes behind the label's white halo, never through its text)."""
     y = _fmt(axis.y(threshold))
-    return (f'<g class="threshold" data-v="{threshold!r}"><line x1="{LEFT}" x2="{WIDTH - RIGHT}" '
-            f'y1="{y}" y2="{y}"/><text x="{WIDTH - RIGHT - 4}" y="{y}" dy="-0.4em" '
-            f'text-anchor="end">threshold {threshold:g}</text></g>')
+    return (
+        f'<g class="threshold" data-v="{threshold!r}"><line x1="{LEFT}" x2="{WIDTH - RIGHT}" '
+        f'y1="{y}" y2="{y}"/><text x="{WIDTH - RIGHT - 4}" y="{y}" dy="-0.4em" '
+        f'text-anchor="end">threshold {threshold:g}</text></g>'
+    )
 
 
 def _introducer(record: OpRecord, xs: XAxis) -> str:
     x = _fmt(xs.x(record.position))
     name = record.op.name
-    short = name if len(name) <= MAX_LABEL else name[:MAX_LABEL - 1] + "\u2026"
+    short = name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "\u2026"
     anchor = "end" if xs.x(record.position) > WIDTH / 2 else "start"
     dx = "-4" if anchor == "end" else "4"
-    return (f'<g class="introducer" data-pos="{record.position}"><title>{esc(name)}</title>'
-            f'<line x1="{x}" x2="{x}" y1="{COS_TOP}" y2="{RED_TOP + RED_HEIGHT}"/>'
-            f'<text x="{x}" y="{COS_TOP - 8}" dx="{dx}" text-anchor="{anchor}">'
-            f'{swatch(INTRODUCES).marker} first introducer: {esc(short)}</text></g>')
+    return (
+        f'<g class="introducer" data-pos="{record.position}"><title>{esc(name)}</title>'
+        f'<line x1="{x}" x2="{x}" y1="{COS_TOP}" y2="{RED_TOP + RED_HEIGHT}"/>'
+        f'<text x="{x}" y="{COS_TOP - 8}" dx="{dx}" text-anchor="{anchor}">'
+        f"{swatch(INTRODUCES).marker} first introducer: {esc(short)}</text></g>"
+    )
 
 
 def _overview(records: list[OpRecord], xs: XAxis) -> list[str]:
@@ -238,35 +246,49 @@ def _overview(records: list[OpRecord], xs: XAxis) -> list[str]:
     lo = min([r.cosine for r in records] + [1.0]) if records else 0.0
     axis = Axis(lo - 1e-9, 1.0, OV_TOP + 2, OV_HEIGHT - 4)
     points = _points(records, [r.cosine for r in records], xs, axis)
-    out = [f'<g class="overview" data-top="{OV_TOP}" data-height="{OV_HEIGHT}">'
-           f'<rect class="frame" x="{LEFT}" y="{OV_TOP}" width="{WIDTH - LEFT - RIGHT}" height="{OV_HEIGHT}"/>']
-    out += [f'<polyline class="line ov" points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in thin(s))}"/>'
-            for s in _segments(points)]
-    out += [f'<line class="ov-intro {css_class(INTRODUCES)}" data-pos="{r.position}" x1="{_fmt(xs.x(r.position))}" '
-            f'x2="{_fmt(xs.x(r.position))}" y1="{OV_TOP}" y2="{OV_TOP + OV_HEIGHT}"/>'
-            for r in records if r.op.introduces]
-    out.append(f'<rect class="window" x="{LEFT}" y="{OV_TOP}" width="{WIDTH - LEFT - RIGHT}" '
-               f'height="{OV_HEIGHT}"/></g>')
+    out = [
+        f'<g class="overview" data-top="{OV_TOP}" data-height="{OV_HEIGHT}">'
+        f'<rect class="frame" x="{LEFT}" y="{OV_TOP}" width="{WIDTH - LEFT - RIGHT}" height="{OV_HEIGHT}"/>'
+    ]
+    out += [
+        f'<polyline class="line ov" points="{" ".join(f"{_fmt(x)},{_fmt(y)}" for _, _, x, y in thin(s))}"/>'
+        for s in _segments(points)
+    ]
+    out += [
+        f'<line class="ov-intro {css_class(INTRODUCES)}" data-pos="{r.position}" x1="{_fmt(xs.x(r.position))}" '
+        f'x2="{_fmt(xs.x(r.position))}" y1="{OV_TOP}" y2="{OV_TOP + OV_HEIGHT}"/>'
+        for r in records
+        if r.op.introduces
+    ]
+    out.append(
+        f'<rect class="window" x="{LEFT}" y="{OV_TOP}" width="{WIDTH - LEFT - RIGHT}" height="{OV_HEIGHT}"/></g>'
+    )
     return out
 
 
 def _frame(xs: XAxis, cos: Axis, red: Axis) -> list[str]:
-    out = [f'<rect class="frame" x="{LEFT}" y="{a.top}" width="{WIDTH - LEFT - RIGHT}" '
-           f'height="{a.height}"/>' for a in (cos, red)]
+    out = [
+        f'<rect class="frame" x="{LEFT}" y="{a.top}" width="{WIDTH - LEFT - RIGHT}" height="{a.height}"/>'
+        for a in (cos, red)
+    ]
     cos_ticks = nice_ticks(cos.lo, cos.hi)
     out += _grid(cos, cos_ticks, [f"{t:g}" for t in cos_ticks], "cos")
     decades = list(range(int(red.lo), int(red.hi) + 1))
     out += _grid(red, [float(d) for d in decades], [f"1e{d}" for d in decades], "red")
     bottom = RED_TOP + RED_HEIGHT
-    ticks = [f'<text class="xtick" x="{_fmt(xs.x(p))}" y="{bottom + 16}" text-anchor="middle">{p}</text>'
-             for p in _x_ticks(xs)]
+    ticks = [
+        f'<text class="xtick" x="{_fmt(xs.x(p))}" y="{bottom + 16}" text-anchor="middle">{p}</text>'
+        for p in _x_ticks(xs)
+    ]
     out.append(f'<g class="xticks" data-y="{bottom + 16}">' + "".join(ticks) + "</g>")
-    out += [f'<text class="axis-title" x="{LEFT + (WIDTH - LEFT) / 2:.0f}" y="{bottom + 36}" '
-            f'text-anchor="middle">execution position (hover for the op\'s Index)</text>',
-            f'<text class="axis-title" transform="translate(16,{COS_TOP + COS_HEIGHT / 2:.0f}) '
-            f'rotate(-90)" text-anchor="middle">output cosine</text>',
-            f'<text class="axis-title" transform="translate(16,{RED_TOP + RED_HEIGHT / 2:.0f}) '
-            f'rotate(-90)" text-anchor="middle">RelativeEuclideanDistance</text>']
+    out += [
+        f'<text class="axis-title" x="{LEFT + (WIDTH - LEFT) / 2:.0f}" y="{bottom + 36}" '
+        f'text-anchor="middle">execution position (hover for the op\'s Index)</text>',
+        f'<text class="axis-title" transform="translate(16,{COS_TOP + COS_HEIGHT / 2:.0f}) '
+        f'rotate(-90)" text-anchor="middle">output cosine</text>',
+        f'<text class="axis-title" transform="translate(16,{RED_TOP + RED_HEIGHT / 2:.0f}) '
+        f'rotate(-90)" text-anchor="middle">RelativeEuclideanDistance</text>',
+    ]
     return out
 
 
@@ -305,13 +327,17 @@ def plot_svg(view: ResultView, section: int) -> str:
     if first is not None:
         body.append(_introducer(first, xs))
     body += _overview(with_cos, xs)
-    body.append(f'<rect class="hover" x="{LEFT}" y="{COS_TOP}" width="{WIDTH - LEFT - RIGHT}" '
-                f'height="{RED_TOP + RED_HEIGHT - COS_TOP}"/>')
-    return (f'<svg class="plot" id="plot-{section}" data-section="{section}" tabindex="0" '
-            f'data-top="{COS_TOP}" data-bottom="{RED_TOP + RED_HEIGHT}" data-left="{LEFT}" '
-            f'data-right="{WIDTH - RIGHT}" data-cos-top="{COS_TOP}" data-cos-height="{COS_HEIGHT}" '
-            f'data-red-top="{RED_TOP}" data-red-height="{RED_HEIGHT}" data-lo="{xs.lo}" data-hi="{xs.hi}" '
-            f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
-            f'aria-label="output cosine and RelativeEuclideanDistance along execution order; '
-            f'wheel or drag the strip below to zoom, arrow keys step op by op" '
-            f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")
+    body.append(
+        f'<rect class="hover" x="{LEFT}" y="{COS_TOP}" width="{WIDTH - LEFT - RIGHT}" '
+        f'height="{RED_TOP + RED_HEIGHT - COS_TOP}"/>'
+    )
+    return (
+        f'<svg class="plot" id="plot-{section}" data-section="{section}" tabindex="0" '
+        f'data-top="{COS_TOP}" data-bottom="{RED_TOP + RED_HEIGHT}" data-left="{LEFT}" '
+        f'data-right="{WIDTH - RIGHT}" data-cos-top="{COS_TOP}" data-cos-height="{COS_HEIGHT}" '
+        f'data-red-top="{RED_TOP}" data-red-height="{RED_HEIGHT}" data-lo="{xs.lo}" data-hi="{xs.hi}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img" '
+        f'aria-label="output cosine and RelativeEuclideanDistance along execution order; '
+        f'wheel or drag the strip below to zoom, arrow keys step op by op" '
+        f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>"
+    )

@@ -27,15 +27,15 @@ from ..formats.digraph_files import MAX_RENDER_NODES
 from ..formats.graph_model import GraphDesc, Op
 from ..formats.graph_query import Neighbourhood
 from ..formats.msprobe_graph import module_chain
-from ..render.op_graph import (NodeCosine, dot_text, module_tree, node_cosines, node_ids, port_text,
-                               string_escape)
+from ..render.op_graph import NodeCosine, dot_text, module_tree, node_cosines, node_ids, port_text, string_escape
 from ..render.palette import css_class
 from .escape import esc, visible
 
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
-_ALLOWED_TAGS = frozenset({"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text",
-                           "a", "defs", "marker", "rect", "line"})
+_ALLOWED_TAGS = frozenset(
+    {"svg", "g", "title", "polygon", "polyline", "path", "ellipse", "text", "a", "defs", "marker", "rect", "line"}
+)
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 40, 18, 48, 16
 MAX_BOX_CHARS = 24
 
@@ -82,8 +82,15 @@ def _double_border(group: ET.Element) -> None:
         return
     xs, ys = [x for x, _ in points], [y for _, y in points]
     x0, y0, x1, y1 = min(xs) - 4, min(ys) - 4, max(xs) + 4, max(ys) + 4
-    ring = ET.Element(f"{{{SVG_NS}}}polygon", {"class": "outer", "fill": "none", "stroke": "black",
-                                                "points": f"{x0},{y0} {x1},{y0} {x1},{y1} {x0},{y1} {x0},{y0}"})
+    ring = ET.Element(
+        f"{{{SVG_NS}}}polygon",
+        {
+            "class": "outer",
+            "fill": "none",
+            "stroke": "black",
+            "points": f"{x0},{y0} {x1},{y0} {x1},{y1} {x0},{y1} {x0},{y0}",
+        },
+    )
     parent = next(p for p in group.iter() if box in list(p))
     parent.insert(list(parent).index(box), ring)
 
@@ -135,8 +142,7 @@ def compact_digraph(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine
 
     dot = graphviz.Digraph(name="op_graph", comment=dot_text(title))
     dot.attr(rankdir="TB", nodesep="0.25", ranksep="0.35")
-    dot.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10",
-             margin="0.08,0.04", height="0.3")
+    dot.attr("node", shape="box", style="filled", fontname="Helvetica", fontsize="10", margin="0.08,0.04", height="0.3")
     ids = node_ids(hood)
     for name, op in hood.nodes.items():
         colour = paint[name]
@@ -158,8 +164,7 @@ def _modules(parent, tree: dict, ids: dict[str, str], counter=None) -> None:
     counter = counter if counter is not None else iter(range(1 << 30))
     for key, entry in tree.items():
         with parent.subgraph(name=f"cluster_module{next(counter)}") as cluster:
-            cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888", fontsize="9",
-                         labeljust="l")
+            cluster.attr(label=dot_text(key), style="rounded,dashed", color="#888888", fontsize="9", labeljust="l")
             for name in entry["ops"]:
                 cluster.node(ids[name])
             _modules(cluster, entry["inner"], ids, counter)
@@ -185,7 +190,7 @@ def dot_svg(hood: Neighbourhood, title: str, paint: dict[str, NodeCosine]) -> tu
 
 
 def _short(text: str, limit: int = MAX_BOX_CHARS) -> str:
-    return text if len(text) <= limit else "\u2026" + text[-(limit - 1):]
+    return text if len(text) <= limit else "\u2026" + text[-(limit - 1) :]
 
 
 def _row_of(hood: Neighbourhood, name: str) -> int:
@@ -215,22 +220,27 @@ def _layout(hood: Neighbourhood) -> dict[str, tuple[float, float]]:
     return places
 
 
-def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosine,
-         is_root: bool) -> str:
+def _box(name: str, op: Op | None, corner: tuple[float, float], colour: NodeCosine, is_root: bool) -> str:
     x, y = corner
     kind = op.type if op is not None else "not in this graph"
     css = "node root" if is_root else "node"
-    inner = (f'<rect class="inner" x="{x + 3:.1f}" y="{y + 3:.1f}" width="{BOX_W - 6}" '
-             f'height="{BOX_H - 6}" rx="2" fill="none"/>' if colour.introduces else "")
+    inner = (
+        f'<rect class="inner" x="{x + 3:.1f}" y="{y + 3:.1f}" width="{BOX_W - 6}" '
+        f'height="{BOX_H - 6}" rx="2" fill="none"/>'
+        if colour.introduces
+        else ""
+    )
     marker = f"{colour.marker} " if colour.marker else ""
-    return (f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
-            f'data-state="{esc(colour.verdict)}"><title>{_lines(ports_text(name, op))}</title>'
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
-            f'fill="{colour.fill}"/>{inner}'
-            f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'
-            f'{esc(_short(name))}</text>'
-            f'<text class="sub" x="{x + BOX_W / 2:.1f}" y="{y + 35:.1f}" text-anchor="middle">'
-            f'{esc(marker + _short(kind, 18))}</text></g>')
+    return (
+        f'<g class="{css} {css_class(colour.verdict)}" data-op="{esc(name)}" data-cos="{_cos(colour)!r}" '
+        f'data-state="{esc(colour.verdict)}"><title>{_lines(ports_text(name, op))}</title>'
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="4" '
+        f'fill="{colour.fill}"/>{inner}'
+        f'<text x="{x + BOX_W / 2:.1f}" y="{y + 18:.1f}" text-anchor="middle">'
+        f"{esc(_short(name))}</text>"
+        f'<text class="sub" x="{x + BOX_W / 2:.1f}" y="{y + 35:.1f}" text-anchor="middle">'
+        f"{esc(marker + _short(kind, 18))}</text></g>"
+    )
 
 
 def _edge(src: tuple[float, float], dst: tuple[float, float], control: bool, marker: str) -> str:
@@ -239,8 +249,7 @@ def _edge(src: tuple[float, float], dst: tuple[float, float], control: bool, mar
     if y2 <= y1:  # same row or upwards: leave from the side
         x1, y1, x2, y2 = src[0] + BOX_W, src[1] + BOX_H / 2, dst[0], dst[1] + BOX_H / 2
     css = "edge control" if control else "edge"
-    return (f'<path class="{css}" d="M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}" '
-            f'marker-end="url(#{marker})"/>')
+    return f'<path class="{css}" d="M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}" marker-end="url(#{marker})"/>'
 
 
 def layered_svg(hood: Neighbourhood, paint: dict[str, NodeCosine], section: int) -> str:
@@ -249,13 +258,16 @@ def layered_svg(hood: Neighbourhood, paint: dict[str, NodeCosine], section: int)
     width = max(x for x, _ in places.values()) + BOX_W + MARGIN
     height = max(y for _, y in places.values()) + BOX_H + MARGIN
     marker = f"arrow-{section}"
-    body = [f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-            f'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
+    body = [
+        f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        f'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>'
+    ]
     body += [_edge(places[e.src], places[e.dst], e.control, marker) for e in hood.edges]
-    body += [_box(name, op, places[name], paint[name], name == hood.root.name)
-             for name, op in hood.nodes.items()]
-    return (f'<svg class="subgraph layered" xmlns="{SVG_NS}" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'width="{width:.0f}" height="{height:.0f}">' + "".join(body) + "</svg>")
+    body += [_box(name, op, places[name], paint[name], name == hood.root.name) for name, op in hood.nodes.items()]
+    return (
+        f'<svg class="subgraph layered" xmlns="{SVG_NS}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}">' + "".join(body) + "</svg>"
+    )
 
 
 @dataclass(frozen=True)
@@ -268,8 +280,9 @@ class DrawnGraph:
     note: str = ""
 
 
-def subgraph_svg(graph: GraphDesc, hood: Neighbourhood, view: ResultView, section: int,
-                 use_dot: bool = True) -> DrawnGraph:
+def subgraph_svg(
+    graph: GraphDesc, hood: Neighbourhood, view: ResultView, section: int, use_dot: bool = True
+) -> DrawnGraph:
     """``hood`` filled by ``view``'s verdict: by dot when ``use_dot`` and it can, else layered."""
     paint = colours(hood, view)
     title = f"{hood.root.name} [{hood.root.type}]  depth {hood.depth}  ({graph.name})"

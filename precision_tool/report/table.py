@@ -30,19 +30,20 @@ def evidence(op: OpCosines) -> str:
 def _th(label: str, kind: str, key: str, title: str = "", css: str = "") -> str:
     tip = f' title="{esc(title)}"' if title else ""
     cls = f' class="{css}"' if css else ""
-    return (f'<th data-type="{kind}" data-key="{key}"{cls}{tip}><button type="button">{esc(label)}'
-            f'</button></th>')
+    return f'<th data-type="{kind}" data-key="{key}"{cls}{tip}><button type="button">{esc(label)}</button></th>'
 
 
 def _controls(section: int, view: ResultView) -> str:
     states = "".join(f'<option value="{esc(s)}">{esc(marked(s))}</option>' for s in (INTRODUCES, INHERITS))
     introduce = sum(r.op.introduces for r in view.flagged)
-    return (f'<div class="table-tools"><input type="search" id="filter-{section}" '
-            f'placeholder="filter by name or type" aria-label="filter the flagged ops by name or type">'
-            f'<select id="state-{section}" aria-label="show ops of one verdict">'
-            f'<option value="">introducers, inheritors folded</option>{states}</select>'
-            f'<span class="muted" id="count-{section}">{introduce} introducer(s) of '
-            f'{len(view.flagged)} flagged ops</span></div>')
+    return (
+        f'<div class="table-tools"><input type="search" id="filter-{section}" '
+        f'placeholder="filter by name or type" aria-label="filter the flagged ops by name or type">'
+        f'<select id="state-{section}" aria-label="show ops of one verdict">'
+        f'<option value="">introducers, inheritors folded</option>{states}</select>'
+        f'<span class="muted" id="count-{section}">{introduce} introducer(s) of '
+        f"{len(view.flagged)} flagged ops</span></div>"
+    )
 
 
 def flagged_table(view: ResultView, section: int) -> str:
@@ -52,15 +53,20 @@ def flagged_table(view: ResultView, section: int) -> str:
     flagged = view.flagged
     if not flagged:
         return f'<p class="{css_class(CLEAN)}">no op is flagged ({esc(view.divergence.rule.describe())})</p>'
-    head = [_th("op", "text", "name", css="name"), _th("Index", "num", "index"),
-            _th("type", "text", "type"),
-            _th("verdict", "text", "state", "introduces or inherits the error, and what decided it"),
-            _th("output cosines", "num", "cos", "sorts by the worst output"),
-            _th("RED", "num", "red", "worst output RelativeEuclideanDistance")]
+    head = [
+        _th("op", "text", "name", css="name"),
+        _th("Index", "num", "index"),
+        _th("type", "text", "type"),
+        _th("verdict", "text", "state", "introduces or inherits the error, and what decided it"),
+        _th("output cosines", "num", "cos", "sorts by the worst output"),
+        _th("RED", "num", "red", "worst output RelativeEuclideanDistance"),
+    ]
     if any(r.op.cause for r in flagged):
         head.append(_th("cause", "text", "cause", "the cause why found"))
-    return (f'{_controls(section, view)}<div class="table-wrap" id="table-wrap-{section}">'
-            f'<table class="flagged sortable" id="flagged-{section}" data-rows="{ROWS_AT_ONCE}">'
-            f'<thead><tr>{"".join(head)}</tr></thead><tbody></tbody></table>'
-            f'<noscript><p class="muted">the table is drawn by the page\'s script; the result CSV '
-            f'holds the same rows</p></noscript></div>')
+    return (
+        f'{_controls(section, view)}<div class="table-wrap" id="table-wrap-{section}">'
+        f'<table class="flagged sortable" id="flagged-{section}" data-rows="{ROWS_AT_ONCE}">'
+        f"<thead><tr>{''.join(head)}</tr></thead><tbody></tbody></table>"
+        f'<noscript><p class="muted">the table is drawn by the page\'s script; the result CSV '
+        f"holds the same rows</p></noscript></div>"
+    )

@@ -1,5 +1,5 @@
 """Write the report: ``temp/report/{stamp}/index.html`` (or ``-o DIR``), and with
-``model_explorer`` the node-data JSON beside it.
+``model_explorer`` the node-data JSON and an ``explore.json`` per result beside it.
 
 Everything is written under the one output directory, each file under a temporary name and
 renamed when complete, never through a link (:class:`~precision_tool.formats.output_root.OutputRoot`);
@@ -12,32 +12,30 @@ any point leaves neither, nor an empty ``{stamp}`` directory.
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from rich.console import RenderableType
 
 from ..compare.divergence import FlagRule
+from ..compare.judged import judged_rows
 from ..compare.result_csv import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..compare.judged import judged_rows
-from ..formats.output_root import OutputRoot, stamps
 from ..formats.graph_model import Model
 from ..formats.graph_query import neighbourhood
+from ..formats.output_root import OutputRoot, stamps
 from ..formats.pending_dir import PendingDirectory
-from ..model_explorer.node_data import NodeDataFiles, best_model, write_node_data
-from .checks_html import checks_html, run_checks
+from ..model_explorer.launch import serve_command
+from ..model_explorer.prepare import Prepared, write_launch
 from . import DEFAULT_DEPTH
+from .checks_html import checks_html, run_checks
 from .escape import esc
 from .page import PageInput, ResultPart, Subgraph, render_page
 from .subgraph import subgraph_svg
-
-EXTENSION = "precision_tool.model_explorer"
 
 
 @dataclass
@@ -47,23 +45,16 @@ class WrittenReport:
     index: Path
     size: int
     parts: list[ResultPart]
-    node_data: list[NodeDataFiles] = field(default_factory=list)
+    explorer: list[Prepared] = field(default_factory=list)  # per result: its explore.json
 
     @property
     def files(self) -> list[Path]:
         """Every file written: the page first."""
-        return [self.index] + [f for n in self.node_data for f in n.files]
+        return [self.index] + [f for n in self.explorer for f in n.files]
 
     def explorer_commands(self) -> list[str]:
-        """The ``model-explorer`` command line for each result's node data."""
-        return [explorer_command(n) for n in self.node_data if n.graph_file is not None]
-
-
-def explorer_command(files: NodeDataFiles) -> str:
-    """``model-explorer GRAPH --extensions=... --node_data_paths=A,B,...``, shell-quoted."""
-    paths = ",".join(str(p) for p in files.files)
-    return shlex.join(["model-explorer", str(files.graph_file), f"--extensions={EXTENSION}",
-                       f"--node_data_paths={paths}"])
+        """The short command that starts Model Explorer on each result's ``explore.json``."""
+        return [serve_command(n.config) for n in self.explorer]
 
 
 def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot, Path]:
@@ -76,8 +67,7 @@ def report_dir(context: Context, output: str | Path | None) -> tuple[OutputRoot,
     return root, root.new_directory(["report"], stamps(datetime.now()))
 
 
-def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
-                   use_dot: bool = True) -> Subgraph:
+def focus_subgraph(context: Context, view: ResultView, section: int, depth: int, use_dot: bool = True) -> Subgraph:
     """The neighbourhood of ``view``'s focus op (first introducer, else first flagged op)."""
     focus = view.focus
     if focus is None:
@@ -92,12 +82,12 @@ def focus_subgraph(context: Context, view: ResultView, section: int, depth: int,
     graph, op = found.graph, found.op
     hood = neighbourhood(graph, op, depth)
     drawn = subgraph_svg(graph, hood, view, section, use_dot)
-    return Subgraph(drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph "
-                                          f"{graph.name})", drawn.note)
+    return Subgraph(
+        drawn.svg, drawn.how, f"{name}, depth {depth} ({len(hood.nodes)} ops, graph {graph.name})", drawn.note
+    )
 
 
-def judged_view(context: Context, path: Path, rule: FlagRule,
-                causes: Mapping[str, str] | None = None) -> ResultView:
+def judged_view(context: Context, path: Path, rule: FlagRule, causes: Mapping[str, str] | None = None) -> ResultView:
     """The view of the result CSV ``path`` built from the one verdict on it (replays attached,
     :func:`~precision_tool.compare.judged.judged_rows`: what ``vcs`` says), with ``causes`` (op
     name -> cause) on the ops of those names: the page and the node data show only it.
@@ -110,8 +100,16 @@ def judged_view(context: Context, path: Path, rule: FlagRule,
     return build_view(path, rows, rule, divergence.with_causes(causes or {}))
 
 
-def _part(context: Context, path: Path, rule: FlagRule, section: int, depth: int,
-          causes: Mapping[str, str] | None, use_dot: bool, strict: bool) -> ResultPart:
+def _part(
+    context: Context,
+    path: Path,
+    rule: FlagRule,
+    section: int,
+    depth: int,
+    causes: Mapping[str, str] | None,
+    use_dot: bool,
+    strict: bool,
+) -> ResultPart:
     """One result's section; an unreadable CSV is an error line, or raises when ``strict``."""
     try:
         view = judged_view(context, path, rule, causes)
@@ -139,18 +137,25 @@ def _result_models(context: Context, csv: Path, models: list[Model]) -> list[Mod
     return [own] if own is not None else models
 
 
-def _node_data(context: Context, parts: list[ResultPart], root: OutputRoot,
-               directory: PendingDirectory) -> list[NodeDataFiles]:
-    """Each result's node data, written into ``directory`` (not yet in place), with the paths
-    they will have once it is."""
+def _explorer(
+    context: Context, parts: list[ResultPart], root: OutputRoot, directory: PendingDirectory
+) -> list[Prepared]:
+    """Each result's node data and ``explore.json`` (Model Explorer's one preparation,
+    :func:`~precision_tool.model_explorer.prepare.write_launch`), written into ``directory``
+    (not yet in place) and naming the paths they will have once it is."""
     models, written = _all_models(context), []
     for part in parts:
         if part.view is None:
             continue
-        model = best_model(part.view, _result_models(context, part.path, models))
-        if model is not None:
-            files = write_node_data(root, part.view, model, directory.path / part.path.stem)
-            written.append(replace(files, files=tuple(directory.final(f) for f in files.files)))
+        prepared = write_launch(
+            root,
+            part.view,
+            _result_models(context, part.path, models),
+            directory.path / part.path.stem,
+            directory.final,
+        )
+        if prepared is not None:
+            written.append(prepared)
     return written
 
 
@@ -183,36 +188,48 @@ def _put_in_place(root: OutputRoot, index: Path, data: bytes, node_data: Pending
         raise
 
 
-def _explorer_html(node_data: list[NodeDataFiles]) -> str:
-    if not node_data:
+def _explorer_html(prepared: list[Prepared]) -> str:
+    if not prepared:
         return '<p class="muted">no Build graph holds the ops of these results: no node data</p>'
-    blocks = [f'<code class="command">{esc(explorer_command(n))}</code>'
-              for n in node_data if n.graph_file is not None]
-    return ('<p>Open the Build graph with the results overlaid (needs '
-            '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks))
+    blocks = [f'<code class="command">{esc(serve_command(n.config))}</code>' for n in prepared]
+    return (
+        "<p>Open the Build graph at the first introducer, the verdict overlay first (needs "
+        '<code>pip install "precision-tool[explorer]"</code>):</p>' + "".join(blocks)
+    )
 
 
-def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Path | None = None,
-                threshold: float | None = None, depth: int = DEFAULT_DEPTH,
-                checks: Sequence[RenderableType] | None = None,
-                causes: Mapping[str, str] | None = None, model_explorer: bool = False,
-                use_dot: bool = True) -> WrittenReport:
+def make_report(
+    context: Context,
+    csv_paths: Sequence[Path],
+    *,
+    output: str | Path | None = None,
+    threshold: float | None = None,
+    depth: int = DEFAULT_DEPTH,
+    checks: Sequence[RenderableType] | None = None,
+    causes: Mapping[str, str] | None = None,
+    model_explorer: bool = False,
+    use_dot: bool = True,
+) -> WrittenReport:
     """Write the report of ``csv_paths`` (see :func:`write_report`); returns what was written.
 
     Raises:
         PrecisionToolError: the only CSV cannot be read, or the output cannot be written.
     """
     rule = FlagRule.from_config(context.config, threshold)
-    parts = [_part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1)
-             for k, p in enumerate(csv_paths)]
+    parts = [
+        _part(context, Path(p), rule, k, depth, causes, use_dot, len(csv_paths) == 1) for k, p in enumerate(csv_paths)
+    ]
     root, directory = report_dir(context, output)
     explorer = None
     try:
         explorer = PendingDirectory(root, directory / "model_explorer") if model_explorer else None
-        node_data = _node_data(context, parts, root, explorer) if explorer is not None else []
-        page = PageInput(context.config.data_root_dir, parts,
-                         checks_html(run_checks(context) if checks is None else checks),
-                         _explorer_html(node_data) if model_explorer else "")
+        prepared = _explorer(context, parts, root, explorer) if explorer is not None else []
+        page = PageInput(
+            context.config.data_root_dir,
+            parts,
+            checks_html(run_checks(context) if checks is None else checks),
+            _explorer_html(prepared) if model_explorer else "",
+        )
         data = render_page(page).encode("utf-8")
         index = _put_in_place(root, directory / "index.html", data, explorer)
     except BaseException:  # Ctrl-C, a full disk: no part of the report, no empty directory left
@@ -220,7 +237,7 @@ def make_report(context: Context, csv_paths: Sequence[Path], *, output: str | Pa
             explorer.discard()
         root.remove_empty_dir(directory)
         raise
-    return WrittenReport(index, len(data), parts, node_data)
+    return WrittenReport(index, len(data), parts, prepared)
 
 
 def write_report(context: Context, csv_paths: Sequence[Path], **options) -> Path:

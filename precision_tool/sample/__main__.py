@@ -14,18 +14,30 @@ from precision_tool.sample.msprobe import RUNS, write_msprobe_sample
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m precision_tool.sample",
-                                     description="Write the sample precision_data tree, or an msprobe sample pair.")
-    parser.add_argument("root", nargs="?", help="where to write it (default precision_data; with --framework, "
-                                                "msprobe_data)")
-    parser.add_argument("--defect", choices=KINDS,
-                        help="plant this kind of defect instead of the shipped one (conv2's kernel "
-                             "read with H and W swapped, a 'computation' defect); none: no defect")
-    parser.add_argument("--framework", choices=FRAMEWORKS,
-                        help="write msprobe dumps of a small transformer instead: DIR/npu (the NPU run, "
-                             "with layers.1.attn.proj's weight read untransposed) and DIR/bench")
-    parser.add_argument("--task", choices=TASKS,
-                        help="with --framework: tensor (statistics and every tensor, the default) or statistics")
+    parser = argparse.ArgumentParser(
+        prog="python -m precision_tool.sample",
+        description="Write the sample precision_data tree, or an msprobe sample pair.",
+    )
+    parser.add_argument(
+        "root", nargs="?", help="where to write it (default precision_data; with --framework, msprobe_data)"
+    )
+    parser.add_argument(
+        "--defect",
+        choices=KINDS,
+        help="plant this kind of defect instead of the shipped one (conv2's kernel "
+        "read with H and W swapped, a 'computation' defect); none: no defect",
+    )
+    parser.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        help="write msprobe dumps of a small transformer instead: DIR/npu (the NPU run, "
+        "with layers.1.attn.proj's weight read untransposed) and DIR/bench",
+    )
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        help="with --framework: tensor (statistics and every tensor, the default) or statistics",
+    )
     return parser
 
 

@@ -21,8 +21,8 @@ from ..formats.layouts import to_device
 from ..formats.tree import normalise_op_name
 from . import network
 from .defects import CLEAN, DEFECTS
-from .names import MODEL, RUN
 from .fusion import write_fusion_sample
+from .names import MODEL, RUN
 from .overflow import write_overflow_sample
 
 DUMP_START = 1764417600000000  # microseconds; NPU launches follow at 37 us intervals
@@ -30,11 +30,13 @@ GOLDEN_START = 1764410000000000
 _BLOCKED = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ"}
 _DT = {"FLOAT": "DT_FLOAT", "FLOAT16": "DT_FLOAT16", "INT32": "DT_INT32", "INT64": "DT_INT64"}
 _NUMPY = {"FLOAT": np.float32, "FLOAT16": np.float16, "INT32": np.int32, "INT64": np.int64}
-_CONV = dict(strides=[1, 1, 1, 1], pads=[1, 1, 1, 1], dilations=[1, 1, 1, 1], groups=1,
-             data_format="NHWC", padding="SAME")
+_CONV = dict(
+    strides=[1, 1, 1, 1], pads=[1, 1, 1, 1], dilations=[1, 1, 1, 1], groups=1, data_format="NHWC", padding="SAME"
+)
 # GE attributes as a Build graph converted from TensorFlow carries them (defect roots only).
 GE_ATTRS = {
-    "resnet/conv1/Conv2D": _CONV, "resnet/conv2/Conv2D": _CONV,
+    "resnet/conv1/Conv2D": _CONV,
+    "resnet/conv2/Conv2D": _CONV,
     "resnet/bn1/FusedBatchNormV3": dict(epsilon=network.BN_EPSILON, data_format="NHWC"),
     "resnet/pool/MaxPool": dict(ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID", data_format="NHWC"),
     "resnet/pool/Mean": dict(axes=[1, 2], keep_dims=False),
@@ -81,41 +83,80 @@ def network_ops() -> list[NpuOp]:
         _const("resnet/conv1/bias", "ND", "ND"),
         NpuOp("trans_Cast_0", "Cast", ("input:0",), (Out("input", "NHWC", "NHWC"),), ()),
         NpuOp("trans_TransData_1", "TransData", ("trans_Cast_0:0",), (Out("input", nc, "NHWC"),), ()),
-        _fused("resnet/conv1/Conv2D", "Conv2D",
-               ("trans_TransData_1:0", "resnet/conv1/kernel:0", "resnet/conv1/bias:0"),
-               Out("resnet/conv1/Relu", nc, "NHWC"),
-               ["resnet/conv1/Conv2D", "resnet/conv1/BiasAdd", "resnet/conv1/Relu"],
-               ["ConvBiasAddFusionPass", "TbeConvReluFusionPass"]),
+        _fused(
+            "resnet/conv1/Conv2D",
+            "Conv2D",
+            ("trans_TransData_1:0", "resnet/conv1/kernel:0", "resnet/conv1/bias:0"),
+            Out("resnet/conv1/Relu", nc, "NHWC"),
+            ["resnet/conv1/Conv2D", "resnet/conv1/BiasAdd", "resnet/conv1/Relu"],
+            ["ConvBiasAddFusionPass", "TbeConvReluFusionPass"],
+        ),
         *[_const(f"resnet/bn1/{p}", "ND", "ND") for p in ("gamma", "beta", "moving_mean", "moving_variance")],
-        NpuOp("resnet/bn1/FusedBatchNormV3", "BNInfer",
-              ("resnet/conv1/Conv2D:0", "resnet/bn1/gamma:0", "resnet/bn1/beta:0",
-               "resnet/bn1/moving_mean:0", "resnet/bn1/moving_variance:0"),
-              (Out("resnet/bn1/FusedBatchNormV3", nc, "NHWC"),), pass_name=("BatchNormInferFusionPass",)),
+        NpuOp(
+            "resnet/bn1/FusedBatchNormV3",
+            "BNInfer",
+            (
+                "resnet/conv1/Conv2D:0",
+                "resnet/bn1/gamma:0",
+                "resnet/bn1/beta:0",
+                "resnet/bn1/moving_mean:0",
+                "resnet/bn1/moving_variance:0",
+            ),
+            (Out("resnet/bn1/FusedBatchNormV3", nc, "NHWC"),),
+            pass_name=("BatchNormInferFusionPass",),
+        ),
         _const("resnet/conv2/kernel", "FRACTAL_Z", "HWCN"),
         _const("resnet/conv2/bias", "ND", "ND"),
-        _fused("resnet/conv2/Conv2D", "Conv2D",
-               ("resnet/bn1/FusedBatchNormV3:0", "resnet/conv2/kernel:0", "resnet/conv2/bias:0"),
-               Out("resnet/conv2/BiasAdd", nc, "NHWC"),
-               ["resnet/conv2/Conv2D", "resnet/conv2/BiasAdd"], ["ConvBiasAddFusionPass"]),
-        NpuOp("resnet/add/add", "Add", ("resnet/bn1/FusedBatchNormV3:0", "resnet/conv2/Conv2D:0"),
-              (Out("resnet/add/add", nc, "NHWC"),)),
+        _fused(
+            "resnet/conv2/Conv2D",
+            "Conv2D",
+            ("resnet/bn1/FusedBatchNormV3:0", "resnet/conv2/kernel:0", "resnet/conv2/bias:0"),
+            Out("resnet/conv2/BiasAdd", nc, "NHWC"),
+            ["resnet/conv2/Conv2D", "resnet/conv2/BiasAdd"],
+            ["ConvBiasAddFusionPass"],
+        ),
+        NpuOp(
+            "resnet/add/add",
+            "Add",
+            ("resnet/bn1/FusedBatchNormV3:0", "resnet/conv2/Conv2D:0"),
+            (Out("resnet/add/add", nc, "NHWC"),),
+        ),
         NpuOp("resnet/relu2/Relu", "Relu", ("resnet/add/add:0",), (Out("resnet/relu2/Relu", nc, "NHWC"),)),
         NpuOp("resnet/pool/MaxPool", "MaxPool", ("resnet/relu2/Relu:0",), (Out("resnet/pool/MaxPool", nc, "NHWC"),)),
-        NpuOp("trans_TransData_2", "TransData", ("resnet/pool/MaxPool:0",),
-              (Out("resnet/pool/MaxPool", "NHWC", "NHWC"),), ()),
+        NpuOp(
+            "trans_TransData_2",
+            "TransData",
+            ("resnet/pool/MaxPool:0",),
+            (Out("resnet/pool/MaxPool", "NHWC", "NHWC"),),
+            (),
+        ),
         NpuOp("resnet/pool/Mean", "ReduceMeanD", ("trans_TransData_2:0",), (Out("resnet/pool/Mean", "ND", "ND"),)),
         _const("resnet/dense/kernel", "FRACTAL_NZ", "ND"),
         _const("resnet/dense/bias", "ND", "ND"),
-        NpuOp("trans_TransData_3", "TransData", ("resnet/pool/Mean:0",),
-              (Out("resnet/pool/Mean", "FRACTAL_NZ", "ND"),), ()),
-        _fused("resnet/dense/MatMul", "MatMulV2",
-               ("trans_TransData_3:0", "resnet/dense/kernel:0", "resnet/dense/bias:0"),
-               Out("resnet/dense/BiasAdd", "FRACTAL_NZ", "ND"),
-               ["resnet/dense/MatMul", "resnet/dense/BiasAdd"], ["MatMulBiasAddFusionPass"]),
-        NpuOp("trans_TransData_4", "TransData", ("resnet/dense/MatMul:0",),
-              (Out("resnet/dense/BiasAdd", "ND", "ND"),), ()),
-        NpuOp("resnet/softmax/Softmax", "SoftmaxV2", ("trans_TransData_4:0",),
-              (Out("resnet/softmax/Softmax", "ND", "ND"),)),
+        NpuOp(
+            "trans_TransData_3",
+            "TransData",
+            ("resnet/pool/Mean:0",),
+            (Out("resnet/pool/Mean", "FRACTAL_NZ", "ND"),),
+            (),
+        ),
+        _fused(
+            "resnet/dense/MatMul",
+            "MatMulV2",
+            ("trans_TransData_3:0", "resnet/dense/kernel:0", "resnet/dense/bias:0"),
+            Out("resnet/dense/BiasAdd", "FRACTAL_NZ", "ND"),
+            ["resnet/dense/MatMul", "resnet/dense/BiasAdd"],
+            ["MatMulBiasAddFusionPass"],
+        ),
+        NpuOp(
+            "trans_TransData_4", "TransData", ("resnet/dense/MatMul:0",), (Out("resnet/dense/BiasAdd", "ND", "ND"),), ()
+        ),
+        NpuOp(
+            "resnet/softmax/Softmax",
+            "SoftmaxV2",
+            ("trans_TransData_4:0",),
+            (Out("resnet/softmax/Softmax", "ND", "ND"),),
+        ),
         # int64 labels: the AI Core has no int64 kernels, so the compiler casts them to int32,
         # a narrowing cast the ac cast check reports.
         NpuOp("labels", "Data", outputs=(Out("labels", "ND", "ND", "INT64"),), dumped=False),
@@ -144,10 +185,18 @@ class SampleWriter:
     def tensor(self, out: Out) -> _Tensor:
         host = self.npu[out.tf_name].astype(_NUMPY[out.data_type])
         device = to_device(host, out.format, out.host_format) if out.format in _BLOCKED else host
-        desc = tensor_desc(_DT[out.data_type], out.format, device.shape, origin_format=out.host_format,
-                           origin_shape=host.shape, origin_name=out.tf_name, origin_output_index=0)
-        spec = TensorSpec(device, out.data_type, out.format, original_shape=host.shape,
-                          original_op=(out.tf_name, 0, out.host_format))
+        desc = tensor_desc(
+            _DT[out.data_type],
+            out.format,
+            device.shape,
+            origin_format=out.host_format,
+            origin_shape=host.shape,
+            origin_name=out.tf_name,
+            origin_output_index=0,
+        )
+        spec = TensorSpec(
+            device, out.data_type, out.format, original_shape=host.shape, original_op=(out.tf_name, 0, out.host_format)
+        )
         return _Tensor(desc, spec)
 
     def op_spec(self, op: NpuOp) -> OpSpec:
@@ -156,15 +205,24 @@ class SampleWriter:
             self.outputs[f"{op.name}:{index}"] = out
         ins = [self.outputs[i] for i in op.inputs]
         compute = op.dumped and op.type != "Cast"  # what runs as an AI Core kernel
-        return OpSpec(op.name, op.type, op.inputs, [t.desc for t in ins], [t.desc for t in outs],
-                      attrs=GE_ATTRS.get(op.name, {}) if self.attributes else {},
-                      original_op_names=op.original_op_names, pass_name=op.pass_name,
-                      kernel_name=f"te_{op.type.lower()}_{len(self.outputs):04d}" if compute else None,
-                      kernel_lib="AIcoreEngine" if op.dumped else "DNN_VM_GE_LOCAL_OP_STORE")
+        return OpSpec(
+            op.name,
+            op.type,
+            op.inputs,
+            [t.desc for t in ins],
+            [t.desc for t in outs],
+            attrs=GE_ATTRS.get(op.name, {}) if self.attributes else {},
+            original_op_names=op.original_op_names,
+            pass_name=op.pass_name,
+            kernel_name=f"te_{op.type.lower()}_{len(self.outputs):04d}" if compute else None,
+            kernel_lib="AIcoreEngine" if op.dumped else "DNN_VM_GE_LOCAL_OP_STORE",
+        )
 
     def write_dump(self, op: NpuOp, task_id: int, timestamp: int, step_dir: Path) -> None:
-        ins = [TensorSpec(t.spec.array, t.spec.data_type, t.spec.format, t.spec.original_shape)
-               for t in (self.outputs[i] for i in op.inputs)]
+        ins = [
+            TensorSpec(t.spec.array, t.spec.data_type, t.spec.format, t.spec.original_shape)
+            for t in (self.outputs[i] for i in op.inputs)
+        ]
         outs = [self.outputs[f"{op.name}:{i}"].spec for i in range(len(op.outputs))]
         name = f"{op.type}.{normalise_op_name(op.name)}.{task_id}.0.{timestamp}"
         write_dump(step_dir / name, op.name, ins, outs, dump_time=timestamp)
@@ -181,16 +239,29 @@ def _second_run(specs: list[OpSpec]) -> list[OpSpec]:
             spec = replace(spec, output_descs=[replace(d, layout="ND") for d in spec.output_descs])
         changed.append(spec)
         if spec.name == "resnet/softmax/Softmax":
-            changed.append(OpSpec("resnet/softmax/Identity", "Identity", ("resnet/softmax/Softmax:0",),
-                                  spec.output_descs, spec.output_descs, kernel_lib="AIcoreEngine"))
+            changed.append(
+                OpSpec(
+                    "resnet/softmax/Identity",
+                    "Identity",
+                    ("resnet/softmax/Softmax:0",),
+                    spec.output_descs,
+                    spec.output_descs,
+                    kernel_lib="AIcoreEngine",
+                )
+            )
     return changed
 
 
 def _write_graph(root: Path, debug: str, specs: list[OpSpec]) -> None:
     graph_dir = root / "npu" / debug / "graph"
     graph_dir.mkdir(parents=True, exist_ok=True)
-    model = build_model(specs, name=MODEL, graph_inputs=["input:0", "labels:0"],
-                        graph_outputs=["resnet/softmax/Softmax:0"], graph_attrs={"_session_graph_id": "1_1"})
+    model = build_model(
+        specs,
+        name=MODEL,
+        graph_inputs=["input:0", "labels:0"],
+        graph_outputs=["resnet/softmax/Softmax:0"],
+        graph_attrs={"_session_graph_id": "1_1"},
+    )
     write_graph_text(model, graph_dir / "ge_proto_00000001_Build.txt")
 
 
@@ -207,8 +278,9 @@ def write_sample(root: str | os.PathLike, seed: int = 2026, defect: str | None =
     if planted.weights is not None:
         weights = planted.weights(weights)
     labels = network.make_labels(seed)
-    writer = SampleWriter(root, {**network.forward(weights, npu=True, defect=planted), "labels": labels},
-                          attributes=defect is not None)
+    writer = SampleWriter(
+        root, {**network.forward(weights, npu=True, defect=planted), "labels": labels}, attributes=defect is not None
+    )
     step_dir = root / "npu/debug_0/dump" / RUN / "0" / MODEL / "1" / "0"
     specs, launches = [], 0
     for op in network_ops():

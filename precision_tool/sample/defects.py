@@ -35,6 +35,7 @@ CHANNEL_SHIFT = np.array([0.5, -0.3, 0.2], dtype=np.float32)  # a mean subtracte
 def _scaled(names: tuple[str, ...], factor: float):
     def weights(w: dict) -> dict:
         return {**w, **{name: (w[name] * np.float32(factor)).astype(np.float32) for name in names}}
+
     return weights
 
 
@@ -50,17 +51,22 @@ def _nan_first_image(x: np.ndarray) -> np.ndarray:
 
 DEFECTS: dict[str, Defect] = {
     "computation": KERNEL_SWAP,
-    "permutation": Defect("permutation", "resnet/relu2/Relu", "resnet/relu2/Relu",
-                          damage=lambda x: x.transpose(0, 2, 1, 3)),
+    "permutation": Defect(
+        "permutation", "resnet/relu2/Relu", "resnet/relu2/Relu", damage=lambda x: x.transpose(0, 2, 1, 3)
+    ),
     "scale": Defect("scale", "resnet/pool/MaxPool", "resnet/pool/MaxPool", damage=lambda x: 0.5 * x),
-    "offset": Defect("offset", "resnet/bn1/FusedBatchNormV3", "resnet/bn1/FusedBatchNormV3",
-                     damage=lambda x: x + 0.75),
+    "offset": Defect("offset", "resnet/bn1/FusedBatchNormV3", "resnet/bn1/FusedBatchNormV3", damage=lambda x: x + 0.75),
     "sign": Defect("sign", "resnet/add/add", "resnet/add/add", damage=lambda x: -x),
-    "overflow": Defect("overflow", "resnet/dense/MatMul",
-                       weights=_scaled(("resnet/dense/kernel", "resnet/dense/bias"), 2e4)),
-    "underflow": Defect("underflow", "resnet/bn1/FusedBatchNormV3", "resnet/bn1/FusedBatchNormV3",
-                        damage=_flush_to_zero,
-                        weights=_scaled(("resnet/bn1/gamma", "resnet/bn1/beta"), 3e-5)),
+    "overflow": Defect(
+        "overflow", "resnet/dense/MatMul", weights=_scaled(("resnet/dense/kernel", "resnet/dense/bias"), 2e4)
+    ),
+    "underflow": Defect(
+        "underflow",
+        "resnet/bn1/FusedBatchNormV3",
+        "resnet/bn1/FusedBatchNormV3",
+        damage=_flush_to_zero,
+        weights=_scaled(("resnet/bn1/gamma", "resnet/bn1/beta"), 3e-5),
+    ),
     "nan": Defect("nan", "resnet/pool/Mean", "resnet/pool/Mean", damage=_nan_first_image),
     "input": Defect("input", "trans_Cast_0", npu_input=lambda x: (x + CHANNEL_SHIFT).astype(np.float32)),
 }

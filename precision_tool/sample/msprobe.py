@@ -42,8 +42,10 @@ HEAD_DIM = DIM // HEADS
 LN_EPS, RMS_EPS = 1e-5, 1e-6
 DEFECT_LAYER = 1
 DEFECT_KEYS = {"pytorch": "Functional.linear.5.forward", "mindspore": "MintFunctional.linear.5.forward"}
-DEFECT_MODULES = {"pytorch": "Module.layers.1.attn.proj.Linear.forward.0",
-                  "mindspore": "Cell.layers.1.attn.proj.Linear.forward.0"}
+DEFECT_MODULES = {
+    "pytorch": "Module.layers.1.attn.proj.Linear.forward.0",
+    "mindspore": "Cell.layers.1.attn.proj.Linear.forward.0",
+}
 RUNS = ("npu", "bench")
 
 # The user's model file; (line, code) of each call, the same file for both frameworks with the
@@ -96,52 +98,127 @@ _USER = "/home/user/llm"
 
 def _pytorch() -> Flavour:
     torch = f"{_SITE}/torch"
-    ops = {"embedding": ("Functional", "embedding"), "layer_norm": ("Functional", "layer_norm"),
-           "linear": ("Functional", "linear"), "reshape": ("Tensor", "reshape"),
-           "permute": ("Tensor", "permute"), "unbind": ("Tensor", "unbind"),
-           "transpose": ("Tensor", "transpose"), "matmul": ("Torch", "matmul"),
-           "mul": ("Tensor", "__mul__"), "softmax": ("Functional", "softmax"), "add": ("Tensor", "__add__"),
-           "pow": ("Tensor", "pow"), "mean": ("Tensor", "mean"), "rsqrt": ("Torch", "rsqrt"),
-           "gelu": ("Functional", "gelu")}
-    library = {"linear": frame(f"{torch}/nn/modules/linear.py", 125, "forward",
-                               "return F.linear(input, self.weight, self.bias)"),
-               "layer_norm": frame(f"{torch}/nn/modules/normalization.py", 217, "forward",
-                                   "return F.layer_norm("),
-               "embedding": frame(f"{torch}/nn/modules/sparse.py", 190, "forward", "return F.embedding(")}
-    machinery = (frame(f"{torch}/nn/modules/module.py", 1762, "_call_impl", "return forward_call(*args, **kwargs)"),
-                 frame(f"{torch}/nn/modules/module.py", 1751, "_wrapped_call_impl",
-                       "return self._call_impl(*args, **kwargs)"))
-    root = (*machinery, frame(f"{_USER}/train.py", 52, "train_step", "logits = model(input_ids)"),
-            frame(f"{_USER}/train.py", 88, "<module>", "loss = train_step(model, batch)"))
-    words = {"matmul": "torch.matmul", "transpose": "transpose", "softmax": "F.softmax",
-             "rsqrt": "torch.rsqrt", "gelu": "F.gelu"}
-    return Flavour("pytorch", "Module", np.dtype(ml_dtypes.bfloat16), np.dtype(np.int64), ops, words,
-                   library, machinery, root, f"{_USER}/model.py", "forward", (None, None, 2.0, False, False))
+    ops = {
+        "embedding": ("Functional", "embedding"),
+        "layer_norm": ("Functional", "layer_norm"),
+        "linear": ("Functional", "linear"),
+        "reshape": ("Tensor", "reshape"),
+        "permute": ("Tensor", "permute"),
+        "unbind": ("Tensor", "unbind"),
+        "transpose": ("Tensor", "transpose"),
+        "matmul": ("Torch", "matmul"),
+        "mul": ("Tensor", "__mul__"),
+        "softmax": ("Functional", "softmax"),
+        "add": ("Tensor", "__add__"),
+        "pow": ("Tensor", "pow"),
+        "mean": ("Tensor", "mean"),
+        "rsqrt": ("Torch", "rsqrt"),
+        "gelu": ("Functional", "gelu"),
+    }
+    library = {
+        "linear": frame(
+            f"{torch}/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)"
+        ),
+        "layer_norm": frame(f"{torch}/nn/modules/normalization.py", 217, "forward", "return F.layer_norm("),
+        "embedding": frame(f"{torch}/nn/modules/sparse.py", 190, "forward", "return F.embedding("),
+    }
+    machinery = (
+        frame(f"{torch}/nn/modules/module.py", 1762, "_call_impl", "return forward_call(*args, **kwargs)"),
+        frame(f"{torch}/nn/modules/module.py", 1751, "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)"),
+    )
+    root = (
+        *machinery,
+        frame(f"{_USER}/train.py", 52, "train_step", "logits = model(input_ids)"),
+        frame(f"{_USER}/train.py", 88, "<module>", "loss = train_step(model, batch)"),
+    )
+    words = {
+        "matmul": "torch.matmul",
+        "transpose": "transpose",
+        "softmax": "F.softmax",
+        "rsqrt": "torch.rsqrt",
+        "gelu": "F.gelu",
+    }
+    return Flavour(
+        "pytorch",
+        "Module",
+        np.dtype(ml_dtypes.bfloat16),
+        np.dtype(np.int64),
+        ops,
+        words,
+        library,
+        machinery,
+        root,
+        f"{_USER}/model.py",
+        "forward",
+        (None, None, 2.0, False, False),
+    )
 
 
 def _mindspore() -> Flavour:
     mint = f"{_SITE}/mindspore/mint/nn/layer"
-    ops = {"embedding": ("MintFunctional", "embedding"), "layer_norm": ("MintFunctional", "layer_norm"),
-           "linear": ("MintFunctional", "linear"), "reshape": ("Tensor", "reshape"),
-           "permute": ("Tensor", "permute"), "unbind": ("Tensor", "unbind"),
-           "transpose": ("Tensor", "swapaxes"), "matmul": ("Mint", "matmul"),
-           "mul": ("Tensor", "__mul__"), "softmax": ("MintFunctional", "softmax"), "add": ("Tensor", "__add__"),
-           "pow": ("Tensor", "pow"), "mean": ("Tensor", "mean"), "rsqrt": ("Mint", "rsqrt"),
-           "gelu": ("MintFunctional", "gelu")}
-    library = {"linear": frame(f"{mint}/basic.py", 148, "construct", "return F.linear(input, self.weight, self.bias)"),
-               "layer_norm": frame(f"{mint}/normalization.py", 104, "construct",
-                                   "return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)"),
-               "embedding": frame(f"{mint}/embedding.py", 131, "construct",
-                                  "return F.embedding(input, self.weight, self.padding_idx, self.max_norm,")}
+    ops = {
+        "embedding": ("MintFunctional", "embedding"),
+        "layer_norm": ("MintFunctional", "layer_norm"),
+        "linear": ("MintFunctional", "linear"),
+        "reshape": ("Tensor", "reshape"),
+        "permute": ("Tensor", "permute"),
+        "unbind": ("Tensor", "unbind"),
+        "transpose": ("Tensor", "swapaxes"),
+        "matmul": ("Mint", "matmul"),
+        "mul": ("Tensor", "__mul__"),
+        "softmax": ("MintFunctional", "softmax"),
+        "add": ("Tensor", "__add__"),
+        "pow": ("Tensor", "pow"),
+        "mean": ("Tensor", "mean"),
+        "rsqrt": ("Mint", "rsqrt"),
+        "gelu": ("MintFunctional", "gelu"),
+    }
+    library = {
+        "linear": frame(f"{mint}/basic.py", 148, "construct", "return F.linear(input, self.weight, self.bias)"),
+        "layer_norm": frame(
+            f"{mint}/normalization.py",
+            104,
+            "construct",
+            "return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)",
+        ),
+        "embedding": frame(
+            f"{mint}/embedding.py",
+            131,
+            "construct",
+            "return F.embedding(input, self.weight, self.padding_idx, self.max_norm,",
+        ),
+    }
     cell = f"{_SITE}/mindspore/nn/cell.py"
-    machinery = (frame(cell, 1356, "_run_construct", "output = self._run_forward_hook(inputs, output)"),
-                 frame(cell, 734, "__call__", "return self._run_construct(*args, **kwargs)"))
-    root = (*machinery, frame(f"{_USER}/train.py", 47, "forward_fn", "logits = model(input_ids)"),
-            frame(f"{_USER}/train.py", 90, "<module>", "loss = train_step(batch)"))
-    words = {"matmul": "mint.matmul", "transpose": "swapaxes", "softmax": "mint.nn.functional.softmax",
-             "rsqrt": "mint.rsqrt", "gelu": "mint.nn.functional.gelu"}
-    return Flavour("mindspore", "Cell", np.dtype(np.float16), np.dtype(np.int32), ops, words, library,
-                   machinery, root, f"{_USER}/model.py", "construct", (None, None, 2.0, False))
+    machinery = (
+        frame(cell, 1356, "_run_construct", "output = self._run_forward_hook(inputs, output)"),
+        frame(cell, 734, "__call__", "return self._run_construct(*args, **kwargs)"),
+    )
+    root = (
+        *machinery,
+        frame(f"{_USER}/train.py", 47, "forward_fn", "logits = model(input_ids)"),
+        frame(f"{_USER}/train.py", 90, "<module>", "loss = train_step(batch)"),
+    )
+    words = {
+        "matmul": "mint.matmul",
+        "transpose": "swapaxes",
+        "softmax": "mint.nn.functional.softmax",
+        "rsqrt": "mint.rsqrt",
+        "gelu": "mint.nn.functional.gelu",
+    }
+    return Flavour(
+        "mindspore",
+        "Cell",
+        np.dtype(np.float16),
+        np.dtype(np.int32),
+        ops,
+        words,
+        library,
+        machinery,
+        root,
+        f"{_USER}/model.py",
+        "construct",
+        (None, None, 2.0, False),
+    )
 
 
 FLAVOURS = {"pytorch": _pytorch, "mindspore": _mindspore}
@@ -160,12 +237,16 @@ def make_weights(seed: int = 2026) -> dict[str, np.ndarray]:
         for norm in ("attn_norm", "mlp_norm"):
             w[f"{p}.{norm}.weight"] = 1.0 + normal((DIM,), 0.1)
         w[f"{p}.attn_norm.bias"] = normal((DIM,), 0.05)
-        for name, (out, inp) in {"attn.qkv": (3 * DIM, DIM), "attn.proj": (DIM, DIM),
-                                 "mlp.up": (HIDDEN, DIM), "mlp.down": (DIM, HIDDEN)}.items():
-            w[f"{p}.{name}.weight"] = normal((out, inp), inp ** -0.5)
+        for name, (out, inp) in {
+            "attn.qkv": (3 * DIM, DIM),
+            "attn.proj": (DIM, DIM),
+            "mlp.up": (HIDDEN, DIM),
+            "mlp.down": (DIM, HIDDEN),
+        }.items():
+            w[f"{p}.{name}.weight"] = normal((out, inp), inp**-0.5)
             w[f"{p}.{name}.bias"] = normal((out,), 0.02)
     w["norm.weight"], w["norm.bias"] = 1.0 + normal((DIM,), 0.1), normal((DIM,), 0.05)
-    w["head.weight"], w["head.bias"] = normal((VOCAB, DIM), DIM ** -0.5), normal((VOCAB,), 0.02)
+    w["head.weight"], w["head.bias"] = normal((VOCAB, DIM), DIM**-0.5), normal((VOCAB,), 0.02)
     return w
 
 
@@ -209,8 +290,9 @@ class _Run:
         with self.rec.module(path, "Linear", [x], parameters={"weight": w, "bias": b}, site=site) as m:
             # the planted defect: the weight used as stored, not transposed
             weight = _wide(w) if self.defect and path == f"layers.{DEFECT_LAYER}.attn.proj" else _wide(w).T
-            m.outputs = self.api("linear", [x, w, b], self.result(_wide(x) @ weight + _wide(b), x, w, b),
-                                 site=self.f.library["linear"])
+            m.outputs = self.api(
+                "linear", [x, w, b], self.result(_wide(x) @ weight + _wide(b), x, w, b), site=self.f.library["linear"]
+            )
         return m.outputs
 
     def layer_norm(self, path: str, x: Tensor, site: str) -> Tensor:
@@ -218,8 +300,12 @@ class _Run:
         with self.rec.module(path, "LayerNorm", [x], parameters={"weight": w, "bias": b}, site=site) as m:
             v = _wide(x)
             normed = (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + LN_EPS)
-            m.outputs = self.api("layer_norm", [x, (DIM,), w, b, LN_EPS],
-                                 self.result(normed * _wide(w) + _wide(b), x, w, b), site=self.f.library["layer_norm"])
+            m.outputs = self.api(
+                "layer_norm",
+                [x, (DIM,), w, b, LN_EPS],
+                self.result(normed * _wide(w) + _wide(b), x, w, b),
+                site=self.f.library["layer_norm"],
+            )
         return m.outputs
 
     def rms_norm(self, path: str, x: Tensor, site: str) -> Tensor:
@@ -227,39 +313,77 @@ class _Run:
         here = self.f.site
         with self.rec.module(path, "RMSNorm", [x], parameters={"weight": w}, site=site) as m:
             square = self.api("pow", [x, 2], self.result(_wide(x) ** 2, x), site=here("rms.variance"))
-            variance = self.api("mean", [square, -1], self.result(_wide(square).mean(-1, keepdims=True), square),
-                                {"keepdim": True}, here("rms.variance"))
-            shifted = self.api("add", [variance, RMS_EPS], self.result(_wide(variance) + RMS_EPS, variance),
-                               site=here("rms.normed"))
-            scale = self.api("rsqrt", [shifted], self.result(1 / np.sqrt(_wide(shifted)), shifted),
-                             site=here("rms.normed"))
-            normed = self.api("mul", [x, scale], self.result(_wide(x) * _wide(scale), x, scale), site=here("rms.normed"))
-            m.outputs = self.api("mul", [w, normed], self.result(_wide(w) * _wide(normed), w, normed),
-                                 site=here("rms.scale"))
+            variance = self.api(
+                "mean",
+                [square, -1],
+                self.result(_wide(square).mean(-1, keepdims=True), square),
+                {"keepdim": True},
+                here("rms.variance"),
+            )
+            shifted = self.api(
+                "add", [variance, RMS_EPS], self.result(_wide(variance) + RMS_EPS, variance), site=here("rms.normed")
+            )
+            scale = self.api(
+                "rsqrt", [shifted], self.result(1 / np.sqrt(_wide(shifted)), shifted), site=here("rms.normed")
+            )
+            normed = self.api(
+                "mul", [x, scale], self.result(_wide(x) * _wide(scale), x, scale), site=here("rms.normed")
+            )
+            m.outputs = self.api(
+                "mul", [w, normed], self.result(_wide(w) * _wide(normed), w, normed), site=here("rms.scale")
+            )
         return m.outputs
 
     def attention(self, path: str, x: Tensor, site: str) -> Tensor:
         here = self.f.site
         with self.rec.module(path, "Attention", [x], site=site) as m:
             qkv = self.linear(f"{path}.qkv", x, here("attn.qkv"))
-            split = self.api("reshape", [qkv, BATCH, SEQ, 3, HEADS, HEAD_DIM],
-                             self.result(_wide(qkv).reshape(BATCH, SEQ, 3, HEADS, HEAD_DIM), qkv), site=here("attn.reshape"))
-            heads = self.api("permute", [split, 2, 0, 3, 1, 4],
-                             self.result(_wide(split).transpose(2, 0, 3, 1, 4), split), site=here("attn.split"))
-            q, k, v = self.api("unbind", [heads, 0], tuple(self.result(_wide(heads)[i], heads) for i in range(3)),
-                               site=here("attn.split"))
-            k_t = self.api("transpose", [k, -2, -1], self.result(_wide(k).swapaxes(-2, -1), k), site=here("attn.scores"))
+            split = self.api(
+                "reshape",
+                [qkv, BATCH, SEQ, 3, HEADS, HEAD_DIM],
+                self.result(_wide(qkv).reshape(BATCH, SEQ, 3, HEADS, HEAD_DIM), qkv),
+                site=here("attn.reshape"),
+            )
+            heads = self.api(
+                "permute",
+                [split, 2, 0, 3, 1, 4],
+                self.result(_wide(split).transpose(2, 0, 3, 1, 4), split),
+                site=here("attn.split"),
+            )
+            q, k, v = self.api(
+                "unbind",
+                [heads, 0],
+                tuple(self.result(_wide(heads)[i], heads) for i in range(3)),
+                site=here("attn.split"),
+            )
+            k_t = self.api(
+                "transpose", [k, -2, -1], self.result(_wide(k).swapaxes(-2, -1), k), site=here("attn.scores")
+            )
             scores = self.api("matmul", [q, k_t], self.result(_wide(q) @ _wide(k_t), q, k_t), site=here("attn.scores"))
-            scaled = self.api("mul", [scores, HEAD_DIM ** -0.5], self.result(_wide(scores) * HEAD_DIM ** -0.5, scores),
-                              site=here("attn.scores"))
-            probs = self.api("softmax", [scaled], self.result(_softmax(_wide(scaled)), scaled), {"dim": -1},
-                             here("attn.softmax"))
-            context = self.api("matmul", [probs, v], self.result(_wide(probs) @ _wide(v), probs, v),
-                               site=here("attn.context"))
-            swapped = self.api("transpose", [context, 1, 2], self.result(_wide(context).swapaxes(1, 2), context),
-                               site=here("attn.context"))
-            merged = self.api("reshape", [swapped, BATCH, SEQ, -1],
-                              self.result(_wide(swapped).reshape(BATCH, SEQ, -1), swapped), site=here("attn.context"))
+            scaled = self.api(
+                "mul",
+                [scores, HEAD_DIM**-0.5],
+                self.result(_wide(scores) * HEAD_DIM**-0.5, scores),
+                site=here("attn.scores"),
+            )
+            probs = self.api(
+                "softmax", [scaled], self.result(_softmax(_wide(scaled)), scaled), {"dim": -1}, here("attn.softmax")
+            )
+            context = self.api(
+                "matmul", [probs, v], self.result(_wide(probs) @ _wide(v), probs, v), site=here("attn.context")
+            )
+            swapped = self.api(
+                "transpose",
+                [context, 1, 2],
+                self.result(_wide(context).swapaxes(1, 2), context),
+                site=here("attn.context"),
+            )
+            merged = self.api(
+                "reshape",
+                [swapped, BATCH, SEQ, -1],
+                self.result(_wide(swapped).reshape(BATCH, SEQ, -1), swapped),
+                site=here("attn.context"),
+            )
             m.outputs = self.linear(f"{path}.proj", merged, here("attn.proj"))
         return m.outputs
 
@@ -273,8 +397,9 @@ class _Run:
     def block(self, i: int, x: Tensor) -> Tensor:
         path, here = f"layers.{i}", self.f.site
         with self.rec.module(path, "Block", [x], site=here("model.layer")) as m:
-            a = self.attention(f"{path}.attn", self.layer_norm(f"{path}.attn_norm", x, here("block.attn")),
-                               here("block.attn"))
+            a = self.attention(
+                f"{path}.attn", self.layer_norm(f"{path}.attn_norm", x, here("block.attn")), here("block.attn")
+            )
             x = self.api("add", [x, a], self.result(_wide(x) + _wide(a), x, a), site=here("block.attn"))
             h = self.mlp(f"{path}.mlp", self.rms_norm(f"{path}.mlp_norm", x, here("block.mlp")), here("block.mlp"))
             m.outputs = self.api("add", [x, h], self.result(_wide(x) + _wide(h), x, h), site=here("block.mlp"))
@@ -282,10 +407,15 @@ class _Run:
 
     def forward(self) -> list:
         w = self.p["embed.weight"]
-        with self.rec.module("embed", "Embedding", [self.ids], parameters={"weight": w},
-                             site=self.f.site("model.embed")) as m:
-            m.outputs = self.api("embedding", [self.ids, w, *self.f.embedding_args],
-                                 self.result(_wide(w)[self.ids.array], w), site=self.f.library["embedding"])
+        with self.rec.module(
+            "embed", "Embedding", [self.ids], parameters={"weight": w}, site=self.f.site("model.embed")
+        ) as m:
+            m.outputs = self.api(
+                "embedding",
+                [self.ids, w, *self.f.embedding_args],
+                self.result(_wide(w)[self.ids.array], w),
+                site=self.f.library["embedding"],
+            )
         x = m.outputs
         for i in range(LAYERS):
             x = self.block(i, x)
@@ -300,8 +430,9 @@ def sample_calls(framework: str, run: str, seed: int = 2026) -> list:
     return _Run(flavour, dtype, make_weights(seed), defect=run == "npu").forward()
 
 
-def write_msprobe_sample(root: str | os.PathLike, framework: str = "pytorch", task: str = "tensor",
-                         seed: int = 2026) -> Path:
+def write_msprobe_sample(
+    root: str | os.PathLike, framework: str = "pytorch", task: str = "tensor", seed: int = 2026
+) -> Path:
     """Write ``root/npu`` and ``root/bench``, each ``step0/rank0/...``; returns ``root``.
 
     Tensors are saved from the device as msprobe saves them (PyTorch ``.pt`` files tagged

@@ -20,9 +20,10 @@ Stacks are built here from call sites: each call's own frame, then for every enc
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..formats.msprobe_write import Call
 
@@ -59,26 +60,51 @@ class Recorder:
     def _parent(self) -> str | None:
         return self._open[-1][0].key if self._open else None
 
-    def api(self, prefix: str, name: str, args: Sequence[Any], output: Any,
-            kwargs: dict | None = None, site: str = "") -> str:
+    def api(
+        self, prefix: str, name: str, args: Sequence[Any], output: Any, kwargs: dict | None = None, site: str = ""
+    ) -> str:
         """Record one API call (its own frame is ``site``); returns its key."""
         base = f"{prefix}.{name}"
         key = f"{base}.{self._api_counts[base]}.forward"
         self._api_counts[base] += 1
         begin = self._now()
-        self.calls.append(Call(key, tuple(args), dict(kwargs or {}), output, parent=self._parent(),
-                               stack=[site, *self._chain()], begin=begin, end=self._now()))
+        self.calls.append(
+            Call(
+                key,
+                tuple(args),
+                dict(kwargs or {}),
+                output,
+                parent=self._parent(),
+                stack=[site, *self._chain()],
+                begin=begin,
+                end=self._now(),
+            )
+        )
         return key
 
     @contextmanager
-    def module(self, path: str, cls: str, args: Sequence[Any], kwargs: dict | None = None,
-               parameters: dict | None = None, site: str = "") -> Iterator[Call]:
+    def module(
+        self,
+        path: str,
+        cls: str,
+        args: Sequence[Any],
+        kwargs: dict | None = None,
+        parameters: dict | None = None,
+        site: str = "",
+    ) -> Iterator[Call]:
         """Record a module call around the ``with`` body; set the yielded call's ``outputs``."""
         base = f"{self.module_prefix}.{path}.{cls}"
         key = f"{base}.forward.{self._module_counts[base]}"
         self._module_counts[base] += 1
-        call = Call(key, tuple(args), dict(kwargs or {}), parameters=dict(parameters or {}),
-                    parent=self._parent(), stack=[*self.machinery, site, *self._chain()], begin=self._now())
+        call = Call(
+            key,
+            tuple(args),
+            dict(kwargs or {}),
+            parameters=dict(parameters or {}),
+            parent=self._parent(),
+            stack=[*self.machinery, site, *self._chain()],
+            begin=self._now(),
+        )
         self._open.append((call, site))
         try:
             yield call

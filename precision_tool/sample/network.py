@@ -8,8 +8,8 @@ kind of layout bug a wrong TransData causes. Everything downstream inherits the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -109,7 +109,8 @@ def forward(w: dict[str, np.ndarray], npu: bool, defect: Defect = KERNEL_SWAP) -
     t["resnet/conv1/Relu"] = r(np.maximum(t["resnet/conv1/BiasAdd"], 0))
     scale = p["resnet/bn1/gamma"] / np.sqrt(p["resnet/bn1/moving_variance"].astype(np.float64) + BN_EPSILON)
     t["resnet/bn1/FusedBatchNormV3"] = r(
-        (t["resnet/conv1/Relu"] - p["resnet/bn1/moving_mean"].astype(np.float64)) * scale + p["resnet/bn1/beta"])
+        (t["resnet/conv1/Relu"] - p["resnet/bn1/moving_mean"].astype(np.float64)) * scale + p["resnet/bn1/beta"]
+    )
     kernel2 = p["resnet/conv2/kernel"]
     if npu and defect.swap_kernel:
         kernel2 = kernel2.transpose(1, 0, 2, 3)  # the planted defect: H and W swapped

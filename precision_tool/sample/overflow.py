@@ -60,13 +60,26 @@ def write_overflow_sample(root: str | os.PathLike, seed: int = 2026) -> Path:
     step_dir = overflow_step_dir(root)
     scaled, mean = overflowing_mean(seed)
     inputs = [TensorSpec(scaled, "FLOAT16", "NHWC", original_shape=scaled.shape)]
-    outputs = [TensorSpec(mean, "FLOAT16", "ND", original_shape=mean.shape,
-                          original_op=(OP_NAME, 0, "ND"))]
-    write_dump(step_dir / f"{OP_FILE_PREFIX}.{TASK_ID}.{STREAM_ID}.{OP_TIMESTAMP}", OP_NAME,
-               inputs, outputs, dump_time=OP_TIMESTAMP)
-    info = UnitInfo(model_id=1, stream_id=STREAM_ID, task_id=TASK_ID, task_type=0,
-                    pc_start=0x12C0_4000_0000, para_base=0x12C0_8000_0000)
+    outputs = [TensorSpec(mean, "FLOAT16", "ND", original_shape=mean.shape, original_op=(OP_NAME, 0, "ND"))]
+    write_dump(
+        step_dir / f"{OP_FILE_PREFIX}.{TASK_ID}.{STREAM_ID}.{OP_TIMESTAMP}",
+        OP_NAME,
+        inputs,
+        outputs,
+        dump_time=OP_TIMESTAMP,
+    )
+    info = UnitInfo(
+        model_id=1,
+        stream_id=STREAM_ID,
+        task_id=TASK_ID,
+        task_type=0,
+        pc_start=0x12C0_4000_0000,
+        para_base=0x12C0_8000_0000,
+    )
     payload = build_overflow_payload(info, AI_CORE_STATUS, kernel_code=KERNEL_CODE, block_idx=0)
-    write_overflow_dump(step_dir / opdebug_file_name(DEBUG_TASK_ID, DEBUG_STREAM_ID, DEBUG_TIMESTAMP),
-                        payload, dump_time=DEBUG_TIMESTAMP)
+    write_overflow_dump(
+        step_dir / opdebug_file_name(DEBUG_TASK_ID, DEBUG_STREAM_ID, DEBUG_TIMESTAMP),
+        payload,
+        dump_time=DEBUG_TIMESTAMP,
+    )
     return step_dir

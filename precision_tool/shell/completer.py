@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -58,8 +58,12 @@ def msprobe_tensor_names(context: Context) -> list[str]:
     try:
         if not context.is_msprobe:
             return []
-        return [desc.name for model in context.msprobe_models() for op in model.graphs[0].ops
-                for desc in (*op.input_descs, *op.output_descs)]
+        return [
+            desc.name
+            for model in context.msprobe_models()
+            for op in model.graphs[0].ops
+            for desc in (*op.input_descs, *op.output_descs)
+        ]
     except Exception as exc:  # an unreadable dump.json: nothing to offer
         log.debug("no msprobe tensor names for completion: %s", exc)
         return []
@@ -100,16 +104,17 @@ def _listings(context: Context) -> list:
 class ShellCompleter(Completer):
     """Completes command names, flags, op names, tensors and paths for the shell."""
 
-    def __init__(self, registry: Registry, context: Context,
-                 paths: Callable[[str], list[str]] = list_paths) -> None:
+    def __init__(self, registry: Registry, context: Context, paths: Callable[[str], list[str]] = list_paths) -> None:
         self._context = context
         self._lock = threading.Lock()
         self._loaded: dict[str, tuple[str, ...]] = {}
         self.state = state_from_registry(
-            registry, op_names=lambda: self._once("op", graph_and_dump_op_names),
+            registry,
+            op_names=lambda: self._once("op", graph_and_dump_op_names),
             tensor_names=lambda: (*self._once("tensor", tensor_file_names), *decoded_names(context)),
             paths=paths,
-            op_types=lambda: self._once("optype", graph_op_types))
+            op_types=lambda: self._once("optype", graph_op_types),
+        )
 
     def _once(self, key: str, load: Callable[[Context], list[str]]) -> tuple[str, ...]:
         with self._lock:  # completion runs in a thread; load each list only once

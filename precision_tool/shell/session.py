@@ -47,8 +47,13 @@ def banner(context: Context) -> RenderableType:
         return Text(f"PrecisionTool {__version__}  warning: cannot survey {root}: {exc}", style="warn")
 
 
-def make_session(registry: Registry, context: Context, input: Input | None = None,
-                 output: Output | None = None, history: History | None = None) -> PromptSession:
+def make_session(
+    registry: Registry,
+    context: Context,
+    input: Input | None = None,
+    output: Output | None = None,
+    history: History | None = None,
+) -> PromptSession:
     """The prompt_toolkit session: prompt, history (default: the user's history file),
     completion in a background thread, suggestions from history. Defaults to the terminal."""
     return PromptSession(
@@ -73,8 +78,14 @@ def read_line(session: PromptSession) -> str | None:
         return None
 
 
-def interactive_loop(registry: Registry, context: Context, *, input: Input | None = None,
-                     output: Output | None = None, history: History | None = None) -> ExitStatus:
+def interactive_loop(
+    registry: Registry,
+    context: Context,
+    *,
+    input: Input | None = None,
+    output: Output | None = None,
+    history: History | None = None,
+) -> ExitStatus:
     """Prompt, run, repeat, until ``exit``/``quit``, Ctrl-D or the end of input.
 
     ``input``/``output`` default to the terminal; tests pass a pipe input and a dummy output.

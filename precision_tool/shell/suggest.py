@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence, Union
 
 MAX_SUGGESTIONS = 1000
 _NEEDS_QUOTES = frozenset(" \t\n'\";\\")
 _NORMALISE = str.maketrans({"/": "_", ".": "_", "\\": "_", " ": "_", "-": "_"})
 
-Names = Union[Sequence[str], Callable[[], Sequence[str]]]
+Names = Sequence[str] | Callable[[], Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def list_paths(word: str) -> list[str]:
     """Paths that complete ``word``: entries of its directory whose names start with its last
     part, directories ending in ``/``. Hidden entries only when the part starts with ``.``."""
     head = word[: word.rfind("/") + 1]
-    base = word[len(head):]
+    base = word[len(head) :]
     directory = os.path.expanduser(head) if head else "."
     found = []
     try:
@@ -108,9 +108,13 @@ class CompletionState:
         return source() if callable(source) else source
 
 
-def state_from_registry(registry, op_names: Names = (), tensor_names: Names = (),
-                        paths: Callable[[str], list[str]] = list_paths,
-                        op_types: Names = ()) -> CompletionState:
+def state_from_registry(
+    registry,
+    op_names: Names = (),
+    tensor_names: Names = (),
+    paths: Callable[[str], list[str]] = list_paths,
+    op_types: Names = (),
+) -> CompletionState:
     """A :class:`CompletionState` for every command (and alias) of ``registry``."""
     commands = {}
     for command in registry:
@@ -198,14 +202,16 @@ def _matching(candidates: Iterable[str], prefix: str, loose: bool = False) -> li
 
 
 def _command_names(state: CompletionState, prefix: str, cursor: _Cursor, kind: str) -> list[Suggestion]:
-    metas = {name: spec.summary if spec.name == name else f"alias of {spec.name}"
-             for name, spec in state.commands.items()}
+    metas = {
+        name: spec.summary if spec.name == name else f"alias of {spec.name}" for name, spec in state.commands.items()
+    }
     metas.update((w, m) for w, m in state.shell_words.items() if w not in metas)
     return [_make(name, cursor, kind, metas[name]) for name in _matching(metas, prefix)]
 
 
-def _make(value: str, cursor: _Cursor, kind: str, meta: str = "", lead: str = "",
-          display: str | None = None) -> Suggestion:
+def _make(
+    value: str, cursor: _Cursor, kind: str, meta: str = "", lead: str = "", display: str | None = None
+) -> Suggestion:
     """A suggestion replacing the whole word being typed (opening quote included)."""
     return Suggestion(lead + _quoted(value, cursor.quote), cursor.start - cursor.end, kind, meta, display)
 
@@ -215,8 +221,7 @@ def _path_display(path: str) -> str:
     return name + "/" if path.endswith("/") else name
 
 
-def _values(state: CompletionState, kind: str | None, prefix: str, cursor: _Cursor,
-            lead: str = "") -> list[Suggestion]:
+def _values(state: CompletionState, kind: str | None, prefix: str, cursor: _Cursor, lead: str = "") -> list[Suggestion]:
     """Candidates of ``kind`` for a word (after ``lead``, the ``--flag=`` part) starting with ``prefix``."""
     if kind == "command":
         return _command_names(state, prefix, cursor, "command")
@@ -225,8 +230,10 @@ def _values(state: CompletionState, kind: str | None, prefix: str, cursor: _Curs
         meta = "op type" if kind == "optype" else kind
         found = [_make(n, cursor, kind, meta, lead) for n in _matching(state.names(kind), prefix, loose=True)]
     if kind in ("path", "tensor"):
-        found += [_make(p, cursor, "path", "dir" if p.endswith("/") else "file", lead, _path_display(p))
-                  for p in state.list_paths(prefix)]
+        found += [
+            _make(p, cursor, "path", "dir" if p.endswith("/") else "file", lead, _path_display(p))
+            for p in state.list_paths(prefix)
+        ]
     return found
 
 

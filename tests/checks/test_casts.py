@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from precision_tool.checks.casts import CastGroup, CastOp, cast_dtypes, check_casts
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 from precision_tool.render.checks import render_casts
@@ -11,21 +10,22 @@ from tests.conftest import make_context
 
 
 def cast(name: str, src: str, dst: str, attrs=None) -> OpSpec:
-    return OpSpec(name, "Cast", ["x:0"], [tensor_desc(src, shape=(4,))], [tensor_desc(dst, shape=(4,))],
-                  attrs=attrs or {})
+    return OpSpec(
+        name, "Cast", ["x:0"], [tensor_desc(src, shape=(4,))], [tensor_desc(dst, shape=(4,))], attrs=attrs or {}
+    )
 
 
 def write_graph(root, specs, number: int = 1, debug: str = "debug_0", graph_name: str = "g"):
     graph_dir = root / "npu" / debug / "graph"
     graph_dir.mkdir(parents=True, exist_ok=True)
-    model = build_model([OpSpec("x", "Data", output_descs=[tensor_desc("DT_FLOAT", shape=(4,))]),
-                         *specs], name=graph_name)
+    model = build_model(
+        [OpSpec("x", "Data", output_descs=[tensor_desc("DT_FLOAT", shape=(4,))]), *specs], name=graph_name
+    )
     return write_graph_text(model, graph_dir / f"ge_proto_{number:08d}_Build.txt")
 
 
 def rendered(result) -> str:
     return render_text(render_casts(result))
-
 
 
 SPECS = [
@@ -92,8 +92,10 @@ def test_absent_says_what_and_where(tmp_path):
     context, _ = make_context(root)
     result = check_casts(context)
     assert not result.present and not result.found
-    assert flat(rendered(result)) == ("cast check: data absent: looked for Build graphs "
-                                      f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_0' / 'graph'}")
+    assert flat(rendered(result)) == (
+        "cast check: data absent: looked for Build graphs "
+        f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_0' / 'graph'}"
+    )
 
 
 def test_several_graph_files_name_the_graph(tmp_path):
@@ -102,8 +104,7 @@ def test_several_graph_files_name_the_graph(tmp_path):
     write_graph(root, [cast("b", "DT_FLOAT", "DT_INT32")], 2, graph_name="second")
     context, _ = make_context(root)
     result = check_casts(context)
-    assert result.groups == (CastGroup("DT_FLOAT", "DT_INT32",
-                                       (CastOp("first", "a"), CastOp("second", "b"))),)
+    assert result.groups == (CastGroup("DT_FLOAT", "DT_INT32", (CastOp("first", "a"), CastOp("second", "b"))),)
     text = rendered(result)
     assert "a (first)" in text and "b (second)" in text
 
@@ -123,4 +124,5 @@ def test_sample_graph_has_one_dangerous_cast_of_two(sample_data):
     result = check_casts(context)
     assert result.present and result.casts == 2  # trans_Cast_0 float -> float16 is safe
     assert [(g.src, g.dst, [op.name for op in g.ops]) for g in result.groups] == [
-        ("DT_INT64", "DT_INT32", ["trans_Cast_5"])]
+        ("DT_INT64", "DT_INT32", ["trans_Cast_5"])
+    ]

@@ -13,14 +13,22 @@ from tests.checks.rendering import flat, render_text
 from tests.conftest import make_context
 
 OBJECTS = [
-    {"session_and_graph_id": "3_1",
-     "graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"},
-                      "ZeroEffectGraphPass": {"effect_times": "0", "match_times": "6"}},
-     "ub_fusion": {"TbeConvReluFusionPass": {"effect_times": "1", "match_times": "3"},
-                   "ZeroEffectUbPass": {"effect_times": "0", "match_times": "1"}}},
-    {"graphId": "3_2",
-     "graph_fusion": {"MatMulBiasAddFusionPass": {"effect_times": "4", "match_times": "5"}},
-     "ub_fusion": {}},
+    {
+        "session_and_graph_id": "3_1",
+        "graph_fusion": {
+            "ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"},
+            "ZeroEffectGraphPass": {"effect_times": "0", "match_times": "6"},
+        },
+        "ub_fusion": {
+            "TbeConvReluFusionPass": {"effect_times": "1", "match_times": "3"},
+            "ZeroEffectUbPass": {"effect_times": "0", "match_times": "1"},
+        },
+    },
+    {
+        "graphId": "3_2",
+        "graph_fusion": {"MatMulBiasAddFusionPass": {"effect_times": "4", "match_times": "5"}},
+        "ub_fusion": {},
+    },
 ]
 
 
@@ -43,7 +51,6 @@ def rendered(result) -> str:
     return render_text(render_fusion(result))
 
 
-
 def table_rows(text: str) -> dict[str, list[str]]:
     """``{first cell: other cells}`` of every table row inside the panel."""
     rows = {}
@@ -61,8 +68,7 @@ def test_absent_says_what_and_where(dirs):
     assert not result.present and not result.found
     assert result.looked_in == (cwd / "fusion_result.json", root / "fusion" / "fusion_result.json")
     text = rendered(result)
-    assert flat(text) == (f"fusion check: data absent: looked for fusion_result.json in {cwd} "
-                          f"and {root / 'fusion'}")
+    assert flat(text) == (f"fusion check: data absent: looked for fusion_result.json in {cwd} and {root / 'fusion'}")
 
 
 def test_data_root_file_gives_two_tables_per_graph_of_effective_rules(dirs):
@@ -73,8 +79,7 @@ def test_data_root_file_gives_two_tables_per_graph_of_effective_rules(dirs):
     assert result.source == source and result.problem is None and result.found
     assert [g.key for g in result.graphs] == ["3_1", "3_2"]
     text = rendered(result)
-    for title in ("session 3, graph 1: graph fusion", "session 3, graph 1: UB fusion",
-                  "graph 3_2: graph fusion"):
+    for title in ("session 3, graph 1: graph fusion", "session 3, graph 1: UB fusion", "graph 3_2: graph fusion"):
         assert title in text
     assert "graph 3_2: UB fusion: no rule took effect" in text
     rows = table_rows(text)
@@ -82,8 +87,12 @@ def test_data_root_file_gives_two_tables_per_graph_of_effective_rules(dirs):
     assert rows["TbeConvReluFusionPass"] == ["1", "3"]
     assert rows["MatMulBiasAddFusionPass"] == ["4", "5"]
     assert "ZeroEffect" not in text
-    assert text.index("session 3, graph 1: graph fusion") < text.index("ConvBiasAddFusionPass") \
-        < text.index("session 3, graph 1: UB fusion") < text.index("TbeConvReluFusionPass")
+    assert (
+        text.index("session 3, graph 1: graph fusion")
+        < text.index("ConvBiasAddFusionPass")
+        < text.index("session 3, graph 1: UB fusion")
+        < text.index("TbeConvReluFusionPass")
+    )
 
 
 def test_working_directory_file_wins_and_nothing_is_copied(dirs):
@@ -101,8 +110,10 @@ def test_working_directory_file_wins_and_nothing_is_copied(dirs):
 
 def test_nothing_found_when_no_rule_took_effect(dirs):
     root, cwd = dirs
-    zero = [{"graphId": "1", "graph_fusion": {"A": {"effect_times": "0", "match_times": "1"}}},
-            {"session_and_graph_id": "2", "ub_fusion": {"B": {"effect_times": "0"}}}]
+    zero = [
+        {"graphId": "1", "graph_fusion": {"A": {"effect_times": "0", "match_times": "1"}}},
+        {"session_and_graph_id": "2", "ub_fusion": {"B": {"effect_times": "0"}}},
+    ]
     write(root / "fusion" / "fusion_result.json", zero)
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
@@ -178,21 +189,25 @@ def test_sample_fusion_file_shows_its_passes(sample_data, tmp_path):
     assert result.found and result.source == sample_data / "fusion" / "fusion_result.json"
     text = rendered(result)
     assert "session 1, graph 1: graph fusion" in text and "session 1, graph 1: UB fusion" in text
-    for name in ("ConvBiasAddFusionPass", "BatchNormInferFusionPass", "MatMulBiasAddFusionPass",
-                 "TbeConvReluFusionPass"):
+    for name in (
+        "ConvBiasAddFusionPass",
+        "BatchNormInferFusionPass",
+        "MatMulBiasAddFusionPass",
+        "TbeConvReluFusionPass",
+    ):
         assert name in text
     assert "TbeEltwiseFusionPass" not in text
 
 
 def test_keyed_form_of_current_cann_shows_its_rules_per_session(dirs):
     root, cwd = dirs
-    entry = {"graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"}},
-             "ub_fusion": {"TbeConvReluFusionPass": {"effect_times": "1", "match_times": "1",
-                                                     "repository_hit_times": "0"}}}
+    entry = {
+        "graph_fusion": {"ConvBiasAddFusionPass": {"effect_times": "2", "match_times": "2"}},
+        "ub_fusion": {"TbeConvReluFusionPass": {"effect_times": "1", "match_times": "1", "repository_hit_times": "0"}},
+    }
     path = root / "fusion" / "fusion_result.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"session_and_graph_id_0_1": entry,
-                                "session_and_graph_id_1_1": entry}, indent=4))
+    path.write_text(json.dumps({"session_and_graph_id_0_1": entry, "session_and_graph_id_1_1": entry}, indent=4))
     context, _ = make_context(root)
     result = check_fusion(context, cwd=cwd)
     assert result.found and result.problem is None

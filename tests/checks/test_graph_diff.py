@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 
-
 import pytest
 
 from precision_tool.checks.graph_diff import (
@@ -43,9 +42,10 @@ def ops(side: int, sid="7_1"):
         op("pool", "MaxPool", [d("DT_FLOAT16", "NHWC")], [d("DT_FLOAT16", "NHWC")], ["relu:0"], sid),
     ]
     if side:
-        specs += [op("extra_trans", "TransData", [d("DT_FLOAT16", "NHWC")], [d("DT_FLOAT16", "ND")],
-                     ["pool:0"], sid),
-                  op("add", "Add", [d("DT_FLOAT16", "ND")], [d("DT_FLOAT16", "ND")], ["extra_trans:0"], sid)]
+        specs += [
+            op("extra_trans", "TransData", [d("DT_FLOAT16", "NHWC")], [d("DT_FLOAT16", "ND")], ["pool:0"], sid),
+            op("add", "Add", [d("DT_FLOAT16", "ND")], [d("DT_FLOAT16", "ND")], ["extra_trans:0"], sid),
+        ]
     return specs + [op("out", "NetOutput", [d("DT_FLOAT16", "NHWC")], inputs=["pool:0"], sid=sid)]
 
 
@@ -64,7 +64,6 @@ def rendered(result) -> str:
     return render_text(render_graph_diff(result))
 
 
-
 @pytest.fixture
 def root(tmp_path):
     path = tmp_path / "precision_data"
@@ -80,8 +79,7 @@ def test_known_differences_are_each_reported(root):
     assert result.present and result.found
     assert not result.unpaired_left and not result.unpaired_right
     (pair,) = result.pairs
-    assert (pair.left_graph, pair.right_graph, pair.paired_by) == ("train_a", "train_b",
-                                                                  "session graph id 7_1")
+    assert (pair.left_graph, pair.right_graph, pair.paired_by) == ("train_a", "train_b", "session graph id 7_1")
     assert pair.tensor_diffs == (
         TensorDiff("conv", "output", 0, "DT_FLOAT16", "DT_FLOAT", "NC1HWC0", "NC1HWC0"),
         TensorDiff("relu", "input", 0, "DT_FLOAT16", "DT_FLOAT16", "NHWC", "NCHW"),
@@ -95,10 +93,11 @@ def test_known_differences_are_each_reported(root):
     line = flat(text)
     assert "similarity 40.0% (2/5 ops identical)" in line
     assert "paired by session graph id 7_1" in line
-    rows = [[c.strip() for c in r.split("│") if c.strip()] for r in text.splitlines()
-            if r.count("│") >= 6]
-    assert rows == [["conv", "output 0", "DT_FLOAT16 -> DT_FLOAT", "NC1HWC0"],
-                    ["relu", "input 0", "DT_FLOAT16", "NHWC -> NCHW"]]
+    rows = [[c.strip() for c in r.split("│") if c.strip()] for r in text.splitlines() if r.count("│") >= 6]
+    assert rows == [
+        ["conv", "output 0", "DT_FLOAT16 -> DT_FLOAT", "NC1HWC0"],
+        ["relu", "input 0", "DT_FLOAT16", "NHWC -> NCHW"],
+    ]
     assert "only in debug_1: add" in line
     assert "trans" not in line.replace("TransData", "") and "only in debug_0" not in line
 
@@ -154,8 +153,10 @@ def test_pairing_by_session_id_then_name_then_order():
     odd1 = graph([op("c", "Relu", sid=None)], "odd1")
     pairs, lonely_left, lonely_right = pair_graphs([main0, init0, odd0, extra0], [odd1, init1, main1])
     assert [(a.name, b.name, how) for a, b, how in pairs] == [
-        ("main", "main_renamed", "session graph id 9_1"), ("init", "init", "graph name"),
-        ("odd0", "odd1", "order")]
+        ("main", "main_renamed", "session graph id 9_1"),
+        ("init", "init", "graph name"),
+        ("odd0", "odd1", "order"),
+    ]
     assert [g.name for g in lonely_left] == ["extra0"] and lonely_right == []
 
 
@@ -181,8 +182,10 @@ def test_absent_debug_1_says_what_and_where(root):
     context, _ = make_context(root)
     result = check_graph_diff(context)
     assert not result.present and not result.found
-    assert flat(rendered(result)) == ("graph similarity: data absent: looked for Build graphs "
-                                      f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_1' / 'graph'}")
+    assert flat(rendered(result)) == (
+        "graph similarity: data absent: looked for Build graphs "
+        f"(ge_proto_*_Build.txt, atc JSON or .om) in {root / 'npu' / 'debug_1' / 'graph'}"
+    )
 
 
 def test_absent_both_names_both_dirs(root):
@@ -196,11 +199,15 @@ def test_absent_both_names_both_dirs(root):
 def test_sample_debug_1_differences(sample_data):
     context, _ = make_context(sample_data)
     (pair,) = check_graph_diff(context).pairs
-    changed = {(d.op, d.kind, d.index, d.left_dtype, d.right_dtype, d.left_format, d.right_format)
-               for d in pair.tensor_diffs if d.changed}
+    changed = {
+        (d.op, d.kind, d.index, d.left_dtype, d.right_dtype, d.left_format, d.right_format)
+        for d in pair.tensor_diffs
+        if d.changed
+    }
     assert changed == {
         ("resnet/dense/MatMul", "output", 0, "DT_FLOAT16", "DT_FLOAT16", "FRACTAL_NZ", "ND"),
-        ("resnet/softmax/Softmax", "output", 0, "DT_FLOAT16", "DT_FLOAT", "ND", "ND")}
+        ("resnet/softmax/Softmax", "output", 0, "DT_FLOAT16", "DT_FLOAT", "ND", "ND"),
+    }
     assert list(pair.only_right) == ["resnet/softmax/Identity"] and not pair.only_left
 
 

@@ -3,10 +3,9 @@ absent and empty cases, Inf/NaN against golden, the sample, and the panel."""
 
 from __future__ import annotations
 
-import shutil
-
 import io
 import math
+import shutil
 import struct
 
 import numpy as np
@@ -114,9 +113,17 @@ def test_each_finding_is_decoded_and_points_at_its_op(overflow_root):
     assert not clean.overflowed and clean.types == [] and clean.op.op_name == "net/conv"
 
 
-@pytest.mark.parametrize("limit, expected", [(1, [10]), (2, [10, 20]), (None, [10, 20, 25]),
-                                             (DEFAULT_LIMIT, [10, 20, 25]), (9, [10, 20, 25, 30, 40]),
-                                             (0, [10, 20, 25, 30, 40])])
+@pytest.mark.parametrize(
+    "limit, expected",
+    [
+        (1, [10]),
+        (2, [10, 20]),
+        (None, [10, 20, 25]),
+        (DEFAULT_LIMIT, [10, 20, 25]),
+        (9, [10, 20, 25, 30, 40]),
+        (0, [10, 20, 25, 30, 40]),
+    ],
+)
 def test_the_limit_shows_exactly_that_many_in_timestamp_order(overflow_root, limit, expected):
     result = find_overflows(overflow_root / "overflow" / "dump", limit=limit)
     assert [f.timestamp - T0 for f in result.shown] == expected
@@ -136,8 +143,9 @@ def test_the_conclusion_counts_every_file_and_names_the_first_to_overflow_first(
 
 def test_no_matching_op_is_said(tmp_path):
     root = tmp_path / "precision_data"
-    write_overflow_dump(step_dir(root) / opdebug_file_name(1, 1, T0),
-                        build_overflow_payload(UnitInfo(task_id=99, stream_id=3), 0x20))
+    write_overflow_dump(
+        step_dir(root) / opdebug_file_name(1, 1, T0), build_overflow_payload(UnitInfo(task_id=99, stream_id=3), 0x20)
+    )
     (finding,) = find_overflows(root / "overflow" / "dump").findings
     assert finding.op is None
     assert "no dump with task id 99 and stream id 3" in finding.op_problem
@@ -147,8 +155,10 @@ def test_a_tensor_that_does_not_convert_is_shown_in_device_layout(tmp_path):
     root = tmp_path / "precision_data"
     odd = TensorSpec(np.ones((1, 1, 2, 2, 16), np.float16), "FLOAT16", "NC1HWC0", original_shape=(1, 2, 2, 99))
     write_dump(step_dir(root) / f"Conv2D.net_odd.5.0.{T0}", "net/odd", [odd], [])
-    write_overflow_dump(step_dir(root) / opdebug_file_name(1, 1, T0 + 1),
-                        build_overflow_payload(UnitInfo(task_id=5, stream_id=0), 0x400))
+    write_overflow_dump(
+        step_dir(root) / opdebug_file_name(1, 1, T0 + 1),
+        build_overflow_payload(UnitInfo(task_id=5, stream_id=0), 0x400),
+    )
     (finding,) = find_overflows(root / "overflow" / "dump").findings
     assert finding.types == ["AI Core: cube accumulation overflow"]
     (tensor,) = finding.op.tensors
@@ -166,7 +176,8 @@ def test_missing_overflow_dir_is_data_absent(tmp_path):
     text = render_text(render_overflow(result))
     where = str(root / "overflow" / "dump")
     assert text.strip().replace("\n", "") == (
-        f"overflow check: data absent: looked for Opdebug.Node_OpDebug.* files in {where}")
+        f"overflow check: data absent: looked for Opdebug.Node_OpDebug.* files in {where}"
+    )
 
 
 @pytest.mark.parametrize("with_dumps", [False, True])
@@ -193,8 +204,9 @@ def test_the_panel_shows_types_ids_op_and_tensors(overflow_root):
     text = render_text(render_overflow(result))
     assert "overflow check" in text
     assert f"run {RUN}: 5 Opdebug file(s), the first 3 (limit 3; -l 0 shows all), oldest first" in text
-    assert ("AI Core status 0x28: sign-bit inversion overflow (NEG of the most negative integer); "
-            "floating-point overflow") in text
+    assert (
+        "AI Core status 0x28: sign-bit inversion overflow (NEG of the most negative integer); floating-point overflow"
+    ) in text
     assert "task id 7, stream id 3 (from the AI Core info words), kernel_code 0x77, block_idx 2" in text
     assert f"op: Conv2D net/conv  (Conv2D.net_conv.7.3.{T0 + 1})  holds Inf/NaN" in text
     assert "DHA atomic add status 0x900: overflow" in text
@@ -208,6 +220,7 @@ def test_the_panel_shows_types_ids_op_and_tensors(overflow_root):
 
 # --- Inf/NaN against golden ------------------------------------------------------------------
 
+
 def rewrite_dump(path, mutate):
     """Rewrite one NPU dump with ``mutate(kind, index, array) -> array`` applied (device layout)."""
     dump = read_dump(path)
@@ -215,9 +228,14 @@ def rewrite_dump(path, mutate):
     def spec(tensor, with_origin):
         array = mutate(tensor.kind, tensor.index, np.array(tensor.device()))
         origin = tensor.original_op if with_origin else None
-        return TensorSpec(array, _data_type(tensor), tensor.format, tensor.original_shape or None,
-                          (origin.name, origin.output_index, origin.format) if origin else None,
-                          tensor.sub_format)
+        return TensorSpec(
+            array,
+            _data_type(tensor),
+            tensor.format,
+            tensor.original_shape or None,
+            (origin.name, origin.output_index, origin.format) if origin else None,
+            tensor.sub_format,
+        )
 
     inputs = [spec(t, False) for t in dump.inputs]
     outputs = [spec(t, True) for t in dump.outputs]
@@ -226,6 +244,7 @@ def rewrite_dump(path, mutate):
 
 def _data_type(tensor):
     from precision_tool.formats.proto.dumpdata import DATA_TYPE_NAMES
+
     return DATA_TYPE_NAMES[tensor.data_type]
 
 
@@ -234,6 +253,7 @@ def plant_inf(kind="output", index=0, flat_index=0, value=np.inf):
         if (k, i) == (kind, index):
             array.reshape(-1)[flat_index] = value
         return array
+
     return mutate
 
 
@@ -288,6 +308,7 @@ def test_has_inf_nan():
 
 
 # --- the sample ---------------------------------------------------------------------------------
+
 
 def test_sample_overflow_run_shows_a_real_finding(sample_data):
     shutil.rmtree(sample_data / "overflow")  # the shipped sample has it; write it anew

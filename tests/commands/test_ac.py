@@ -23,9 +23,12 @@ def stamp_dir(root, stamp: str):
 
 
 def one_op(name: str, cosine: float) -> list[CompareRow]:
-    return [CompareRow(1, "Mul", name, "float16", None, name, "float32", f"{name}:{kind}:0", (4,),
-                       {"CosineSimilarity": cos})
-            for kind, cos in (("input", 1.0), ("output", cosine))]
+    return [
+        CompareRow(
+            1, "Mul", name, "float16", None, name, "float32", f"{name}:{kind}:0", (4,), {"CosineSimilarity": cos}
+        )
+        for kind, cos in (("input", 1.0), ("output", cosine))
+    ]
 
 
 def ac_text(root, line: str, **settings):
@@ -84,8 +87,9 @@ def test_c_runs_vc_then_summarises_what_it_wrote(data_root, monkeypatch):
 
     def fake_run(args, context):
         calls.append(args)
-        path = write_result_csv(stamp_dir(context.config.data_root_dir, "20240101000000") / "r.csv",
-                                one_op("written/op", 0.3))
+        path = write_result_csv(
+            stamp_dir(context.config.data_root_dir, "20240101000000") / "r.csv", one_op("written/op", 0.3)
+        )
         return CommandResult(["vc: 2 tensors compared"], ExitStatus.FLAGGED, [path])
 
     install_fake_vc(monkeypatch, fake_run)
@@ -100,8 +104,7 @@ def test_c_runs_vc_then_summarises_what_it_wrote(data_root, monkeypatch):
 
 def test_c_falls_back_to_the_newest_result_when_vc_names_no_file(data_root, monkeypatch):
     def fake_run(args, context):
-        write_result_csv(stamp_dir(context.config.data_root_dir, "20240101000000") / "r.csv",
-                         one_op("fresh/op", 0.99))
+        write_result_csv(stamp_dir(context.config.data_root_dir, "20240101000000") / "r.csv", one_op("fresh/op", 0.99))
         return CommandResult(["compared"])
 
     install_fake_vc(monkeypatch, fake_run)
@@ -128,8 +131,7 @@ def test_bad_limit_is_a_usage_error(data_root):
     assert status == ExitStatus.ERROR and "usage: ac" in text
 
 
-@pytest.mark.parametrize("which, expected", [("sample", "resnet/conv2/Conv2D"),
-                                              ("fixture", "model/add/add")])
+@pytest.mark.parametrize("which, expected", [("sample", "resnet/conv2/Conv2D"), ("fixture", "model/add/add")])
 def test_c_end_to_end_names_the_planted_defect(which, expected, request):
     root = request.getfixturevalue("sample_data" if which == "sample" else "fixture_data")
     status, text = ac_text(root, "ac -c")

@@ -20,8 +20,7 @@ def _run(data, line):
 def _row(text: str, label: str) -> str:
     """The value of a key/value row: drawn in a table, or folded to ``label  value`` when a
     value (a long path) is too wide for one."""
-    match = (re.search(rf"│ {label}\s+│ (.+?)\s+│", text)
-             or re.search(rf"^{label}  (.+?)\s*$", text, re.M))
+    match = re.search(rf"│ {label}\s+│ (.+?)\s+│", text) or re.search(rf"^{label}  (.+?)\s*$", text, re.M)
     assert match, f"no {label} row in:\n{text}"
     return match.group(1)
 
@@ -31,7 +30,7 @@ def _table_rows(text: str, title: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip().startswith(title))
     rows = []
-    for line in lines[start + 4:]:
+    for line in lines[start + 4 :]:
         if not line.startswith("│"):
             break
         rows.append([cell.strip() for cell in line.strip("│").split("│")])
@@ -44,6 +43,7 @@ def npys(tmp_path):
         path = tmp_path / name
         np.save(path, np.asarray(values, dtype))
         return path
+
     return save
 
 
@@ -55,7 +55,9 @@ def test_two_golden_files(fixture_data):
     b = np.load(next(golden.glob("model_conv1_Relu.0.*"))).astype(np.float64)
     bad = ~np.isclose(a, b, rtol=1e-3, atol=1e-5)
     assert _row(text, "allclose") == "no"
-    assert float(_row(text, "cosine")) == pytest.approx(np.dot(a.ravel(), b.ravel()) / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-8)
+    assert float(_row(text, "cosine")) == pytest.approx(
+        np.dot(a.ravel(), b.ravel()) / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-8
+    )
     assert _row(text, "mismatches") == str(int(bad.sum()))
     assert _row(text, "error ratio").endswith(f"({int(bad.sum())} of {a.size})")
     rows = _table_rows(text, f"first 3 of {int(bad.sum())} mismatching elements")
@@ -89,7 +91,9 @@ def test_mismatch_listing_and_first_elements(sample_data, npys):
     status, text = _run(sample_data, f"cp {left} {right}")
     assert status == ExitStatus.FLAGGED
     assert _table_rows(text, "first 2 of 2 mismatching elements") == [
-        ["(0, 1)", "1", "1.5", "0.5"], ["(1, 2)", "5", "9", "4"]]
+        ["(0, 1)", "1", "1.5", "0.5"],
+        ["(1, 2)", "5", "9", "4"],
+    ]
     assert "first 6 elements" not in text
     assert _row(text, "max abs error") == "4 at (1, 2)"
     assert _row(text, "error ratio") == "0.333333 (2 of 6)"
@@ -142,15 +146,21 @@ def test_npu_against_npu_on_the_sample(sample_data):
     assert _row(text, "max abs error") == "0"
 
 
-@pytest.mark.parametrize("line, message", [
-    ("cp input.0 resnet_conv1_Relu.0", "cannot compare: input.0.1764410000000000.npy has 1728 elements [4, 12, 12, 3], "
-                                       "resnet_conv1_Relu.0.1764410000001300.npy has 13824 [4, 12, 12, 24]"),
-    ("cp input.0 nowhere", "no NPU dump file or golden tensor matches 'nowhere'"),
-    ("cp input.0 input.0 -al -1", "-al/--atol must be a finite number >= 0"),
-    ("cp input.0 input.0 -rl nan", "-rl/--rtol must be a finite number >= 0"),
-    ("cp input.0 input.0 -p -2", "-p/--print must be 0 or more"),
-    ("cp input.0", "the following arguments are required: RIGHT"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            "cp input.0 resnet_conv1_Relu.0",
+            "cannot compare: input.0.1764410000000000.npy has 1728 elements [4, 12, 12, 3], "
+            "resnet_conv1_Relu.0.1764410000001300.npy has 13824 [4, 12, 12, 24]",
+        ),
+        ("cp input.0 nowhere", "no NPU dump file or golden tensor matches 'nowhere'"),
+        ("cp input.0 input.0 -al -1", "-al/--atol must be a finite number >= 0"),
+        ("cp input.0 input.0 -rl nan", "-rl/--rtol must be a finite number >= 0"),
+        ("cp input.0 input.0 -p -2", "-p/--print must be 0 or more"),
+        ("cp input.0", "the following arguments are required: RIGHT"),
+    ],
+)
 def test_errors_are_one_line(sample_data, line, message):
     context, out = make_context(sample_data, width=400)
     assert run_command(context, line) == ExitStatus.ERROR
@@ -176,12 +186,15 @@ def test_writes_nothing(fixture_data, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
 
 
-@pytest.mark.parametrize("values, what", [
-    (np.arange(4).astype("datetime64[s]"), "datetime64[s] data (dates and times) is not compared"),
-    (np.arange(4).astype("timedelta64[ms]"), "timedelta64[ms] data (durations) is not compared"),
-    (np.array(["1", "2", "3", "4"]), "<U1 data (text) is not compared"),
-    (np.arange(4) * (1 + 1j), "complex data (complex128) is not compared"),
-])
+@pytest.mark.parametrize(
+    "values, what",
+    [
+        (np.arange(4).astype("datetime64[s]"), "datetime64[s] data (dates and times) is not compared"),
+        (np.arange(4).astype("timedelta64[ms]"), "timedelta64[ms] data (durations) is not compared"),
+        (np.array(["1", "2", "3", "4"]), "<U1 data (text) is not compared"),
+        (np.arange(4) * (1 + 1j), "complex data (complex128) is not compared"),
+    ],
+)
 def test_tensors_that_hold_no_numbers_are_refused_naming_the_file(sample_data, npys, tmp_path, values, what):
     """Issue 27.7: a datetime64 tensor was compared as its seconds since 1970 (cosine 1.0)."""
     odd = tmp_path / "odd.npy"

@@ -20,8 +20,14 @@ BROKEN = ("resnet/conv2/Conv2D", "tf:resnet_conv2_BiasAdd.0")  # the planted def
 def _cp(data, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(data), "cp", *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=data.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(data), "cp", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=data.parent,
+    )
 
 
 def _value(text: str, label: str) -> str:
@@ -33,8 +39,7 @@ def test_a_healthy_float16_tensor_is_within_float16_rounding(sample_data):
     done = _cp(sample_data, *HEALTHY)
     assert done.returncode == 0, done.stdout + done.stderr
     assert _value(done.stdout, "verdict") == "within float16 rounding"
-    assert _value(done.stdout, "tolerance").startswith(
-        f"atol {4 * 2 ** -10:g}, rtol {4 * 2 ** -10:g} (float16: 4 x eps")
+    assert _value(done.stdout, "tolerance").startswith(f"atol {4 * 2**-10:g}, rtol {4 * 2**-10:g} (float16: 4 x eps")
     assert _value(done.stdout, "mismatches") == "0"
 
 
@@ -54,14 +59,13 @@ def test_the_planted_defect_differs_beyond_float16_rounding(sample_data):
 def test_a_bfloat16_dump_gets_bfloat16_s_tolerance(sample_data, tmp_path):
     golden = np.linspace(-3, 3, 64, dtype=np.float32)
     npu = golden.astype(ml_dtypes.bfloat16)
-    dump = write_dump(tmp_path / "Relu.net_relu.2.0.1767225600000020", "net/relu", [],
-                      [TensorSpec(npu, "BF16")])
+    dump = write_dump(tmp_path / "Relu.net_relu.2.0.1767225600000020", "net/relu", [], [TensorSpec(npu, "BF16")])
     np.save(tmp_path / "golden.npy", golden)
     done = _cp(sample_data, str(dump), str(tmp_path / "golden.npy"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert _value(done.stdout, "verdict") == "within bfloat16 rounding"
-    assert _value(done.stdout, "tolerance").startswith(f"atol {4 * 2 ** -7:g}")
-    tight = _cp(sample_data, str(dump), str(tmp_path / "golden.npy"), "-rl", str(2 ** -10), "-al", "0")
+    assert _value(done.stdout, "tolerance").startswith(f"atol {4 * 2**-7:g}")
+    tight = _cp(sample_data, str(dump), str(tmp_path / "golden.npy"), "-rl", str(2**-10), "-al", "0")
     assert tight.returncode == 1  # bfloat16's rounding is beyond one float16 ulp
 
 

@@ -10,9 +10,23 @@ import pytest
 from precision_tool.status import ExitStatus
 from tests.commands.test_why import cli
 
-READERS = ["vcs", "vcs --json", "ls", "ls -t Conv2D", "ni resnet/conv1/Conv2D", "pt resnet/conv1/Conv2D",
-           "cp resnet/conv1/Conv2D tf:resnet/conv1/Relu:0", "dc resnet/conv1/Conv2D", "vc", "ac", "ac -c",
-           "ac --json", "why", "why resnet/conv1/Conv2D", "report"]
+READERS = [
+    "vcs",
+    "vcs --json",
+    "ls",
+    "ls -t Conv2D",
+    "ni resnet/conv1/Conv2D",
+    "pt resnet/conv1/Conv2D",
+    "cp resnet/conv1/Conv2D tf:resnet/conv1/Relu:0",
+    "dc resnet/conv1/Conv2D",
+    "vc",
+    "ac",
+    "ac -c",
+    "ac --json",
+    "why",
+    "why resnet/conv1/Conv2D",
+    "report",
+]
 
 
 @pytest.mark.parametrize("command", READERS)
@@ -20,8 +34,9 @@ def test_every_reader_of_a_missing_data_root_says_so_in_one_line(tmp_path, comma
     missing = tmp_path / "nowhere"
     done = cli("--data", str(missing), *command.split(), cwd=tmp_path)
     assert done.returncode == ExitStatus.ERROR, (done.stdout, done.stderr)
-    assert done.stderr.splitlines() == [f"error: {missing}: no such data root (give --data DIR or set "
-                                        "DATA_ROOT_DIR)"], done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {missing}: no such data root (give --data DIR or set DATA_ROOT_DIR)"
+    ], done.stderr
     assert done.stdout == "" and not missing.exists()
 
 

@@ -175,15 +175,17 @@ def test_every_launch_of_an_op_name_on_the_sample(sample_data):
         "Relu.resnet_relu2_Relu.16.0.1764417600000001.input.0.4x12x12x24.npy",
         "Relu.resnet_relu2_Relu.16.0.1764417600000001.output.0.4x12x12x24.npy",
         "Relu.resnet_relu2_Relu.16.0.1764417600000222.input.0.4x12x12x24.npy",
-        "Relu.resnet_relu2_Relu.16.0.1764417600000222.output.0.4x12x12x24.npy"]
+        "Relu.resnet_relu2_Relu.16.0.1764417600000222.output.0.4x12x12x24.npy",
+    ]
 
 
 def test_bad_tensors_and_files_are_reported_and_skipped(tmp_path, sample_data):
     step = tmp_path / "step"
     step.mkdir()
     good = np.arange(6, dtype=np.float32).reshape(2, 3)
-    write_dump(step / "Add.a.1.0.1718170000000001", "a", [TensorSpec(good, "FLOAT")],
-               [TensorSpec(good, "FLOAT", shape=[4, 4])])  # output: 16 floats claimed, 6 stored
+    write_dump(
+        step / "Add.a.1.0.1718170000000001", "a", [TensorSpec(good, "FLOAT")], [TensorSpec(good, "FLOAT", shape=[4, 4])]
+    )  # output: 16 floats claimed, 6 stored
     (step / "Add.b.2.0.1718170000000002").write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00abc")
     (step / "notes.txt").write_text("not a dump")
     status, text = _run(sample_data, f"dc {step}")
@@ -197,15 +199,18 @@ def test_bad_tensors_and_files_are_reported_and_skipped(tmp_path, sample_data):
     assert list(step.iterdir()) and not any(p.suffix == ".npy" for p in step.iterdir())
 
 
-@pytest.mark.parametrize("line, message", [
-    ("dc no/such/op", "no NPU dump file matches 'no/such/op'"),
-    ("dc /no/such/file", "no NPU dump file matches '/no/such/file'"),
-    ("dc tf:input.0", "names a golden tensor; dc decodes NPU dump files"),
-    ("dc model/conv1/Conv2D -f XYZ", "unknown format 'XYZ'"),
-    ("dc model/conv1/Conv2D -f NCHW --device", "-f/--format and --device do not go together"),
-    ("dc model/conv1/Conv2D:output:1", "no output:1 in this dump"),
-    ("dc model/conv1/Conv2D:output:0 -f NCDHW", "output:0: cannot convert NHWC to NCDHW"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("dc no/such/op", "no NPU dump file matches 'no/such/op'"),
+        ("dc /no/such/file", "no NPU dump file matches '/no/such/file'"),
+        ("dc tf:input.0", "names a golden tensor; dc decodes NPU dump files"),
+        ("dc model/conv1/Conv2D -f XYZ", "unknown format 'XYZ'"),
+        ("dc model/conv1/Conv2D -f NCHW --device", "-f/--format and --device do not go together"),
+        ("dc model/conv1/Conv2D:output:1", "no output:1 in this dump"),
+        ("dc model/conv1/Conv2D:output:0 -f NCDHW", "output:0: cannot convert NHWC to NCDHW"),
+    ],
+)
 def test_errors_are_one_line(fixture_data, line, message):
     status, text = _run(fixture_data, line)
     assert status == ExitStatus.ERROR, text
@@ -217,7 +222,8 @@ def test_a_format_some_tensors_cannot_take_skips_them(fixture_data):
     assert status == ExitStatus.FLAGGED
     assert "input:1: cannot convert HWCN to NCDHW" in text and "1 tensor(s) of 1 dump file(s)" in text
     assert [p.name for p in (fixture_data / OUT).iterdir()] == [
-        "Conv2D.model_conv1_Conv2D.12.0.1718170000000074.input.2.8.npy"]
+        "Conv2D.model_conv1_Conv2D.12.0.1718170000000074.input.2.8.npy"
+    ]
 
 
 def test_a_single_bad_file_is_an_error_naming_it(tmp_path, sample_data):

@@ -10,8 +10,11 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
+import time
 import urllib.parse
 import urllib.request
 
@@ -23,6 +26,7 @@ from tests.model_explorer.explorer import require_explorer
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
 WIDE = 10_000  # the console is wide enough that no line wraps
+REAPED = 60.0  # seconds a killed server may take to exit and be reaped on busy shared cores
 
 
 def free_port() -> int:
@@ -37,8 +41,9 @@ def get(url: str) -> bytes:
 
 
 def post(base: str, path: str, body: dict) -> dict:
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=120) as answer:
         return json.load(answer)
 
@@ -113,13 +118,24 @@ def test_explore_serves_the_sample_at_its_first_introducer(sample_data, explore)
     assert done.lines["opened at"] == "resnet/conv2/Conv2D  \u25b2 introduces"
     paths = done.data["nodeData"]
     others = [m for m in NUMERIC_METRICS if m != "CosineSimilarity"]
-    assert [os.path.basename(p) for p in paths] == ["verdict.json", *[f"{m}.json" for m in others],
-                                                    "CosineSimilarity.json"]  # the last one is shown
+    assert [os.path.basename(p) for p in paths] == [
+        "verdict.json",
+        *[f"{m}.json" for m in others],
+        "CosineSimilarity.json",
+    ]  # the last one is shown
     again = done.lines["start it again"]
     assert len(again) < 200 and again.endswith("explore.json") and os.path.isfile(again.split()[-1])
-    (converted,) = post(done.base, "/apipost/v1/send_command", {
-        "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": str(graph),
-        "settings": {}, "deleteAfterConversion": False})["graphs"]
+    (converted,) = post(
+        done.base,
+        "/apipost/v1/send_command",
+        {
+            "extensionId": "precision_tool_ge_graph",
+            "cmdId": "convert",
+            "modelPath": str(graph),
+            "settings": {},
+            "deleteAfterConversion": False,
+        },
+    )["graphs"]
     assert pane["selectedGraphId"] == converted["id"]
     layers = {n["id"]: n["namespace"] for n in converted["nodes"]}
     assert layers["trans_TransData_1"] == "resnet/conv1" and layers[focus] == "resnet/conv2"
@@ -136,11 +152,12 @@ def check_node_data(done: Explored, paths: list[str], csv_path, node_ids: set[st
     expected = {name: tensors["output"] for (_, name), tensors in csv_ops(csv_path).items()}
     for path in paths[1:]:
         (graph,) = read_served(done, path).values()
-        metric = os.path.basename(path)[:-len(".json")]
+        metric = os.path.basename(path)[: -len(".json")]
         assert graph["hideAggregatedStats"] == ["sum", "avg"] and graph["hideInChildrenStatsTable"]
         assert set(graph["results"]) <= node_ids
         assert {n: r["value"] for n, r in graph["results"].items()} == {
-            n: out[metric] for n, out in expected.items() if metric in out}
+            n: out[metric] for n, out in expected.items() if metric in out
+        }
     (verdict,) = read_served(done, paths[0]).values()
     assert verdict["results"]["resnet/conv2/Conv2D"]["value"] == "\u25b2 introduces"
     assert verdict["hideInAggregatedStatsTable"] and verdict["showLabelCountColumnsInChildrenStatsTable"]
@@ -161,8 +178,9 @@ def test_a_result_no_graph_holds_is_one_line_and_starts_nothing(data_root, explo
     (data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt").unlink()
     done = explore(data_root)
     assert done.status == 2 and done.pid is None
-    assert done.text.strip() == (f"error: {csv_path}: no Build graph (npu/*/graph) holds this "
-                                 "result's ops: nothing to show")
+    assert done.text.strip() == (
+        f"error: {csv_path}: no Build graph (npu/*/graph) holds this result's ops: nothing to show"
+    )
 
 
 def test_an_unreadable_csv_and_a_taken_port_are_one_line(data_root, explore):
@@ -178,8 +196,9 @@ def test_an_unreadable_csv_and_a_taken_port_are_one_line(data_root, explore):
         port = taken.getsockname()[1]
         context, out = make_context(data_root, width=WIDE)
         assert run_command(context, f"explore --no-browser --port {port}") == 2
-    assert out.getvalue().strip() == (f"error: explore: port {port} is in use on 127.0.0.1: give a free "
-                                      "one with --port")
+    assert out.getvalue().strip() == (
+        f"error: explore: port {port} is in use on 127.0.0.1: give a free one with --port"
+    )
 
 
 def test_an_msprobe_result_opens_its_dump_json_with_only_the_metrics_it_computed(tmp_path, explore):
@@ -198,15 +217,80 @@ def test_an_msprobe_result_opens_its_dump_json_with_only_the_metrics_it_computed
         rows = list(csv.DictReader(handle))
     computed = {m for m in NUMERIC_METRICS if any(r.get(m) not in (None, "", "NaN") for r in rows)}
     assert computed == {"CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError"}
-    names = [os.path.basename(p)[:-len(".json")] for p in done.data["nodeData"]]
+    names = [os.path.basename(p)[: -len(".json")] for p in done.data["nodeData"]]
     assert names[0] == "verdict" and set(names[1:]) == computed and names[-1] == "CosineSimilarity"
-    (converted,) = post(done.base, "/apipost/v1/send_command", {
-        "extensionId": "precision_tool_ge_graph", "cmdId": "convert", "modelPath": model["url"],
-        "settings": {}, "deleteAfterConversion": False})["graphs"]
+    (converted,) = post(
+        done.base,
+        "/apipost/v1/send_command",
+        {
+            "extensionId": "precision_tool_ge_graph",
+            "cmdId": "convert",
+            "modelPath": model["url"],
+            "settings": {},
+            "deleteAfterConversion": False,
+        },
+    )["graphs"]
     (pane,) = done.data["uiState"]["paneStates"]
     assert pane["selectedGraphId"] == converted["id"]
     assert list(read_served(done, done.data["nodeData"][0])) == [converted["id"]]  # overlaid
     focus = next(n for n in converted["nodes"] if n["id"] == pane["selectedNodeId"])
     layers = focus["namespace"].split("/")
     assert pane["deepestExpandedGroupNodeIds"] == [
-        "/".join(layers[:k]) + "___group___" for k in range(1, len(layers) + 1)]
+        "/".join(layers[:k]) + "___group___" for k in range(1, len(layers) + 1)
+    ]
+
+
+def _state(pid: int) -> str | None:
+    """The process state letter in /proc (``Z`` a zombie), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def test_a_server_that_exits_under_the_shell_is_reaped_while_the_shell_runs(sample_data):
+    """The shell started from a terminal, ``explore`` in it, the server killed: it does not stay
+    a zombie of the shell (which runs for hours); the shell goes on answering."""
+    require_explorer()
+    context, _ = make_context(sample_data)
+    assert run_command(context, "vc") == 1
+    script = shutil.which("precision-tool")
+    assert script, "the console script is missing: install the package (README test command)"
+    env = {**os.environ, "HOME": str(sample_data.parent), "PYTHONUNBUFFERED": "1", "COLUMNS": str(WIDE)}
+    shell = subprocess.Popen(
+        [script, "--data", str(sample_data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=sample_data.parent,
+        env=env,
+    )
+    pid = None
+    try:
+        shell.stdin.write(f"explore --no-browser --port {free_port()}\n")
+        shell.stdin.flush()
+        for line in shell.stdout:  # until explore says which process it started
+            match = re.search(r"running as process (\d+); stop it with: kill \1", line)
+            if match:
+                pid = int(match.group(1))
+                break
+        assert pid is not None, "explore printed no process"
+        assert _state(pid) not in (None, "Z")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + REAPED  # a bound to give up at, not a speed asserted
+        while _state(pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert shell.poll() is None  # the shell still runs
+        assert _state(pid) is None, f"process {pid} is a zombie of the shell"
+        shell.stdin.write("ls\nexit\n")
+        shell.stdin.flush()
+        rest = shell.stdout.read()
+        assert shell.wait(timeout=120) == 0 and "Traceback" not in rest
+    finally:
+        if pid is not None and _state(pid) not in (None, "Z"):
+            os.kill(pid, signal.SIGKILL)
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()

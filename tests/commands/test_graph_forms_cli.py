@@ -42,16 +42,23 @@ ROOT_OP = "trans_TransData_3"  # feeds resnet/dense/MatMul, whose weight and bia
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOME": str(root.parent), "XDG_DATA_HOME": str(root.parent / ".xdg")}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          cwd=root.parent, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        cwd=root.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
     """The sample data tree, written by ``python -m precision_tool.sample DIR``."""
     root = tmp_path_factory.mktemp("sample") / "precision_data"
-    done = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(root)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", str(root)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return root
 
@@ -87,8 +94,18 @@ def _rows(root: Path) -> list[tuple]:
     with path.open(newline="", encoding="utf-8") as handle:
         table = list(csv.reader(handle))
     header = table[0]
-    keep = [header.index(name) for name in ("Index", "OpType", "NPUDump", "TensorIndex",
-                                            "GroundTruth", "CosineSimilarity", "CompareFailReason")]
+    keep = [
+        header.index(name)
+        for name in (
+            "Index",
+            "OpType",
+            "NPUDump",
+            "TensorIndex",
+            "GroundTruth",
+            "CosineSimilarity",
+            "CompareFailReason",
+        )
+    ]
     return [tuple(row[i] for i in keep) for row in table[1:]]
 
 
@@ -123,9 +140,8 @@ def test_ni_s1_draws_the_consumer_and_its_other_producers(sample, tmp_path, form
     assert done.returncode == 0, done.stderr
     (gv,) = (root / "temp" / "op_graph").glob(f"debug_0.*.{ROOT_OP}.1.gv")
     source = gv.read_text(encoding="utf-8")
-    for name in (ROOT_OP, "resnet/pool/Mean", "resnet/dense/MatMul", "resnet/dense/kernel",
-                 "resnet/dense/bias"):
-        assert f"tooltip=\"{name}\"" in source or f"tooltip={name}" in source, (name, source)
+    for name in (ROOT_OP, "resnet/pool/Mean", "resnet/dense/MatMul", "resnet/dense/kernel", "resnet/dense/bias"):
+        assert f'tooltip="{name}"' in source or f"tooltip={name}" in source, (name, source)
     assert "resnet/softmax/Softmax" not in source  # two edges down
     if "graph_1" in FORMS[form]:
         assert re.search(r"^graph id\s+1\s*$", done.stdout, re.M)

@@ -27,7 +27,9 @@ def _interrupting_progress(monkeypatch, after_rows: int = 1):
         def update(done, _total, _nbytes):
             if done >= after_rows:
                 raise KeyboardInterrupt
+
         return update
+
     monkeypatch.setattr(vc.CompareProgress, "track", track)
 
 
@@ -76,6 +78,7 @@ def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch
         calls.append(Path(path))
         create = _interrupted_before_rename if len(calls) == 2 else REAL_CREATE
         return create(root, path, *args, **kwargs)
+
     monkeypatch.setattr(OutputRoot, "create", second_interrupted)
     context, _ = make_context(sample_data)
     assert run_command(context, f"dc {CONV1}") == ExitStatus.INTERRUPTED
@@ -88,6 +91,7 @@ def test_ctrl_c_during_dc_keeps_the_complete_files_only(sample_data, monkeypatch
 def test_ctrl_c_in_any_command_returns_the_prompt(sample_data, monkeypatch):
     def interrupted(refs):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(ls_listing, "_type_counts", interrupted)
     context, out = make_context(sample_data)
     assert run_command(context, "ls; help") == ExitStatus.INTERRUPTED

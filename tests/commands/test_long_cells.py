@@ -25,17 +25,27 @@ FUSED_NAMES = [f"model/block/fused_part_{i:05d}/some_long_op_name" for i in rang
 def _tool(root, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     """A data root whose broken fused op has 3,001 original op names, compared by ``vc``."""
-    root = write_net(tmp_path_factory.mktemp("long_cells") / "precision_data", [
-        NetOp("model/a/Relu"),
-        NetOp(FUSED, "Gelu", tf_name="model/big/last", original_op_names=FUSED_NAMES, broken=True),
-        NetOp("model/c/Relu")])
+    root = write_net(
+        tmp_path_factory.mktemp("long_cells") / "precision_data",
+        [
+            NetOp("model/a/Relu"),
+            NetOp(FUSED, "Gelu", tf_name="model/big/last", original_op_names=FUSED_NAMES, broken=True),
+            NetOp("model/c/Relu"),
+        ],
+    )
     done = _tool(root, "vc")
     assert done.returncode == 1, done.stderr  # the fused op is flagged
     return root

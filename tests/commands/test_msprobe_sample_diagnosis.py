@@ -16,15 +16,20 @@ PLANTED = {"pytorch": "Functional.linear.5.forward", "mindspore": "MintFunctiona
 
 def _tool(cwd, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    return subprocess.run([sys.executable, "-m", "precision_tool", *args], capture_output=True,
-                          text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", *args], capture_output=True, text=True, timeout=300, env=env, cwd=cwd
+    )
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "mindspore"])
 def test_ac_c_names_the_planted_call_by_replay_and_the_modules_inherit(tmp_path, framework):
     root = tmp_path / "msprobe_data"
-    made = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(root), "--framework", framework],
-                          capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", str(root), "--framework", framework],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stderr
     done = _tool(tmp_path, "--data", str(root), "ac", "-c", "--json")
     assert done.returncode == 1, done.stderr

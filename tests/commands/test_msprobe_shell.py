@@ -28,17 +28,23 @@ BAD[:, 1] *= -2.0  # the planted defect: matmul's second column
 MATMUL, RELU = "Functional.matmul.0.forward", "Functional.relu.0.forward"
 BLOCK, ADD = "Module.block.Block.forward.0", "Tensor.__add__.0.forward"
 USER_FRAME = "File /home/user/train.py, line 12, in forward, \n y = torch.matmul(x, w)"
-LIBRARY_FRAME = ("File /usr/lib/python3.10/site-packages/torch/nn/modules/module.py, line 1501, "
-                 "in _call_impl, \n return forward_call(*args, **kwargs)")
+LIBRARY_FRAME = (
+    "File /usr/lib/python3.10/site-packages/torch/nn/modules/module.py, line 1501, "
+    "in _call_impl, \n return forward_call(*args, **kwargs)"
+)
 
 
 def _rank(rank_dir: Path, out: np.ndarray) -> Path:
     relu = np.maximum(out, 0)
-    write_rank(rank_dir, [(MATMUL, [X, W], [out]), (RELU, [out], [relu]), (BLOCK, [X], [relu]),
-                          (ADD, [relu, Z], [relu + Z])], framework="pytorch")
+    write_rank(
+        rank_dir,
+        [(MATMUL, [X, W], [out]), (RELU, [out], [relu]), (BLOCK, [X], [relu]), (ADD, [relu, Z], [relu + Z])],
+        framework="pytorch",
+    )
     (rank_dir / "construct.json").write_text(json.dumps({MATMUL: BLOCK, RELU: BLOCK, BLOCK: None, ADD: None}))
-    (rank_dir / "stack.json").write_text(json.dumps({"0": [[MATMUL], [LIBRARY_FRAME, USER_FRAME]],
-                                                     "1": [[RELU, ADD], [USER_FRAME]]}))
+    (rank_dir / "stack.json").write_text(
+        json.dumps({"0": [[MATMUL], [LIBRARY_FRAME, USER_FRAME]], "1": [[RELU, ADD], [USER_FRAME]]})
+    )
     return rank_dir
 
 
@@ -53,9 +59,15 @@ def data_root(tmp_path) -> Path:
 def _tool(root: Path, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env["COLUMNS"] = "200"
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=180, env=env, cwd=root.parent,
-                          input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=root.parent,
+        input=stdin,
+    )
 
 
 def _words(text: str) -> str:
@@ -87,7 +99,10 @@ def test_ni_shows_the_call_its_module_stack_tensors_and_bench_counterpart(data_r
     relu_in = BAD.astype(np.float64)
     stats = f"{relu_in.max():.6g} │ {relu_in.min():.6g} │ {relu_in.mean():.6g} │ {np.linalg.norm(relu_in):.6g}"
     assert f"input:0 │ input.0 │ Float32 │ [4,6] │ {stats} │ {RELU}.input.0.npy │ {MATMUL}:0" in text
-    assert f"output:0 │ output.0 │ Float32 │ [4,6]" in text and f"{ADD}" not in text.split("dump.json outputs")[1].split("producers")[0]
+    assert (
+        "output:0 │ output.0 │ Float32 │ [4,6]" in text
+        and f"{ADD}" not in text.split("dump.json outputs")[1].split("producers")[0]
+    )
     assert "producers and consumers are inferred" in text
     assert f"bench: {RELU} in step0/rank0 (the same key in bench/ (no result compares it yet))" in text
 
@@ -144,7 +159,7 @@ def test_report_draws_the_calls_inside_their_modules(data_root):
     assert f"Subgraph: {MATMUL}, depth 2 (2 ops, graph step0/rank0)" in html
     assert "first operator that introduces the error" in html and MATMUL in html
     if shutil.which("dot"):
-        svg = html[html.index('class="subgraph dot"'):]
+        svg = html[html.index('class="subgraph dot"') :]
         assert f">{BLOCK}</text>" in svg.split("</svg>")[0]  # the module cluster's label
 
 
@@ -153,7 +168,9 @@ def test_report_with_model_explorer_overlays_the_rank_dirs_dump_json(data_root):
     done = _tool(data_root, "report", "--model-explorer")
     assert done.returncode == 0, done.stderr
     dump = data_root / "npu" / "step0" / "rank0" / "dump.json"
-    assert f"model explorer: model-explorer {dump} --extensions=precision_tool.model_explorer" in done.stdout
+    line = next(line for line in done.stdout.splitlines() if line.startswith("model explorer: "))
+    assert line.startswith("model explorer: python3 -m precision_tool.model_explorer.serve ")
+    assert json.loads(Path(line.split()[-1]).read_text())["graph"] == str(dump.resolve())
     (verdicts,) = (data_root / "temp" / "report").glob("*/model_explorer/*/verdict.json")
     (graph,) = json.loads(verdicts.read_text()).values()
     assert graph["results"][MATMUL]["value"] == "▲ introduces"
@@ -168,8 +185,9 @@ def test_report_without_dot_names_each_calls_module(data_root):
     (csv,) = (data_root / "temp" / "vector_compare").glob("*/result_*.csv")
     written = make_report(context, [csv], use_dot=False)
     html = written.index.read_text()
-    assert f"<title>{MATMUL} [Functional.matmul] in {BLOCK}</title>" in html
-    assert f"<title>{RELU} [Functional.relu] in {BLOCK}</title>" in html
+    # the hover text: the call, its API and module on the first line, its ports below
+    assert f"<title>{MATMUL} [Functional.matmul] in {BLOCK}\nout0 Float32" in html
+    assert f"<title>{RELU} [Functional.relu] in {BLOCK}\nin0 Float32" in html
 
 
 def test_a_piped_shell_session(data_root):
@@ -206,13 +224,14 @@ def test_a_damaged_construct_json_is_a_warning_and_ni_still_shows_the_call(data_
 
 
 def test_the_banner_names_the_two_msprobe_dumps(data_root):
+    import io
+
+    from rich.console import Console
+
     from precision_tool.formats.datadir import survey
     from precision_tool.render.survey import render_survey
-    from rich.console import Console
-    import io
 
     buffer = io.StringIO()
     Console(file=buffer, width=100).print(render_survey(survey(data_root), "9.9"))
     lines = [_words(line) for line in buffer.getvalue().splitlines()]
-    assert lines[-2:] == ["npu/ msprobe dump 1 rank dir(s), step(s) 0",
-                         "bench/ msprobe dump 1 rank dir(s), step(s) 0"]
+    assert lines[-2:] == ["npu/ msprobe dump 1 rank dir(s), step(s) 0", "bench/ msprobe dump 1 rank dir(s), step(s) 0"]

@@ -32,10 +32,11 @@ def _desc(shape):
 def root(tmp_path):
     """A data root: Build graph x, y -> concatv2; a nano dump of concatv2; the golden tensors."""
     root = tmp_path / "precision_data"
-    ops = [OpSpec("x", "Data", output_descs=[_desc(A.shape)]),
-           OpSpec("y", "Data", output_descs=[_desc(B.shape)]),
-           OpSpec("concatv2", "ConcatV2D", ["x:0", "y:0"], [_desc(A.shape), _desc(B.shape)],
-                  [_desc(OUT.shape)])]
+    ops = [
+        OpSpec("x", "Data", output_descs=[_desc(A.shape)]),
+        OpSpec("y", "Data", output_descs=[_desc(B.shape)]),
+        OpSpec("concatv2", "ConcatV2D", ["x:0", "y:0"], [_desc(A.shape), _desc(B.shape)], [_desc(OUT.shape)]),
+    ]
     (root / GRAPH_REL).parent.mkdir(parents=True)
     write_graph_text(build_model(ops, name=MODEL), root / GRAPH_REL)
     step = root / STEP_REL
@@ -86,6 +87,8 @@ def test_a_corrupt_nano_dump_is_one_line_naming_the_form(root):
     path.write_bytes(path.read_bytes()[:-1])
     done = cli("--data", str(root), "pt", "concatv2")
     assert done.returncode == ExitStatus.ERROR
-    assert done.stderr.splitlines() == [f"error: {path}: nano dump: sizes do not add up: header and "
-                                        f"tensor sizes give {path.stat().st_size + 1} bytes, file has "
-                                        f"{path.stat().st_size} (truncated)"], done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {path}: nano dump: sizes do not add up: header and "
+        f"tensor sizes give {path.stat().st_size + 1} bytes, file has "
+        f"{path.stat().st_size} (truncated)"
+    ], done.stderr

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.commands import build_registry
 from precision_tool.commands.ni_report import graph_file_stem, safe_part
 from precision_tool.commands.registry import run_words
+from precision_tool.formats import digraph_files
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
-from precision_tool.formats import digraph_files
+from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.status import ExitStatus
 from tests.conftest import FIXTURES, make_context, run_command
 
@@ -41,7 +41,7 @@ def _table(text: str, title: str) -> list[dict[str, str]]:
     header = next(line for line in lines[start:] if "┃" in line)
     columns = [c.strip() for c in header.split("┃")[1:-1]]
     rows = []
-    for line in lines[lines.index(header, start) + 1:]:
+    for line in lines[lines.index(header, start) + 1 :]:
         if line.startswith("└"):
             break
         if line.startswith("│"):
@@ -86,8 +86,7 @@ def test_sample_conv_shows_fusion_kernel_dump_and_golden(sample_data):
     assert status == ExitStatus.OK
     assert re.search(r"^type\s+Conv2D\s*$", text, re.M)
     assert re.search(r"^PassName\s+ConvBiasAddFusionPass, TbeConvReluFusionPass\s*$", text, re.M)
-    assert re.search(r"^OriginalOp\s+resnet/conv1/Conv2D, resnet/conv1/BiasAdd, resnet/conv1/Relu\s*$",
-                     text, re.M)
+    assert re.search(r"^OriginalOp\s+resnet/conv1/Conv2D, resnet/conv1/BiasAdd, resnet/conv1/Relu\s*$", text, re.M)
     assert re.search(r"^kernel name\s+te_conv2d_0006\s*$", text, re.M)
     assert re.search(r"^kernel lib\s+AIcoreEngine\s*$", text, re.M)
     assert re.search(r"^graph\s+ge_default_\d+_1\s+\[debug_0\]", text, re.M)
@@ -100,8 +99,7 @@ def test_sample_conv_shows_fusion_kernel_dump_and_golden(sample_data):
     assert row["file"] == golden.name
     assert (row["max"], row["min"], row["mean"]) == (_fmt(array.max()), _fmt(array.min()), _fmt(array.mean()))
     inputs = _table(text, "inputs")
-    assert [r["producer"] for r in inputs] == ["trans_TransData_1:0", "resnet/conv1/kernel:0",
-                                               "resnet/conv1/bias:0"]
+    assert [r["producer"] for r in inputs] == ["trans_TransData_1:0", "resnet/conv1/kernel:0", "resnet/conv1/bias:0"]
     outputs = _table(text, "outputs")
     assert outputs[0]["consumers"] == "resnet/bn1/FusedBatchNormV3:0"
     assert outputs[0]["origin name:index"] == "resnet/conv1/Relu:0"
@@ -112,15 +110,15 @@ def test_sample_name_option_and_unfused_op(sample_data):
     assert status == ExitStatus.OK
     assert re.search(r"^type\s+Add\s*$", text, re.M)
     assert "PassName" not in text  # not fused
-    assert [r["producer"] for r in _table(text, "inputs")] == ["resnet/bn1/FusedBatchNormV3:0",
-                                                                "resnet/conv2/Conv2D:0"]
+    assert [r["producer"] for r in _table(text, "inputs")] == ["resnet/bn1/FusedBatchNormV3:0", "resnet/conv2/Conv2D:0"]
 
 
 # --- node info on the small fixture --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", ["ni model/conv1/Conv2D", "ni model_conv1_Conv2D",
-                                  "ni -n model/conv1/Conv2D", "ni -n model_conv1_Conv2D"])
+@pytest.mark.parametrize(
+    "line", ["ni model/conv1/Conv2D", "ni model_conv1_Conv2D", "ni -n model/conv1/Conv2D", "ni -n model_conv1_Conv2D"]
+)
 def test_fixture_name_forms(fixture_data, line):
     status, text = _ni(fixture_data, line)
     assert status == ExitStatus.OK
@@ -134,8 +132,7 @@ def test_fixture_dump_stats_match_numpy_on_the_raw_file(fixture_data):
     entry = next(f for f in case["dump_files"]["0"] if f["op"] == "model/conv1/Conv2D")
     tensors = [t for t in case["tensors"] if t["op"] == "model/conv1/Conv2D"]
     ordered = sorted(tensors, key=lambda t: (t["kind"] != "input", t["index"]))
-    arrays = _raw_dump_tensors(fixture_data.parent / entry["file"],
-                               [(t["dtype"], t["device_shape"]) for t in ordered])
+    arrays = _raw_dump_tensors(fixture_data.parent / entry["file"], [(t["dtype"], t["device_shape"]) for t in ordered])
     status, text = _ni(fixture_data, "ni model/conv1/Conv2D")
     assert status == ExitStatus.OK
     title = f"NPU dump (step 0, device 0): {entry['file_name']}"
@@ -159,10 +156,12 @@ def test_fixture_dump_stats_match_numpy_on_the_raw_file(fixture_data):
 def test_latest_launch_nan_inf_and_tensor_problems_are_noted(fixture_data):
     step = fixture_data / _case()["paths"]["npu_dump_dir"].removeprefix("precision_data/")
     newer = "Relu.model_relu2_Relu.99.0.1718170000009999"
-    write_dump(step / newer, "model/relu2/Relu",
-               [TensorSpec(np.zeros(4, np.float16), "FLOAT16", "ND", shape=(5,))],
-               [TensorSpec(np.array([1, np.nan, np.inf, -2], np.float16), "FLOAT16", "ND",
-                           original_shape=(4,))])
+    write_dump(
+        step / newer,
+        "model/relu2/Relu",
+        [TensorSpec(np.zeros(4, np.float16), "FLOAT16", "ND", shape=(5,))],
+        [TensorSpec(np.array([1, np.nan, np.inf, -2], np.float16), "FLOAT16", "ND", original_shape=(4,))],
+    )
     status, text = _ni(fixture_data, "ni model/relu2/Relu")
     assert status == ExitStatus.OK
     title = f"NPU dump (step 0, device 0): {newer}"
@@ -196,8 +195,7 @@ def test_missing_dumps_are_said_plainly(fixture_data):
 def test_op_without_dump_file(fixture_data):
     status, text = _ni(fixture_data, "ni model/conv1/kernel")
     assert status == ExitStatus.OK
-    assert ("NPU dump: no dump file of model/conv1/kernel in the newest run "
-            "(debug_0, TF_DUMP_STEP=0)") in text
+    assert ("NPU dump: no dump file of model/conv1/kernel in the newest run (debug_0, TF_DUMP_STEP=0)") in text
     golden = _row(text, "TF golden", "output:0 = model/conv1/kernel:0")
     assert golden["file"].startswith("model_conv1_kernel.0.")
 
@@ -247,8 +245,12 @@ def test_long_attribute_values_are_shortened(fixture_data):
     graph_dir = fixture_data / "npu/debug_0/graph"
     for path in graph_dir.glob("ge_proto_*"):
         path.unlink()
-    spec = OpSpec("big", "Const", output_descs=[tensor_desc("DT_FLOAT", "ND", (3,))],
-                  attrs={"many": list(range(1000)), "raw": b"\x00" * 64})
+    spec = OpSpec(
+        "big",
+        "Const",
+        output_descs=[tensor_desc("DT_FLOAT", "ND", (3,))],
+        attrs={"many": list(range(1000)), "raw": b"\x00" * 64},
+    )
     write_graph_text(build_model([spec], name="g"), graph_dir / "ge_proto_00000001_Build.txt")
     status, text = _ni(fixture_data, "ni big -a")
     assert status == ExitStatus.OK
@@ -272,8 +274,7 @@ def test_a_long_string_is_cut_but_a_name_in_a_list_never_is():
 def _add_second_graph(data: Path) -> None:
     desc = tensor_desc("DT_FLOAT16", "ND", (4,))
     ops = [OpSpec("model/conv1/Conv2D", "Conv2DBackpropInput", output_descs=[desc])]
-    write_graph_text(build_model(ops, name="other_graph"),
-                     data / "npu/debug_0/graph/ge_proto_00000002_Build.txt")
+    write_graph_text(build_model(ops, name="other_graph"), data / "npu/debug_0/graph/ge_proto_00000002_Build.txt")
 
 
 def test_graph_option_filters(fixture_data):
@@ -321,8 +322,7 @@ def _expected_neighbourhood(case: dict, root: str, depth: int):
     # the consumers' other producers too (the next MatMul's weight), as the original drew them
     side = {src for name in down - {root} for src, _ in inputs.get(name, [])}
     nodes = reach(lambda n: [src for src, _ in inputs[n]]) | down | side
-    edges = {(src, idx, dst, port) for dst in nodes for port, (src, idx) in enumerate(inputs[dst])
-             if src in nodes}
+    edges = {(src, idx, dst, port) for dst in nodes for port, (src, idx) in enumerate(inputs[dst]) if src in nodes}
     return nodes, edges
 
 
@@ -341,10 +341,18 @@ def _gv_path(data: Path, op_type: str, name: str, depth: int) -> Path:
     return data / "temp" / "op_graph" / f"{stem}.gv"
 
 
-@pytest.mark.parametrize("root,op_type", [
-    ("model/conv1/Conv2D", "Conv2D"), ("model/bn1/FusedBatchNormV3", "BNInfer"),
-    ("model/conv2/Conv2D", "Conv2D"), ("model/add/add", "Add"), ("trans_Cast_0", "Cast"),
-    ("model/pool/Mean", "ReduceMeanD"), ("Node_Output", "NetOutput")])
+@pytest.mark.parametrize(
+    "root,op_type",
+    [
+        ("model/conv1/Conv2D", "Conv2D"),
+        ("model/bn1/FusedBatchNormV3", "BNInfer"),
+        ("model/conv2/Conv2D", "Conv2D"),
+        ("model/add/add", "Add"),
+        ("trans_Cast_0", "Cast"),
+        ("model/pool/Mean", "ReduceMeanD"),
+        ("Node_Output", "NetOutput"),
+    ],
+)
 def test_subgraph_is_exactly_the_depth_2_neighbourhood(fixture_data, root, op_type):
     status, text = _ni(fixture_data, f"ni {root} -s 2")
     assert status == ExitStatus.OK
@@ -357,16 +365,22 @@ def test_subgraph_is_exactly_the_depth_2_neighbourhood(fixture_data, root, op_ty
     assert not any("penwidth" in a for name, a in attrs.items() if name != root)
     grey = swatch("not compared").colour
     assert all(f'fillcolor="{grey}"' in a for a in attrs.values())  # no result yet: all grey
-    assert str(gv) in text.splitlines()[text.splitlines().index(next(
-        line for line in text.splitlines() if line.startswith("subgraph: ")))]  # the path line is whole
+    assert (
+        str(gv)
+        in text.splitlines()[
+            text.splitlines().index(next(line for line in text.splitlines() if line.startswith("subgraph: ")))
+        ]
+    )  # the path line is whole
 
 
 def test_subgraph_records_carry_port_dtypes_and_shapes(fixture_data):
     _ni(fixture_data, "ni model/add/add -s 1")
     source = _gv_path(fixture_data, "Add", "model/add/add", 1).read_text()
-    assert "{{<in0> in0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]|" \
-           "<in1> in1 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}|model/add/add\\nAdd\\nnot compared|" \
-           "{<out0> out0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}}" in source
+    assert (
+        "{{<in0> in0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]|"
+        "<in1> in1 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}|model/add/add\\nAdd\\nnot compared|"
+        "{<out0> out0 FLOAT16 NC1HWC0 [2,1,8,8,16]\\nhost NHWC [2,8,8,8]}}" in source
+    )
 
 
 def test_argument_orders_give_the_same_subgraph(fixture_data):
@@ -377,8 +391,7 @@ def test_argument_orders_give_the_same_subgraph(fixture_data):
     assert sources[0] == sources[1] == sources[2]
 
 
-@pytest.mark.skipif(shutil.which("dot") is None,
-                    reason="graphviz 'dot' is not installed (CI installs it)")
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' is not installed (CI installs it)")
 def test_svg_is_rendered_with_dot(fixture_data):
     context, out = make_context(fixture_data, width=WIDE)
     result = run_words(build_registry(), shlex.split("ni model/add/add -s 2"), context)
@@ -400,7 +413,7 @@ def test_without_dot_the_gv_is_written_and_a_tree_printed(fixture_data, monkeypa
     gv = _gv_path(fixture_data, "Add", "model/add/add", 2)
     assert gv.is_file() and not gv.with_suffix(".svg").exists()
     assert "'dot' is not installed" in text
-    tree = text[text.index("model/add/add [Add]  not compared\n"):]
+    tree = text[text.index("model/add/add [Add]  not compared\n") :]
     assert "upstream (producers, depth 2)" in tree and "downstream (consumers, depth 2)" in tree
     assert "in0 <- model/bn1/FusedBatchNormV3:0 [BNInfer]" in tree
     assert "in0 <- model/conv1/Conv2D:0 [Conv2D]" in tree  # depth 2
@@ -427,13 +440,19 @@ def test_writes_only_under_temp_even_for_hostile_names(fixture_data):
     graph_dir = fixture_data / "npu/debug_0/graph"
     hostile = "../../evil name/..\\x"
     desc = tensor_desc("DT_FLOAT", "ND", (2,))
-    ops = [OpSpec("src", "Data", output_descs=[desc]),
-           OpSpec(hostile, "Relu", inputs=["src:0"], input_descs=[desc], output_descs=[desc])]
+    ops = [
+        OpSpec("src", "Data", output_descs=[desc]),
+        OpSpec(hostile, "Relu", inputs=["src:0"], input_descs=[desc], output_descs=[desc]),
+    ]
     write_graph_text(build_model(ops, name="../g"), graph_dir / "ge_proto_00000003_Build.txt")
     outside = fixture_data.parent
     before = _snapshot(outside)
-    for line in (f"ni {shlex.quote(hostile)} -s 1 -a", "ni model/add/add -s 2 -a",
-                 "ni -s 1 trans_Cast_0", "ni model/conv1/Conv2D"):
+    for line in (
+        f"ni {shlex.quote(hostile)} -s 1 -a",
+        "ni model/add/add -s 2 -a",
+        "ni -s 1 trans_Cast_0",
+        "ni model/conv1/Conv2D",
+    ):
         assert _ni(fixture_data, line)[0] == ExitStatus.OK, line
     after = _snapshot(outside)
     changed = {p for p in after if before.get(p) != after[p]}
@@ -463,8 +482,10 @@ def test_a_name_held_by_several_graphs_shows_every_match_with_its_graph(real_dir
     root = _real_root(real_dir, tmp_path)
     status, text = _ni(root, "ni Variable")
     assert status == ExitStatus.OK
-    assert "2 graphs of debug_0 hold Variable: ge_default_20230713074122_1 (graph id 1), " \
-           "ge_default_20230713074125_sub_1_unknow (graph id 11)" in " ".join(text.split())
+    assert (
+        "2 graphs of debug_0 hold Variable: ge_default_20230713074122_1 (graph id 1), "
+        "ge_default_20230713074125_sub_1_unknow (graph id 11)" in " ".join(text.split())
+    )
     assert "-- 1/2: Variable in ge_default_20230713074122_1 (graph id 1) [debug_0] --" in text
     assert "-- 2/2: Variable in ge_default_20230713074125_sub_1_unknow (graph id 11) [debug_0] --" in text
     assert len(re.findall(r"^type\s+Variable\s*$", text, re.M)) == 2

@@ -35,8 +35,14 @@ FILLS = {state: swatch(state).colour for state in LEGEND_ORDER}
 def _tool(root: Path, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="160")
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 def _gv(root: Path) -> Path:
@@ -63,7 +69,11 @@ def _csv_verdicts(root: Path, result_dir: Path) -> dict[str, tuple[str, float]]:
             for row in csv.DictReader(handle):
                 if ":output:" in (row["TensorIndex"] or ""):
                     cos = float(row["CosineSimilarity"]) if row["CosineSimilarity"] not in ("", "NaN") else math.nan
-                    red = float(row["RelativeEuclideanDistance"]) if row["RelativeEuclideanDistance"] not in ("", "NaN") else math.nan
+                    red = (
+                        float(row["RelativeEuclideanDistance"])
+                        if row["RelativeEuclideanDistance"] not in ("", "NaN")
+                        else math.nan
+                    )
                     outputs.setdefault(row["NPUDump"], []).append((cos, red))
     verdicts = {}
     for name, values in outputs.items():
@@ -146,8 +156,10 @@ def test_hostile_names_parse_back_to_exactly_the_expected_nodes(hostile_root):
     assert set(graph.nodes) == {f"n{k}" for k in range(len(expected))}
     assert set(_nodes_by_name(graph)) == {visible(name) for name in expected}
     assert graph.html_values == []  # no attribute was read as an HTML-like label
-    assert all(set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape", "color"}
-               for attrs in graph.nodes.values())  # nothing injected (no URL, no href)
+    assert all(
+        set(attrs) <= {"label", "tooltip", "style", "fillcolor", "penwidth", "shape", "color"}
+        for attrs in graph.nodes.values()
+    )  # nothing injected (no URL, no href)
     assert len(graph.edges) == len(expected) - 1
 
 
@@ -158,8 +170,9 @@ def test_graphviz_reads_the_same_nodes_and_the_svg_is_inert(hostile_root):
     gv = _gv(hostile_root)
     parsed = subprocess.run(["dot", "-Tjson", str(gv)], capture_output=True, text=True, timeout=60)
     assert parsed.returncode == 0 and parsed.stderr == "", parsed.stderr
-    objects = [o for o in json.loads(parsed.stdout)["objects"]
-               if not o["name"].startswith(("legend", "cluster_legend"))]
+    objects = [
+        o for o in json.loads(parsed.stdout)["objects"] if not o["name"].startswith(("legend", "cluster_legend"))
+    ]
     tooltips = {o["tooltip"].replace("\\\\", "\\") for o in objects}
     assert len(objects) == len(HOSTILE) + 2
     assert tooltips == {visible(n) for n in ("model/input", "net/first", *HOSTILE)}
@@ -178,9 +191,27 @@ def test_graphviz_reads_the_same_nodes_and_the_svg_is_inert(hostile_root):
 def _chain(count: int) -> GraphDesc:
     """A chain of ``count`` Relu ops built in memory (a 100k-op graph file takes a minute)."""
     names = [f"chain/op{k}" for k in range(count)]
-    ops = [Op(name, "Relu", k, [InputRef(names[k - 1], 0, False, 0)] if k else [], [], [],
-              [[(names[k + 1], 0)]] if k + 1 < count else [[]], {}, None, [], [], False,
-              None, None, None, 0) for k, name in enumerate(names)]
+    ops = [
+        Op(
+            name,
+            "Relu",
+            k,
+            [InputRef(names[k - 1], 0, False, 0)] if k else [],
+            [],
+            [],
+            [[(names[k + 1], 0)]] if k + 1 < count else [[]],
+            {},
+            None,
+            [],
+            [],
+            False,
+            None,
+            None,
+            None,
+            0,
+        )
+        for k, name in enumerate(names)
+    ]
     return GraphDesc("chain", ops, {}, [], [])
 
 

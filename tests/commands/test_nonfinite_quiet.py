@@ -22,6 +22,7 @@ def roots(tmp_path_factory):
         if kind not in made:
             made[kind] = write_sample(tmp_path_factory.mktemp(kind) / "precision_data", defect=kind)
         return made[kind]
+
     return root_of
 
 

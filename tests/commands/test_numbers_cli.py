@@ -26,8 +26,14 @@ def _vc(root) -> tuple[subprocess.CompletedProcess, dict]:
     """``vc`` on ``root``; (the run, its rows by TensorIndex)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200")
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), "vc"],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=root.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), "vc"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root.parent,
+    )
     (path,) = (root / "temp" / "vector_compare").glob("*/*.csv")
     return done, {row.tensor_index: row for row in read_result_csv(path)}
 

@@ -39,10 +39,15 @@ def _desc(**origin):
 
 def _write(root):
     """The data root: a Data op and one three-output op; its dump; the goldens."""
-    outputs = [_desc(origin_name="tf/P", origin_output_index=0), _desc(origin_name="tf/A"),
-               _desc(origin_name="tf/B", origin_output_index=0)]
-    ops = [OpSpec(INPUT, "Data", output_descs=[_desc(origin_name=INPUT, origin_output_index=0)]),
-           OpSpec(OP, "SplitD", [f"{INPUT}:0"], [_desc()], outputs, original_op_names=["tf/P", "tf/A", "tf/B"])]
+    outputs = [
+        _desc(origin_name="tf/P", origin_output_index=0),
+        _desc(origin_name="tf/A"),
+        _desc(origin_name="tf/B", origin_output_index=0),
+    ]
+    ops = [
+        OpSpec(INPUT, "Data", output_descs=[_desc(origin_name=INPUT, origin_output_index=0)]),
+        OpSpec(OP, "SplitD", [f"{INPUT}:0"], [_desc()], outputs, original_op_names=["tf/P", "tf/A", "tf/B"]),
+    ]
     graph = root / GRAPH_REL
     graph.parent.mkdir(parents=True)
     write_graph_text(build_model(ops, name=MODEL), graph)
@@ -52,9 +57,13 @@ def _write(root):
         name, index = tensor.rsplit(":", 1)
         write_golden(root / "tf" / "dump", name, int(index), TS + k, value)
     half = {t: v.astype(np.float16) for t, v in values.items()}
-    write_dump(root / STEP_REL / f"SplitD.{normalise_op_name(OP)}.2.0.{TS + 50}", OP,
-               [TensorSpec(half[INPUT + ":0"], "FLOAT16", original_shape=SHAPE)],
-               [TensorSpec(half[t], "FLOAT16", original_shape=SHAPE) for t in EXPECTED], dump_time=TS + 50)
+    write_dump(
+        root / STEP_REL / f"SplitD.{normalise_op_name(OP)}.2.0.{TS + 50}",
+        OP,
+        [TensorSpec(half[INPUT + ":0"], "FLOAT16", original_shape=SHAPE)],
+        [TensorSpec(half[t], "FLOAT16", original_shape=SHAPE) for t in EXPECTED],
+        dump_time=TS + 50,
+    )
     return root
 
 
@@ -95,8 +104,9 @@ def test_model_explorer_shows_the_origins_vc_pairs(compared, tmp_path):
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("model explorer: "))
     graph_path = str(root / GRAPH_REL)
-    assert graph_path in line
-    cosine_file = line.split("--node_data_paths=")[1].split(",")[0]
+    launch = json.loads(open(line.split()[-1], encoding="utf-8").read())  # the explore.json it names
+    assert launch["graph"] == str((root / GRAPH_REL).resolve())
+    (cosine_file,) = [p for p in launch["node_data"] if p.endswith("/CosineSimilarity.json")]
     results = json.loads(open(cosine_file, encoding="utf-8").read())[MODEL]["results"]
     assert results[OP]["value"] > 0.9999  # the node data colours the op by its own goldens
     (graph,) = convert(graph_path)["graphs"]

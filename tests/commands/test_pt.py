@@ -9,8 +9,8 @@ import pytest
 
 from precision_tool import read_dump, read_golden
 from precision_tool.compare.tensor_names import parse_name, resolve_tensor
-from precision_tool.formats.text import safe_file_name
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats.text import safe_file_name
 from precision_tool.render.tensor_view import format_value
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
@@ -28,8 +28,7 @@ def _run(data, line, width=200):
 def _row(text: str, label: str) -> str:
     """The value of a key/value row: drawn in a table, or folded to ``label  value`` when a
     value (a long path) is too wide for one."""
-    match = (re.search(rf"│ {label}\s+│ (.+?)\s+│", text)
-             or re.search(rf"^{label}  (.+?)\s*$", text, re.M))
+    match = re.search(rf"│ {label}\s+│ (.+?)\s+│", text) or re.search(rf"^{label}  (.+?)\s*$", text, re.M)
     assert match, f"no {label} row in:\n{text}"
     return match.group(1)
 
@@ -117,8 +116,10 @@ def test_nan_and_inf_are_counted(tmp_path, sample_data):
 
 
 def test_integer_and_float64_exports_round_trip(tmp_path, sample_data):
-    for name, array in (("i.npy", np.array([[2**62, -5], [0, 7]], np.int64)),
-                        ("d.npy", np.array([np.pi, 1e-300, -1 / 3]))):
+    for name, array in (
+        ("i.npy", np.array([[2**62, -5], [0, 7]], np.int64)),
+        ("d.npy", np.array([np.pi, 1e-300, -1 / 3])),
+    ):
         np.save(tmp_path / name, array)
         assert _run(sample_data, f"pt {tmp_path / name}")[0] == ExitStatus.OK
         txt = sample_data / "temp/pt" / (name[:-4] + ".txt")
@@ -136,8 +137,10 @@ def test_export_in_several_chunks_reads_back_whole(tmp_path, sample_data, monkey
     assert lines[0] == "# x" and len(lines) == 46
     np.testing.assert_array_equal(np.loadtxt(path, dtype=np.float16), array.reshape(-1))
     cplx = np.array([1 + 2j, -0.5j, 3], np.complex128)
-    np.testing.assert_array_equal(np.loadtxt(pt.export_text(OutputRoot(tmp_path), cplx, tmp_path / "c.txt", "c")),
-                                  np.column_stack([cplx.real, cplx.imag]))
+    np.testing.assert_array_equal(
+        np.loadtxt(pt.export_text(OutputRoot(tmp_path), cplx, tmp_path / "c.txt", "c")),
+        np.column_stack([cplx.real, cplx.imag]),
+    )
 
 
 def test_writes_only_under_temp(fixture_data):
@@ -157,17 +160,22 @@ def test_sample_data_by_dump_file_prefix(sample_data):
     assert _row(text, "shape") == "[4, 12, 12, 24]"
 
 
-@pytest.mark.parametrize("line, message", [
-    ("pt no_such_tensor", "no NPU dump file or golden tensor matches 'no_such_tensor'"),
-    ("pt tf:model_bn1_FusedBatchNormV3",
-     "ambiguous; candidates: model_bn1_FusedBatchNormV3.0.1718160000001000.npy, "
-     "model_bn1_FusedBatchNormV3.1.1718160000001000.npy, model_bn1_FusedBatchNormV3.2"),
-    ("pt model_conv", "ambiguous"),
-    ("pt model/conv1/Conv2D:output:3", "no output:3 in this dump (it has: input:0, input:1, input:2, output:0)"),
-    ("pt model_dense_MatMul.0:output:0", "no NPU dump file or golden tensor matches"),
-    ("pt model/conv1/Conv2D -n -1", "-n/--count must be 0 or more"),
-    ("pt tf:input.0 --device", "--device applies to NPU dump tensors"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("pt no_such_tensor", "no NPU dump file or golden tensor matches 'no_such_tensor'"),
+        (
+            "pt tf:model_bn1_FusedBatchNormV3",
+            "ambiguous; candidates: model_bn1_FusedBatchNormV3.0.1718160000001000.npy, "
+            "model_bn1_FusedBatchNormV3.1.1718160000001000.npy, model_bn1_FusedBatchNormV3.2",
+        ),
+        ("pt model_conv", "ambiguous"),
+        ("pt model/conv1/Conv2D:output:3", "no output:3 in this dump (it has: input:0, input:1, input:2, output:0)"),
+        ("pt model_dense_MatMul.0:output:0", "no NPU dump file or golden tensor matches"),
+        ("pt model/conv1/Conv2D -n -1", "-n/--count must be 0 or more"),
+        ("pt tf:input.0 --device", "--device applies to NPU dump tensors"),
+    ],
+)
 def test_errors_are_one_line(fixture_data, line, message):
     status, text = _run(fixture_data, line, width=400)
     assert status == ExitStatus.ERROR
@@ -180,8 +188,11 @@ def test_bad_files_are_named_in_the_error(tmp_path, sample_data):
     np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(b"\x01" * 40)
-    for path, why in ((pickled, "pickled Python objects"), (garbage, "header length"),
-                      (tmp_path / "missing.npy", "no NPU dump file or golden tensor matches")):
+    for path, why in (
+        (pickled, "pickled Python objects"),
+        (garbage, "header length"),
+        (tmp_path / "missing.npy", "no NPU dump file or golden tensor matches"),
+    ):
         status, text = _run(sample_data, f"pt {path}", width=400)
         assert status == ExitStatus.ERROR and why in text, text
         assert str(path.name) in text
@@ -192,9 +203,12 @@ def test_bad_files_are_named_in_the_error(tmp_path, sample_data):
 def test_a_tensor_that_cannot_be_converted_suggests_the_device_layout(tmp_path, sample_data):
     from precision_tool.formats.dump_write import TensorSpec, write_dump
 
-    path = write_dump(tmp_path / "Add.a.1.0.1718170000000001", "a", [],
-                      [TensorSpec(np.zeros((2, 1, 2, 2, 16), np.float16), "FLOAT16", format="NC1HWC0",
-                                  original_shape=[2, 5, 5, 3])])
+    path = write_dump(
+        tmp_path / "Add.a.1.0.1718170000000001",
+        "a",
+        [],
+        [TensorSpec(np.zeros((2, 1, 2, 2, 16), np.float16), "FLOAT16", format="NC1HWC0", original_shape=[2, 5, 5, 3])],
+    )
     status, text = _run(sample_data, f"pt {path}", width=400)
     assert status == ExitStatus.ERROR and "--device shows the device layout" in text and path.name in text
     status, text = _run(sample_data, f"pt {path} --device")
@@ -202,6 +216,7 @@ def test_a_tensor_that_cannot_be_converted_suggests_the_device_layout(tmp_path, 
 
 
 # --- NAME resolution -------------------------------------------------------------------------
+
 
 def test_parse_name():
     assert parse_name("a/b:output:2") == parse_name("a/b:output:2")
@@ -214,16 +229,19 @@ def test_parse_name():
         parse_name("npu: ")
 
 
-@pytest.mark.parametrize("name, label", [
-    ("resnet/conv1/Relu:0", "resnet_conv1_Relu.0.1764410000001300.npy"),
-    ("resnet_conv1_Relu.0", "resnet_conv1_Relu.0.1764410000001300.npy"),
-    ("resnet_conv1_Relu.0.1764410000001300.npy", "resnet_conv1_Relu.0.1764410000001300.npy"),
-    ("resnet_pool_Mean", "ReduceMeanD.resnet_pool_Mean.19.0.1764417600000333:output:0"),  # op beats golden
-    ("tf:resnet_pool_Mean", "resnet_pool_Mean.0.1764410000002000.npy"),  # exact name beats prefix
-    ("resnet/pool/MaxPool:input:0", "MaxPool.resnet_pool_MaxPool.17.0.1764417600000259:input:0"),
-    ("TransData.trans_TransData_3", "TransData.trans_TransData_3.20.0.1764417600000370:output:0"),
-    ("tf/dump/input.0.1764410000000000.npy", "input.0.1764410000000000.npy"),  # relative to the data root
-])
+@pytest.mark.parametrize(
+    "name, label",
+    [
+        ("resnet/conv1/Relu:0", "resnet_conv1_Relu.0.1764410000001300.npy"),
+        ("resnet_conv1_Relu.0", "resnet_conv1_Relu.0.1764410000001300.npy"),
+        ("resnet_conv1_Relu.0.1764410000001300.npy", "resnet_conv1_Relu.0.1764410000001300.npy"),
+        ("resnet_pool_Mean", "ReduceMeanD.resnet_pool_Mean.19.0.1764417600000333:output:0"),  # op beats golden
+        ("tf:resnet_pool_Mean", "resnet_pool_Mean.0.1764410000002000.npy"),  # exact name beats prefix
+        ("resnet/pool/MaxPool:input:0", "MaxPool.resnet_pool_MaxPool.17.0.1764417600000259:input:0"),
+        ("TransData.trans_TransData_3", "TransData.trans_TransData_3.20.0.1764417600000370:output:0"),
+        ("tf/dump/input.0.1764410000000000.npy", "input.0.1764410000000000.npy"),  # relative to the data root
+    ],
+)
 def test_names_resolve(sample_data, name, label):
     context, _ = make_context(sample_data)
     assert resolve_tensor(context, name).label == label

@@ -8,12 +8,16 @@ import os
 import re
 import shutil
 import subprocess
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from precision_tool.compare.result_csv import NUMERIC_METRICS
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
+from tests.model_explorer.explorer import require_explorer, serving
 from tests.report.synthetic import write_chain
 
 REPORT_LINE = re.compile(r"^report: (?P<path>.+/index\.html)  \((?P<kib>[\d.]+) KiB\)$", re.M)
@@ -27,10 +31,14 @@ def cli(*args, cwd):
     return subprocess.run([script, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return answer.read()
+
+
 def tree(root):
     """Every file under ``root`` with its size and mtime."""
-    return {p.relative_to(root): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*") if p.is_file()}
+    return {p.relative_to(root): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 def test_report_after_vc_writes_only_under_temp_report(sample_data):
@@ -47,8 +55,11 @@ def test_report_after_vc_writes_only_under_temp_report(sample_data):
     assert index.parent.parent == sample_data / "temp" / "report"
     assert re.fullmatch(r"\d{14}", index.parent.name)
     text = index.read_text(encoding="utf-8")
-    assert re.search(r"first operator that introduces the error: <b class=\"name\">resnet/conv2/Conv2D"
-                     r"</b> \(Conv2D\), Index 13", text)
+    assert re.search(
+        r"first operator that introduces the error: <b class=\"name\">resnet/conv2/Conv2D"
+        r"</b> \(Conv2D\), Index 13",
+        text,
+    )
     assert abs(float(match["kib"]) - len(text.encode()) / 1024) < 0.1
     for title in ("overflow check", "fusion check", "cast check", "graph similarity"):
         assert title in text
@@ -64,18 +75,33 @@ def test_output_dir_and_file_option(data_root, tmp_path):
     assert "net/block1/op10" in (out / "index.html").read_text(encoding="utf-8")
 
 
-def test_model_explorer_writes_node_data_per_metric_and_the_verdict_last(data_root, tmp_path):
-    write_chain(data_root, 30, 10)
+def test_model_explorer_prints_the_short_command_that_starts_it_verdict_first(data_root, tmp_path):
+    """The report prints what ``explore`` prints to start Model Explorer again: the short command
+    on its ``explore.json`` (the verdict overlay first, the cosine last, as explore's), and that
+    command, run as printed, starts the server on that graph and node data."""
+    require_explorer()
+    csv_path = write_chain(data_root, 30, 10)
     result = cli("--data", str(data_root), "report", "--model-explorer", "-o", str(tmp_path / "r"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("model explorer: "))
-    assert "--extensions=precision_tool.model_explorer" in line
-    paths = line.split("--node_data_paths=")[1].split(",")
-    assert len(paths) == 10 and all(os.path.isfile(p) for p in paths)
-    assert paths[-1].endswith("verdict.json")  # Model Explorer shows the last one it adds
-    assert str(data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt") in line
-    cosine = json.loads(open(paths[0], encoding="utf-8").read())
-    assert list(cosine) == ["ge_default_20261129120000_1"]
+    command = line.removeprefix("model explorer: ")
+    config = tmp_path / "r" / "model_explorer" / csv_path.stem / "explore.json"
+    assert command == f"python3 -m precision_tool.model_explorer.serve {config}" and len(command) < 200
+    launch = json.loads(config.read_text(encoding="utf-8"))
+    graph = data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt"
+    assert launch["graph"] == str(graph.resolve()) and launch["focus"] == "net/block1/op10"
+    paths = launch["node_data"]
+    others = [m for m in NUMERIC_METRICS if m != "CosineSimilarity"]
+    assert [os.path.basename(p) for p in paths] == [
+        "verdict.json",
+        *[f"{m}.json" for m in others],
+        "CosineSimilarity.json",
+    ]  # explore's order
+    assert all(os.path.isfile(p) for p in paths)
+    with serving(command) as base:
+        served = json.loads(get(base + "/api/v1/read_text_file?path=" + urllib.parse.quote(paths[0])))
+        (verdict,) = json.loads(served["content"]).values()
+        assert verdict["results"]["net/block1/op10"]["value"] == "\u25b2 introduces"
 
 
 def test_bad_input_is_one_line_and_exit_status_2(data_root, tmp_path):
@@ -119,8 +145,15 @@ def test_reports_in_one_second_get_their_own_directories(data_root):
 def test_the_shell_runs_report_from_piped_input(sample_data):
     cwd = sample_data.parent
     script = shutil.which("precision-tool")
-    result = subprocess.run([script, "--data", str(sample_data)], input="vc\nreport -s 1\nexit\n", cwd=cwd,
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(cwd)})
+    result = subprocess.run(
+        [script, "--data", str(sample_data)],
+        input="vc\nreport -s 1\nexit\n",
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(cwd)},
+    )
     assert REPORT_LINE.search(result.stdout), result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
 

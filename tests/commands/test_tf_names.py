@@ -13,27 +13,46 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.netdata import NetOp, write_net
 
-GELU_PARTS = ["model/mlp/gelu/mul", "model/mlp/gelu/Pow", "model/mlp/gelu/mul_1", "model/mlp/gelu/add",
-              "model/mlp/gelu/mul_2", "model/mlp/gelu/Tanh", "model/mlp/gelu/add_1", "model/mlp/gelu/mul_3"]
+GELU_PARTS = [
+    "model/mlp/gelu/mul",
+    "model/mlp/gelu/Pow",
+    "model/mlp/gelu/mul_1",
+    "model/mlp/gelu/add",
+    "model/mlp/gelu/mul_2",
+    "model/mlp/gelu/Tanh",
+    "model/mlp/gelu/add_1",
+    "model/mlp/gelu/mul_3",
+]
 
 
 @pytest.fixture(scope="module")
 def mlp(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlp") / "precision_data"
-    return write_net(root, [
-        NetOp("model/mlp/fc1/BiasAdd", "MatMulV2",
-              original_op_names=["model/mlp/fc1/MatMul", "model/mlp/fc1/BiasAdd"]),
-        NetOp("model/mlp/gelu/Gelu", "Gelu", tf_name="model/mlp/gelu/mul_3", original_op_names=GELU_PARTS),
-        NetOp("model/mlp/fc2/BiasAdd", "MatMulV2",
-              original_op_names=["model/mlp/fc2/MatMul", "model/mlp/fc2/BiasAdd"]),
-    ])
+    return write_net(
+        root,
+        [
+            NetOp(
+                "model/mlp/fc1/BiasAdd", "MatMulV2", original_op_names=["model/mlp/fc1/MatMul", "model/mlp/fc1/BiasAdd"]
+            ),
+            NetOp("model/mlp/gelu/Gelu", "Gelu", tf_name="model/mlp/gelu/mul_3", original_op_names=GELU_PARTS),
+            NetOp(
+                "model/mlp/fc2/BiasAdd", "MatMulV2", original_op_names=["model/mlp/fc2/MatMul", "model/mlp/fc2/BiasAdd"]
+            ),
+        ],
+    )
 
 
 def _tool(root, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.update(PYTHONPATH=str(REPO_ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 def test_ni_finds_the_fused_npu_op_by_its_tf_name(mlp):
@@ -67,9 +86,13 @@ def test_ls_n_finds_the_fused_op_and_says_which_tf_op_matched(mlp):
 
 
 def test_a_tf_name_fused_into_two_ops_is_ambiguous(tmp_path):
-    root = write_net(tmp_path / "precision_data", [
-        NetOp("a/Relu", "Relu", tf_name="a/relu", original_op_names=["shared/x", "a/relu"]),
-        NetOp("b/Relu", "Relu", tf_name="b/relu", original_op_names=["shared/x", "b/relu"])])
+    root = write_net(
+        tmp_path / "precision_data",
+        [
+            NetOp("a/Relu", "Relu", tf_name="a/relu", original_op_names=["shared/x", "a/relu"]),
+            NetOp("b/Relu", "Relu", tf_name="b/relu", original_op_names=["shared/x", "b/relu"]),
+        ],
+    )
     done = _tool(root, "ni", "shared/x")
     assert done.returncode == 2
     assert "'shared/x' is fused into several operators; possible operators: a/Relu, b/Relu" in done.stderr
@@ -97,8 +120,10 @@ def test_the_original_tools_d_flag_is_explained(mlp):
     done = _tool(mlp, "ni", "model/mlp/gelu/Gelu", "-d", "-s", "2")
     assert done.returncode == 2
     error, usage = done.stderr.strip().splitlines()
-    assert error.startswith("error: ni: argument -d/--debug: expected one argument; here -d names an "
-                            "NPU debug dir (ni NAME -d debug_1); the original precision_tool's 'ni -d'")
+    assert error.startswith(
+        "error: ni: argument -d/--debug: expected one argument; here -d names an "
+        "NPU debug dir (ni NAME -d debug_1); the original precision_tool's 'ni -d'"
+    )
     assert "[-d DEBUG_DIR]" in usage
     assert "DEBUG_DIR" in _tool(mlp, "ni", "-h").stdout
     shown = _tool(mlp, "ni", "model/mlp/gelu/Gelu", "-d", "debug_0")

@@ -24,15 +24,18 @@ def _csvs(root: Path) -> list[Path]:
 
 def _snapshot(root: Path, data: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``root`` except the data root's temp/, with its size and mtime."""
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*") if p.is_file() and (data / "temp") not in p.parents}
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and (data / "temp") not in p.parents
+    }
 
 
 def test_fixture_csv_agrees_with_msaccucmp_and_flags(fixture_data):
     context, out = make_context(fixture_data)
     before = _snapshot(fixture_data.parent, fixture_data)
     assert run_command(context, "vc") == ExitStatus.FLAGGED
-    csv, = _csvs(fixture_data)
+    (csv,) = _csvs(fixture_data)
     assert csv.parent.parent == fixture_data / "temp" / "vector_compare"
     assert csv.name == f"result_{csv.parent.name}.csv"
     assert_agrees_with_reference(csv, FIXTURES / "small" / "reference_result.csv")
@@ -61,11 +64,12 @@ def test_threshold_below_every_cosine_is_ok(sample_data):
 def test_alg_0_writes_cosine_only(fixture_data):
     context, _ = make_context(fixture_data)
     assert run_command(context, "vc -alg 0") == ExitStatus.FLAGGED
-    csv, = _csvs(fixture_data)
+    (csv,) = _csvs(fixture_data)
     # msaccucmp -alg 0 writes this header: the selected metric's column only
     assert csv.read_text(encoding="utf-8").splitlines()[0] == (
         "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
-        "CosineSimilarity,CompareFailReason")
+        "CosineSimilarity,CompareFailReason"
+    )
     rows = [r for r in read_result_csv(csv) if r.compared]
     assert rows and all(set(r.metrics) == {"CosineSimilarity"} for r in rows)
 
@@ -79,10 +83,9 @@ def test_an_alg_0_csv_is_read_back_by_vcs_through_the_cli(sample_data):
     command = [sys.executable, "-m", "precision_tool", "--data", str(sample_data)]
     made = subprocess.run([*command, "vc", "-alg", "0"], env=env, capture_output=True, text=True, timeout=120)
     assert made.returncode == 1, made.stderr  # flagged
-    csv, = _csvs(sample_data)
+    (csv,) = _csvs(sample_data)
     assert "MaxAbsoluteError" not in csv.read_text(encoding="utf-8").splitlines()[0]
-    summary = subprocess.run([*command, "vcs", "-f", str(csv)], env=env, capture_output=True, text=True,
-                             timeout=120)
+    summary = subprocess.run([*command, "vcs", "-f", str(csv)], env=env, capture_output=True, text=True, timeout=120)
     assert summary.returncode == 1, summary.stderr
     assert "first operator that introduces the error" in summary.stdout
 
@@ -134,11 +137,12 @@ def test_graph_picked_by_name(sample_data):
 
 # --- -lt / -rt ----------------------------------------------------------------------------------
 
+
 def test_npu_step_dir_against_npy_dir(fixture_data):
     step = next(fixture_data.glob(STEP))
     context, _ = make_context(fixture_data)
     assert run_command(context, f"vc -lt {step} -rt {fixture_data / 'tf/dump'}") == ExitStatus.FLAGGED
-    csv, = _csvs(fixture_data)
+    (csv,) = _csvs(fixture_data)
     assert_agrees_with_reference(csv, FIXTURES / "small" / "reference_result.csv")  # graph found beside
 
 

@@ -26,14 +26,14 @@ BAD[:, 0] *= -3.0  # the planted defect: matmul's first column
 
 def _tool(cwd: Path, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    return subprocess.run([sys.executable, "-m", "precision_tool", *args], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
 
 
 def _network(root: Path, side: str, rank: int = 0, defect: bool = False) -> Path:
     out = BAD if defect else GOOD
-    calls = [("Functional.matmul.0.forward", [X, W], [out]),
-             ("Functional.relu.0.forward", [out], [np.maximum(out, 0)])]
+    calls = [("Functional.matmul.0.forward", [X, W], [out]), ("Functional.relu.0.forward", [out], [np.maximum(out, 0)])]
     return write_rank(root / side / "step0" / f"rank{rank}", calls)
 
 
@@ -72,8 +72,7 @@ def test_a_data_root_of_two_msprobe_dumps_is_compared_and_the_defect_named(data_
     assert float(rows["Functional.matmul.0.forward:input:1"]["CosineSimilarity"]) == pytest.approx(1.0)
     assert out["NPUDump"] == "Functional.matmul.0.forward" and out["OpType"] == "Functional.matmul"
     summary = _tool(data_root.parent, "--data", str(data_root), "vcs")
-    assert ("first operator that introduces the error: Functional.matmul.0.forward"
-            in " ".join(summary.stdout.split()))
+    assert "first operator that introduces the error: Functional.matmul.0.forward" in " ".join(summary.stdout.split())
 
 
 def test_msprobe_columns_and_the_mapping_are_written_beside_the_csv(data_root):
@@ -81,18 +80,30 @@ def test_msprobe_columns_and_the_mapping_are_written_beside_the_csv(data_root):
     msprobe = _result_dir(data_root) / "msprobe"
     (table,) = msprobe.glob("compare_result_*.csv")
     rows = _rows(table)
-    assert list(rows[0])[:8] == ["NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype",
-                                 "NPU Tensor Shape", "Bench Tensor Shape", "NPU Requires_grad",
-                                 "Bench Requires_grad"]
+    assert list(rows[0])[:8] == [
+        "NPU Name",
+        "Bench Name",
+        "NPU Dtype",
+        "Bench Dtype",
+        "NPU Tensor Shape",
+        "Bench Tensor Shape",
+        "NPU Requires_grad",
+        "Bench Requires_grad",
+    ]
     names = [r["NPU Name"] for r in rows]
-    assert names == ["Functional.matmul.0.forward.input.0", "Functional.matmul.0.forward.input.1",
-                     "Functional.matmul.0.forward.output.0", "Functional.relu.0.forward.input.0",
-                     "Functional.relu.0.forward.output.0"]
+    assert names == [
+        "Functional.matmul.0.forward.input.0",
+        "Functional.matmul.0.forward.input.1",
+        "Functional.matmul.0.forward.output.0",
+        "Functional.relu.0.forward.input.0",
+        "Functional.relu.0.forward.output.0",
+    ]
     out = rows[2]
     assert float(out["NPU max"]) == pytest.approx(float(BAD.max()))  # from dump.json
     assert float(out["Bench l2norm"]) == pytest.approx(float(np.linalg.norm(GOOD.astype(np.float64))))
     (mapping,) = msprobe.glob("mapping_*.yaml")
     import yaml
+
     assert yaml.safe_load(mapping.read_text()) == {n: n for n in names}
 
 
@@ -120,15 +131,26 @@ def test_left_and_right_at_every_level_and_ranks_paired_by_number(tmp_path):
     work.mkdir()
     done = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench))
     assert done.returncode == 1, done.stderr
-    lines = [l for l in done.stdout.splitlines() if "tensors compared" in l]
-    assert [l.split(":")[0] for l in lines] == ["step 0, rank 0", "step 0, rank 1"]
+    lines = [line for line in done.stdout.splitlines() if "tensors compared" in line]
+    assert [line.split(":")[0] for line in lines] == ["step 0, rank 0", "step 0, rank 1"]
     assert "0 op(s) flagged" in lines[0] and "0 op(s) flagged" not in lines[1]
-    one = _tool(work, "--data", str(work), "vc", "-lt", str(npu / "step0" / "rank0"),
-                "-rt", str(bench / "step0" / "rank1" / "dump.json"), "-o", str(work / "out"))
+    one = _tool(
+        work,
+        "--data",
+        str(work),
+        "vc",
+        "-lt",
+        str(npu / "step0" / "rank0"),
+        "-rt",
+        str(bench / "step0" / "rank1" / "dump.json"),
+        "-o",
+        str(work / "out"),
+    )
     assert one.returncode == 0, one.stderr  # one rank dir each: those two, whatever their numbers
-    only = _tool(work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench), "--device", "1",
-                 "-o", str(work / "out1"))
-    assert [l.split(":")[0] for l in only.stdout.splitlines() if "tensors compared" in l] == ["step 0, rank 1"]
+    only = _tool(
+        work, "--data", str(work), "vc", "-lt", str(npu), "-rt", str(bench), "--device", "1", "-o", str(work / "out1")
+    )
+    assert [line.split(":")[0] for line in only.stdout.splitlines() if "tensors compared" in line] == ["step 0, rank 1"]
 
 
 def test_a_rank_without_a_bench_rank_is_one_line_and_status_2(tmp_path):
@@ -147,7 +169,7 @@ def test_a_dump_json_cut_short_is_compared_as_far_as_it_goes_with_one_line(data_
     path = data_root / "npu" / "step0" / "rank0" / "dump.json"
     text = path.read_text()
     assert json.loads(text)["data"]  # whole before the test cuts it
-    path.write_text(text[:text.index('"Functional.relu.0.forward"') + 40])  # the run crashed
+    path.write_text(text[: text.index('"Functional.relu.0.forward"') + 40])  # the run crashed
     done = _tool(data_root.parent, "--data", str(data_root), "vc")
     text = " ".join(done.stdout.split())  # the terminal may wrap a long line
     assert "cut short after 1 call (the run probably crashed" in text

@@ -23,6 +23,7 @@ REPORT_LINE = re.compile(r"^report: (?P<path>.+/index\.html)", re.M)
 
 def _interrupt_for_real(monkeypatch, after_rows: int = 10) -> None:
     """A real SIGINT (what Ctrl-C at the terminal sends) once ``after_rows`` rows are done."""
+
     def track(self, label, total):
         sent = []  # one signal a run
 
@@ -30,7 +31,9 @@ def _interrupt_for_real(monkeypatch, after_rows: int = 10) -> None:
             if done >= after_rows and not sent:
                 sent.append(done)
                 os.kill(os.getpid(), signal.SIGINT)
+
         return update
+
     monkeypatch.setattr(vc.CompareProgress, "track", track)
 
 
@@ -65,6 +68,7 @@ def _vcs_csvs(context, out, directory) -> list[str]:
 
 # --- item 2: vc -o DIR twice ---------------------------------------------------------------------
 
+
 def test_vc_o_twice_leaves_one_run_which_vcs_and_report_read(sample_data, tmp_path):
     results = tmp_path / "results"
     results.mkdir()
@@ -98,6 +102,7 @@ def test_a_reader_at_the_switch_sees_the_earlier_run_alone(sample_data, tmp_path
     def read_first(*args, **kwargs):
         seen.append((_csv_names(results), _vcs_csvs(*make_context(sample_data), results)))
         return real(*args, **kwargs)
+
     monkeypatch.setattr(manifest, "write_manifest", read_first)
     assert _run(context, out, f"vc -o {results}")[0] == ExitStatus.FLAGGED
     ((present, read),) = seen
@@ -107,6 +112,7 @@ def test_a_reader_at_the_switch_sees_the_earlier_run_alone(sample_data, tmp_path
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(manifest, "write_manifest", interrupted)
     assert _run(context, out, f"vc -o {results}")[0] == ExitStatus.INTERRUPTED
     monkeypatch.setattr(manifest, "write_manifest", real)
@@ -151,6 +157,7 @@ def test_a_dir_another_vc_is_writing_is_refused(sample_data, tmp_path):
 
 # --- item 3: vc --resume [DIR] -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("resume", ["vc --resume {dir}", "vc --resume -o {dir}"])
 def test_an_interrupted_vc_o_is_resumed_by_naming_its_dir(sample_data, tmp_path, monkeypatch, resume):
     results = tmp_path / "results"
@@ -180,8 +187,9 @@ def test_resume_without_a_dir_says_how_to_resume_a_vc_o(sample_data, tmp_path, m
     assert "no interrupted comparison under" in line and "vc --resume DIR" in line
 
 
-@pytest.mark.parametrize("given, shown", [("-alg 0", "-alg 0"), ("--device 1", "--device 1"),
-                                          ("--step 0 -alg 0", "-alg 0")])
+@pytest.mark.parametrize(
+    "given, shown", [("-alg 0", "-alg 0"), ("--device 1", "--device 1"), ("--step 0 -alg 0", "-alg 0")]
+)
 def test_resume_refuses_options_other_than_the_runs(sample_data, monkeypatch, given, shown):
     context, out = make_context(sample_data, WORKERS=1)
     _interrupt_for_real(monkeypatch)
@@ -210,6 +218,7 @@ def test_resume_of_a_complete_run_or_a_plain_dir_is_one_line(sample_data, tmp_pa
 
 # --- item 5: damaged run.json and comparisons.json -------------------------------------------------
 
+
 def _sparse(path, size: int) -> None:
     with path.open("wb") as handle:
         handle.truncate(size)  # no disk used: the reader must refuse it by its size
@@ -222,8 +231,7 @@ def _interrupted_state() -> dict:
 DAMAGED = {
     "options null": lambda p: p.write_text(json.dumps({**_interrupted_state(), "options": None})),
     "a list": lambda p: p.write_text("[1]"),
-    "an option a number": lambda p: p.write_text(json.dumps(
-        {**_interrupted_state(), "options": {"algorithms": 5}})),
+    "an option a number": lambda p: p.write_text(json.dumps({**_interrupted_state(), "options": {"algorithms": 5}})),
     "a bad stamp": lambda p: p.write_text(json.dumps({**_interrupted_state(), "stamp": 5})),
     "a bad state": lambda p: p.write_text(json.dumps({**_interrupted_state(), "state": [1]})),
     "a bad pid": lambda p: p.write_text(json.dumps({**_interrupted_state(), "pid": "x"})),
@@ -235,10 +243,21 @@ DAMAGED = {
     "a FIFO": lambda p: os.mkfifo(p),
     "a directory": lambda p: p.mkdir(),
 }
-PROBLEMS = {"options null": "options", "a list": "not an object", "an option a number": "algorithms",
-            "a bad stamp": "stamp", "a bad state": "state", "a bad pid": "pid", "bad replaces": "replaces",
-            "nested 100k deep": "nested", "not UTF-8": "UTF-8", "not JSON": "JSON", "huge": "bytes",
-            "a FIFO": "not a regular file", "a directory": "not a regular file"}
+PROBLEMS = {
+    "options null": "options",
+    "a list": "not an object",
+    "an option a number": "algorithms",
+    "a bad stamp": "stamp",
+    "a bad state": "state",
+    "a bad pid": "pid",
+    "bad replaces": "replaces",
+    "nested 100k deep": "nested",
+    "not UTF-8": "UTF-8",
+    "not JSON": "JSON",
+    "huge": "bytes",
+    "a FIFO": "not a regular file",
+    "a directory": "not a regular file",
+}
 
 
 @pytest.mark.parametrize("damage", list(DAMAGED))

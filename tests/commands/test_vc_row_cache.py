@@ -31,8 +31,7 @@ CONV2_GOLDEN = "tf/dump/resnet_conv2_BiasAdd.0.1764410000001600.npy"  # the fuse
 def _vc(cwd: Path, data: str, out: Path, *words: str):
     """``precision-tool --data DATA --out OUT vc WORDS`` run in ``cwd``; returns (result, new CSV)."""
     before = set(out.glob("vector_compare/*/result_*.csv"))
-    result = _run([sys.executable, "-m", "precision_tool", "--data", data, "--out", str(out), "vc", *words],
-                  cwd)
+    result = _run([sys.executable, "-m", "precision_tool", "--data", data, "--out", str(out), "vc", *words], cwd)
     made = set(out.glob("vector_compare/*/result_*.csv")) - before
     assert result.returncode == ExitStatus.FLAGGED, result.stdout + result.stderr
     (csv,) = made
@@ -101,11 +100,14 @@ def test_two_data_roots_opened_as_the_same_relative_path_keep_their_own_rows(tmp
 
 # --- a damaged rows.sqlite -------------------------------------------------------------------
 
+
 def _each_outcome(change):
     def damage(db: sqlite3.Connection) -> None:
         rows = db.execute("SELECT key, outcome FROM rows").fetchall()
-        db.executemany("UPDATE rows SET outcome = ? WHERE key = ?",
-                       [(change(json.loads(outcome)), key) for key, outcome in rows])
+        db.executemany(
+            "UPDATE rows SET outcome = ? WHERE key = ?", [(change(json.loads(outcome)), key) for key, outcome in rows]
+        )
+
     return damage
 
 
@@ -118,9 +120,11 @@ def _with(name, value):
 
 
 def _other_columns(db: sqlite3.Connection) -> None:
-    db.executescript("ALTER TABLE rows RENAME TO old;"
-                     "CREATE TABLE rows (key TEXT PRIMARY KEY, value TEXT);"
-                     "INSERT INTO rows SELECT key, outcome FROM old; DROP TABLE old;")
+    db.executescript(
+        "ALTER TABLE rows RENAME TO old;"
+        "CREATE TABLE rows (key TEXT PRIMARY KEY, value TEXT);"
+        "INSERT INTO rows SELECT key, outcome FROM old; DROP TABLE old;"
+    )
 
 
 DAMAGE = {
@@ -128,7 +132,7 @@ DAMAGE = {
     "bad JSON": _each_outcome(lambda o: '{"metrics": {"CosineSimilarity": 0.9'),
     "nested past any depth": _each_outcome(lambda o: "[" * 100_000),
     "text metrics": _with("metrics", {"CosineSimilarity": "high"}),
-    "a metric past any float": _with("metrics", {"CosineSimilarity": 10 ** 400}),
+    "a metric past any float": _with("metrics", {"CosineSimilarity": 10**400}),
     "metrics a list": _with("metrics", [0.5]),
     "no shape": _without("shape"),
     "no reason": _without("reason"),
@@ -167,6 +171,7 @@ def _in_sqlite(damage):
         with db:
             damage(db)
         db.close()
+
     return apply
 
 
@@ -193,10 +198,10 @@ def test_a_damaged_row_or_table_is_one_warning_and_every_row_computed(seeded, tm
     _assert_one_warning_and_fresh_rows(result, text, fresh_text, out / "row_cache" / "rows.sqlite", problem)
 
 
-@pytest.mark.parametrize("content", [b"not a database, only text " * 40, os.urandom(8192)],
-                         ids=["text", "random bytes"])
+@pytest.mark.parametrize(
+    "content", [b"not a database, only text " * 40, os.urandom(8192)], ids=["text", "random bytes"]
+)
 def test_a_cache_file_that_is_not_sqlite_is_one_warning_and_every_row_computed(seeded, tmp_path, content):
     out = tmp_path / "out"
     result, text, fresh_text = _damaged_cache_run(seeded, out, lambda path: path.write_bytes(content))
-    _assert_one_warning_and_fresh_rows(result, text, fresh_text, out / "row_cache" / "rows.sqlite",
-                                       "not a database")
+    _assert_one_warning_and_fresh_rows(result, text, fresh_text, out / "row_cache" / "rows.sqlite", "not a database")

@@ -7,24 +7,25 @@ import json
 import re
 import shutil
 
-
 from rich.text import Text
 
-from precision_tool.render.palette import swatch
 from precision_tool.commands import vcs
 from precision_tool.compare.divergence import analyse
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import read_result_csv, write_result_csv
+from precision_tool.render.palette import swatch
 from precision_tool.render.summary import render_summary
 from precision_tool.render.theme import make_console
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
 FIRST_ADD = "first operator that introduces the error: model/add/add (Add), cosine 1.000000 -> 0.505089"
-OLD_HEADER = ("Index,LeftOp,RightOp,TensorIndex,CosineSimilarity,MaxAbsoluteError,"
-              "AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
-              "StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,"
-              "MeanRelativeError,CompareFailReason")
+OLD_HEADER = (
+    "Index,LeftOp,RightOp,TensorIndex,CosineSimilarity,MaxAbsoluteError,"
+    "AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
+    "StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,"
+    "MeanRelativeError,CompareFailReason"
+)
 
 
 def rows(*ops: tuple[int, str, str, list[float], list[float]]) -> list[CompareRow]:
@@ -33,9 +34,20 @@ def rows(*ops: tuple[int, str, str, list[float], list[float]]) -> list[CompareRo
     for index, name, op_type, inputs, outputs in ops:
         for kind, cosines in (("input", inputs), ("output", outputs)):
             for slot, cos in enumerate(cosines):
-                out.append(CompareRow(index, op_type, name, "float16", None, f"tf/{name}", "float32",
-                                      f"{name}:{kind}:{slot}", (4,),
-                                      {} if cos is None else {"CosineSimilarity": cos}))
+                out.append(
+                    CompareRow(
+                        index,
+                        op_type,
+                        name,
+                        "float16",
+                        None,
+                        f"tf/{name}",
+                        "float32",
+                        f"{name}:{kind}:{slot}",
+                        (4,),
+                        {} if cos is None else {"CosineSimilarity": cos},
+                    )
+                )
     return out
 
 
@@ -122,10 +134,12 @@ def test_cosines_are_coloured_by_their_state(reference):
 
 
 def test_header_variants(data_root):
-    body = rows((1, "a", "Conv2D", [1.0], [0.99]), (2, "b", "Add", [0.99, 1.0], [0.2]),
-                (3, "c", "Relu", [0.2], [0.3]))
-    variants = {"plain": {}, "overflow": {"overflow": True},
-                "all": {"overflow": True, "op_sequence": True, "golden_address": True}}
+    body = rows((1, "a", "Conv2D", [1.0], [0.99]), (2, "b", "Add", [0.99, 1.0], [0.2]), (3, "c", "Relu", [0.2], [0.3]))
+    variants = {
+        "plain": {},
+        "overflow": {"overflow": True},
+        "all": {"overflow": True, "op_sequence": True, "golden_address": True},
+    }
     for name, flags in variants.items():
         path = write_result_csv(data_root / f"{name}.csv", body, **flags)
         if flags.get("overflow"):
@@ -138,11 +152,13 @@ def test_header_variants(data_root):
 
 def test_older_leftop_rightop_header(data_root):
     nums = ",0.1,0.1,0.1,0.1,(0.1;0.2),0.1,0.1,0.1,0.1,"
-    lines = [OLD_HEADER,
-             "1,m/conv,m/conv,m/conv:input:0,1.000000" + nums,
-             "1,m/conv,m/conv,m/conv:output:0,0.400000" + nums,
-             "2,m/relu,m/relu,m/relu:input:0,0.400000" + nums,
-             "2,m/relu,m/relu,m/relu:output:0,0.500000" + nums]
+    lines = [
+        OLD_HEADER,
+        "1,m/conv,m/conv,m/conv:input:0,1.000000" + nums,
+        "1,m/conv,m/conv,m/conv:output:0,0.400000" + nums,
+        "2,m/relu,m/relu,m/relu:input:0,0.400000" + nums,
+        "2,m/relu,m/relu,m/relu:output:0,0.500000" + nums,
+    ]
     path = data_root / "old.csv"
     path.write_text("\n".join(lines) + "\n")
     status, text = vcs_text(data_root, f"vcs -f {path}")
@@ -152,10 +168,12 @@ def test_older_leftop_rightop_header(data_root):
 
 
 def test_default_source_is_the_newest_result_dir(data_root):
-    write_result_csv(result_dir(data_root, "20240101000000") / "result_20240101000000.csv",
-                     rows((1, "old/op", "Add", [1.0], [0.1])))
-    write_result_csv(result_dir(data_root, "20240301000000") / "result_20240301000000.csv",
-                     rows((1, "new/op", "Mul", [1.0], [0.2])))
+    write_result_csv(
+        result_dir(data_root, "20240101000000") / "result_20240101000000.csv", rows((1, "old/op", "Add", [1.0], [0.1]))
+    )
+    write_result_csv(
+        result_dir(data_root, "20240301000000") / "result_20240301000000.csv", rows((1, "new/op", "Mul", [1.0], [0.2]))
+    )
     result_dir(data_root, "20240401000000").mkdir()  # newer, but no CSV in it
     status, text = vcs_text(data_root, "vcs")
     assert status == ExitStatus.FLAGGED
@@ -177,8 +195,7 @@ def test_every_csv_of_a_dir_is_summarised_under_its_name(data_root):
 
 
 def test_nothing_flagged_is_status_ok(data_root):
-    write_result_csv(result_dir(data_root, "20240101000000") / "r.csv",
-                     rows((1, "a", "Add", [1.0], [0.999, None])))
+    write_result_csv(result_dir(data_root, "20240101000000") / "r.csv", rows((1, "a", "Add", [1.0], [0.999, None])))
     status, text = vcs_text(data_root, "vcs")
     assert status == ExitStatus.OK
     assert "no op is flagged (output cosine <= 0.98" in text
@@ -186,8 +203,9 @@ def test_nothing_flagged_is_status_ok(data_root):
 
 
 def test_nan_outputs_are_shown_not_flagged(data_root):
-    path = write_result_csv(data_root / "r.csv", rows((1, "a", "Add", [1.0], [None]),
-                                                      (2, "b", "Add", [None], [0.3, None])))
+    path = write_result_csv(
+        data_root / "r.csv", rows((1, "a", "Add", [1.0], [None]), (2, "b", "Add", [None], [0.3, None]))
+    )
     status, text = vcs_text(data_root, f"vcs -f {path}")
     assert status == ExitStatus.FLAGGED
     assert "outputs: 0: 0.300000  1: NaN" in text and "inputs:  0: NaN" in text
@@ -219,8 +237,12 @@ def test_a_csv_that_is_not_a_result_is_one_line(data_root):
 
 
 def test_bad_flags_are_usage_errors(data_root, reference):
-    for line in (f"vcs -f {reference} -c abc", f"vcs -f {reference} -c 1.5",
-                 f"vcs -f {reference} -c nan", f"vcs -f {reference} -l -1"):
+    for line in (
+        f"vcs -f {reference} -c abc",
+        f"vcs -f {reference} -c 1.5",
+        f"vcs -f {reference} -c nan",
+        f"vcs -f {reference} -l -1",
+    ):
         status, text = vcs_text(data_root, line)
         assert status == ExitStatus.ERROR and "usage: vcs" in text, line
 
@@ -247,5 +269,5 @@ def test_one_unreadable_csv_is_the_one_error_line_on_the_error_console(data_root
     context.error_console = make_console(file=errors, width=30)
     assert run_command(context, f"vcs -f {bad}") == ExitStatus.ERROR
     assert out.getvalue() == ""
-    line, = errors.getvalue().splitlines()  # one line, however narrow the console
+    (line,) = errors.getvalue().splitlines()  # one line, however narrow the console
     assert line.startswith("error: ") and str(bad) in line and "no CosineSimilarity column" in line

@@ -24,8 +24,9 @@ from tests.conftest import REPO_ROOT, make_context, run_command
 
 def cli(*words: str, cwd=None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "precision_tool", *words], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", *words], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
 
 
 def why_json(root, *words):
@@ -53,6 +54,7 @@ def diagnosed(tmp_path_factory):
             second, _ = decoder.raw_decode(text[end:].lstrip())
             made[kind] = root, done.returncode, first, second
         return made[kind]
+
     return diagnose
 
 
@@ -115,9 +117,9 @@ def test_the_shipped_sample_end_to_end(sample_data):
 
 def _readme_example():
     text = (REPO_ROOT / "docs" / "why.md").read_text(encoding="utf-8")
-    section = text[text.index("# why: the cause of the error"):]
-    block = section[section.index("```json\n") + len("```json\n"):]
-    return json.loads(block[:block.index("```")])
+    section = text[text.index("# why: the cause of the error") :]
+    block = section[section.index("```json\n") + len("```json\n") :]
+    return json.loads(block[: block.index("```")])
 
 
 def test_the_readme_schema_is_what_why_prints(sample_data):
@@ -137,7 +139,7 @@ def test_the_readme_schema_is_what_why_prints(sample_data):
 
 def _upstream(context, op_name):
     names = [r.op.name for r in context.ops("debug_0") if r.op.type not in ("Data", "Const", "NetOutput")]
-    return names[:names.index(op_name)]
+    return names[: names.index(op_name)]
 
 
 def _healthy_are_precision(root, planted, extra=()):
@@ -184,9 +186,11 @@ def test_why_op_reads_only_that_ops_tensors(sample_data, monkeypatch):
     context, _ = make_context(sample_data)
     assert run_command(context, "why resnet/add/add --json") == ExitStatus.FLAGGED
     assert opened_dumps == ["Add.resnet_add_add.15.0.1764417600000185"]
-    assert sorted(opened_goldens) == ["resnet_add_add.0.1764410000001700.npy",
-                                      "resnet_bn1_FusedBatchNormV3.0.1764410000001400.npy",
-                                      "resnet_conv2_BiasAdd.0.1764410000001600.npy"]
+    assert sorted(opened_goldens) == [
+        "resnet_add_add.0.1764410000001700.npy",
+        "resnet_bn1_FusedBatchNormV3.0.1764410000001400.npy",
+        "resnet_conv2_BiasAdd.0.1764410000001600.npy",
+    ]
 
 
 def test_why_without_a_result_is_one_line(sample_data):

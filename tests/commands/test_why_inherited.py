@@ -40,6 +40,7 @@ def compared(tmp_path_factory):
             assert run_command(context, "vc") == ExitStatus.FLAGGED
             made[kind] = root
         return made[kind]
+
     return root_of
 
 
@@ -57,9 +58,15 @@ def test_reversed_channels_are_found_where_they_are_made_and_explain_it_all(comp
     assert first["score"] > 0.99 and "reversed channels along axis 3" in first["evidence"]
 
 
-@pytest.mark.parametrize("kind, op", [("reversed", "resnet/pool/MaxPool"), ("reversed", "resnet/pool/Mean"),
-                                      ("reversed_input", "trans_Cast_0"),
-                                      ("reversed_input", "resnet/conv1/Conv2D")])
+@pytest.mark.parametrize(
+    "kind, op",
+    [
+        ("reversed", "resnet/pool/MaxPool"),
+        ("reversed", "resnet/pool/Mean"),
+        ("reversed_input", "trans_Cast_0"),
+        ("reversed_input", "resnet/conv1/Conv2D"),
+    ],
+)
 def test_a_carried_in_permutation_that_explains_nothing_is_not_named(compared, kind, op):
     root = compared(kind)
     (entry,) = _why(root, op)

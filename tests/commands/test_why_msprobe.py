@@ -20,14 +20,24 @@ import pytest
 from tests.compare.msprobe_trees import write_rank
 from tests.conftest import REPO_ROOT
 
-RELU, LINEAR, MUL, SOFTMAX = ("Functional.relu.0.forward", "Functional.linear.0.forward",
-                              "Tensor.__mul__.0.forward", "Functional.softmax.0.forward")
+RELU, LINEAR, MUL, SOFTMAX = (
+    "Functional.relu.0.forward",
+    "Functional.linear.0.forward",
+    "Tensor.__mul__.0.forward",
+    "Functional.softmax.0.forward",
+)
 
 
 def cli(root, *words: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *words],
-                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *words],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=300,
+    )
 
 
 def _softmax(v):
@@ -45,10 +55,12 @@ def _calls(x, w, b, wrong: bool):
     s = _softmax(z.astype(np.float64))
     if wrong:
         s = s[:, ::-1]  # the softmax's own defect: its output reversed
-    return [(RELU, [relu_in], [np.maximum(relu_in, 0)]),
-            (LINEAR, [x, w, b], [y]),
-            (MUL, [y, 2.0], [z]),
-            (SOFTMAX, [z], [s.astype(f16)], {"dim": -1})]
+    return [
+        (RELU, [relu_in], [np.maximum(relu_in, 0)]),
+        (LINEAR, [x, w, b], [y]),
+        (MUL, [y, 2.0], [z]),
+        (SOFTMAX, [z], [s.astype(f16)], {"dim": -1}),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +84,10 @@ def test_vcs_decides_by_replay(compared):
     _, ops = compared
     assert set(ops) == {LINEAR, MUL, SOFTMAX}  # the relu is clean
     assert {name: (op["state"], op["decided_by"]) for name, op in ops.items()} == {
-        LINEAR: ("introduces", "replay"), MUL: ("inherits", "replay"), SOFTMAX: ("introduces", "replay")}
+        LINEAR: ("introduces", "replay"),
+        MUL: ("inherits", "replay"),
+        SOFTMAX: ("introduces", "replay"),
+    }
     assert ops[LINEAR]["replay"]["replayed"] == "Functional.linear" and ops[LINEAR]["replay"]["beyond"]
     assert not ops[MUL]["replay"]["beyond"] and ops[MUL]["replay"]["red"] <= ops[MUL]["replay"]["rounding_limit"]
 
@@ -114,10 +129,13 @@ def test_why_without_an_op_explains_the_introducers(compared):
     assert text.count("computed here") == 2 and LINEAR in text and SOFTMAX in text
 
 
-@pytest.mark.parametrize("name,message", [
-    ("forward", "is part of 4 calls' keys"),
-    ("Functional.gelu.0.forward", "no call of the newest result's msprobe dumps is named"),
-])
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("forward", "is part of 4 calls' keys"),
+        ("Functional.gelu.0.forward", "no call of the newest result's msprobe dumps is named"),
+    ],
+)
 def test_names_that_fit_no_one_call_are_one_line(compared, name, message):
     root, _ = compared
     done = cli(root, "why", name)

@@ -12,10 +12,16 @@ import numpy as np
 def tensor_record(key: str, where: str, array: np.ndarray, dtype: str | None = None) -> dict:
     """A dump.json tensor leaf for ``array`` saved as ``{key}.{where}.npy``."""
     a = array.astype(np.float64)
-    return {"type": "mindspore.Tensor", "dtype": dtype or str(array.dtype).capitalize(),
-            "shape": list(array.shape), "Max": float(a.max()), "Min": float(a.min()),
-            "Mean": float(a.mean()), "Norm": float(np.sqrt((a * a).sum())),
-            "data_name": f"{key}.{where}.npy"}
+    return {
+        "type": "mindspore.Tensor",
+        "dtype": dtype or str(array.dtype).capitalize(),
+        "shape": list(array.shape),
+        "Max": float(a.max()),
+        "Min": float(a.min()),
+        "Mean": float(a.mean()),
+        "Norm": float(np.sqrt((a * a).sum())),
+        "data_name": f"{key}.{where}.npy",
+    }
 
 
 def value_record(value):
@@ -49,12 +55,12 @@ def write_rank(rank_dir: Path, calls: list[tuple], framework: str = "mindspore")
     data = {}
     for key, inputs, outputs, *rest in calls:
         kwargs = rest[0] if rest else {}
-        entry = {"input_args": [_leaf(data_dir, key, f"input.{i}", value) for i, value in enumerate(inputs)],
-                 "input_kwargs": {name: _leaf(data_dir, key, f"input.{name}", value)
-                                  for name, value in kwargs.items()},
-                 "output": [_leaf(data_dir, key, f"output.{i}", array) for i, array in enumerate(outputs)]}
+        entry = {
+            "input_args": [_leaf(data_dir, key, f"input.{i}", value) for i, value in enumerate(inputs)],
+            "input_kwargs": {name: _leaf(data_dir, key, f"input.{name}", value) for name, value in kwargs.items()},
+            "output": [_leaf(data_dir, key, f"output.{i}", array) for i, array in enumerate(outputs)],
+        }
         data[key] = entry
-    doc = {"task": "tensor", "level": "L1", "framework": framework,
-           "dump_data_dir": str(data_dir), "data": data}
+    doc = {"task": "tensor", "level": "L1", "framework": framework, "dump_data_dir": str(data_dir), "data": data}
     (rank_dir / "dump.json").write_text(json.dumps(doc, indent=1))
     return rank_dir

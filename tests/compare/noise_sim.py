@@ -11,8 +11,8 @@ is given only what ``vcs`` knows: the dtypes, the shapes and the inputs' measure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import ml_dtypes
 import numpy as np
@@ -39,12 +39,12 @@ def _conv(x, w):
     """NHWC x HWCN, stride 1, VALID, by patches and one matmul."""
     n, h, width, c = x.shape
     kh, kw, _, out = w.shape
-    patches = np.stack([x[:, i:i + h - kh + 1, j:j + width - kw + 1, :] for i in range(kh) for j in range(kw)], -2)
+    patches = np.stack([x[:, i : i + h - kh + 1, j : j + width - kw + 1, :] for i in range(kh) for j in range(kw)], -2)
     return patches.reshape(n, h - kh + 1, width - kw + 1, kh * kw * c) @ w.reshape(kh * kw * c, out)
 
 
 def _gelu(x):
-    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
 
 
 # op type -> (input shapes from a size parameter k, the function)
@@ -86,8 +86,9 @@ class Case:
         return self.measured / self.expected
 
 
-def simulate(op_type: str, size: int, scale: float, device: str = "float16", golden: str = "float32",
-             seed: int = 0) -> Case:
+def simulate(
+    op_type: str, size: int, scale: float, device: str = "float16", golden: str = "float32", seed: int = 0
+) -> Case:
     """One correct op on the device, against its float64 golden."""
     shapes, fn = OPS[op_type]
     rng = np.random.default_rng(seed)
@@ -109,9 +110,14 @@ def simulate(op_type: str, size: int, scale: float, device: str = "float16", gol
 def cases(devices=("float16", "bfloat16"), sizes=SIZES) -> list[Case]:
     """Every op at every size and scale, on each device type (and float16 against a float16
     golden)."""
-    found = [simulate(op, size, scale, device, seed=size)
-             for device in devices for op in OPS for size in sizes for scale in SCALES
-             if not (op == "Exp" and scale > 2)]  # exp(3 x 4.5) overflows float16: not rounding
+    found = [
+        simulate(op, size, scale, device, seed=size)
+        for device in devices
+        for op in OPS
+        for size in sizes
+        for scale in SCALES
+        if not (op == "Exp" and scale > 2)
+    ]  # exp(3 x 4.5) overflows float16: not rounding
     found += [simulate(op, size, 1.0, "float16", "float16", seed=size + 1) for op in OPS for size in sizes]
     return found
 
@@ -126,10 +132,13 @@ def chain_red(depth: int, device: str = "float16", seed: int = 0) -> float:
     for step in range(depth):
         w = (rng.standard_normal((128, 128)) / np.sqrt(128)).astype(np.float32)
         op = step % 4
-        def run(v, weight, cast):
+
+        def run(v, weight, cast, op=op):
             value = [lambda: v @ weight, lambda: v + weight[:1], lambda: _gelu(v), lambda: _layer_norm(v)][op]()
             return cast(value)
+
         exact = run(exact, w.astype(np.float64), lambda a: a)
-        stored = run(stored.astype(np.float32), w.astype(dtype).astype(np.float32),
-                     lambda a: a.astype(np.float32).astype(dtype))
+        stored = run(
+            stored.astype(np.float32), w.astype(dtype).astype(np.float32), lambda a: a.astype(np.float32).astype(dtype)
+        )
     return red(stored, exact)

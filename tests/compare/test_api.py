@@ -121,19 +121,29 @@ def test_to_pandas_names_the_npu_and_golden_columns_apart(result, sample_data_mo
     frame = result.to_pandas()
     assert frame.columns.is_unique
     assert [c for c in frame.columns if c.endswith(("DataType", "Address"))] == [
-        "NPUDataType", "NPUAddress", "GroundTruthDataType"]
+        "NPUDataType",
+        "NPUAddress",
+        "GroundTruthDataType",
+    ]
     (path,) = result.write_csv(tmp_path / "out.csv")
     with path.open(newline="") as handle:
         rows = list(csv.reader(handle))
     first, second = (k for k, name in enumerate(rows[0]) if name == "DataType")
     planted = next(k for k, row in enumerate(rows[1:]) if row[rows[0].index("TensorIndex")] == f"{PLANTED}:output:0")
-    assert (frame["NPUDataType"].iloc[planted], frame["GroundTruthDataType"].iloc[planted]) == (
-        rows[1 + planted][first], rows[1 + planted][second]) == ("float16", "float32")
+    assert (
+        (frame["NPUDataType"].iloc[planted], frame["GroundTruthDataType"].iloc[planted])
+        == (rows[1 + planted][first], rows[1 + planted][second])
+        == ("float16", "float32")
+    )
     npu = str(sample_data_module / "npu" / "debug_0")
     both = precision_tool.compare(left=npu, right=npu, workers=1).to_pandas()
     assert both.columns.is_unique
     assert [c for c in both.columns if c.endswith(("DataType", "Address"))] == [
-        "NPUDataType", "NPUAddress", "GroundTruthDataType", "GroundTruthAddress"]
+        "NPUDataType",
+        "NPUAddress",
+        "GroundTruthDataType",
+        "GroundTruthAddress",
+    ]
 
 
 def test_write_csv_reads_back_as_the_same_rows(result, tmp_path):
@@ -165,9 +175,11 @@ def test_custom_metric_names_and_errors(sample_data_module):
 
 
 def test_the_package_stays_importable_and_light():
-    code = ("import sys, precision_tool as pt; assert 'numpy' not in sys.modules; "
-            "import precision_tool.compare.metrics as m; assert callable(pt.compare); "
-            "assert m.METRICS; print(pt.__version__)")
+    code = (
+        "import sys, precision_tool as pt; assert 'numpy' not in sys.modules; "
+        "import precision_tool.compare.metrics as m; assert callable(pt.compare); "
+        "assert m.METRICS; print(pt.__version__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == precision_tool.__version__
 
@@ -204,7 +216,7 @@ def test_a_metric_defined_here_computes_in_workers_through_compare(sample_data_m
 def test_write_csv_and_to_pandas_keep_the_metrics_asked_for(sample_data_module, tmp_path):
     """compare(metrics="0") writes the cosine column only, as vc -alg 0 does, and its frame too."""
     found = precision_tool.compare(sample_data_module, metrics="0", workers=1)
-    path, = found.write_csv(tmp_path / "cosine.csv")
+    (path,) = found.write_csv(tmp_path / "cosine.csv")
     header = path.read_text(encoding="utf-8").splitlines()[0].split(",")
     assert "CosineSimilarity" in header and "MaxAbsoluteError" not in header
     frame = found.to_pandas()

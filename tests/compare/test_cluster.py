@@ -19,15 +19,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed "
-                                  "(pip install precision-tool[cluster])")
+distributed = pytest.importorskip(
+    "distributed", reason="dask[distributed] is not installed (pip install precision-tool[cluster])"
+)
 
 from precision_tool import read_golden, read_graph  # noqa: E402
 from precision_tool.compare import cluster, engine  # noqa: E402
 from precision_tool.compare.engine import compare_tasks  # noqa: E402
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph  # noqa: E402
 from precision_tool.compare.metric_data import Metric, StatGroup  # noqa: E402
 from precision_tool.compare.metrics import select_metrics  # noqa: E402
-from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph  # noqa: E402
 from precision_tool.compare.result_csv import write_result_csv  # noqa: E402
 from precision_tool.compare.stat_groups import register_group  # noqa: E402
 from precision_tool.compare.window import JobResult, LostWork  # noqa: E402
@@ -47,7 +48,7 @@ SCHEDULER_SIGNAL_ENV = "PT_TEST_SCHEDULER_SIGNAL"
 def _tasks(root: Path) -> list[PairTask]:
     graph = read_graph(root / GRAPH).graphs[0]
     tree = DumpTree(root / "npu/debug_0/dump")
-    step, = tree.select()
+    (step,) = tree.select()
     return pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))
 
 
@@ -69,14 +70,41 @@ class ExternalCluster:
         self.file, self.log = base / "scheduler.json", open(base / "dask.log", "ab")
         common = dict(stdout=self.log, stderr=self.log, cwd=base, start_new_session=True)
         self.scheduler = subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(self.file)], env=_env(), **common)
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(self.file),
+            ],
+            env=_env(),
+            **common,
+        )
         self._wait(lambda: self.file.exists() and self.file.stat().st_size, "the scheduler file")
         self.address = json.loads(self.file.read_text())["address"]
         env = _env(**{SCHEDULER_PID_ENV: str(self.scheduler.pid), **(worker_env or {})})
         self.workers = subprocess.Popen(
-            [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nworkers", str(workers),
-             "--nthreads", "1", "--no-dashboard", "--death-timeout", "20"], env=env, **common)
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                self.address,
+                "--nworkers",
+                str(workers),
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+                "--death-timeout",
+                "20",
+            ],
+            env=env,
+            **common,
+        )
         self.wait_for_workers(workers)
 
     def _wait(self, ready, what: str, timeout: float = 60) -> None:
@@ -119,13 +147,15 @@ def leaves_nothing_behind():
     yield
     # multiprocessing's resource tracker (started with the first spawned process) lives as long
     # as this process, and ends with it
-    left = {p.pid for p in psutil.Process().children(recursive=True)
-            if "resource_tracker" not in " ".join(p.cmdline())} - children
+    left = {
+        p.pid for p in psutil.Process().children(recursive=True) if "resource_tracker" not in " ".join(p.cmdline())
+    } - children
     assert not left, [psutil.Process(pid).cmdline() for pid in left if psutil.pid_exists(pid)]
     assert threading.active_count() == threads, [t.name for t in threading.enumerate()]
 
 
 # --- byte for byte --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("metrics", [None, "0"])
 def test_cluster_csvs_equal_the_local_pools_byte_for_byte(sample_data, tmp_path, dask_cluster, metrics):
@@ -142,8 +172,9 @@ def test_a_split_tensor_on_the_cluster_equals_the_local_pool(tmp_path, dask_clus
     golden = rng.standard_normal((500, 80)).astype(np.float32)
     npu = (golden + 0.01 * rng.standard_normal(golden.shape)).astype(np.float16)
     path = write_dump(tmp_path / "Op.s.1.0.1700000000000000", "s", [], [TensorSpec(npu, "FLOAT16")])
-    task = PairTask(0, "Op", "s", "s", "s:output:0", DumpSide(path, "output", 0),
-                    NpySide(write_golden(tmp_path, "s", 0, 1, golden)))
+    task = PairTask(
+        0, "Op", "s", "s", "s:output:0", DumpSide(path, "output", 0), NpySide(write_golden(tmp_path, "s", 0, 1, golden))
+    )
     whole = _csv(tmp_path / "whole.csv", compare_tasks([task]))
     pool = _csv(tmp_path / "pool.csv", compare_tasks([task], workers=2, split_bytes=40_000))
     there = _csv(tmp_path / "dask.csv", compare_tasks([task], scheduler=dask_cluster.address, split_bytes=40_000))
@@ -159,6 +190,7 @@ def test_relative_paths_reach_workers_whose_cwd_is_elsewhere(sample_data, tmp_pa
 
 
 # --- a worker killed mid-run ------------------------------------------------------------------
+
 
 def _fold_kill_once(stats, x, y):
     """Kills the worker process the first time it runs on a worker of the test cluster."""
@@ -205,8 +237,11 @@ class _Gone:
 
 def test_a_job_dask_gives_up_on_becomes_rows_with_the_reason(sample_data):
     session = cluster.Session("tcp://127.0.0.1:1")
-    with pytest.raises(LostWork, match=r"died and Dask gave up retrying \(4 tries, the last on "
-                                       r"tcp://10.0.0.9:40000\)\."):
+    with pytest.raises(
+        LostWork,
+        match=r"died and Dask gave up retrying \(4 tries, the last on "
+        r"tcp://10.0.0.9:40000\)\.",
+    ):
         session.result(_Gone())
     job = _tasks(sample_data)[:3]
     unit = engine.JobUnit(job, (select_metrics(None), 1 << 20, False))
@@ -219,6 +254,7 @@ def test_a_job_dask_gives_up_on_becomes_rows_with_the_reason(sample_data):
 
 
 # --- the scheduler goes away ------------------------------------------------------------------
+
 
 def _fold_signal_scheduler(stats, x, y):
     """Sends the test cluster's scheduler the signal named in the environment, then works on."""
@@ -239,8 +275,7 @@ register_group(StatGroup("signal_scheduler", _fold_signal_scheduler, _merge_noth
 SIGNAL_SCHEDULER = Metric("SchedulerSignalled", frozenset({"signal_scheduler"}), _count)
 
 
-@pytest.mark.parametrize("how, expected", [("SIGKILL", "lost the Dask scheduler"),
-                                           ("SIGSTOP", "does not answer")])
+@pytest.mark.parametrize("how, expected", [("SIGKILL", "lost the Dask scheduler"), ("SIGSTOP", "does not answer")])
 def test_a_scheduler_that_goes_away_is_one_error_not_a_hang(sample_data, tmp_path, monkeypatch, how, expected):
     monkeypatch.setattr(cluster, "PING_AFTER_SECONDS", 2.0)
     monkeypatch.setattr(cluster, "PING_TIMEOUT_SECONDS", 2.0)
@@ -249,8 +284,7 @@ def test_a_scheduler_that_goes_away_is_one_error_not_a_hang(sample_data, tmp_pat
     threads = threading.active_count()
     try:
         with pytest.raises(PrecisionToolError) as failed:
-            list(compare_tasks(_tasks(sample_data), select_metrics(["0", SIGNAL_SCHEDULER]),
-                               scheduler=doomed.address))
+            list(compare_tasks(_tasks(sample_data), select_metrics(["0", SIGNAL_SCHEDULER]), scheduler=doomed.address))
     finally:
         doomed.stop()
     message = str(failed.value)
@@ -259,6 +293,7 @@ def test_a_scheduler_that_goes_away_is_one_error_not_a_hang(sample_data, tmp_pat
 
 
 # --- local:N, Ctrl-C, leftovers ------------------------------------------------------------------
+
 
 def test_local_n_starts_a_cluster_and_leaves_no_process_or_thread(sample_data, tmp_path, leaves_nothing_behind):
     tasks = _tasks(sample_data)
@@ -283,9 +318,14 @@ def test_closing_the_stream_early_closes_the_cluster(sample_data, leaves_nothing
 
 
 def test_an_unreachable_scheduler_is_one_error_line(sample_data):
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc",
-                           "--scheduler", "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120,
-                          env=_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"), cwd=sample_data.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc", "--scheduler", "tcp://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"),
+        cwd=sample_data.parent,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: Dask scheduler tcp://127.0.0.1:9: "), done.stderr
@@ -293,9 +333,14 @@ def test_an_unreachable_scheduler_is_one_error_line(sample_data):
 
 def test_vc_scheduler_local_writes_the_pools_csv_and_bad_addresses_are_refused(sample_data):
     def vc(*args):
-        return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc",
-                               "--fresh", *args], capture_output=True, text=True, timeout=300,
-                              env=_env(PRECISION_TOOL_WORKERS="2"), cwd=sample_data.parent)
+        return subprocess.run(
+            [sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc", "--fresh", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(PRECISION_TOOL_WORKERS="2"),
+            cwd=sample_data.parent,
+        )
 
     for args in (["--scheduler", "local:2"], []):
         assert vc(*args).returncode == 1  # the sample's defect is flagged
@@ -303,6 +348,8 @@ def test_vc_scheduler_local_writes_the_pools_csv_and_bad_addresses_are_refused(s
     assert first.read_bytes() == second.read_bytes()
     bad = vc("--scheduler", "local:0")
     assert bad.returncode == 2
-    assert bad.stderr.strip() == ("error: vc --scheduler: setting SCHEDULER: 'local:0' is not a Dask "
-                                  "scheduler address like 'tcp://HOST:8786', or 'local:N' (N 1 to "
-                                  "1024), or ''")
+    assert bad.stderr.strip() == (
+        "error: vc --scheduler: setting SCHEDULER: 'local:0' is not a Dask "
+        "scheduler address like 'tcp://HOST:8786', or 'local:N' (N 1 to "
+        "1024), or ''"
+    )

@@ -24,17 +24,35 @@ def _rows(first_bad: int) -> list[CompareRow]:
     """A chain of 5 ops whose error enters at op ``first_bad`` (-1: none)."""
     rows = []
     for i in range(5):
-        for kind, cosine in (("input", 1.0 if i <= first_bad or first_bad < 0 else 0.5),
-                             ("output", 0.5 if 0 <= first_bad <= i else 1.0)):
-            rows.append(CompareRow(i, "Add", f"op{i}", "float16", None, f"op{i}", "float32",
-                                   f"op{i}:{kind}:0", (4,), {"CosineSimilarity": cosine}))
+        for kind, cosine in (
+            ("input", 1.0 if i <= first_bad or first_bad < 0 else 0.5),
+            ("output", 0.5 if 0 <= first_bad <= i else 1.0),
+        ):
+            rows.append(
+                CompareRow(
+                    i,
+                    "Add",
+                    f"op{i}",
+                    "float16",
+                    None,
+                    f"op{i}",
+                    "float32",
+                    f"op{i}:{kind}:0",
+                    (4,),
+                    {"CosineSimilarity": cosine},
+                )
+            )
     return rows
 
 
 def test_the_majority_the_odd_device_and_the_first_to_diverge():
-    results = [(0, analyse(_rows(2), 0.98)), (1, analyse(_rows(2), 0.98)),
-               (2, analyse(_rows(1), 0.98)), (3, analyse(_rows(-1), 0.98)),
-               (1, analyse(_rows(-1), 0.98))]  # a second sub-graph of device 1, fine
+    results = [
+        (0, analyse(_rows(2), 0.98)),
+        (1, analyse(_rows(2), 0.98)),
+        (2, analyse(_rows(1), 0.98)),
+        (3, analyse(_rows(-1), 0.98)),
+        (1, analyse(_rows(-1), 0.98)),
+    ]  # a second sub-graph of device 1, fine
     verdicts = device_verdicts(results)
     assert [v.device for v in verdicts] == [0, 1, 2, 3]
     assert [v.signature for v in verdicts] == ["op2", "op2", "op1", None]
@@ -50,8 +68,14 @@ def test_one_device_differs_from_nothing():
 
 def _tool(root, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=180, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +85,12 @@ def three_devices(tmp_path_factory):
     base = tmp_path_factory.mktemp("devices")
     root, other = base / "precision_data", base / "scale"
     for target, extra in ((root, []), (other, ["--defect", "scale"])):
-        subprocess.run([sys.executable, "-m", "precision_tool.sample", str(target), *extra],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "precision_tool.sample", str(target), *extra],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     runs = root / "npu" / "debug_0" / "dump" / RUN
     shutil.copytree(runs / "0", runs / "1")
     shutil.copytree(other / "npu" / "debug_0" / "dump" / RUN / "0", runs / "2")

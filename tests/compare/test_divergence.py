@@ -14,13 +14,29 @@ from tests.conftest import FIXTURES
 T = 0.98
 
 
-def row(index: int, op: str, kind: str | None = None, slot: int = 0, cos: float | None = None,
-        op_type: str = "Add", reason: str = "") -> CompareRow:
+def row(
+    index: int,
+    op: str,
+    kind: str | None = None,
+    slot: int = 0,
+    cos: float | None = None,
+    op_type: str = "Add",
+    reason: str = "",
+) -> CompareRow:
     """A CSV row of ``op``; ``cos=None`` means not compared, ``kind=None`` an op without dump."""
-    return CompareRow(index=index, op_type=op_type, npu_name=op, npu_dtype="float16",
-                      npu_address=None, ground_truth=f"tf/{op}", golden_dtype="float32",
-                      tensor_index=f"{op}:{kind}:{slot}" if kind else None, shape=(4,),
-                      metrics={} if cos is None else {"CosineSimilarity": cos}, fail_reason=reason)
+    return CompareRow(
+        index=index,
+        op_type=op_type,
+        npu_name=op,
+        npu_dtype="float16",
+        npu_address=None,
+        ground_truth=f"tf/{op}",
+        golden_dtype="float32",
+        tensor_index=f"{op}:{kind}:{slot}" if kind else None,
+        shape=(4,),
+        metrics={} if cos is None else {"CosineSimilarity": cos},
+        fail_reason=reason,
+    )
 
 
 def names(ops) -> list[str]:
@@ -28,10 +44,16 @@ def names(ops) -> list[str]:
 
 
 def test_a_chain_introduces_once_and_then_inherits():
-    rows = [row(0, "data", op_type="Data"),
-            row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.99),
-            row(2, "b", "input", 0, 0.99), row(2, "b", "input", 1, 1.0), row(2, "b", "output", 0, 0.5),
-            row(3, "c", "input", 0, 0.5), row(3, "c", "output", 0, 0.7)]
+    rows = [
+        row(0, "data", op_type="Data"),
+        row(1, "a", "input", 0, 1.0),
+        row(1, "a", "output", 0, 0.99),
+        row(2, "b", "input", 0, 0.99),
+        row(2, "b", "input", 1, 1.0),
+        row(2, "b", "output", 0, 0.5),
+        row(3, "c", "input", 0, 0.5),
+        row(3, "c", "output", 0, 0.7),
+    ]
     result = analyse(rows, T)
     assert names(result.ops) == ["data", "a", "b", "c"]
     assert names(result.dumped) == ["a", "b", "c"]
@@ -46,8 +68,12 @@ def test_a_chain_introduces_once_and_then_inherits():
 
 
 def test_an_independent_second_error_also_introduces_but_the_first_is_named():
-    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.9),
-            row(2, "b", "input", 0, 1.0), row(2, "b", "output", 0, 0.1)]
+    rows = [
+        row(1, "a", "input", 0, 1.0),
+        row(1, "a", "output", 0, 0.9),
+        row(2, "b", "input", 0, 1.0),
+        row(2, "b", "output", 0, 0.1),
+    ]
     result = analyse(rows, T)
     assert [op.introduces for op in result.flagged] == [True, True]
     assert result.first_introducer.name == "a"
@@ -55,11 +81,15 @@ def test_an_independent_second_error_also_introduces_but_the_first_is_named():
 
 
 def test_not_compared_inputs_are_ignored_and_nonfinite_ones_are_inherited():
-    rows = [row(1, "a", "input", 0, None, reason="no ground truth dump file for a:input:0"),
-            row(1, "a", "input", 1, 1.0), row(1, "a", "output", 0, 0.3),
-            row(2, "b", "input", 0, math.nan, reason="The golden tensor holds 1 NaN."),
-            row(2, "b", "output", 0, 0.2),
-            row(3, "c", "input", 0, math.nan), row(3, "c", "output", 0, 0.2)]
+    rows = [
+        row(1, "a", "input", 0, None, reason="no ground truth dump file for a:input:0"),
+        row(1, "a", "input", 1, 1.0),
+        row(1, "a", "output", 0, 0.3),
+        row(2, "b", "input", 0, math.nan, reason="The golden tensor holds 1 NaN."),
+        row(2, "b", "output", 0, 0.2),
+        row(3, "c", "input", 0, math.nan),
+        row(3, "c", "output", 0, 0.2),
+    ]
     a, b, c = analyse(rows, T).flagged
     assert a.introduces and a.worst_input == 1.0 and a.cosine_drop == (1.0, 0.3)
     assert a.inputs[0].is_nan and a.inputs[0].reason.startswith("no ground truth")
@@ -77,8 +107,12 @@ def test_an_op_without_inputs_introduces_from_one():
 
 
 def test_multiple_outputs_flag_on_any_and_the_worst_is_the_drop():
-    rows = [row(1, "split", "input", 0, 1.0), row(1, "split", "output", 0, 0.999),
-            row(1, "split", "output", 1, 0.97), row(1, "split", "output", 2, math.nan)]
+    rows = [
+        row(1, "split", "input", 0, 1.0),
+        row(1, "split", "output", 0, 0.999),
+        row(1, "split", "output", 1, 0.97),
+        row(1, "split", "output", 2, math.nan),
+    ]
     (op,) = analyse(rows, T).flagged
     assert [t.slot for t in op.outputs] == [0, 1, 2]
     assert op.worst_output == 0.97 and op.has_nan_output
@@ -86,9 +120,13 @@ def test_multiple_outputs_flag_on_any_and_the_worst_is_the_drop():
 
 
 def test_not_compared_outputs_never_flag_but_are_reported_as_unjudged():
-    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, None),
-            row(2, "b", "output", 0, math.nan, reason="The golden tensor holds 2 Inf."),
-            row(2, "b", "output", 1, 1.0), row(3, "c", "output", 0, 1.0)]
+    rows = [
+        row(1, "a", "input", 0, 1.0),
+        row(1, "a", "output", 0, None),
+        row(2, "b", "output", 0, math.nan, reason="The golden tensor holds 2 Inf."),
+        row(2, "b", "output", 1, 1.0),
+        row(3, "c", "output", 0, 1.0),
+    ]
     result = analyse(rows, T)
     assert result.flagged == () and result.first_introducer is None
     assert names(result.unjudged) == ["a", "b"]
@@ -96,11 +134,14 @@ def test_not_compared_outputs_never_flag_but_are_reported_as_unjudged():
 
 
 def test_an_output_turning_nonfinite_from_finite_inputs_introduces_the_error():
-    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 1.0),
-            row(2, "exp", "input", 0, 1.0),
-            row(2, "exp", "output", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
-            row(3, "next", "input", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
-            row(3, "next", "output", 0, math.nan, reason="The NPU tensor holds 3 NaN.")]
+    rows = [
+        row(1, "a", "input", 0, 1.0),
+        row(1, "a", "output", 0, 1.0),
+        row(2, "exp", "input", 0, 1.0),
+        row(2, "exp", "output", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
+        row(3, "next", "input", 0, math.nan, reason="The NPU tensor holds 3 Inf."),
+        row(3, "next", "output", 0, math.nan, reason="The NPU tensor holds 3 NaN."),
+    ]
     result = analyse(rows, T)
     assert names(result.flagged) == ["exp", "next"]
     assert result.first_introducer.name == "exp" and result.flagged[0].nonfinite
@@ -111,11 +152,14 @@ def test_an_output_turning_nonfinite_from_finite_inputs_introduces_the_error():
 def test_cosine_is_blind_to_scale_but_red_is_not():
     half = {"CosineSimilarity": 1.0, "RelativeEuclideanDistance": 0.5}
     fine = {"CosineSimilarity": 1.0, "RelativeEuclideanDistance": 0.001}
-    rows = [CompareRow(1, "Mul", "scale", "float16", None, "tf/scale", "float32", f"scale:{kind}:0",
-                       (4,), metrics=metrics)
-            for kind, metrics in (("input", fine), ("output", half))]
-    rows += [CompareRow(2, "Relu", "after", "float16", None, "tf/after", "float32", f"after:{kind}:0",
-                        (4,), metrics=half) for kind in ("input", "output")]
+    rows = [
+        CompareRow(1, "Mul", "scale", "float16", None, "tf/scale", "float32", f"scale:{kind}:0", (4,), metrics=metrics)
+        for kind, metrics in (("input", fine), ("output", half))
+    ]
+    rows += [
+        CompareRow(2, "Relu", "after", "float16", None, "tf/after", "float32", f"after:{kind}:0", (4,), metrics=half)
+        for kind in ("input", "output")
+    ]
     assert analyse(rows, FlagRule(T, red=math.inf)).flagged == ()  # the cosine alone sees nothing
     combined = analyse(rows, T)
     assert names(combined.flagged) == ["scale", "after"]
@@ -154,8 +198,12 @@ def test_the_threshold_is_inclusive():
 
 
 def test_the_threshold_changes_the_verdict():
-    rows = [row(1, "a", "input", 0, 1.0), row(1, "a", "output", 0, 0.95),
-            row(2, "b", "input", 0, 0.95), row(2, "b", "output", 0, 0.6)]
+    rows = [
+        row(1, "a", "input", 0, 1.0),
+        row(1, "a", "output", 0, 0.95),
+        row(2, "b", "input", 0, 0.95),
+        row(2, "b", "output", 0, 0.6),
+    ]
     assert names(analyse(rows, 0.98).flagged) == ["a", "b"]
     assert analyse(rows, 0.98).first_introducer.name == "a"
     assert names(analyse(rows, 0.9).flagged) == ["b"]
@@ -164,8 +212,12 @@ def test_the_threshold_changes_the_verdict():
 
 
 def test_ops_come_in_index_order_and_same_index_ops_stay_apart():
-    rows = [row(5, "late", "output", 0, 0.1), row(2, "x", "output", 0, 0.2),
-            row(2, "y", "output", 0, 1.0), row(2, "x", "input", 0, 1.0)]
+    rows = [
+        row(5, "late", "output", 0, 0.1),
+        row(2, "x", "output", 0, 0.2),
+        row(2, "y", "output", 0, 1.0),
+        row(2, "x", "input", 0, 1.0),
+    ]
     result = analyse(rows, T)
     assert names(result.ops) == ["x", "y", "late"]
     assert [t.kind for t in result.ops[0].inputs + result.ops[0].outputs] == ["input", "output"]
@@ -173,8 +225,7 @@ def test_ops_come_in_index_order_and_same_index_ops_stay_apart():
 
 
 def test_every_flagged_op_inherits_when_the_error_comes_from_an_undumped_op():
-    rows = [row(0, "data", op_type="Data"),
-            row(1, "a", "input", 0, 0.5), row(1, "a", "output", 0, 0.5)]
+    rows = [row(0, "data", op_type="Data"), row(1, "a", "input", 0, 0.5), row(1, "a", "output", 0, 0.5)]
     result = analyse(rows, T)
     assert names(result.flagged) == ["a"] and result.first_introducer is None
 
@@ -188,8 +239,15 @@ def test_reference_csv_of_msaccucmp():
     rows = read_result_csv(FIXTURES / "small" / "reference_result.csv")
     result = analyse(rows, T)
     assert names(result.flagged) == [
-        "model/add/add", "model/relu2/Relu", "trans_TransData_2", "model/pool/Mean",
-        "trans_TransData_3", "model/dense/MatMul", "trans_TransData_4", "model/softmax/Softmax"]
+        "model/add/add",
+        "model/relu2/Relu",
+        "trans_TransData_2",
+        "model/pool/Mean",
+        "trans_TransData_3",
+        "model/dense/MatMul",
+        "trans_TransData_4",
+        "model/softmax/Softmax",
+    ]
     first = result.first_introducer
     assert (first.name, first.op_type, first.index) == ("model/add/add", "Add", 14)
     assert first.cosine_drop == pytest.approx((1.0, 0.505089))
@@ -198,11 +256,15 @@ def test_reference_csv_of_msaccucmp():
 
 
 def test_lowest_output_and_ops_beyond_rounding_but_not_flagged():
-    """"Near" is beyond the noise model's rounding, not "a cosine just above the threshold": a
+    """ "Near" is beyond the noise model's rounding, not "a cosine just above the threshold": a
     float16 output at cosine 0.999999 (RED ~1.4e-3, under 3 float16 ulps, from a cosine-only
     row) is rounding at every threshold; 0.995 and 0.9576 are far beyond it."""
-    rows = [row(1, "a", "output", 0, 0.995), row(2, "b", "output", 0, 0.9576),
-            row(3, "c", "output", 0, 0.999999), row(4, "d", "output", 0, None)]
+    rows = [
+        row(1, "a", "output", 0, 0.995),
+        row(2, "b", "output", 0, 0.9576),
+        row(3, "c", "output", 0, 0.999999),
+        row(4, "d", "output", 0, None),
+    ]
     result = analyse(rows, FlagRule(0.9, red=math.inf))
     assert result.flagged == ()
     assert result.lowest_output.name == "b"
@@ -216,9 +278,18 @@ def test_lowest_output_and_ops_beyond_rounding_but_not_flagged():
 
 
 def _red_row(index, op, kind, slot, red, op_type="LayerNorm"):
-    return CompareRow(index=index, op_type=op_type, npu_name=op, npu_dtype="float16", npu_address=None,
-                      ground_truth=f"tf/{op}", golden_dtype="float32", tensor_index=f"{op}:{kind}:{slot}",
-                      shape=(4, 8), metrics={"CosineSimilarity": 1.0, "RelativeEuclideanDistance": red})
+    return CompareRow(
+        index=index,
+        op_type=op_type,
+        npu_name=op,
+        npu_dtype="float16",
+        npu_address=None,
+        ground_truth=f"tf/{op}",
+        golden_dtype="float32",
+        tensor_index=f"{op}:{kind}:{slot}",
+        shape=(4, 8),
+        metrics={"CosineSimilarity": 1.0, "RelativeEuclideanDistance": red},
+    )
 
 
 def test_the_replay_decides_introduces_or_inherits_and_says_so():

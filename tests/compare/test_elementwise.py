@@ -119,8 +119,11 @@ def test_the_cosine_of_huge_values_is_scaled_not_nan():
     for magnitude in (1e300, 1e160):
         right = rng.standard_normal(10_000) * magnitude
         left = right * (1 + 1e-6 * rng.standard_normal(right.size))
-        exact = np.dot(left / magnitude, right / magnitude) / np.linalg.norm(left / magnitude) \
+        exact = (
+            np.dot(left / magnitude, right / magnitude)
+            / np.linalg.norm(left / magnitude)
             / np.linalg.norm(right / magnitude)
+        )
         result = compare_elementwise(left, right, chunk_size=1000)
         assert result.cosine == pytest.approx(exact, abs=1e-12)
     assert compare_elementwise(np.full(5, 1e300), np.full(5, 1e300)).cosine == pytest.approx(1.0, abs=1e-15)
@@ -144,7 +147,11 @@ def test_empty_tensors():
 def test_first_elements():
     pairs = first_elements(np.arange(6).reshape(2, 3), np.arange(6) * 2.0, 4)
     assert [(p.index, p.left, p.right, p.abs_diff) for p in pairs] == [
-        (0, 0.0, 0.0, 0.0), (1, 1.0, 2.0, 1.0), (2, 2.0, 4.0, 2.0), (3, 3.0, 6.0, 3.0)]
+        (0, 0.0, 0.0, 0.0),
+        (1, 1.0, 2.0, 1.0),
+        (2, 2.0, 4.0, 2.0),
+        (3, 3.0, 6.0, 3.0),
+    ]
     assert len(first_elements(np.arange(3), np.arange(3), 10)) == 3
 
 
@@ -168,8 +175,9 @@ def test_ten_million_float32_elements_take_seconds_not_minutes():
 
 # --- the naive oracle -------------------------------------------------------------------------
 
-_VALUES = st.one_of(st.floats(-1e6, 1e6, allow_nan=False, width=32),
-                    st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.0]))
+_VALUES = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False, width=32), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.0])
+)
 
 
 @st.composite

@@ -13,12 +13,12 @@ import pytest
 from precision_tool import read_dump, read_golden, read_graph
 from precision_tool.compare import engine, load, pair_compare
 from precision_tool.compare.engine import compare_tasks, group_jobs
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
-from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
 from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
+from precision_tool.compare.stat_groups import register_group
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.golden import write_golden
 from precision_tool.formats.layouts import to_device

@@ -6,7 +6,7 @@ import csv
 import json
 
 from precision_tool import read_golden, read_graph
-from precision_tool.compare.golden_pairing import (NpySide, ground_truth_text, pair_by_name, pair_with_graph)
+from precision_tool.compare.golden_pairing import NpySide, ground_truth_text, pair_by_name, pair_with_graph
 from precision_tool.formats.tree import DumpTree
 from tests.conftest import FIXTURES
 
@@ -16,7 +16,7 @@ GRAPH = "npu/debug_0/graph/ge_proto_00000001_Build.txt"
 def _pair(root):
     graph = read_graph(root / GRAPH).graphs[0]
     tree = DumpTree(root / "npu/debug_0/dump")
-    step, = tree.select()
+    (step,) = tree.select()
     return graph, pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))
 
 
@@ -93,7 +93,7 @@ def test_dump_files_the_graph_lacks_are_paired_by_name_after_the_graph(sample_da
 
 def test_pairing_without_a_graph_uses_names(sample_data):
     tree = DumpTree(sample_data / "npu/debug_0/dump")
-    step, = tree.select()
+    (step,) = tree.select()
     tasks = pair_by_name(tree.listing(step), read_golden(sample_data / "tf/dump"))
     outputs = {t.tensor_index: t for t in tasks if ":output:" in t.tensor_index}
     assert outputs["resnet/add/add:output:0"].comparable

@@ -51,13 +51,19 @@ def reference(x: np.ndarray, y: np.ndarray) -> dict:
         mean = v.sum() / n
         return float(mean), float(np.sqrt(np.sum((v - mean) ** 2) / n))
 
-    return {"CosineSimilarity": cosine, "MaxAbsoluteError": float(np.max(np.abs(d))),
-            "AccumulatedRelativeError": float(rel.sum()),
-            "RelativeEuclideanDistance": 0.0 if float(ny) <= EPS else float(np.sqrt(np.sum(d * d)) / ny),
-            "KullbackLeiblerDivergence": 0.0 if abs(kl) < EPS else kl,
-            "MeanAbsoluteError": float(np.sum(np.abs(d)) / n), "RootMeanSquareError": float(np.sqrt(np.sum(d * d) / n)),
-            "MaxRelativeError": float(rel.max()), "MeanRelativeError": float(rel.sum() / n),
-            "moments": (side(xl), side(yl)), "top": float(max(np.abs(xl).max(), np.abs(yl).max()))}
+    return {
+        "CosineSimilarity": cosine,
+        "MaxAbsoluteError": float(np.max(np.abs(d))),
+        "AccumulatedRelativeError": float(rel.sum()),
+        "RelativeEuclideanDistance": 0.0 if float(ny) <= EPS else float(np.sqrt(np.sum(d * d)) / ny),
+        "KullbackLeiblerDivergence": 0.0 if abs(kl) < EPS else kl,
+        "MeanAbsoluteError": float(np.sum(np.abs(d)) / n),
+        "RootMeanSquareError": float(np.sqrt(np.sum(d * d) / n)),
+        "MaxRelativeError": float(rel.max()),
+        "MeanRelativeError": float(rel.sum() / n),
+        "moments": (side(xl), side(yl)),
+        "top": float(max(np.abs(xl).max(), np.abs(yl).max())),
+    }
 
 
 def _std_numbers(text: str) -> list[float]:
@@ -93,8 +99,14 @@ def test_identical_tensors_of_1e300_have_cosine_one(kernel_backend):
     assert not result.reasons
     assert result.values["CosineSimilarity"] == pytest.approx(1.0, abs=1e-12)
     assert format_value(result.values["CosineSimilarity"]) == "1.000000"
-    for name in ("MaxAbsoluteError", "RelativeEuclideanDistance", "MeanAbsoluteError", "RootMeanSquareError",
-                 "KullbackLeiblerDivergence", "AccumulatedRelativeError"):
+    for name in (
+        "MaxAbsoluteError",
+        "RelativeEuclideanDistance",
+        "MeanAbsoluteError",
+        "RootMeanSquareError",
+        "KullbackLeiblerDivergence",
+        "AccumulatedRelativeError",
+    ):
         assert result.values[name] == 0.0, name
     assert_agrees(result, reference(x, x))
 
@@ -107,11 +119,13 @@ def _near(y: np.ndarray, rel: float, rng) -> np.ndarray:
 CASES = {
     "huge, close": lambda rng: (lambda y: (_near(y, 1e-3, rng), y))(rng.standard_normal(5000) * 1e300),
     "near the top, spans overflow": lambda rng: (lambda y: (_near(y, 1e-2, rng), y))(
-        rng.uniform(-1, 1, 5000) * 1.7e308),
+        rng.uniform(-1, 1, 5000) * 1.7e308
+    ),
     "huge NPU, ordinary golden": lambda rng: (lambda y: (y * 1e200, y))(rng.standard_normal(5000)),
     "ordinary NPU, huge golden": lambda rng: (lambda y: (y, y * 1e200))(rng.standard_normal(5000)),
     "1e160: squares overflow, values do not": lambda rng: (lambda y: (_near(y, 1e-3, rng), y))(
-        rng.standard_normal(5000) * 1e160),
+        rng.standard_normal(5000) * 1e160
+    ),
 }
 
 
@@ -158,10 +172,15 @@ def test_any_finite_float64_values_agree_with_the_reference(backend):
     kernel = kernels.numba_kernels() if backend == "numba" else None
     # 0 or at least 1e-100 in magnitude: underflow of tiny values is another matter (msaccucmp's
     # float32 sees them as 0), the overflow of huge ones is this one
-    magnitude = st.one_of(st.just(0.0), st.tuples(st.sampled_from([1.0, -1.0]), st.floats(1e-100, HUGE)).map(
-        lambda sign_size: sign_size[0] * sign_size[1]))
-    pairs = st.integers(2, 40).flatmap(lambda n: st.tuples(st.lists(magnitude, min_size=n, max_size=n),
-                                                           st.lists(magnitude, min_size=n, max_size=n)))
+    magnitude = st.one_of(
+        st.just(0.0),
+        st.tuples(st.sampled_from([1.0, -1.0]), st.floats(1e-100, HUGE)).map(
+            lambda sign_size: sign_size[0] * sign_size[1]
+        ),
+    )
+    pairs = st.integers(2, 40).flatmap(
+        lambda n: st.tuples(st.lists(magnitude, min_size=n, max_size=n), st.lists(magnitude, min_size=n, max_size=n))
+    )
 
     @settings(max_examples=200, deadline=None)
     @given(pairs, st.integers(1, 17))
@@ -173,8 +192,13 @@ def test_any_finite_float64_values_agree_with_the_reference(backend):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(kernels, "numba_for", lambda size, wanted=None: kernel)
             result = compare_arrays(x, y, chunk=chunk)
-        for name in ("CosineSimilarity", "RelativeEuclideanDistance", "MeanAbsoluteError", "RootMeanSquareError",
-                     "MaxAbsoluteError"):
+        for name in (
+            "CosineSimilarity",
+            "RelativeEuclideanDistance",
+            "MeanAbsoluteError",
+            "RootMeanSquareError",
+            "MaxAbsoluteError",
+        ):
             ours, theirs = result.values.get(name), expected[name]
             if theirs is None:  # one side's norm at most float64 eps: not compared, with the reason
                 assert ours is None and "all data is zero" in result.fail_reason
@@ -186,15 +210,31 @@ def test_any_finite_float64_values_agree_with_the_reference(backend):
                 assert ours == pytest.approx(theirs, abs=1e-9), name
             else:
                 assert ours == pytest.approx(theirs, rel=1e-9, abs=1e-300), name
+
     check()
 
 
 def test_the_scaled_fields_move_between_scales_exactly():
-    stats = Stats(count=2, sum_xy=3.0, sum_xx=4.0, sum_yy=5.0, sum_x=6.0, m2_x=7.0, sum_abs=8.0, sum_sq=9.0,
-                  max_abs=1.5, rel_sum=2.5)
+    stats = Stats(
+        count=2,
+        sum_xy=3.0,
+        sum_xx=4.0,
+        sum_yy=5.0,
+        sum_x=6.0,
+        m2_x=7.0,
+        sum_abs=8.0,
+        sum_sq=9.0,
+        max_abs=1.5,
+        rel_sum=2.5,
+    )
     moved = at_scale(stats, (3, 5, 5))
-    assert (moved.sum_xy, moved.sum_xx, moved.sum_yy, moved.sum_x, moved.m2_x) == (3 / 2**8, 4 / 2**6, 5 / 2**10,
-                                                                                 6 / 2**3, 7 / 2**6)
+    assert (moved.sum_xy, moved.sum_xx, moved.sum_yy, moved.sum_x, moved.m2_x) == (
+        3 / 2**8,
+        4 / 2**6,
+        5 / 2**10,
+        6 / 2**3,
+        7 / 2**6,
+    )
     assert (moved.sum_abs, moved.max_abs, moved.sum_sq, moved.rel_sum) == (8 / 2**5, 1.5 / 2**5, 9 / 2**10, 2.5)
     assert combine(stats, moved).sum_xx == pytest.approx(8 / 2**6)
     assert unscaled(1.0, 2000) == math.inf and unscaled(-1.0, 2000) == -math.inf and unscaled(3.0, -1) == 1.5

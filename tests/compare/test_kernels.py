@@ -10,9 +10,9 @@ import pytest
 
 from precision_tool.compare import kernels
 from precision_tool.compare.kernels import fold_first, fold_second
-from precision_tool.compare.stat_groups import combine, register_group, stat_group
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRICS, Accumulator, compare_arrays
+from precision_tool.compare.stat_groups import combine, register_group, stat_group
 
 FIRST = [stat_group(n) for n in ("xy", "xx", "yy", "diff", "rel", "moments", "range")]
 KL = [stat_group("kl")]
@@ -30,21 +30,38 @@ def reference(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     with np.errstate(all="ignore"):
         d = np.abs(x - y)
         rel = np.where(np.abs(y) > np.finfo(np.float64).eps, np.abs(x / y - 1), 0.0)
-        out = {"count": x.size, "sum_xy": _fsum(x * y), "sum_xx": _fsum(x * x),
-               "sum_yy": _fsum(y * y), "sum_x": _fsum(x), "sum_y": _fsum(y),
-               "max_abs": float(np.max(d)), "sum_abs": _fsum(d), "sum_sq": _fsum(d * d),
-               "rel_sum": _fsum(rel), "rel_max": float(np.max(rel)),
-               "x_lo": float(np.min(x)), "x_hi": float(np.max(x)), "y_lo": float(np.min(y)),
-               "y_hi": float(np.max(y)), "nan_x": int(np.isnan(x).sum()), "nan_y": int(np.isnan(y).sum()),
-               "inf_x": int(np.isinf(x).sum()), "inf_y": int(np.isinf(y).sum())}
+        out = {
+            "count": x.size,
+            "sum_xy": _fsum(x * y),
+            "sum_xx": _fsum(x * x),
+            "sum_yy": _fsum(y * y),
+            "sum_x": _fsum(x),
+            "sum_y": _fsum(y),
+            "max_abs": float(np.max(d)),
+            "sum_abs": _fsum(d),
+            "sum_sq": _fsum(d * d),
+            "rel_sum": _fsum(rel),
+            "rel_max": float(np.max(rel)),
+            "x_lo": float(np.min(x)),
+            "x_hi": float(np.max(x)),
+            "y_lo": float(np.min(y)),
+            "y_hi": float(np.max(y)),
+            "nan_x": int(np.isnan(x).sum()),
+            "nan_y": int(np.isnan(y).sum()),
+            "inf_x": int(np.isinf(x).sum()),
+            "inf_y": int(np.isinf(y).sum()),
+        }
         for side, v in (("x", x), ("y", y)):
             out[f"m2_{side}"] = _fsum((v - _fsum(v) / v.size) ** 2)
         p, q = _normalise(x), _normalise(y)
         out.update(kl_sp=_fsum(p), kl_sq=_fsum(q), kl_cross=_fsum(p * (np.log(p) - np.log(q))))
         # what each sum's rounding is relative to
-        out["scale"] = {"sum_xy": _fsum(np.abs(x * y)), "sum_x": _fsum(np.abs(x)),
-                        "sum_y": _fsum(np.abs(y)), "kl_cross": _fsum(np.abs(p * np.log(p)))
-                        + _fsum(np.abs(p * np.log(q)))}
+        out["scale"] = {
+            "sum_xy": _fsum(np.abs(x * y)),
+            "sum_x": _fsum(np.abs(x)),
+            "sum_y": _fsum(np.abs(y)),
+            "kl_cross": _fsum(np.abs(p * np.log(p))) + _fsum(np.abs(p * np.log(q))),
+        }
     return out
 
 
@@ -68,9 +85,9 @@ def _fold_both_passes(x, y, backend, chunk=None):
     acc = Accumulator(METRICS)
     chunk = chunk or x.size or 1
     for start in range(0, x.size, chunk):
-        acc.update(x[start:start + chunk], y[start:start + chunk])
+        acc.update(x[start : start + chunk], y[start : start + chunk])
     for start in range(0, x.size, chunk):
-        acc.update_second(x[start:start + chunk], y[start:start + chunk])
+        acc.update_second(x[start : start + chunk], y[start : start + chunk])
     return acc.stats
 
 
@@ -88,8 +105,21 @@ def _check_against_reference(stats: Stats, x, y, rel=1e-12) -> None:
 
 def _f16_extremes(rng, n=50_000):
     finfo = np.finfo(np.float16)
-    special = np.array([finfo.max, -finfo.max, finfo.tiny, -finfo.tiny, finfo.smallest_subnormal,
-                        -finfo.smallest_subnormal, 0.0, -0.0, 1.0, -1.0], np.float32)
+    special = np.array(
+        [
+            finfo.max,
+            -finfo.max,
+            finfo.tiny,
+            -finfo.tiny,
+            finfo.smallest_subnormal,
+            -finfo.smallest_subnormal,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+        ],
+        np.float32,
+    )
     y = (rng.standard_normal(n) * 300).astype(np.float32)
     y[rng.integers(0, n, special.size * 20)] = np.resize(special, special.size * 20)
     x = np.clip(y * (1 + 1e-3 * rng.standard_normal(n)), -finfo.max, finfo.max).astype(np.float16)
@@ -98,18 +128,28 @@ def _f16_extremes(rng, n=50_000):
 
 CASES = {
     "float16 extremes": _f16_extremes,
-    "bfloat16": lambda rng: ((rng.standard_normal(30_000) * 1e30).astype(ml_dtypes.bfloat16),
-                             (rng.standard_normal(30_000) * 1e30).astype(np.float32)),
-    "bfloat16 both": lambda rng: (rng.standard_normal(30_000).astype(ml_dtypes.bfloat16),
-                                  rng.standard_normal(30_000).astype(ml_dtypes.bfloat16)),
-    "float16 both": lambda rng: (rng.standard_normal(30_000).astype(np.float16),
-                                 rng.standard_normal(30_000).astype(np.float16)),
-    "float64 large mean": lambda rng: (1e7 + rng.standard_normal(20_000) * 1e-2,
-                                       1e7 + rng.standard_normal(20_000) * 1e-2),
+    "bfloat16": lambda rng: (
+        (rng.standard_normal(30_000) * 1e30).astype(ml_dtypes.bfloat16),
+        (rng.standard_normal(30_000) * 1e30).astype(np.float32),
+    ),
+    "bfloat16 both": lambda rng: (
+        rng.standard_normal(30_000).astype(ml_dtypes.bfloat16),
+        rng.standard_normal(30_000).astype(ml_dtypes.bfloat16),
+    ),
+    "float16 both": lambda rng: (
+        rng.standard_normal(30_000).astype(np.float16),
+        rng.standard_normal(30_000).astype(np.float16),
+    ),
+    "float64 large mean": lambda rng: (
+        1e7 + rng.standard_normal(20_000) * 1e-2,
+        1e7 + rng.standard_normal(20_000) * 1e-2,
+    ),
     "zeros": lambda rng: (np.zeros(5000, np.float16), np.zeros(5000, np.float32)),
     "golden zeros": lambda rng: (rng.standard_normal(5000).astype(np.float16), np.zeros(5000, np.float32)),
-    "int32 and uint8": lambda rng: (rng.integers(-1000, 1000, 10_000).astype(np.int32),
-                                    rng.integers(0, 255, 10_000).astype(np.uint8)),
+    "int32 and uint8": lambda rng: (
+        rng.integers(-1000, 1000, 10_000).astype(np.int32),
+        rng.integers(0, 255, 10_000).astype(np.uint8),
+    ),
     "bool": lambda rng: (rng.integers(0, 2, 10_000).astype(bool), rng.integers(0, 2, 10_000).astype(bool)),
     "one element": lambda rng: (np.array([3.0], np.float16), np.array([2.0], np.float32)),
 }
@@ -133,8 +173,20 @@ def test_nan_and_inf_follow_numpy(kernel_backend, where, value):
         y[[5, 4000]] = value
     stats = _fold_both_passes(x, y, kernel_backend)
     expected = reference(x, y)
-    for name in ("sum_xy", "max_abs", "rel_max", "x_lo", "x_hi", "y_lo", "y_hi", "nan_x", "nan_y",
-                 "inf_x", "inf_y", "kl_cross"):
+    for name in (
+        "sum_xy",
+        "max_abs",
+        "rel_max",
+        "x_lo",
+        "x_hi",
+        "y_lo",
+        "y_hi",
+        "nan_x",
+        "nan_y",
+        "inf_x",
+        "inf_y",
+        "kl_cross",
+    ):
         ours, theirs = getattr(stats, name), expected[name]
         assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12), name
 
@@ -145,13 +197,14 @@ def test_both_backends_print_the_same_metrics():
     results = []
     for compiled in (None, kernels.numba_kernels()):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(kernels, "numba_for", lambda size, wanted=None: compiled)
+            patch.setattr(kernels, "numba_for", lambda size, wanted=None, compiled=compiled: compiled)
             results.append(compare_arrays(x, y))
     printed = [{k: v if isinstance(v, str) else "%.6f" % v for k, v in r.values.items()} for r in results]
     assert printed[0] == printed[1]
 
 
 # --- partial statistics combine ----------------------------------------------------------------
+
 
 def _cuts(rng, n, parts):
     return [0] + sorted(rng.choice(np.arange(1, n), parts - 1, replace=False).tolist()) + [n]
@@ -187,6 +240,7 @@ def test_combine_leaves_its_inputs_alone_and_merges_empty_parts():
 
 # --- a custom statistic group ------------------------------------------------------------------
 
+
 def _fold_count_positive(stats, x, y):
     stats.extra["positive"] = stats.extra.get("positive", 0) + int(np.count_nonzero(x > 0))
 
@@ -221,10 +275,11 @@ def test_a_misspelt_group_fails_when_the_metric_is_made():
 
 # --- 10**8 elements --------------------------------------------------------------------------------
 
+
 def _big_chunks(n, chunk):
     rng = np.random.default_rng(8)
     for start in range(0, n, chunk):
-        y = (rng.standard_normal(min(chunk, n - start), dtype=np.float32) * 4 + 1)
+        y = rng.standard_normal(min(chunk, n - start), dtype=np.float32) * 4 + 1
         yield (y + np.float32(0.01) * y * y).astype(np.float16), y
 
 
@@ -236,7 +291,7 @@ def test_a_10e8_element_pair_keeps_its_digits():
     """
     pytest.importorskip("numba", reason="numba is not installed (pip install precision-tool[fast])")
     compiled = kernels.numba_kernels()
-    n, chunk = 10 ** 8, 1 << 22
+    n, chunk = 10**8, 1 << 22
     acc = Accumulator(METRICS[:1] + METRICS[6:8])  # cosine, MAE, RMSE: one pass
     acc.kernels = compiled
     sums = {"xy": [], "xx": [], "yy": [], "abs": [], "sq": []}
@@ -256,6 +311,7 @@ def test_a_10e8_element_pair_keeps_its_digits():
 
 
 # --- choosing the backend ----------------------------------------------------------------------
+
 
 @pytest.fixture
 def fresh_choice(monkeypatch):
@@ -307,8 +363,10 @@ def test_the_kernel_cache_is_a_writable_directory_outside_the_data(fresh_choice,
     assert kernels.numba_cache_dir() == tmp_path / "mine"
 
 
-@pytest.mark.parametrize("values", [[0.0, 5e-324], [0.0, 2.225073858507203e-309], [3.0, 3.0], [1.0, np.inf],
-                                    [-np.inf, np.inf, 0.0], [np.nan, 1.0]])
+@pytest.mark.parametrize(
+    "values",
+    [[0.0, 5e-324], [0.0, 2.225073858507203e-309], [3.0, 3.0], [1.0, np.inf], [-np.inf, np.inf, 0.0], [np.nan, 1.0]],
+)
 def test_kl_over_subnormal_zero_and_infinite_ranges(kernel_backend, values):
     """The normalisation (x - lo)/span where 1/span overflows, span is 0, or not finite."""
     x = np.array(values)

@@ -12,8 +12,8 @@ import os
 import numpy as np
 import pytest
 
-from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion, open_npy_side
 from precision_tool.compare.golden_pairing import NpySide
+from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion, open_npy_side
 from precision_tool.errors import PrecisionToolError
 
 

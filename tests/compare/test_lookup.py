@@ -49,8 +49,9 @@ def test_find_ops_walks_the_debug_dirs_in_order_and_only_as_far_as_needed(worksp
     assert workspace.find_op(CONV, "debug_1").debug == "debug_1"
     loaded = []
     models = Workspace.models
-    monkeypatch.setattr(Workspace, "models", lambda self, debug="debug_0", *a: loaded.append(debug)
-                        or models(self, debug, *a))
+    monkeypatch.setattr(
+        Workspace, "models", lambda self, debug="debug_0", *a: loaded.append(debug) or models(self, debug, *a)
+    )
     assert workspace.find_op(CONV).debug == "debug_0" and loaded == ["debug_0"]
 
 
@@ -63,7 +64,7 @@ def test_an_unreadable_graph_is_an_error_of_that_file(sample_data):
 
 
 def test_op_dumps_are_the_ops_latest_launch_per_step(workspace):
-    (step, file), = workspace.op_dumps(workspace.find_op(CONV))
+    ((step, file),) = workspace.op_dumps(workspace.find_op(CONV))
     assert file.name.op_name == "resnet_conv1_Conv2D" and file.path.is_file()
     assert step.model_name == workspace.find_op(CONV).graph.name
     assert workspace.op_dumps(workspace.find_op("resnet/conv1/kernel")) == []  # a Const: no dump
@@ -74,8 +75,11 @@ def test_names_users_type_resolve_over_a_workspace(workspace):
     assert [r.op.name for r in found.refs] == [CONV] and found.other_debugs == ["debug_1"]
     assert found.note == f"resnet/conv1/BiasAdd is fused into {CONV}"
     assert lookup_op(workspace, "conv1/Conv2D").op.name == CONV  # a substring
-    with pytest.raises(PrecisionToolError, match=r"no operator matches 'resnet/conv1/Conv2E'; "
-                                                 r"did you mean resnet/conv1/Conv2D"):
+    with pytest.raises(
+        PrecisionToolError,
+        match=r"no operator matches 'resnet/conv1/Conv2E'; "
+        r"did you mean resnet/conv1/Conv2D",
+    ):
         lookup_ops(workspace, "resnet/conv1/Conv2E")
 
 

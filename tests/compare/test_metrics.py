@@ -13,10 +13,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError, read_dump, read_golden
-from precision_tool.compare import metrics as M
 from precision_tool.compare import kernels
+from precision_tool.compare import metrics as M
 from precision_tool.compare.metrics import (
-    METRIC_NAMES, METRICS, Accumulator, Metric, compare_arrays, select_metrics, shape_mismatch,
+    METRIC_NAMES,
+    METRICS,
+    Accumulator,
+    Metric,
+    compare_arrays,
+    select_metrics,
+    shape_mismatch,
 )
 from tests.conftest import FIXTURES
 
@@ -24,6 +30,7 @@ NUMERIC = [m.name for m in METRICS if not m.text]
 
 
 # --- the reference CSV of the small fixture --------------------------------------------------
+
 
 def _reference_rows():
     case_dir = FIXTURES / "small"
@@ -73,10 +80,10 @@ def test_every_reference_row_agrees_with_msaccucmp(small_case, reference, chunk,
     xf, yf = np.ascontiguousarray(x).ravel(), np.ascontiguousarray(y).ravel()
     acc = Accumulator(METRICS)
     for start in range(0, xf.size, chunk):
-        acc.update(xf[start:start + chunk], yf[start:start + chunk])
+        acc.update(xf[start : start + chunk], yf[start : start + chunk])
     assert acc.needs_second_pass
     for start in range(0, xf.size, chunk):
-        acc.update_second(xf[start:start + chunk], yf[start:start + chunk])
+        acc.update_second(xf[start : start + chunk], yf[start : start + chunk])
     result = acc.result()
     assert abs(result.value("CosineSimilarity") - float(reference["CosineSimilarity"])) <= 1e-6
     for name in NUMERIC[1:]:
@@ -87,8 +94,7 @@ def test_every_reference_row_agrees_with_msaccucmp(small_case, reference, chunk,
 
 def test_the_planted_defect_row_to_the_printed_digits(small_case, kernel_backend):
     result = compare_arrays(*_host_pair(small_case, "model/add/add:output:0"))
-    expected = [0.505089, 5.783783, 1944.898682, 0.868205, 0.338589, 1.173538, 1.498777,
-                161.276947, 1.899315]
+    expected = [0.505089, 5.783783, 1944.898682, 0.868205, 0.338589, 1.173538, 1.498777, 161.276947, 1.899315]
     # float64 here vs msaccucmp's float32: the relative-error sums differ in the 8th digit
     # (1944.898744, 161.276944); everything else prints the same 6 decimals
     assert [result.value(name) for name in NUMERIC] == pytest.approx(expected, rel=1e-7, abs=5e-7)
@@ -96,6 +102,7 @@ def test_the_planted_defect_row_to_the_printed_digits(small_case, kernel_backend
 
 
 # --- streaming equals the one-shot float64 formulas -------------------------------------------
+
 
 def _one_shot(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     """FORMATS.md section 6 written the obvious way, whole arrays, float64."""
@@ -109,7 +116,7 @@ def _one_shot(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
         else:
             cos = float(np.minimum(np.sum(x * y) / (nx * ny), 1.0))
         rel = np.where(np.abs(y) > eps, np.abs(x / y - 1), 0)
-        red = 0.0 if np.sqrt(np.sum(y ** 2)) <= eps else float(np.sqrt(np.sum((x - y) ** 2) / np.sum(y ** 2)))
+        red = 0.0 if np.sqrt(np.sum(y**2)) <= eps else float(np.sqrt(np.sum((x - y) ** 2) / np.sum(y**2)))
 
         def norm(a):
             span = a.max() - a.min()
@@ -119,13 +126,17 @@ def _one_shot(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
         p, q = p / p.sum(), q / q.sum()
         kl = float(np.sum(p * np.log(p / q)))
         return {
-            "CosineSimilarity": cos, "MaxAbsoluteError": float(np.max(np.abs(x - y))),
-            "AccumulatedRelativeError": float(rel.sum()), "RelativeEuclideanDistance": red,
+            "CosineSimilarity": cos,
+            "MaxAbsoluteError": float(np.max(np.abs(x - y))),
+            "AccumulatedRelativeError": float(rel.sum()),
+            "RelativeEuclideanDistance": red,
             "KullbackLeiblerDivergence": 0.0 if abs(kl) < eps else kl,
             "MeanAbsoluteError": float(np.mean(np.abs(x - y))),
             "RootMeanSquareError": float(np.sqrt(np.mean((x - y) ** 2))),
-            "MaxRelativeError": float(rel.max()), "MeanRelativeError": float(rel.mean()),
-            "mean": (float(np.mean(x)), float(np.mean(y))), "std": (float(np.std(x)), float(np.std(y))),
+            "MaxRelativeError": float(rel.max()),
+            "MeanRelativeError": float(rel.mean()),
+            "mean": (float(np.mean(x)), float(np.mean(y))),
+            "std": (float(np.std(x)), float(np.std(y))),
         }
 
 
@@ -142,10 +153,15 @@ def _close(a, b, rel=1e-9, abs_=1e-9):
     return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
 
 
-_values = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-20]),
-                    st.just(math.nan), st.sampled_from([math.inf, -math.inf]))
-_arrays = st.integers(1, 60).flatmap(lambda n: st.tuples(
-    st.lists(_values, min_size=n, max_size=n), st.lists(_values, min_size=n, max_size=n)))
+_values = st.one_of(
+    st.floats(-1e3, 1e3),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-20]),
+    st.just(math.nan),
+    st.sampled_from([math.inf, -math.inf]),
+)
+_arrays = st.integers(1, 60).flatmap(
+    lambda n: st.tuples(st.lists(_values, min_size=n, max_size=n), st.lists(_values, min_size=n, max_size=n))
+)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
@@ -157,6 +173,7 @@ def test_streaming_over_any_chunking_equals_the_one_shot_formulas(backend):
     def check(pair, chunk, block):
         with mock.patch.object(kernels, "numba_for", lambda size, wanted=None: kernel):
             _streaming_equals_one_shot(pair, chunk, block)
+
     check()
 
 
@@ -174,7 +191,7 @@ def _streaming_equals_one_shot(pair, chunk, block):
         result = compare_arrays(x, y, chunk=chunk)
         acc = Accumulator(select_metrics("StandardDeviation"))
         for start in range(0, x.size, chunk):
-            acc.update(x[start:start + chunk], y[start:start + chunk])
+            acc.update(x[start : start + chunk], y[start : start + chunk])
     for name in NUMERIC:
         got = result.values.get(name)
         tolerance = KL_TOLERANCE if name == "KullbackLeiblerDivergence" else {}
@@ -192,8 +209,7 @@ def test_kl_decomposition_equals_the_direct_sum(values, scale):
     x = np.array(values)
     y = x * scale + np.linspace(0, 1, x.size)
     direct = _one_shot(x, y)["KullbackLeiblerDivergence"]
-    assert _close(compare_arrays(x, y, select_metrics("4")).value("KullbackLeiblerDivergence"), direct,
-                  **KL_TOLERANCE)
+    assert _close(compare_arrays(x, y, select_metrics("4")).value("KullbackLeiblerDivergence"), direct, **KL_TOLERANCE)
 
 
 def test_std_survives_a_large_mean():
@@ -201,11 +217,12 @@ def test_std_survives_a_large_mean():
     x = 1e7 + rng.standard_normal(200_000) * 1e-2
     acc = Accumulator(select_metrics("StandardDeviation"))
     for start in range(0, x.size, 10_000):
-        acc.update(x[start:start + 10_000], x[start:start + 10_000])
+        acc.update(x[start : start + 10_000], x[start : start + 10_000])
     assert math.sqrt(acc.stats.m2_x / acc.stats.count) == pytest.approx(np.std(x), rel=1e-6)
 
 
 # --- edge rules ---------------------------------------------------------------------------
+
 
 def test_both_sides_zero_give_cosine_one():
     result = compare_arrays(np.zeros(5), np.zeros(5))
@@ -213,8 +230,7 @@ def test_both_sides_zero_give_cosine_one():
     assert result.fail_reason == ""
 
 
-@pytest.mark.parametrize("x, y, side", [(np.zeros(4), np.ones(4), "NPU"),
-                                         (np.ones(4), np.zeros(4), "golden")])
+@pytest.mark.parametrize("x, y, side", [(np.zeros(4), np.ones(4), "NPU"), (np.ones(4), np.zeros(4), "golden")])
 def test_one_side_zero_is_not_compared_by_cosine(x, y, side):
     result = compare_arrays(x, y)
     assert "CosineSimilarity" not in result.values and math.isnan(result.value("CosineSimilarity"))
@@ -265,8 +281,10 @@ def test_shape_mismatch_names_both_shapes():
 
 def test_nan_and_inf_propagate_as_computed_values():
     result = compare_arrays(np.array([1.0, np.nan, 3.0]), np.array([1.0, 2.0, 3.0]))
-    assert all(math.isnan(result.values[name]) for name in
-               ("CosineSimilarity", "MaxAbsoluteError", "KullbackLeiblerDivergence", "MeanRelativeError"))
+    assert all(
+        math.isnan(result.values[name])
+        for name in ("CosineSimilarity", "MaxAbsoluteError", "KullbackLeiblerDivergence", "MeanRelativeError")
+    )
     assert result.std_text == "(nan;nan),(2.000;0.816)"
     result = compare_arrays(np.array([1.0, np.inf, 3.0]), np.array([1.0, 2.0, 3.0]))
     assert result.values["MaxAbsoluteError"] == math.inf and math.isnan(result.values["CosineSimilarity"])
@@ -289,13 +307,15 @@ def test_small_means_and_stds_print_as_zero_without_sign():
 
 # --- selection and pluggability -----------------------------------------------------------
 
+
 def test_select_metrics_by_index_name_and_all():
     assert [m.name for m in select_metrics("0")] == ["CosineSimilarity"]
     # the order given, as msaccucmp's -alg 5,1 writes StandardDeviation before MaxAbsoluteError
-    assert [m.name for m in select_metrics("meanrelativeerror, 1, 9")] == [
-        "MeanRelativeError", "MaxAbsoluteError"]
+    assert [m.name for m in select_metrics("meanrelativeerror, 1, 9")] == ["MeanRelativeError", "MaxAbsoluteError"]
     assert [m.name for m in select_metrics([3, "KullbackLeiblerDivergence"])] == [
-        "RelativeEuclideanDistance", "KullbackLeiblerDivergence"]
+        "RelativeEuclideanDistance",
+        "KullbackLeiblerDivergence",
+    ]
     assert select_metrics("all") == METRICS == select_metrics(None)
     assert METRIC_NAMES[0] == "CosineSimilarity" and len(METRIC_NAMES) == 10
     with pytest.raises(PrecisionToolError, match="unknown metric 'cosine'"):

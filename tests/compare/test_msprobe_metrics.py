@@ -23,11 +23,10 @@ from hypothesis import strategies as st
 
 from precision_tool.compare import pair_compare, split
 from precision_tool.compare.engine import compare_tasks
+from precision_tool.compare.golden_pairing import NpySide, PairTask
 from precision_tool.compare.load import ArrayBlocks, HeaderCache, open_side
 from precision_tool.compare.metrics import METRICS, Accumulator
-from precision_tool.compare.msprobe_metrics import (EUC_DIST, MSPROBE_COLUMNS, MSPROBE_METRICS, precheck,
-                                                    select_msprobe)
-from precision_tool.compare.golden_pairing import NpySide, PairTask
+from precision_tool.compare.msprobe_metrics import EUC_DIST, MSPROBE_COLUMNS, MSPROBE_METRICS, precheck, select_msprobe
 from precision_tool.compare.stat_groups import combine
 from precision_tool.errors import PrecisionToolError
 
@@ -48,8 +47,11 @@ def _sources(case: dict):
     for array in _arrays(case):
         values = array.astype(ml_dtypes.bfloat16)
         assert np.array_equal(values.astype(np.float32), array)  # stored exactly
-        sides.append(ArrayBlocks(shape=values.shape, dtype=values.dtype, dtype_name="bfloat16",
-                                 nbytes=values.nbytes, array=values))
+        sides.append(
+            ArrayBlocks(
+                shape=values.shape, dtype=values.dtype, dtype_name="bfloat16", nbytes=values.nbytes, array=values
+            )
+        )
     return tuple(sides)
 
 
@@ -116,8 +118,14 @@ def _in_ranges(case: dict, pieces: int, chunk: int = 700):
     return acc.result()
 
 
-@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if precheck(*(
-    np.load(DATA / "tensor" / c[s], mmap_mode="r").shape for s in ("npu", "bench"))) is None))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        n
+        for n, c in CASES.items()
+        if precheck(*(np.load(DATA / "tensor" / c[s], mmap_mode="r").shape for s in ("npu", "bench"))) is None
+    ),
+)
 def test_ranges_merged_give_msprobes_cells(name):
     case = CASES[name]
     for pieces in (2, 7):
@@ -128,11 +136,24 @@ def test_ranges_merged_give_msprobes_cells(name):
 
 def test_a_big_tensor_split_by_the_engine_gives_msprobes_cells():
     case = CASES["big_fp16"]
-    task = PairTask(1, "Op", "op", "op", "op:output:0", NpySide(DATA / "tensor" / case["npu"]),
-                    NpySide(DATA / "tensor" / case["bench"]))
+    task = PairTask(
+        1,
+        "Op",
+        "op",
+        "op",
+        "op:output:0",
+        NpySide(DATA / "tensor" / case["npu"]),
+        NpySide(DATA / "tensor" / case["bench"]),
+    )
     x, y = (open_side(side, HeaderCache()) for side in (task.left, task.right))
-    unit = split.SplitCompare(task, x, y, split.split_points(x.size, 1, 5), (MSPROBE_METRICS, 4096, None),
-                              pair_compare.base_row(task, HeaderCache()))
+    unit = split.SplitCompare(
+        task,
+        x,
+        y,
+        split.split_points(x.size, 1, 5),
+        (MSPROBE_METRICS, 4096, None),
+        pair_compare.base_row(task, HeaderCache()),
+    )
 
     class Done:
         def __init__(self, value):
@@ -152,12 +173,23 @@ def test_a_big_tensor_split_by_the_engine_gives_msprobes_cells():
 
 def test_the_engine_writes_the_numbers_into_rows():
     names = ["fp32_noise", "zero_npu", "nan_positions_differ"]
-    tasks = [PairTask(i, "Op", name, name, f"{name}:output:0", NpySide(DATA / "tensor" / CASES[name]["npu"]),
-                      NpySide(DATA / "tensor" / CASES[name]["bench"])) for i, name in enumerate(names)]
+    tasks = [
+        PairTask(
+            i,
+            "Op",
+            name,
+            name,
+            f"{name}:output:0",
+            NpySide(DATA / "tensor" / CASES[name]["npu"]),
+            NpySide(DATA / "tensor" / CASES[name]["bench"]),
+        )
+        for i, name in enumerate(names)
+    ]
     rows = list(compare_tasks(tasks, MSPROBE_METRICS))
     for row, name in zip(rows, names):
-        numbers = {c: _expected_value(v) for c, v in CASES[name]["cells"].items()
-                   if not isinstance(_expected_value(v), str)}
+        numbers = {
+            c: _expected_value(v) for c, v in CASES[name]["cells"].items() if not isinstance(_expected_value(v), str)
+        }
         assert set(row.metrics) == set(numbers)  # msprobe's texts are not numbers: not in the row
         for column, value in numbers.items():
             assert row.metrics[column] == pytest.approx(value, rel=1e-12, abs=1.5e-12)
@@ -231,7 +263,7 @@ def _result(x, y, bounds, chunk):
     for start, stop in zip(bounds, bounds[1:]):
         part = Accumulator(MSPROBE_METRICS, size=x.size, numba=False)
         for at in range(start, stop, chunk):
-            part.update(x[at:min(at + chunk, stop)], y[at:min(at + chunk, stop)])
+            part.update(x[at : min(at + chunk, stop)], y[at : min(at + chunk, stop)])
         total = part.stats if total is None else combine(total, part.stats, acc.first)
     acc.stats = total
     return acc.result()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,13 +14,24 @@ from precision_tool.formats.msprobe_dump import parse_dump
 
 
 def leaf(shape, dtype="torch.float16") -> dict:
-    return {"type": "torch.Tensor", "dtype": dtype, "shape": list(shape), "Max": 1.0, "Min": 0.0,
-            "Mean": 0.5, "Norm": 1.0, "requires_grad": False}
+    return {
+        "type": "torch.Tensor",
+        "dtype": dtype,
+        "shape": list(shape),
+        "Max": 1.0,
+        "Min": 0.0,
+        "Mean": 0.5,
+        "Norm": 1.0,
+        "requires_grad": False,
+    }
 
 
 def call(inputs, outputs, kwargs=None) -> dict:
-    return {"input_args": [leaf(s) for s in inputs], "input_kwargs": {k: leaf(s) for k, s in (kwargs or {}).items()},
-            "output": [leaf(s) for s in outputs]}
+    return {
+        "input_args": [leaf(s) for s in inputs],
+        "input_kwargs": {k: leaf(s) for k, s in (kwargs or {}).items()},
+        "output": [leaf(s) for s in outputs],
+    }
 
 
 def dump(calls: dict) -> object:
@@ -45,7 +55,8 @@ def test_same_keys_pair_call_by_call_and_tensor_by_tensor():
         ("Functional.linear.0.forward.input.bias", "Functional.linear.0.forward.input.bias", "key"),
         ("Functional.linear.0.forward.output.0", "Functional.linear.0.forward.output.0", "key"),
         ("Functional.relu.0.forward.input.0", "Functional.relu.0.forward.input.0", "key"),
-        ("Functional.relu.0.forward.output.0", "Functional.relu.0.forward.output.0", "key")]
+        ("Functional.relu.0.forward.output.0", "Functional.relu.0.forward.output.0", "key"),
+    ]
     assert all(not p.reason for p in result.pairs) and not result.notes and not result.bench_only
     assert result.mapping()[0] == ("Functional.linear.0.forward.input.0", "Functional.linear.0.forward.input.0")
 
@@ -53,16 +64,21 @@ def test_same_keys_pair_call_by_call_and_tensor_by_tensor():
 def test_a_count_that_drifted_pairs_by_kind_and_order():
     # the bench framework makes one more linear call first (another version wraps a projection)
     npu = {"Functional.linear.0.forward": LINEAR, "Functional.relu.0.forward": RELU}
-    bench = {"Functional.linear.0.forward": call([(2, 3), (4, 3)], [(2, 4)], {"bias": (4,)}),
-             "Functional.linear.1.forward": LINEAR, "Functional.relu.0.forward": RELU}
+    bench = {
+        "Functional.linear.0.forward": call([(2, 3), (4, 3)], [(2, 4)], {"bias": (4,)}),
+        "Functional.linear.1.forward": LINEAR,
+        "Functional.relu.0.forward": RELU,
+    }
     result = pair_calls(dump(npu), dump(bench))
     first = result.pairs[0]
     assert (first.npu_name, first.bench_name, first.how) == (
-        "Functional.linear.0.forward.input.0", "Functional.linear.1.forward.input.0", "order")
+        "Functional.linear.0.forward.input.0",
+        "Functional.linear.1.forward.input.0",
+        "order",
+    )
     assert not first.reason  # the shapes agree: the drift is found, not a mismatch
     assert [c.key.text for c in result.bench_only] == ["Functional.linear.0.forward"]
-    assert pairs_of(result)[-1] == ("Functional.relu.0.forward.output.0",
-                                    "Functional.relu.0.forward.output.0", "key")
+    assert pairs_of(result)[-1] == ("Functional.relu.0.forward.output.0", "Functional.relu.0.forward.output.0", "key")
 
 
 def test_a_shape_mismatch_inside_an_unmatched_stretch_is_the_rows_reason():
@@ -75,18 +91,23 @@ def test_a_shape_mismatch_inside_an_unmatched_stretch_is_the_rows_reason():
 
 
 def test_one_npu_call_for_several_bench_calls_is_fused_and_compares_its_output():
-    npu = {"Functional.linear.0.forward": LINEAR,
-           "NPU.npu_fusion_attention.0.forward": call([(2, 8), (2, 8), (2, 8)], [(2, 8)]),
-           "Functional.relu.0.forward": RELU}
-    bench = {"Functional.linear.0.forward": LINEAR,
-             "Torch.matmul.0.forward": call([(2, 8), (8, 2)], [(2, 2)]),
-             "Functional.softmax.0.forward": call([(2, 2)], [(2, 2)]),
-             "Torch.matmul.1.forward": call([(2, 2), (2, 8)], [(2, 8)]),
-             "Functional.relu.0.forward": RELU}
+    npu = {
+        "Functional.linear.0.forward": LINEAR,
+        "NPU.npu_fusion_attention.0.forward": call([(2, 8), (2, 8), (2, 8)], [(2, 8)]),
+        "Functional.relu.0.forward": RELU,
+    }
+    bench = {
+        "Functional.linear.0.forward": LINEAR,
+        "Torch.matmul.0.forward": call([(2, 8), (8, 2)], [(2, 2)]),
+        "Functional.softmax.0.forward": call([(2, 2)], [(2, 2)]),
+        "Torch.matmul.1.forward": call([(2, 2), (2, 8)], [(2, 8)]),
+        "Functional.relu.0.forward": RELU,
+    }
     result = pair_calls(dump(npu), dump(bench))
     fused = [p for p in result.pairs if p.npu_call.key.text.startswith("NPU.")]
     assert [(p.npu_name, p.bench_name, p.how) for p in fused if p.bench is not None] == [
-        ("NPU.npu_fusion_attention.0.forward.output.0", "Torch.matmul.1.forward.output.0", "fused")]
+        ("NPU.npu_fusion_attention.0.forward.output.0", "Torch.matmul.1.forward.output.0", "fused")
+    ]
     assert all(p.reason.startswith("a fused NPU call") for p in fused if p.bench is None)
     (note,) = result.notes
     assert note.startswith("NPU.npu_fusion_attention.0.forward stands for 3 bench calls")
@@ -94,8 +115,11 @@ def test_one_npu_call_for_several_bench_calls_is_fused_and_compares_its_output()
 
 
 def test_an_npu_call_with_nothing_on_the_bench_side_is_one_to_zero():
-    npu = {"Functional.linear.0.forward": LINEAR, "Tensor.contiguous.0.forward": RELU,
-           "Functional.relu.0.forward": RELU}
+    npu = {
+        "Functional.linear.0.forward": LINEAR,
+        "Tensor.contiguous.0.forward": RELU,
+        "Functional.relu.0.forward": RELU,
+    }
     bench = {"Functional.linear.0.forward": LINEAR, "Functional.relu.0.forward": RELU}
     result = pair_calls(dump(npu), dump(bench))
     alone = [p for p in result.pairs if p.npu_call.key.text == "Tensor.contiguous.0.forward"]
@@ -105,8 +129,10 @@ def test_an_npu_call_with_nothing_on_the_bench_side_is_one_to_zero():
 
 def test_the_mapping_wins_and_a_name_it_does_not_know_is_noted():
     calls = {"Functional.linear.0.forward": LINEAR, "Functional.linear.1.forward": LINEAR}
-    mapping = {"Functional.linear.0.forward.output.0": "Functional.linear.1.forward.output.0",
-               "Functional.nothing.0.forward.output.0": "x"}
+    mapping = {
+        "Functional.linear.0.forward.output.0": "Functional.linear.1.forward.output.0",
+        "Functional.nothing.0.forward.output.0": "x",
+    }
     result = pair_calls(dump(calls), dump(calls), mapping)
     by_name = {p.npu_name: p for p in result.pairs}
     mapped = by_name["Functional.linear.0.forward.output.0"]

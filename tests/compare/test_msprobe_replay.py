@@ -49,10 +49,14 @@ def tree(tmp_path):
     wrong = right.copy()
     wrong[0, 1] = -wrong[0, 1] + 3
     for side, out in (("npu", wrong), ("bench", right)):
-        write_rank(tmp_path / side / "step0" / "rank0", [
-            (CONV, [x, w, None, [2, 2], [1, 1]], [y], {"bias": b}),
-            (LINEAR, [flat, lw], [out]),
-        ], framework="pytorch")
+        write_rank(
+            tmp_path / side / "step0" / "rank0",
+            [
+                (CONV, [x, w, None, [2, 2], [1, 1]], [y], {"bias": b}),
+                (LINEAR, [flat, lw], [out]),
+            ],
+            framework="pytorch",
+        )
     context, _ = make_context(tmp_path)
     dumps = MsprobeDumps(tmp_path / "npu" / "step0" / "rank0", tmp_path / "bench" / "step0" / "rank0")
     return context, dumps, tmp_path

@@ -19,8 +19,12 @@ from precision_tool.compare.verdict import DIVERGES, NOT_COMPARED, RED_FLOOR, RO
 
 def side(a: np.ndarray) -> StatsSide:
     a64 = a.astype(np.float64)
-    return StatsSide(Summary(float(a64.max()), float(a64.min()), float(a64.mean()),
-                             float(np.sqrt((a64 * a64).sum()))), None, "float32", a.shape)
+    return StatsSide(
+        Summary(float(a64.max()), float(a64.min()), float(a64.mean()), float(np.sqrt((a64 * a64).sum()))),
+        None,
+        "float32",
+        a.shape,
+    )
 
 
 _floats = st.floats(-1e3, 1e3, allow_nan=False, width=32)

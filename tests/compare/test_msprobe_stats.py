@@ -14,8 +14,15 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from precision_tool.compare.msprobe_stats import (DIFF_COLUMNS, RELATIVE_COLUMNS, compare_summaries, md5_match,
-                                                  stat_diff, summary_cell, value_md5)
+from precision_tool.compare.msprobe_stats import (
+    DIFF_COLUMNS,
+    RELATIVE_COLUMNS,
+    compare_summaries,
+    md5_match,
+    stat_diff,
+    summary_cell,
+    value_md5,
+)
 
 from .msprobe_dumps import DATA, dump, expected, records, summary
 
@@ -46,8 +53,13 @@ def test_md5_cells():
     assert value_md5(3) == npu["Functional.param.0.forward.input.1"]
 
 
-_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**6, 10**6), st.booleans(),
-                    st.none(), st.sampled_from(["inf", "-inf", "nan", "NaN", "N/A", "npu:0", "text"]))
+_VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**6), 10**6),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["inf", "-inf", "nan", "NaN", "N/A", "npu:0", "text"]),
+)
 
 
 @given(_VALUES)

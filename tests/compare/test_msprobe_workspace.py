@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_tool.compare.manifest import CsvInfo, MANIFEST_NAME
+from precision_tool.compare.manifest import MANIFEST_NAME, CsvInfo
 from precision_tool.compare.msprobe_calls import bench_counterpart, call_tensors
 from precision_tool.compare.msprobe_tensors import find_msprobe_tensor
 from precision_tool.compare.tensor_names import resolve_tensor
@@ -60,13 +60,23 @@ def test_call_tensors_name_their_files(root):
     ref = context.find_op(MATMUL)
     items = call_tensors(ref.model, ref.op)
     assert [(t.index_name, t.name) for t in items] == [
-        ("input:0", f"{MATMUL}.input.0"), ("input:1", f"{MATMUL}.input.1"), ("output:0", f"{MATMUL}.output.0")]
+        ("input:0", f"{MATMUL}.input.0"),
+        ("input:1", f"{MATMUL}.input.1"),
+        ("output:0", f"{MATMUL}.output.0"),
+    ]
     assert items[1].path == root / "npu/step0/rank0/dump_tensor_data" / f"{MATMUL}.input.1.npy"
 
 
-@pytest.mark.parametrize("name, kind_slot", [
-    (f"{MATMUL}.input.1", "input:1"), (f"{MATMUL}:input:1", "input:1"), (MATMUL, "output:0"),
-    (f"{MATMUL}.output.0.npy", "output:0"), (f"npu:step0/rank0:{MATMUL}.input.1", "input:1")])
+@pytest.mark.parametrize(
+    "name, kind_slot",
+    [
+        (f"{MATMUL}.input.1", "input:1"),
+        (f"{MATMUL}:input:1", "input:1"),
+        (MATMUL, "output:0"),
+        (f"{MATMUL}.output.0.npy", "output:0"),
+        (f"npu:step0/rank0:{MATMUL}.input.1", "input:1"),
+    ],
+)
 def test_tensor_names_in_every_form(root, name, kind_slot):
     context, _ = make_context(root)
     found, _ = find_msprobe_tensor(context, name)
@@ -86,8 +96,9 @@ def test_bench_names_and_their_labels(root):
 def test_a_name_in_several_ranks_is_ambiguous_and_lists_them(root):
     write_rank(root / "npu" / "step0" / "rank1", _calls())
     context, _ = make_context(root)
-    with pytest.raises(PrecisionToolError, match="in several rank directories; give one: "
-                                                 f"step0/rank0:{RELU}, step0/rank1:{RELU}"):
+    with pytest.raises(
+        PrecisionToolError, match=f"in several rank directories; give one: step0/rank0:{RELU}, step0/rank1:{RELU}"
+    ):
         resolve_tensor(context, RELU)
     tensor = resolve_tensor(context, f"step0/rank1:{RELU}")
     assert tensor.label == f"step0/rank1:{RELU}.output.0"
@@ -112,8 +123,9 @@ def test_a_statistics_dump_has_no_tensor_file_and_says_where_the_statistics_are(
             del record["data_name"]
     path.write_text(json.dumps(doc))
     context, _ = make_context(root)
-    with pytest.raises(PrecisionToolError, match=f"has no tensor file: the dump holds statistics only "
-                                                 f"\\(ni {RELU} shows them\\)"):
+    with pytest.raises(
+        PrecisionToolError, match=f"has no tensor file: the dump holds statistics only \\(ni {RELU} shows them\\)"
+    ):
         resolve_tensor(context, RELU)
 
 
@@ -127,12 +139,19 @@ def test_the_bench_counterpart_is_the_same_key_without_a_result(root):
 def test_the_bench_counterpart_is_the_newest_results_ground_truth(root):
     result = root / "temp" / "vector_compare" / "20260101000000"
     result.mkdir(parents=True)
-    header = ("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
-              "CosineSimilarity,CompareFailReason\n")
+    header = (
+        "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+        "CosineSimilarity,CompareFailReason\n"
+    )
     rows = f'1,Functional.relu,{RELU},float32,NaN,{MATMUL},float32,{RELU}:input:0,"[2,3]",1.0,\n'
     (result / "result_20260101000000.csv").write_text(header + rows)
-    info = CsvInfo("result_20260101000000.csv", "step 0, rank 0", npu_vs_npu=True,
-                   npu_dump=str(root / "npu/step0/rank0"), bench_dump=str(root / "bench/step0/rank0"))
+    info = CsvInfo(
+        "result_20260101000000.csv",
+        "step 0, rank 0",
+        npu_vs_npu=True,
+        npu_dump=str(root / "npu/step0/rank0"),
+        bench_dump=str(root / "bench/step0/rank0"),
+    )
     (result / MANIFEST_NAME).write_text(json.dumps({"schema": 1, "comparisons": [info.__dict__]}))
     context, _ = make_context(root)
     found = bench_counterpart(context, context.find_op(RELU))
@@ -154,8 +173,14 @@ def test_a_results_calls_are_those_of_the_rank_it_compared(root):
     result = root / "temp" / "vector_compare" / "20260101000000"
     result.mkdir(parents=True)
     (result / "result_rank1.csv").write_text("Index,OpType,NPUDump,TensorIndex,CosineSimilarity\n")
-    info = CsvInfo("result_rank1.csv", "step 0, rank 1", device=1, npu_vs_npu=True,
-                   npu_dump=str(root / "npu/step0/rank1"), bench_dump=str(root / "bench/step0/rank0"))
+    info = CsvInfo(
+        "result_rank1.csv",
+        "step 0, rank 1",
+        device=1,
+        npu_vs_npu=True,
+        npu_dump=str(root / "npu/step0/rank1"),
+        bench_dump=str(root / "bench/step0/rank0"),
+    )
     (result / MANIFEST_NAME).write_text(json.dumps({"schema": 1, "comparisons": [info.__dict__]}))
     context, _ = make_context(root)
     ranks = context.models(MSPROBE_NPU)

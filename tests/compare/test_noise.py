@@ -65,10 +65,10 @@ def test_chains_of_correct_ops_stay_within_the_unmeasured_limit():
 
 
 def test_unit_roundoff_is_half_the_machine_epsilon():
-    assert unit_roundoff("float16") == 2.0 ** -11
-    assert unit_roundoff("DT_FLOAT16") == 2.0 ** -11
-    assert unit_roundoff("bfloat16") == unit_roundoff(ml_dtypes.bfloat16) == 2.0 ** -8
-    assert unit_roundoff(np.float32) == 2.0 ** -24
+    assert unit_roundoff("float16") == 2.0**-11
+    assert unit_roundoff("DT_FLOAT16") == 2.0**-11
+    assert unit_roundoff("bfloat16") == unit_roundoff(ml_dtypes.bfloat16) == 2.0**-8
+    assert unit_roundoff(np.float32) == 2.0**-24
     assert unit_roundoff("int32") == 0.0 and unit_roundoff("bool") == 0.0
     with pytest.raises(ValueError):
         unit_roundoff("datetime64")
@@ -112,4 +112,4 @@ def test_measured_inputs_count_up_to_their_own_rounding():
 
 def test_replay_noise_allows_inner_roundings_of_multi_step_kernels():
     assert replay_noise("float16", "LayerNorm").limit > replay_noise("float16", "Add").limit
-    assert replay_noise("float16", "Add").limit == pytest.approx(MARGIN * STORE * 2.0 ** -11)
+    assert replay_noise("float16", "Add").limit == pytest.approx(MARGIN * STORE * 2.0**-11)

@@ -30,8 +30,11 @@ def test_pieces_cut_an_array_into_c_order_runs(shape, chunk):
 
 def _loop_stats(npu, golden):
     """What the pass must find, one element at a time."""
-    finite = [(float(n), float(g)) for n, g in zip(npu.ravel(), golden.ravel())
-              if math.isfinite(float(n)) and math.isfinite(float(g))]
+    finite = [
+        (float(n), float(g))
+        for n, g in zip(npu.ravel(), golden.ravel())
+        if math.isfinite(float(n)) and math.isfinite(float(g))
+    ]
     dot = sum(n * g for n, g in finite)
     nn, gg = sum(n * n for n, _ in finite), sum(g * g for _, g in finite)
     dd = sum((n - g) ** 2 for n, g in finite)
@@ -97,9 +100,9 @@ def test_all_zero_sides():
 
 def test_dtype_facts_and_the_coarsest_float():
     half = dtype_facts(np.float16)
-    assert (half.eps, half.max, half.tiny) == (2.0 ** -10, 65504.0, 2.0 ** -14)
-    assert half.smallest_subnormal == 2.0 ** -24
-    assert dtype_facts(ml_dtypes.bfloat16).eps == 2.0 ** -7
+    assert (half.eps, half.max, half.tiny) == (2.0**-10, 65504.0, 2.0**-14)
+    assert half.smallest_subnormal == 2.0**-24
+    assert dtype_facts(ml_dtypes.bfloat16).eps == 2.0**-7
     assert not dtype_facts(np.int32).is_float
     assert coarsest([np.float32, np.float16, np.int64]).name == "float16"
     assert coarsest([np.int32]).name == "int32"

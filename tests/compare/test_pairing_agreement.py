@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-
 from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.plan import plan_comparisons
 from tests.conftest import make_context, run_command
@@ -24,7 +23,7 @@ def _planned_goldens(context) -> dict[str, dict[str, str | None]]:
 
 
 def _ni_goldens(context, out, op: str) -> dict[str, str]:
-    """"input:0" -> the golden file name on that line of ni's TF golden table ("" when none)."""
+    """ "input:0" -> the golden file name on that line of ni's TF golden table ("" when none)."""
     out.seek(0)
     out.truncate()
     run_command(context, f"ni '{op}'")

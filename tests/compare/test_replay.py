@@ -17,8 +17,15 @@ SETTINGS = settings(max_examples=40, deadline=None)
 
 
 def replay(op_type, *inputs, attrs=None, formats=(), shapes=(), dtypes=(), types=()):
-    args = ReplayArgs(tuple(np.asarray(x) for x in inputs), tuple(formats), attrs or {},
-                      tuple(tuple(s) for s in shapes), tuple(np.dtype(d) for d in dtypes), (), tuple(types))
+    args = ReplayArgs(
+        tuple(np.asarray(x) for x in inputs),
+        tuple(formats),
+        attrs or {},
+        tuple(tuple(s) for s in shapes),
+        tuple(np.dtype(d) for d in dtypes),
+        (),
+        tuple(types),
+    )
     outputs, label = run_replay(op_type, types, args)
     return outputs, label, args.notes
 
@@ -28,6 +35,7 @@ def one(op_type, *inputs, **kw):
 
 
 # --- references -------------------------------------------------------------------------------
+
 
 def ref_conv(x, w, strides, dilations, pads, groups):
     """NHWC x [kh, kw, cin/groups, cout], by the definition: every output element a sum."""
@@ -61,8 +69,12 @@ def ref_pool(x, k, s, pads, kind):
     oh, ow = (h + top + bottom - k[0]) // s[0] + 1, (wd + left + right - k[1]) // s[1] + 1
     out = np.zeros((n_, oh, ow, c))
     for n, i, j, ch in itertools.product(range(n_), range(oh), range(ow), range(c)):
-        vals = [float(x[n, y, xx, ch]) for y in range(i * s[0] - top, i * s[0] - top + k[0])
-                for xx in range(j * s[1] - left, j * s[1] - left + k[1]) if 0 <= y < h and 0 <= xx < wd]
+        vals = [
+            float(x[n, y, xx, ch])
+            for y in range(i * s[0] - top, i * s[0] - top + k[0])
+            for xx in range(j * s[1] - left, j * s[1] - left + k[1])
+            if 0 <= y < h and 0 <= xx < wd
+        ]
         out[n, i, j, ch] = max(vals) if kind == "max" else sum(vals) / len(vals)
     return out
 
@@ -98,6 +110,7 @@ def arrays(shape, seed=0):
 
 
 # --- Conv2D -------------------------------------------------------------------------------------
+
 
 def to_format(x_nhwc, fmt):
     return x_nhwc if fmt == "NHWC" else x_nhwc.transpose(0, 3, 1, 2)
@@ -151,8 +164,7 @@ def test_conv2d_explicit_pads_corner_cases():
     for pads in [(0, 0, 0, 0), (2, 0, 0, 2), (0, 2, 2, 0), (1, 2, 1, 2)]:
         for strides in [(1, 1), (2, 2), (3, 1)]:
             attrs = {"strides": [1, *strides, 1], "pads": list(pads), "data_format": "NHWC"}
-            close(one("Conv2D", x, f, attrs=attrs, formats=("NHWC", "HWCN")),
-                  ref_conv(x, f, strides, (1, 1), pads, 1))
+            close(one("Conv2D", x, f, attrs=attrs, formats=("NHWC", "HWCN")), ref_conv(x, f, strides, (1, 1), pads, 1))
 
 
 def test_conv2d_without_geometry_infers_it_from_the_shapes_when_only_one_fits():
@@ -168,13 +180,15 @@ def test_conv2d_without_geometry_infers_it_from_the_shapes_when_only_one_fits():
 
 def test_conv2d_groups_inferred_from_the_filter_when_absent():
     x, f = arrays((1, 4, 4, 4)), arrays((2, 2, 2, 4), 5)
-    outputs, _, notes = replay("Conv2D", x, f, attrs={"strides": [1, 1, 1, 1], "padding": "VALID"},
-                               formats=("NHWC", "HWCN"))
+    outputs, _, notes = replay(
+        "Conv2D", x, f, attrs={"strides": [1, 1, 1, 1], "padding": "VALID"}, formats=("NHWC", "HWCN")
+    )
     close(outputs[0], ref_conv(x, f, (1, 1), (1, 1), (0, 0, 0, 0), 2))
     assert any("groups" in n for n in notes)
 
 
 # --- pooling --------------------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(st.data())
@@ -201,9 +215,16 @@ def test_pooling_without_ksize_says_so():
 
 # --- MatMul family --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op_type,first,second", [
-    ("MatMul", "transpose_a", "transpose_b"), ("MatMulV2", "transpose_x1", "transpose_x2"),
-    ("BatchMatMul", "adj_x1", "adj_x2"), ("BatchMatMulV2", "adj_x", "adj_y")])
+
+@pytest.mark.parametrize(
+    "op_type,first,second",
+    [
+        ("MatMul", "transpose_a", "transpose_b"),
+        ("MatMulV2", "transpose_x1", "transpose_x2"),
+        ("BatchMatMul", "adj_x1", "adj_x2"),
+        ("BatchMatMulV2", "adj_x", "adj_y"),
+    ],
+)
 @pytest.mark.parametrize("t1,t2", [(False, False), (True, False), (False, True), (True, True)])
 def test_matmul_transposes(op_type, first, second, t1, t2):
     a, b = arrays((3, 4)), arrays((4, 5), 1)
@@ -223,8 +244,13 @@ def test_matmul_bias_and_batch_broadcasting():
 
 # --- elementwise ----------------------------------------------------------------------------------
 
-BINARY = {"Add": lambda p, q: p + q, "AddV2": lambda p, q: p + q, "Sub": lambda p, q: p - q,
-          "Mul": lambda p, q: p * q, "RealDiv": lambda p, q: p / q}
+BINARY = {
+    "Add": lambda p, q: p + q,
+    "AddV2": lambda p, q: p + q,
+    "Sub": lambda p, q: p - q,
+    "Mul": lambda p, q: p * q,
+    "RealDiv": lambda p, q: p / q,
+}
 
 
 @pytest.mark.parametrize("op_type", sorted(BINARY))
@@ -240,12 +266,20 @@ def test_binary_ops_that_do_not_broadcast_say_so():
 
 
 def _gelu_tanh(v):
-    return 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+    return 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)))
 
 
-UNARY = {"Relu": lambda v: max(v, 0.0), "Relu6": lambda v: min(max(v, 0.0), 6.0), "Tanh": math.tanh,
-         "Sigmoid": lambda v: 1 / (1 + math.exp(-v)), "Exp": math.exp, "Log": math.log, "Sqrt": math.sqrt,
-         "Rsqrt": lambda v: 1 / math.sqrt(v), "Gelu": _gelu_tanh}
+UNARY = {
+    "Relu": lambda v: max(v, 0.0),
+    "Relu6": lambda v: min(max(v, 0.0), 6.0),
+    "Tanh": math.tanh,
+    "Sigmoid": lambda v: 1 / (1 + math.exp(-v)),
+    "Exp": math.exp,
+    "Log": math.log,
+    "Sqrt": math.sqrt,
+    "Rsqrt": lambda v: 1 / math.sqrt(v),
+    "Gelu": _gelu_tanh,
+}
 
 
 @pytest.mark.parametrize("op_type", sorted(UNARY))
@@ -280,6 +314,7 @@ def test_bias_add_follows_data_format():
 
 # --- normalisation and reductions -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("axes", [[-1], [0], [1], [0, 2]])
 def test_softmax(axes):
     x = arrays((2, 3, 4)) * 3
@@ -306,8 +341,9 @@ def test_softmax(axes):
 
 def test_layer_norm_outputs_y_mean_and_variance():
     x, gamma, beta = arrays((2, 3, 4)), arrays((3, 4), 1), arrays((3, 4), 2)
-    outputs, _, notes = replay("LayerNorm", x, gamma, beta, attrs={"begin_norm_axis": 1, "begin_params_axis": -2,
-                                                                   "epsilon": 1e-5})
+    outputs, _, notes = replay(
+        "LayerNorm", x, gamma, beta, attrs={"begin_norm_axis": 1, "begin_params_axis": -2, "epsilon": 1e-5}
+    )
     for n in range(2):
         values = [float(v) for v in x[n].ravel()]
         mean = sum(values) / len(values)
@@ -375,9 +411,11 @@ def ref_reduce(x, axes, keep, fn):
     out_shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape))
     out = np.zeros(out_shape)
     for idx in itertools.product(*map(range, out_shape)):
-        vals = [float(x[tuple(j if a in axes else idx[a] for a, j in enumerate(full))])
-                for full in itertools.product(*map(range, x.shape))
-                if all(full[a] == idx[a] for a in range(x.ndim) if a not in axes)]
+        vals = [
+            float(x[tuple(j if a in axes else idx[a] for a, j in enumerate(full))])
+            for full in itertools.product(*map(range, x.shape))
+            if all(full[a] == idx[a] for a in range(x.ndim) if a not in axes)
+        ]
         out[idx] = fn(vals)
     return out if keep else out.reshape(tuple(n for a, n in enumerate(out_shape) if a not in axes))
 
@@ -401,6 +439,7 @@ def test_reduction_axes_inferred_from_shapes_only_when_unique():
 
 
 # --- moving values ----------------------------------------------------------------------------------
+
 
 def test_cast_truncates_to_int_and_rounds_to_float16():
     x = np.array([1.7, -1.7, 2.5, 65519.0, 1e-8])
@@ -439,10 +478,18 @@ def test_concat_forms(axis):
 
 # --- fused ops and the registry ----------------------------------------------------------------------
 
+
 def test_fused_conv_bias_relu_composes_the_tf_ops():
     x, f, bias = arrays((1, 5, 5, 2)), arrays((3, 3, 2, 3), 1), arrays((3,), 2)
-    outputs, label, _ = replay("Conv2D", x, f, bias, attrs={"strides": [1, 1, 1, 1], "padding": "SAME"},
-                               formats=("NHWC", "HWCN", "ND"), types=("Conv2D", "BiasAdd", "Relu"))
+    outputs, label, _ = replay(
+        "Conv2D",
+        x,
+        f,
+        bias,
+        attrs={"strides": [1, 1, 1, 1], "padding": "SAME"},
+        formats=("NHWC", "HWCN", "ND"),
+        types=("Conv2D", "BiasAdd", "Relu"),
+    )
     assert label == "Conv2D+BiasAdd+Relu"
     close(outputs[0], np.maximum(ref_conv(x, f, (1, 1), (1, 1), (1, 1, 1, 1), 1) + bias, 0))
 
@@ -466,17 +513,57 @@ def test_an_unknown_type_says_no_replay():
 
 
 def test_the_registry_covers_the_issues_list():
-    wanted = {"Conv2D", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "BiasAdd", "Add", "AddV2",
-              "Sub", "Mul", "RealDiv", "Relu", "Relu6", "Gelu", "Tanh", "Sigmoid", "Exp", "Log", "Sqrt",
-              "Rsqrt", "Softmax", "SoftmaxV2", "LogSoftmax", "LogSoftmaxV2", "LayerNorm", "RmsNorm", "BNInfer", "FusedBatchNorm", "ReduceMean",
-              "ReduceSum", "MaxPool", "AvgPool", "Cast", "TransData", "Reshape", "Transpose", "ConcatV2"}
+    wanted = {
+        "Conv2D",
+        "MatMul",
+        "MatMulV2",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BiasAdd",
+        "Add",
+        "AddV2",
+        "Sub",
+        "Mul",
+        "RealDiv",
+        "Relu",
+        "Relu6",
+        "Gelu",
+        "Tanh",
+        "Sigmoid",
+        "Exp",
+        "Log",
+        "Sqrt",
+        "Rsqrt",
+        "Softmax",
+        "SoftmaxV2",
+        "LogSoftmax",
+        "LogSoftmaxV2",
+        "LayerNorm",
+        "RmsNorm",
+        "BNInfer",
+        "FusedBatchNorm",
+        "ReduceMean",
+        "ReduceSum",
+        "MaxPool",
+        "AvgPool",
+        "Cast",
+        "TransData",
+        "Reshape",
+        "Transpose",
+        "ConcatV2",
+    }
     assert wanted <= set(REGISTRY)
 
 
 def test_tensors_the_op_does_not_accept_are_a_reason_not_a_crash():
     with pytest.raises(ReplayError, match="cannot use these tensors"):
-        replay("LayerNorm", arrays((2, 3)), arrays((5,)), arrays((5,)), attrs={"begin_norm_axis": 1,
-                                                                                 "begin_params_axis": 1})
+        replay(
+            "LayerNorm",
+            arrays((2, 3)),
+            arrays((5,)),
+            arrays((5,)),
+            attrs={"begin_norm_axis": 1, "begin_params_axis": 1},
+        )
 
 
 def test_a_launch_whose_input_cannot_be_read_is_a_replay_error_naming_it():

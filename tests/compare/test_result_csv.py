@@ -13,36 +13,60 @@ from precision_tool.compare.metric_data import Metric
 from precision_tool.compare.metrics import METRICS, compare_arrays, select_metrics
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import (
-    ResultWriter, columns, format_row, format_shape, format_value, latest_result_dir, parse_shape,
-    read_result_csv, result_path, write_result_csv,
+    ResultWriter,
+    columns,
+    format_row,
+    format_shape,
+    format_value,
+    latest_result_dir,
+    parse_shape,
+    read_result_csv,
+    result_path,
+    write_result_csv,
 )
 
 REFERENCE_HEADER = (
     "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,CosineSimilarity,"
     "MaxAbsoluteError,AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
     "StandardDeviation,MeanAbsoluteError,RootMeanSquareError,MaxRelativeError,MeanRelativeError,"
-    "CompareFailReason")
+    "CompareFailReason"
+)
 TAIL = ",".join(["0.9"] + ["0.1"] * 4 + ['"(0.1;0.2),(0.1;0.2)"'] + ["0.1"] * 4)
 
 
 def _row(**changes) -> CompareRow:
-    base = dict(index=5, op_type="Conv2D", npu_name="model/conv1/Conv2D", npu_dtype="float16",
-                npu_address=None, ground_truth="model/conv1/Conv2D,model/conv1/Relu",
-                golden_dtype="float32", tensor_index="model/conv1/Conv2D:output:0", shape=(2, 8, 8, 3),
-                metrics={"CosineSimilarity": 0.999, "MaxAbsoluteError": math.inf,
-                         "KullbackLeiblerDivergence": math.nan, "MeanAbsoluteError": -0.0},
-                std_text="(0.481;0.721),(0.481;0.721)", fail_reason='say "why", twice')
+    base = dict(
+        index=5,
+        op_type="Conv2D",
+        npu_name="model/conv1/Conv2D",
+        npu_dtype="float16",
+        npu_address=None,
+        ground_truth="model/conv1/Conv2D,model/conv1/Relu",
+        golden_dtype="float32",
+        tensor_index="model/conv1/Conv2D:output:0",
+        shape=(2, 8, 8, 3),
+        metrics={
+            "CosineSimilarity": 0.999,
+            "MaxAbsoluteError": math.inf,
+            "KullbackLeiblerDivergence": math.nan,
+            "MeanAbsoluteError": -0.0,
+        },
+        std_text="(0.481;0.721),(0.481;0.721)",
+        fail_reason='say "why", twice',
+    )
     base.update(changes)
     return CompareRow(**base)
 
 
 def _same(a: CompareRow, b: CompareRow) -> bool:
     """Row equality where NaN equals NaN."""
+
     def key(row):
-        return {k: ("nan" if isinstance(v, float) and math.isnan(v) else v)
-                for k, v in row.metrics.items()}
-    return (a.with_metrics({}, a.std_text, a.fail_reason) == b.with_metrics({}, b.std_text, b.fail_reason)
-            and key(a) == key(b))
+        return {k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.metrics.items()}
+
+    return a.with_metrics({}, a.std_text, a.fail_reason) == b.with_metrics({}, b.std_text, b.fail_reason) and key(
+        a
+    ) == key(b)
 
 
 def _write(tmp_path, text: str, name="r.csv", encoding="utf-8"):
@@ -52,6 +76,7 @@ def _write(tmp_path, text: str, name="r.csv", encoding="utf-8"):
 
 
 # --- msaccucmp's own file -------------------------------------------------------------------
+
 
 def test_the_default_header_is_msaccucmps(small_case):
     assert ",".join(columns()) == REFERENCE_HEADER
@@ -94,13 +119,28 @@ def test_rows_built_from_our_metrics_print_like_the_reference(small_case, tmp_pa
 
 # --- writer -----------------------------------------------------------------------------
 
+
 def test_round_trip_keeps_every_field(tmp_path):
     rows = [
         _row(),
-        _row(index=6, tensor_index="model/conv1/Conv2D:input:2", shape=(8,), metrics={}, std_text="NaN",
-             fail_reason="This tensor is scalar.", npu_dtype=None),
-        _row(index=7, op_type="Const", tensor_index=None, shape=None, metrics={}, std_text="NaN",
-             fail_reason="[w] There is no dump file for my output operator \"w\". The type is Const."),
+        _row(
+            index=6,
+            tensor_index="model/conv1/Conv2D:input:2",
+            shape=(8,),
+            metrics={},
+            std_text="NaN",
+            fail_reason="This tensor is scalar.",
+            npu_dtype=None,
+        ),
+        _row(
+            index=7,
+            op_type="Const",
+            tensor_index=None,
+            shape=None,
+            metrics={},
+            std_text="NaN",
+            fail_reason='[w] There is no dump file for my output operator "w". The type is Const.',
+        ),
         _row(index=8, shape=(), metrics={"CosineSimilarity": -math.inf}),
     ]
     path = write_result_csv(tmp_path / "r.csv", rows)
@@ -119,17 +159,21 @@ def test_a_cell_over_the_csv_field_limit_is_read_back_and_the_lines_after_it_too
     back = read_result_csv(write_result_csv(tmp_path / "r.csv", rows))
     assert len(fused) > 131072 and [r.ground_truth for r in back] == [r.ground_truth for r in rows]
     assert all(_same(a, b) for a, b in zip(rows, back))
-    path = _write(tmp_path, "Index,NPUDump,TensorIndex,CosineSimilarity\n" + "0,a,a:output:0,1\n"
-                  + f'1,"{fused}",b:output:0,high\n')
+    path = _write(
+        tmp_path,
+        "Index,NPUDump,TensorIndex,CosineSimilarity\n" + "0,a,a:output:0,1\n" + f'1,"{fused}",b:output:0,high\n',
+    )
     with pytest.raises(PrecisionToolError, match="line 3: CosineSimilarity is 'high'"):
         read_result_csv(path)
 
 
 def test_values_print_six_decimals_and_nan_texts(tmp_path):
-    line = (write_result_csv(tmp_path / "r.csv", [_row()]).read_text().splitlines()[1])
-    assert line == ('5,Conv2D,model/conv1/Conv2D,float16,NaN,"model/conv1/Conv2D,model/conv1/Relu",'
-                    'float32,model/conv1/Conv2D:output:0,"[2,8,8,3]",0.999000,inf,NaN,NaN,nan,'
-                    '"(0.481;0.721),(0.481;0.721)",-0.000000,NaN,NaN,NaN,"say ""why"", twice"')
+    line = write_result_csv(tmp_path / "r.csv", [_row()]).read_text().splitlines()[1]
+    assert line == (
+        '5,Conv2D,model/conv1/Conv2D,float16,NaN,"model/conv1/Conv2D,model/conv1/Relu",'
+        'float32,model/conv1/Conv2D:output:0,"[2,8,8,3]",0.999000,inf,NaN,NaN,nan,'
+        '"(0.481;0.721),(0.481;0.721)",-0.000000,NaN,NaN,NaN,"say ""why"", twice"'
+    )
     assert format_value(None) == "NaN" and format_value(-math.inf) == "-inf"
     assert format_shape((8,)) == "[8]" and format_shape(None) == "NaN" and format_shape(()) == "[]"
 
@@ -174,9 +218,12 @@ def test_result_path_and_latest_result_dir(tmp_path):
 
 # --- reader variants --------------------------------------------------------------------
 
+
 def test_op_sequence_overflow_and_golden_address_variants(tmp_path):
-    header = ("Index,OpSequence,OpType,NPUDump,DataType,Address,GroundTruth,DataType,Address,"
-              "TensorIndex,Shape,OverFlow," + REFERENCE_HEADER.split(",Shape,")[1])
+    header = (
+        "Index,OpSequence,OpType,NPUDump,DataType,Address,GroundTruth,DataType,Address,"
+        "TensorIndex,Shape,OverFlow," + REFERENCE_HEADER.split(",Shape,")[1]
+    )
     body = f'3,17,Add,add,float16,0x10,add_1,float16,0x20,add:output:0,"[2,2]",YES,{TAIL},\r\n'
     row = read_result_csv(_write(tmp_path, header + "\r\n" + body))[0]
     assert (row.op_sequence, row.overflow, row.npu_address, row.golden_address) == (17, "YES", "0x10", "0x20")
@@ -184,11 +231,13 @@ def test_op_sequence_overflow_and_golden_address_variants(tmp_path):
 
 
 def test_the_older_left_right_header(tmp_path):
-    text = ("Index,LeftOp,RightOp,TensorIndex,CosineSimilarity,MaxAbsoluteError,"
-            "AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
-            "StandardDeviation,CompareFailReason\n"
-            "0,conv1,conv1_tf,conv1:output:0,0.97,0.5,1.0,0.1,0.01,(0.1;0.2),(0.1;0.2),\n"
-            "1,relu,*,NaN,NaN,NaN,NaN,NaN,NaN,NaN,no dump\n")
+    text = (
+        "Index,LeftOp,RightOp,TensorIndex,CosineSimilarity,MaxAbsoluteError,"
+        "AccumulatedRelativeError,RelativeEuclideanDistance,KullbackLeiblerDivergence,"
+        "StandardDeviation,CompareFailReason\n"
+        "0,conv1,conv1_tf,conv1:output:0,0.97,0.5,1.0,0.1,0.01,(0.1;0.2),(0.1;0.2),\n"
+        "1,relu,*,NaN,NaN,NaN,NaN,NaN,NaN,NaN,no dump\n"
+    )
     text = text.replace("(0.1;0.2),(0.1;0.2)", '"(0.1;0.2),(0.1;0.2)"')
     first, second = read_result_csv(_write(tmp_path, text))
     assert (first.npu_name, first.ground_truth, first.op_type) == ("conv1", "conv1_tf", "")
@@ -202,7 +251,13 @@ def test_columns_are_found_by_name_not_position(tmp_path):
     text = "CosineSimilarity,TensorIndex,NPUDump,Index\r\n0.5,a:input:1,a,9\r\n"
     row = read_result_csv(_write(tmp_path, text))[0]
     assert (row.index, row.npu_name, row.tensor_index, row.cosine, row.is_input, row.slot) == (
-        9, "a", "a:input:1", 0.5, True, 1)
+        9,
+        "a",
+        "a:input:1",
+        0.5,
+        True,
+        1,
+    )
 
 
 def test_a_utf8_bom_is_skipped(tmp_path):
@@ -211,8 +266,9 @@ def test_a_utf8_bom_is_skipped(tmp_path):
     assert row.index == 0 and row.cosine == 0.9 and row.shape == (4,)
 
 
-@pytest.mark.parametrize("text, computed", [("nan", True), ("NaN", False), ("Nan", False),
-                                            ("*", False), ("", False), ("inf", True)])
+@pytest.mark.parametrize(
+    "text, computed", [("nan", True), ("NaN", False), ("Nan", False), ("*", False), ("", False), ("inf", True)]
+)
 def test_not_a_number_variants(tmp_path, text, computed):
     csv_text = f"Index,NPUDump,TensorIndex,CosineSimilarity,MaxAbsoluteError\n0,a,a:output:0,{text},1.5\n"
     row = read_result_csv(_write(tmp_path, csv_text))[0]
@@ -261,10 +317,14 @@ def test_parse_shape_and_row_helpers():
 
 # --- the metric columns: the selected ones; custom ones trailing --------------------------------
 
-MSACCUCMP_ALG_0 = ("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
-                   "CosineSimilarity,CompareFailReason")  # what msaccucmp -alg 0 writes
-MSACCUCMP_ALG_5_1 = ("Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
-                     "StandardDeviation,MaxAbsoluteError,CompareFailReason")  # -alg 5,1
+MSACCUCMP_ALG_0 = (
+    "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+    "CosineSimilarity,CompareFailReason"
+)  # what msaccucmp -alg 0 writes
+MSACCUCMP_ALG_5_1 = (
+    "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+    "StandardDeviation,MaxAbsoluteError,CompareFailReason"
+)  # -alg 5,1
 
 
 def _negated_cosine(stats):
@@ -280,7 +340,7 @@ def test_selected_metrics_write_only_their_columns_as_msaccucmp_does(tmp_path):
     path = write_result_csv(tmp_path / "r.csv", [_row()], metrics=select_metrics("0"))
     lines = path.read_text(encoding="utf-8").splitlines()
     assert lines[0] == MSACCUCMP_ALG_0 and lines[1].endswith(',0.999000,"say ""why"", twice"')
-    row, = read_result_csv(path)
+    (row,) = read_result_csv(path)
     assert row.metrics == {"CosineSimilarity": 0.999} and row.std_text == "NaN"
 
 
@@ -290,7 +350,7 @@ def test_custom_metrics_are_trailing_columns_and_read_back(tmp_path):
     row = _row(metrics={"CosineSimilarity": 0.5, "NegatedDot": -2.25})
     path = write_result_csv(tmp_path / "r.csv", [row], metrics=metrics)
     assert path.read_text(encoding="utf-8").splitlines()[1].endswith('"say ""why"", twice",-2.250000')
-    back, = read_result_csv(path)
+    (back,) = read_result_csv(path)
     assert back.metrics == {"CosineSimilarity": 0.5, "NegatedDot": -2.25}
 
 

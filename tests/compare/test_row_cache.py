@@ -9,10 +9,9 @@ import shutil
 
 import pytest
 
-
 from precision_tool.compare.result_csv import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows, task_key
-from precision_tool.formats.output_root import OutputRoot, OutputError
+from precision_tool.formats.output_root import OutputError, OutputRoot
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -102,9 +101,9 @@ def test_resume_without_an_interrupted_run_is_one_line(sample_data):
 
 
 def test_cached_rows_keeps_task_order_and_computes_only_what_is_missing(sample_data, tmp_path):
+    from precision_tool.compare.engine import compare_tasks
     from precision_tool.compare.metrics import select_metrics
     from precision_tool.compare.plan import plan_comparisons
-    from precision_tool.compare.engine import compare_tasks
 
     context, _ = make_context(sample_data)
     tasks = plan_comparisons(context)[0].tasks
@@ -143,14 +142,13 @@ def test_a_link_planted_at_the_cache_is_refused(sample_data, tmp_path):
 
 def _golden_task(sample_data):
     """A comparable task of the sample whose golden side is an npy file, and the metric names."""
-    from precision_tool.compare.metrics import select_metrics
     from precision_tool.compare.golden_pairing import NpySide
+    from precision_tool.compare.metrics import select_metrics
     from precision_tool.compare.plan import plan_comparisons
     from precision_tool.compare.row_cache import metric_identities
 
     context, _ = make_context(sample_data)
-    task = next(t for t in plan_comparisons(context)[0].tasks
-                if t.comparable and isinstance(t.right, NpySide))
+    task = next(t for t in plan_comparisons(context)[0].tasks if t.comparable and isinstance(t.right, NpySide))
     return task, metric_identities(select_metrics(None))
 
 
@@ -211,8 +209,7 @@ def test_each_file_is_identified_once_a_run(sample_data, tmp_path, monkeypatch):
 
     monkeypatch.setattr(FileIdentities, "_identify", counted)
     with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
-        rows = list(cached_rows(tasks, [m.name for m in metrics], cache,
-                                lambda todo: compare_tasks(todo, metrics)))
+        rows = list(cached_rows(tasks, [m.name for m in metrics], cache, lambda todo: compare_tasks(todo, metrics)))
     assert len(rows) == len(tasks) and sorted(identified) == sorted(files)
     assert len(files) < sum(1 for t in tasks if t.comparable) * 2  # files are shared by tensors
 

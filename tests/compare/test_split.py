@@ -14,14 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool import read_dump
-from precision_tool.compare import split
-from precision_tool.compare import engine
+from precision_tool.compare import engine, load, split
 from precision_tool.compare.engine import compare_tasks, plan_jobs
-from precision_tool.compare import load
+from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.load import Buffers, HeaderCache, open_dump_side, open_npy_side, range_extent
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.result_csv import write_result_csv
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.window import stream_units

@@ -11,8 +11,7 @@ import pytest
 
 from precision_tool.compare.tolerance import dtype_tolerance, pair_tolerance, tolerance_table
 
-MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float8_e4m3fn": 3, "float8_e5m2": 2, "float32": 23,
-                 "float64": 52}
+MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float8_e4m3fn": 3, "float8_e5m2": 2, "float32": 23, "float64": 52}
 
 
 @pytest.mark.parametrize("name", sorted(MANTISSA_BITS))
@@ -36,19 +35,25 @@ def test_integers_and_booleans_compare_exactly(kind):
     assert tolerance.exact and tolerance.atol == tolerance.rtol == 0
 
 
-@pytest.mark.parametrize("left, right, winner", [
-    (np.float16, np.float32, "float16"), (np.float32, np.float16, "float16"),
-    (ml_dtypes.bfloat16, np.float16, "bfloat16"), (np.float32, ml_dtypes.float8_e4m3fn, "float8_e4m3fn"),
-    (np.float64, np.float32, "float32"), (np.int32, np.float16, "float16"), (np.int8, np.int32, "int32"),
-])
+@pytest.mark.parametrize(
+    "left, right, winner",
+    [
+        (np.float16, np.float32, "float16"),
+        (np.float32, np.float16, "float16"),
+        (ml_dtypes.bfloat16, np.float16, "bfloat16"),
+        (np.float32, ml_dtypes.float8_e4m3fn, "float8_e4m3fn"),
+        (np.float64, np.float32, "float32"),
+        (np.int32, np.float16, "float16"),
+        (np.int8, np.int32, "int32"),
+    ],
+)
 def test_the_lower_precision_side_decides(left, right, winner):
     assert pair_tolerance(left, right).dtype == winner
 
 
 def test_the_table_lists_the_documented_dtypes_lowest_precision_first():
     table = tolerance_table()
-    assert [t.dtype for t in table] == ["float8_e5m2", "float8_e4m3fn", "bfloat16", "float16",
-                                         "float32", "float64"]
+    assert [t.dtype for t in table] == ["float8_e5m2", "float8_e4m3fn", "bfloat16", "float16", "float32", "float64"]
     assert "4 x eps 0.000976562" in table[3].describe()
     assert table[4].describe().endswith("at least 1e-05)")
 
@@ -62,5 +67,5 @@ def test_float16_rounding_of_a_float32_tensor_is_within_the_float16_tolerance():
     t = dtype_tolerance(np.float16)
     diff = np.abs(npu.astype(np.float64) - golden)
     assert np.all(diff <= t.atol + t.rtol * np.abs(golden.astype(np.float64)))
-    doubled = golden * np.float32(1 + 8 * 2.0 ** -10)  # 8 ulps off: beyond rounding
+    doubled = golden * np.float32(1 + 8 * 2.0**-10)  # 8 ulps off: beyond rounding
     assert not np.all(np.abs(doubled.astype(np.float64) - golden) <= t.atol + t.rtol * np.abs(golden))

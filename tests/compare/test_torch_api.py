@@ -44,6 +44,7 @@ def rng(seed=0):
 
 # --- torch's own values ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", CASES, ids=[c["key"] for c in CASES])
 def test_torch_computes_the_same(case):
     outputs, _ = run(case["key"], *decoded(case["args"]), **{k: decoded(v) for k, v in case["kwargs"].items()})
@@ -56,12 +57,34 @@ def test_torch_computes_the_same(case):
 
 def test_the_torch_cases_cover_every_kind():
     names = {parse_key(c["key"]).name for c in CASES}
-    assert {"linear", "matmul", "bmm", "mm", "addmm", "conv1d", "conv2d", "layer_norm", "rms_norm",
-            "softmax", "log_softmax", "gelu", "silu", "relu", "add", "__add__", "sub", "__rsub__",
-            "mul", "__mul__", "div", "__truediv__"} <= names
+    assert {
+        "linear",
+        "matmul",
+        "bmm",
+        "mm",
+        "addmm",
+        "conv1d",
+        "conv2d",
+        "layer_norm",
+        "rms_norm",
+        "softmax",
+        "log_softmax",
+        "gelu",
+        "silu",
+        "relu",
+        "add",
+        "__add__",
+        "sub",
+        "__rsub__",
+        "mul",
+        "__mul__",
+        "div",
+        "__truediv__",
+    } <= names
 
 
 # --- loop references ---------------------------------------------------------------------------
+
 
 def ref_conv_nchw(x, w, bias, strides, pads, dilations=(1, 1), groups=1):
     """NCHW x [out, in/groups, kh, kw], every output element a sum over its window."""
@@ -85,7 +108,7 @@ def ref_conv_nchw(x, w, bias, strides, pads, dilations=(1, 1), groups=1):
 def ref_rms(x, gamma, eps):
     """(y, rstd) over the last gamma.ndim axes, element by element."""
     k = gamma.ndim
-    rows = x.reshape(-1, int(np.prod(x.shape[x.ndim - k:])))
+    rows = x.reshape(-1, int(np.prod(x.shape[x.ndim - k :])))
     g = gamma.reshape(-1)
     ys, rstds = [], []
     for row in rows:
@@ -93,7 +116,7 @@ def ref_rms(x, gamma, eps):
         rstd = 1.0 / math.sqrt(mean_sq + eps)
         rstds.append(rstd)
         ys.append([float(v) * rstd * float(gi) for v, gi in zip(row, g)])
-    return np.array(ys).reshape(x.shape), np.array(rstds).reshape(x.shape[:x.ndim - k] + (1,) * k)
+    return np.array(ys).reshape(x.shape), np.array(rstds).reshape(x.shape[: x.ndim - k] + (1,) * k)
 
 
 def test_npu_rms_norm_gives_y_and_rstd():
@@ -119,8 +142,9 @@ def test_mindspore_rms_norms():
 def test_mindspore_rms_norm_example_of_its_docs():
     """mindspore.ops.rms_norm's documented example: x [[1, 2, 3], [1, 2, 3]], gamma ones."""
     x = np.array([[1, 2, 3], [1, 2, 3]], dtype=np.float32)
-    (y, rstd), _ = run("Functional.rms_norm.0.forward", x, np.ones(3, np.float32), framework="mindspore",
-                       dtype="float32")
+    (y, rstd), _ = run(
+        "Functional.rms_norm.0.forward", x, np.ones(3, np.float32), framework="mindspore", dtype="float32"
+    )
     np.testing.assert_allclose(y, [[0.46290997, 0.92581993, 1.3887299]] * 2, rtol=1e-6)
     np.testing.assert_allclose(rstd, [[0.46290997], [0.46290997]], rtol=1e-6)
 
@@ -132,12 +156,15 @@ def test_torch_rms_norm_eps_none_is_the_input_dtypes_epsilon():
     np.testing.assert_allclose(y, 1e-4 / np.sqrt(1e-8 + eps), rtol=1e-6)
 
 
-@pytest.mark.parametrize("mode,padding,stride,pads", [
-    ("valid", 0, (1, 1), (0, 0, 0, 0)),
-    ("same", 0, (2, 2), (1, 1, 0, 1)),   # TensorFlow's SAME: height 7 -> 4, width 6 -> 3
-    ("pad", 1, (1, 2), (1, 1, 1, 1)),
-    ("pad", (0, 2, 1, 0), (1, 1), (0, 2, 1, 0)),
-])
+@pytest.mark.parametrize(
+    "mode,padding,stride,pads",
+    [
+        ("valid", 0, (1, 1), (0, 0, 0, 0)),
+        ("same", 0, (2, 2), (1, 1, 0, 1)),  # TensorFlow's SAME: height 7 -> 4, width 6 -> 3
+        ("pad", 1, (1, 2), (1, 1, 1, 1)),
+        ("pad", (0, 2, 1, 0), (1, 1), (0, 2, 1, 0)),
+    ],
+)
 def test_mindspore_ops_conv2d_pad_modes(mode, padding, stride, pads):
     x, w, b = rng().standard_normal((1, 2, 7, 6)), rng(1).standard_normal((3, 2, 3, 2)), rng(2).standard_normal(3)
     (y,), _ = run("Functional.conv2d.0.forward", x, w, b, stride, mode, padding, framework="mindspore")
@@ -153,15 +180,24 @@ def test_mindspore_ops_conv2d_defaults_to_valid_and_mint_conv2d_is_torchs():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(1, 2), st.sampled_from([1, 2]),
-       st.integers(4, 7), st.integers(4, 7), st.booleans())
+@given(
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(0, 2),
+    st.integers(1, 2),
+    st.sampled_from([1, 2]),
+    st.integers(4, 7),
+    st.integers(4, 7),
+    st.booleans(),
+)
 def test_conv2d_matches_the_loops(kh, kw, pad, stride, groups, h, wd, with_bias):
     x = rng(h * 10 + wd).standard_normal((1, 2 * groups, h, wd))
     w = rng(kh * 10 + kw).standard_normal((2 * groups, 2, kh, kw))
     bias = rng(3).standard_normal(2 * groups) if with_bias else None
     (y,), _ = run("Functional.conv2d.0.forward", x, w, bias, stride, pad, 1, groups)
-    np.testing.assert_allclose(y, ref_conv_nchw(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), groups),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        y, ref_conv_nchw(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), groups), rtol=1e-10, atol=1e-10
+    )
 
 
 def test_layer_norm_by_the_loops():
@@ -189,8 +225,9 @@ def test_gelu_both_ways_by_the_formulas():
     (tanh,), _ = run("Functional.gelu.0.forward", x, approximate="tanh")
     np.testing.assert_allclose(exact, [0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x], rtol=1e-12)
     c = math.sqrt(2 / math.pi)
-    np.testing.assert_allclose(tanh, [0.5 * v * (1 + math.tanh(c * (v + 0.044715 * v ** 3))) for v in x],
-                               rtol=1e-12, atol=1e-15)  # 1 + tanh cancels near -4
+    np.testing.assert_allclose(
+        tanh, [0.5 * v * (1 + math.tanh(c * (v + 0.044715 * v**3))) for v in x], rtol=1e-12, atol=1e-15
+    )  # 1 + tanh cancels near -4
 
 
 def test_mindspore_spellings_of_linear_and_matmul():
@@ -215,13 +252,14 @@ def test_scalars_and_alpha():
 
 # --- the dtype the call ran in ----------------------------------------------------------------
 
+
 def test_inputs_are_rounded_to_the_dtype_the_call_ran_in():
-    x = np.array([[1 + 2 ** -13, 3.0]], dtype=np.float32)  # not a float16 value
+    x = np.array([[1 + 2**-13, 3.0]], dtype=np.float32)  # not a float16 value
     w = np.array([[1.0, 0.0]], dtype=np.float32)
     (y,), notes = run("Functional.linear.0.forward", x, w, dtype="float16")
     assert y.tolist() == [[1.0]] and notes == ["inputs rounded to float16, the dtype the call ran in"]
     (y,), notes = run("Functional.linear.0.forward", x, w, dtype="float32")
-    assert y.tolist() == [[1 + 2 ** -13]] and notes == []
+    assert y.tolist() == [[1 + 2**-13]] and notes == []
     bf = x.astype(ml_dtypes.bfloat16)
     (_, notes) = run("Functional.linear.0.forward", bf, w.astype(ml_dtypes.bfloat16), dtype="float32")
     assert notes == []  # coarser inputs are not widened into anything
@@ -229,15 +267,19 @@ def test_inputs_are_rounded_to_the_dtype_the_call_ran_in():
 
 # --- finding and binding ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("key,framework", [
-    ("Functional.linear.0.backward", "pytorch"),
-    ("Module.fc.Linear.forward.0", "pytorch"),
-    ("Functional.batch_norm.0.forward", "pytorch"),
-    ("Aten.mm.default.0.forward", "pytorch"),
-    ("Mint.linear.0.forward", "pytorch"),
-    ("NPU.npu_rms_norm.0.forward", "mindspore"),
-    ("Primitive.matmul.MatMul.0.forward", "mindspore"),  # its transpose flags are not dumped
-])
+
+@pytest.mark.parametrize(
+    "key,framework",
+    [
+        ("Functional.linear.0.backward", "pytorch"),
+        ("Module.fc.Linear.forward.0", "pytorch"),
+        ("Functional.batch_norm.0.forward", "pytorch"),
+        ("Aten.mm.default.0.forward", "pytorch"),
+        ("Mint.linear.0.forward", "pytorch"),
+        ("NPU.npu_rms_norm.0.forward", "mindspore"),
+        ("Primitive.matmul.MatMul.0.forward", "mindspore"),  # its transpose flags are not dumped
+    ],
+)
 def test_calls_without_a_replay(key, framework):
     assert find_api(parse_key(key), framework) is None
 
@@ -255,15 +297,18 @@ def test_binding_takes_both_frameworks_keywords_and_drops_the_rest():
         bind(api, [1, 2, 3], {})
 
 
-@pytest.mark.parametrize("key,args,kwargs,match", [
-    ("Torch.matmul.0.forward", (np.ones((2, 3)), np.ones((2, 3))), {}, "do not multiply"),
-    ("Functional.conv2d.0.forward", (np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))), {"padding": "full"}, "padding"),
-    ("Functional.gelu.0.forward", (np.ones(3),), {"approximate": "sigmoid"}, "approximate"),
-    ("Torch.div.0.forward", (np.ones(3), 2.0), {"rounding_mode": "round"}, "rounding_mode"),
-    ("Functional.linear.0.forward", (np.ones((2, 3)),), {}, "weight is absent"),
-    ("Functional.layer_norm.0.forward", (np.ones((2, 3)),), {}, "normalized_shape is absent"),
-    ("Torch.add.0.forward", (np.ones((2, 3)), np.ones((4,))), {}, "cannot use these arguments"),
-])
+@pytest.mark.parametrize(
+    "key,args,kwargs,match",
+    [
+        ("Torch.matmul.0.forward", (np.ones((2, 3)), np.ones((2, 3))), {}, "do not multiply"),
+        ("Functional.conv2d.0.forward", (np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))), {"padding": "full"}, "padding"),
+        ("Functional.gelu.0.forward", (np.ones(3),), {"approximate": "sigmoid"}, "approximate"),
+        ("Torch.div.0.forward", (np.ones(3), 2.0), {"rounding_mode": "round"}, "rounding_mode"),
+        ("Functional.linear.0.forward", (np.ones((2, 3)),), {}, "weight is absent"),
+        ("Functional.layer_norm.0.forward", (np.ones((2, 3)),), {}, "normalized_shape is absent"),
+        ("Torch.add.0.forward", (np.ones((2, 3)), np.ones((4,))), {}, "cannot use these arguments"),
+    ],
+)
 def test_arguments_the_api_does_not_accept_are_a_reason(key, args, kwargs, match):
     with pytest.raises(ReplayError, match=match):
         run(key, *args, **kwargs)
@@ -277,6 +322,7 @@ def test_inputs_too_large_are_not_replayed(monkeypatch):
 
 # --- msprobe's public dump.json files -----------------------------------------------------------
 
+
 def _raw_argument(value, seed):
     """An argument from a raw dump.json leaf, read here with json alone: a tensor as random
     values of its recorded shape, a value as itself (the batch of a conv's input cut to 1)."""
@@ -289,14 +335,16 @@ def _raw_argument(value, seed):
     return value
 
 
-REAL = [("quick_start/step0/proc2016/dump.json", "Functional.conv2d.0.forward"),
-        ("quick_start/step0/proc2016/dump.json", "Functional.relu.0.forward"),
-        ("pt_mix/dump.json", "NPU.npu_rms_norm.0.forward"),
-        ("pt_mix/dump.json", "Tensor.__add__.0.forward"),
-        ("ms_mix/dump.json", "Primitive.norm.RmsNorm.0.forward"),
-        ("ms_mix/dump.json", "Tensor.__add__.0.forward"),
-        ("docs/pt_L1_tensor.json", "Functional.relu.0.forward"),
-        ("docs/ms_L1_tensor.json", "Functional.relu.0.forward")]
+REAL = [
+    ("quick_start/step0/proc2016/dump.json", "Functional.conv2d.0.forward"),
+    ("quick_start/step0/proc2016/dump.json", "Functional.relu.0.forward"),
+    ("pt_mix/dump.json", "NPU.npu_rms_norm.0.forward"),
+    ("pt_mix/dump.json", "Tensor.__add__.0.forward"),
+    ("ms_mix/dump.json", "Primitive.norm.RmsNorm.0.forward"),
+    ("ms_mix/dump.json", "Tensor.__add__.0.forward"),
+    ("docs/pt_L1_tensor.json", "Functional.relu.0.forward"),
+    ("docs/ms_L1_tensor.json", "Functional.relu.0.forward"),
+]
 
 
 @pytest.mark.parametrize("file,key", REAL)
@@ -317,9 +365,19 @@ def test_the_real_files_hold_the_replayable_calls_counted_from_their_text():
     json alone: conv2d and relu (quick_start), npu_rms_norm and two __add__ (pt_mix),
     RmsNorm and two __add__ (ms_mix), relu in each L1 example."""
     counts = {}
-    for file in ("quick_start/step0/proc2016/dump.json", "pt_mix/dump.json", "ms_mix/dump.json",
-                 "docs/pt_L1_tensor.json", "docs/ms_L1_tensor.json"):
+    for file in (
+        "quick_start/step0/proc2016/dump.json",
+        "pt_mix/dump.json",
+        "ms_mix/dump.json",
+        "docs/pt_L1_tensor.json",
+        "docs/ms_L1_tensor.json",
+    ):
         doc = json.loads((DATA / "msprobe" / file).read_text())
         counts[file] = sum(find_api(parse_key(k), doc["framework"]) is not None for k in doc["data"])
-    assert counts == {"quick_start/step0/proc2016/dump.json": 2, "pt_mix/dump.json": 3, "ms_mix/dump.json": 3,
-                      "docs/pt_L1_tensor.json": 1, "docs/ms_L1_tensor.json": 1}
+    assert counts == {
+        "quick_start/step0/proc2016/dump.json": 2,
+        "pt_mix/dump.json": 3,
+        "ms_mix/dump.json": 3,
+        "docs/pt_L1_tensor.json": 1,
+        "docs/ms_L1_tensor.json": 1,
+    }

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class Check:
     text: str = ""
     names: str = ""  # ERROR: the file (or directory) the error line must name
 
-    def fill(self, case_dir: Path) -> "Check":
+    def fill(self, case_dir: Path) -> Check:
         """This check with the placeholders filled in (shell-quoted in ``line``)."""
         values = paths(case_dir)
         quoted = {key: shlex.quote(value) for key, value in values.items()}
@@ -76,8 +76,7 @@ class Case:
 
 def paths(case_dir: Path) -> dict[str, str]:
     root = case_dir / "precision_data"
-    return {"case": str(case_dir), "root": str(root), "step": str(root / STEP_REL),
-            "golden": str(root / GOLDEN_REL)}
+    return {"case": str(case_dir), "root": str(root), "step": str(root / STEP_REL), "golden": str(root / GOLDEN_REL)}
 
 
 def root_of(case_dir: Path) -> Path:
@@ -97,6 +96,7 @@ def graph_path(case_dir: Path) -> Path:
 
 
 # --- the base network -----------------------------------------------------------------------
+
 
 def values(seed: int, shape=SHAPE, dtype=np.float32) -> np.ndarray:
     """Deterministic non-zero test data."""
@@ -164,11 +164,9 @@ def write_base(case_dir: Path) -> None:
     directory = step_dir(case_dir)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / RELU_FILE).write_bytes(relu_dump())
-    add = build_dump("net/add", [f32(relu_value()), f32(input_value())], [f32(add_value())],
-                     dump_time=TS + 30)
+    add = build_dump("net/add", [f32(relu_value()), f32(input_value())], [f32(add_value())], dump_time=TS + 30)
     (directory / ADD_FILE).write_bytes(add)
-    for name, array in (("net/input", input_value()), ("net/relu", relu_value()),
-                        ("net/add", add_value())):
+    for name, array in (("net/input", input_value()), ("net/relu", relu_value()), ("net/add", add_value())):
         write_golden(golden_dir(case_dir), name, 0, TS, array)
 
 
@@ -184,6 +182,14 @@ def make_case(corpus: Path, case: Case) -> Path:
 
 def manifest(cases: list[Case]) -> str:
     """The cases and their expected outcomes as JSON, for people reading the corpus."""
-    return json.dumps([{"case": c.name, "about": c.about,
-                        "checks": [{"command": k.line, "outcome": k.outcome, "text": k.text}
-                                   for k in c.checks]} for c in cases], indent=2)
+    return json.dumps(
+        [
+            {
+                "case": c.name,
+                "about": c.about,
+                "checks": [{"command": k.line, "outcome": k.outcome, "text": k.text} for k in c.checks],
+            }
+            for c in cases
+        ],
+        indent=2,
+    )

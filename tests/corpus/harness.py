@@ -14,9 +14,9 @@ from pathlib import Path
 
 from precision_tool.compare.result_csv import latest_result_dir, read_result_csv
 from precision_tool.status import ExitStatus
+from tests.conftest import make_context, run_command
 
 from .base import ERROR, FINE, ROW, Check
-from tests.conftest import make_context, run_command
 
 CHECK_TIMEOUT_S = 60  # far above what any check takes; only a hang gets near it
 WIDTH = 400
@@ -29,8 +29,10 @@ class Hang(BaseException):
 @contextmanager
 def hang_guard(seconds: int = CHECK_TIMEOUT_S):
     """Fail with :class:`Hang` when the block runs longer than ``seconds``."""
+
     def alarm(signum, frame):
         raise Hang(f"still running after {seconds} s")
+
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(seconds)
     try:
@@ -90,6 +92,7 @@ def assert_outcome(check: Check, status: ExitStatus, output: str, root: Path, ba
 
 # --- unreadable files when running as root ----------------------------------------------------
 
+
 def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -112,6 +115,7 @@ def as_if_not_root(monkeypatch):
         if _mode_000(file):
             raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(file))
         return real_open(file, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", guarded)
     monkeypatch.setattr(io, "open", guarded)
     try:
@@ -121,6 +125,7 @@ def as_if_not_root(monkeypatch):
 
 
 # --- snapshots --------------------------------------------------------------------------------
+
 
 def snapshot(top: Path, data_root: Path | None = None) -> dict[str, tuple]:
     """Path -> (kind and mode, size, mtime) of everything under ``top`` (links not followed),

@@ -36,8 +36,9 @@ def make_corpus(directory: str | Path, names: list[str] | None = None) -> list[C
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.corpus.make_corpus",
-                                     description="Write the corpus of bad and odd inputs.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.corpus.make_corpus", description="Write the corpus of bad and odd inputs."
+    )
     parser.add_argument("directory", help="where to write it (created)")
     parser.add_argument("cases", nargs="*", help="only these cases (default: all)")
     args = parser.parse_args(argv)

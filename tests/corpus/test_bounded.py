@@ -36,15 +36,18 @@ def _many_inputs(root: Path, n: int) -> Path:
     step.mkdir(parents=True)
     one = tensor_desc("DT_FLOAT", "ND", (1,), origin_format="ND", origin_shape=(1,))
     out = tensor_desc("DT_FLOAT", "ND", (n,), origin_format="ND", origin_shape=(n,))
-    ops = [OpSpec("net/input", "Data", [], [one], [one]),
-           OpSpec("net/concat", "ConcatV2", ["net/input:0"] * n, [one] * n, [out])]
+    ops = [
+        OpSpec("net/input", "Data", [], [one], [one]),
+        OpSpec("net/concat", "ConcatV2", ["net/input:0"] * n, [one] * n, [out]),
+    ]
     graph = root / "npu/debug_0/graph/ge_proto_00000001_Build.txt"
     graph.parent.mkdir(parents=True)
     write_graph_text(build_model(ops, name=MODEL), graph)
     inputs = [TensorSpec(np.full(1, k, np.float32), "FLOAT") for k in range(n)]
     output = TensorSpec(np.arange(n, dtype=np.float32), "FLOAT")
     (step / f"ConcatV2.net_concat.2.0.{TS + 20}").write_bytes(
-        build_dump("net/concat", inputs, [output], dump_time=TS + 20))
+        build_dump("net/concat", inputs, [output], dump_time=TS + 20)
+    )
     write_golden(root / "tf/dump", "net/input", 0, TS, np.ones(1, np.float32))
     write_golden(root / "tf/dump", "net/concat", 0, TS, np.arange(n, dtype=np.float32))
     return root
@@ -173,9 +176,15 @@ def test_a_graph_with_a_1_gib_line_under_a_2_gib_limit_is_one_line(tmp_path):
     _graph_with_one_huge_line(graph, GIB)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PRECISION_TOOL_WORKERS": "1"}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), "ls"],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
-                          preexec_fn=_limit_address_space)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), "ls"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=_limit_address_space,
+    )
     assert done.returncode == ExitStatus.ERROR, done
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr

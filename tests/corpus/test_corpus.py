@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from precision_tool.status import ExitStatus
+from tests.conftest import make_context
 
 from .base import ADD_FILE, ERROR, FINE, RELU_FILE, Check, root_of
 from .harness import (
@@ -24,7 +25,6 @@ from .harness import (
     snapshot,
 )
 from .make_corpus import CASES, make_corpus
-from tests.conftest import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 BY_NAME = {case.name: case for case in CASES}
@@ -103,8 +103,14 @@ def test_one_shot_command_line(name, words, expected, text, corpus, tmp_path):
     filled = [w.format(**paths(case_dir)) for w in words]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PRECISION_TOOL_WORKERS": "1"}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *filled],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *filled],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "internal error" not in output, output
     assert done.returncode in ((expected,) if expected == ExitStatus.ERROR else (0, 1)), output
@@ -118,6 +124,7 @@ def test_one_shot_command_line(name, words, expected, text, corpus, tmp_path):
 
 
 # --- a dump that shrinks while vc runs --------------------------------------------------------
+
 
 def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatch):
     """net/relu's dump is cut right after vc has read its header (as when the dumping job
@@ -136,6 +143,7 @@ def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatc
             with open(victim, "r+b") as handle:
                 handle.truncate(found.inputs[0].offset + 10)
         return found
+
     monkeypatch.setattr(load.HeaderCache, "dump", dump_then_cut)
     context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
     check = Check("vc", "row", "truncated since its header was read")

@@ -22,15 +22,14 @@ import numpy as np
 import pytest
 
 from precision_tool.compare.result_dir import INTERRUPTED, RUN_FILE, RUNNING, interrupted_run
-from precision_tool.formats.output_root import OutputRoot, temp_name
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
+from precision_tool.formats.output_root import OutputRoot, temp_name
 from precision_tool.formats.proto.dumpdata import DATA_TYPE_VALUES, FORMAT_VALUES, DumpData
 from tests.conftest import REPO_ROOT
 
 from .base import RUN, TS
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="reads processes from /proc (Linux)")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads processes from /proc (Linux)")
 
 MODEL = f"ge_default_{RUN}_1"
 OPS, ELEMENTS = 6, 1 << 24  # 12 pairs of 64 MiB float32 tensors: seconds of work for two workers
@@ -39,6 +38,7 @@ POLL_S = 0.02
 
 
 # --- a data root with big tensors ------------------------------------------------------------
+
 
 def _sparse(path: Path, head: bytes, data_bytes: int) -> None:
     """``head`` followed by ``data_bytes`` zero bytes that take no disk space."""
@@ -59,8 +59,7 @@ def _dump_head(op: str, elements: int) -> bytes:
 
 def _npy_head(elements: int) -> bytes:
     buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False,
-                                                  "shape": (elements,)})
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": (elements,)})
     return buffer.getvalue()
 
 
@@ -83,6 +82,7 @@ def big_chain(root: Path, ops: int = OPS, elements: int = ELEMENTS) -> Path:
 
 
 # --- processes -------------------------------------------------------------------------------
+
 
 def _stat(pid: int) -> tuple[str, int] | None:
     """(state, parent pid) of a process from /proc, None when it is gone."""
@@ -130,15 +130,21 @@ def _env(**extra: str) -> dict:
 
 # Starts the tool (same pid, through exec) with SIGHUP as given: "default" whatever this test
 # run inherited (a run under nohup ignores it), or "ignore" as nohup leaves it.
-_WITH_SIGHUP = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN if "
-                "sys.argv[1] == 'ignore' else signal.SIG_DFL); "
-                "os.execv(sys.executable, [sys.executable] + sys.argv[2:])")
+_WITH_SIGHUP = (
+    "import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN if "
+    "sys.argv[1] == 'ignore' else signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable] + sys.argv[2:])"
+)
 
 
 def _tool(root: Path, *words: str, sighup: str = "default", **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", _WITH_SIGHUP, sighup, "-m", "precision_tool",
-                             "--data", str(root), *words],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=root.parent, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-c", _WITH_SIGHUP, sighup, "-m", "precision_tool", "--data", str(root), *words],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root.parent,
+        **kwargs,
+    )
 
 
 def _end(tool: subprocess.Popen, workers: list[int]) -> None:
@@ -162,15 +168,17 @@ def big_root(tmp_path_factory) -> Path:
     return big_chain(tmp_path_factory.mktemp("big") / "precision_data")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
-                         ids=["SIGTERM", "SIGHUP", "SIGKILL"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=["SIGTERM", "SIGHUP", "SIGKILL"]
+)
 def test_a_killed_vc_leaves_no_worker_and_its_reader_gets_eof(big_root, tmp_path, signum):
     temp = tmp_path / "out"
     tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", env=_env(PRECISION_TOOL_WORKERS="2"))
     workers: list[int] = []
     try:
-        workers += wait_for(lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)),
-                            "vc's two worker processes")
+        workers += wait_for(
+            lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)), "vc's two worker processes"
+        )
         wait_for(lambda: _parts(temp), "vc to start writing its CSV")
         os.kill(tool.pid, signum)
         # EOF on both pipes: no worker holds them any more (communicate reads until EOF)
@@ -197,21 +205,25 @@ def _next_run_removes_stale_parts(temp: Path, tmp_path: Path) -> None:
     from .base import Case, make_case, root_of
 
     small = root_of(make_case(tmp_path / "small", Case("small", "the base network", lambda c: None, ())))
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(small), "--out",
-                           str(temp), "vc"], capture_output=True, timeout=BOUND_S, env=_env(),
-                          cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(small), "--out", str(temp), "vc"],
+        capture_output=True,
+        timeout=BOUND_S,
+        env=_env(),
+        cwd=tmp_path,
+    )
     assert done.returncode in (0, 1), done.stderr
     assert _parts(temp) == []
 
 
 def test_under_nohup_a_hangup_does_not_stop_vc(big_root, tmp_path):
     temp = tmp_path / "out"
-    tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", sighup="ignore",
-                 env=_env(PRECISION_TOOL_WORKERS="2"))
+    tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", sighup="ignore", env=_env(PRECISION_TOOL_WORKERS="2"))
     workers: list[int] = []
     try:
-        workers += wait_for(lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)),
-                            "vc's two worker processes")
+        workers += wait_for(
+            lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)), "vc's two worker processes"
+        )
         wait_for(lambda: _parts(temp), "vc to start writing its CSV")
         for pid in [tool.pid, *workers]:  # as a terminal's hangup reaches its process group
             os.kill(pid, signal.SIGHUP)
@@ -244,8 +256,9 @@ time.sleep(600)
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_the_watchdog_ends_workers_whose_parent_was_killed(tmp_path, method):
-    parent = subprocess.Popen([sys.executable, "-c", _POOL_PARENT, method], stdout=subprocess.PIPE,
-                              env=_env(), cwd=tmp_path)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _POOL_PARENT, method], stdout=subprocess.PIPE, env=_env(), cwd=tmp_path
+    )
     try:
         workers = [int(p) for p in parent.stdout.readline().split()]
         assert workers and all(_alive(pid) for pid in workers)
@@ -259,30 +272,42 @@ def test_the_watchdog_ends_workers_whose_parent_was_killed(tmp_path, method):
 
 
 def test_a_worker_keeps_an_ignored_hangup_ignored(tmp_path):
-    code = ("import os, signal; from precision_tool.lifetime import init_worker_lifetime; "
-            "signal.signal(signal.SIGHUP, signal.SIG_IGN); "
-            "signal.signal(signal.SIGTERM, lambda *a: None); init_worker_lifetime(os.getppid()); "
-            "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "
-            "signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=BOUND_S, env=_env(), cwd=tmp_path)
+    code = (
+        "import os, signal; from precision_tool.lifetime import init_worker_lifetime; "
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+        "signal.signal(signal.SIGTERM, lambda *a: None); init_worker_lifetime(os.getppid()); "
+        "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, "
+        "signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S, env=_env(), cwd=tmp_path
+    )
     assert done.stdout.split() == ["True", "True"], done
 
 
 def test_a_worker_whose_parent_is_already_gone_exits_at_once(tmp_path):
     """The race between fork and prctl: a worker whose parent is not the one that started it."""
-    code = ("import os; from precision_tool.lifetime import init_worker_lifetime; "
-            "init_worker_lifetime(os.getppid() + 1); print('still here')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=BOUND_S, env=_env(), cwd=tmp_path)
+    code = (
+        "import os; from precision_tool.lifetime import init_worker_lifetime; "
+        "init_worker_lifetime(os.getppid() + 1); print('still here')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=BOUND_S, env=_env(), cwd=tmp_path
+    )
     assert done.returncode == 1 and "still here" not in done.stdout, done
 
 
 # --- stale temporary files -------------------------------------------------------------------
 
+
 def _dead_pid(tmp_path: Path) -> int:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, timeout=BOUND_S, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        cwd=tmp_path,
+    )
     pid = int(done.stdout)
     assert not _alive(pid)
     return pid
@@ -298,8 +323,7 @@ def test_only_stale_temporary_files_under_the_root_are_removed(tmp_path):
     root = tmp_path / "temp"
     (root / "vector_compare" / "20260101000000").mkdir(parents=True)
     dead = _dead_pid(tmp_path)
-    stale = [_part_of(root / "vector_compare" / "20260101000000" / "result.csv", dead),
-             _part_of(root / "x.txt", dead)]
+    stale = [_part_of(root / "vector_compare" / "20260101000000" / "result.csv", dead), _part_of(root / "x.txt", dead)]
     live = [_part_of(root / "y.txt", os.getpid()), _part_of(root / "z.txt", os.getppid())]
     other = [root / "vector_compare" / "result.csv", root / f".a.{dead}.part"]  # not temp names
     outside = tmp_path / "elsewhere"

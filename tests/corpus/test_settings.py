@@ -134,15 +134,29 @@ def test_a_huge_config_file_is_refused_unread(tmp_path):
         load_config(environ={}, cwd=tmp_path)
 
 
-@pytest.mark.parametrize("line", ["VCS_LIMIT = 1e999", "TF_DUMP_STEP = {[1]: 2}",
-                                  "VCS_LIMIT = " + "-" * DEEP + "1", "COSINE_THRESHOLD = True",
-                                  "DANGEROUS_CASTS = 'ab'"], ids=_one_line)
+@pytest.mark.parametrize(
+    "line",
+    [
+        "VCS_LIMIT = 1e999",
+        "TF_DUMP_STEP = {[1]: 2}",
+        "VCS_LIMIT = " + "-" * DEEP + "1",
+        "COSINE_THRESHOLD = True",
+        "DANGEROUS_CASTS = 'ab'",
+    ],
+    ids=_one_line,
+)
 def test_through_the_real_binary_a_bad_setting_is_one_line_and_status_2(tmp_path, line):
     (tmp_path / "config.py").write_text(line + "\n")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HOME": str(tmp_path)}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "vcs"], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "vcs"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "config.py" in lines[0], done.stderr

@@ -19,8 +19,13 @@ TIMEOUT_S = 120
 
 
 def _env(home: Path) -> dict:
-    env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / ".xdg"),
-           "PYTHONPATH": str(REPO_ROOT), "PRECISION_TOOL_WORKERS": "1"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".xdg"),
+        "PYTHONPATH": str(REPO_ROOT),
+        "PRECISION_TOOL_WORKERS": "1",
+    }
     env.pop("PRECISION_TOOL_CONFIG", None)
     return env
 
@@ -35,10 +40,16 @@ def _closed_stdin():
 
 @pytest.mark.parametrize("stdin", ["devnull", "closed"])
 def test_the_shell_on_an_empty_or_closed_stdin_ends_at_eof(sample_data, tmp_path, stdin):
-    kwargs = ({"stdin": subprocess.DEVNULL} if stdin == "devnull"
-              else {"preexec_fn": _closed_stdin, "close_fds": True})
-    done = subprocess.run(_tool("--data", str(sample_data)), capture_output=True, text=True,
-                          timeout=TIMEOUT_S, env=_env(tmp_path), cwd=tmp_path, **kwargs)
+    kwargs = {"stdin": subprocess.DEVNULL} if stdin == "devnull" else {"preexec_fn": _closed_stdin, "close_fds": True}
+    done = subprocess.run(
+        _tool("--data", str(sample_data)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        **kwargs,
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
 
@@ -46,23 +57,43 @@ def test_the_shell_on_an_empty_or_closed_stdin_ends_at_eof(sample_data, tmp_path
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 @pytest.mark.parametrize("how", ["one-shot", "shell"])
 def test_a_full_disk_on_stdout_is_one_line_and_status_2(sample_data, tmp_path, how):
-    args, line = (_tool("--data", str(sample_data), "ls"), None) if how == "one-shot" else (
-        _tool("--data", str(sample_data)), "ls\nls -t Relu\n")
+    args, line = (
+        (_tool("--data", str(sample_data), "ls"), None)
+        if how == "one-shot"
+        else (_tool("--data", str(sample_data)), "ls\nls -t Relu\n")
+    )
     with open("/dev/full", "w") as full:
-        done = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, input=line,
-                              timeout=TIMEOUT_S, env=_env(tmp_path), cwd=tmp_path)
+        done = subprocess.run(
+            args,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            input=line,
+            timeout=TIMEOUT_S,
+            env=_env(tmp_path),
+            cwd=tmp_path,
+        )
     assert done.returncode == 2
     assert done.stderr.splitlines() == ["error: cannot write the output: No space left on device"]
 
 
-@pytest.mark.parametrize("words, status", [(["ls"], 0), (["vcs", "-l", "0"], 1),
-                                           (["-e", "ls; ls -t Relu"], 0)])
+@pytest.mark.parametrize("words, status", [(["ls"], 0), (["vcs", "-l", "0"], 1), (["-e", "ls; ls -t Relu"], 0)])
 def test_a_pipe_closed_early_ends_quietly_with_the_commands_status(sample_data, tmp_path, words, status):
-    first = subprocess.run(_tool("--data", str(sample_data), "vc"), capture_output=True,
-                           timeout=TIMEOUT_S, env=_env(tmp_path), cwd=tmp_path)
+    first = subprocess.run(
+        _tool("--data", str(sample_data), "vc"),
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert first.returncode == 1  # the sample has a defect: vcs will be FLAGGED
-    tool = subprocess.Popen(_tool("--data", str(sample_data), *words), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(tmp_path), cwd=tmp_path)
+    tool = subprocess.Popen(
+        _tool("--data", str(sample_data), *words),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
     # the reader leaves before the first line (as `| head -1` does before the rest): closing
     # our end at once makes every write of the tool meet a closed pipe, however fast it is
     tool.stdout.close()
@@ -76,16 +107,26 @@ def test_head_reads_the_first_line(sample_data, tmp_path):
     if shutil.which("sh") is None or shutil.which("head") is None:
         pytest.skip("no sh or head program")
     line = shlex.join(_tool("--data", str(sample_data), "-e", "ls; ls -t Relu; help"))
-    done = subprocess.run(["sh", "-c", f"{{ {line}; echo \"status $?\" >&2; }} | head -1"],
-                          capture_output=True, text=True, timeout=TIMEOUT_S, env=_env(tmp_path))
+    done = subprocess.run(
+        ["sh", "-c", f'{{ {line}; echo "status $?" >&2; }} | head -1'],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env=_env(tmp_path),
+    )
     assert done.stdout.splitlines() == ["op types per NPU debug dir"]
     assert done.stderr == "status 0\n"  # the tool's own status, nothing else on stderr
 
 
 def test_pipes_from_the_shell_too(sample_data, tmp_path):
-    tool = subprocess.Popen(_tool("--data", str(sample_data)), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
-                            cwd=tmp_path)
+    tool = subprocess.Popen(
+        _tool("--data", str(sample_data)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
     tool.stdout.close()  # nobody will read: the first output line meets a closed pipe
     tool.stdin.write(b"ls\nhelp\n")
     tool.stdin.close()

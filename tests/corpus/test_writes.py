@@ -24,9 +24,13 @@ CONV2 = "resnet/conv2/Conv2D"
 GV_STEM = "debug_0.ge_default_20261129120000_1.Conv2D.resnet_conv2_Conv2D.1"
 CONV1_DUMP = "Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074"
 # every command that writes, and the directory of the output root it writes into
-WRITERS = [("vc", "vector_compare"), (f"ni {CONV2} -s 1", "op_graph"),
-           ("pt resnet_conv2_BiasAdd.0 -n 0", "pt"), (f"dc {CONV1_DUMP}", "decode"),
-           ("report -f {csv}", "report")]
+WRITERS = [
+    ("vc", "vector_compare"),
+    (f"ni {CONV2} -s 1", "op_graph"),
+    ("pt resnet_conv2_BiasAdd.0 -n 0", "pt"),
+    (f"dc {CONV1_DUMP}", "decode"),
+    ("report -f {csv}", "report"),
+]
 
 
 def _outside(tmp_path: Path) -> Path:
@@ -66,6 +70,7 @@ def _one_error(status: ExitStatus, output: str, *texts: str) -> str:
 
 
 # --- 1. planted links -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("line, sub", WRITERS, ids=[w[1] for w in WRITERS])
 @pytest.mark.parametrize("where", ["temp", "sub"])
@@ -107,6 +112,7 @@ def test_a_result_directory_swapped_for_a_link_mid_run_is_refused(sample_data, t
         os.rename(paths[0].parent, tmp_path / "moved")
         paths[0].parent.symlink_to(outside, target_is_directory=True)
         return real_write(plans, root, paths, *args)
+
     monkeypatch.setattr(vc, "_write_all", swap_then_write)
     status, output = _run(sample_data, "vc")
     _one_error(status, output, "is a symbolic link", "vector_compare")
@@ -116,9 +122,11 @@ def test_a_result_directory_swapped_for_a_link_mid_run_is_refused(sample_data, t
 
 # --- 2. a read-only data root, and --out ------------------------------------------------------
 
+
 def _read_only(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
+
     monkeypatch.setattr(output_root.os, "mkdir", refuse)  # os.makedirs meets it too
 
 
@@ -151,9 +159,24 @@ def test_the_out_flag_of_the_real_binary(sample_data, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PRECISION_TOOL_WORKERS": "1"}
     env.pop("PRECISION_TOOL_CONFIG", None)
     out = tmp_path / "out dir"
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(sample_data),
-                           "--out", str(out), "-e", f"vc; ni {CONV2} -s 1; vcs -l 1"],
-                          capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "precision_tool",
+            "--data",
+            str(sample_data),
+            "--out",
+            str(out),
+            "-e",
+            f"vc; ni {CONV2} -s 1; vcs -l 1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env=env,
+    )
     assert done.returncode == 1, done.stderr
     assert len(list(out.glob("vector_compare/*/*.csv"))) == 1
     assert list(out.glob(f"op_graph/{GV_STEM}.gv"))
@@ -167,6 +190,7 @@ def test_an_output_root_inside_the_dumps_is_refused(sample_data):
 
 
 # --- 3. a full disk ---------------------------------------------------------------------------
+
 
 class _FullAfter:
     """A file whose writes fail as on a full disk once ``room`` bytes are in (or only at close)."""
@@ -195,6 +219,7 @@ def _disk_fills(monkeypatch, at_close: bool, room: int = 0) -> None:
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullAfter(self.handle, room, at_close)
+
     monkeypatch.setattr(output_root.PendingFile, "__init__", init)
 
 
@@ -208,12 +233,12 @@ def _files_under(directory: Path) -> list[Path]:
 
 # pt's export writes through the descriptor (ndarray.tofile), past the injected handle: only
 # its close is injected here; the real full file system below covers its writes
-FULL_DISK = [(line, sub, at_close) for line, sub in WRITERS for at_close in (False, True)
-             if sub != "pt" or at_close]
+FULL_DISK = [(line, sub, at_close) for line, sub in WRITERS for at_close in (False, True) if sub != "pt" or at_close]
 
 
-@pytest.mark.parametrize("line, sub, at_close", FULL_DISK,
-                         ids=[f"{f[1]}-{'at-close' if f[2] else 'at-write'}" for f in FULL_DISK])
+@pytest.mark.parametrize(
+    "line, sub, at_close", FULL_DISK, ids=[f"{f[1]}-{'at-close' if f[2] else 'at-write'}" for f in FULL_DISK]
+)
 def test_a_full_disk_is_one_line_and_leaves_no_file(sample_data, monkeypatch, line, sub, at_close):
     line = line.format(csv=_csv(sample_data))
     _disk_fills(monkeypatch, at_close, room=100)
@@ -230,8 +255,9 @@ def _tmpfs(directory: Path, size: str):
     directory.mkdir(parents=True, exist_ok=True)
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("needs root to mount a small tmpfs")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -259,8 +285,7 @@ def test_a_really_full_file_system(sample_data, tmp_path, line, sub):
         _fill(out)
         status, output = _run(sample_data, line, OUTPUT_ROOT=str(out))
         _one_error(status, output, "No space left on device", str(out / sub))
-        left = [p.name for p in out.rglob("*") if p.is_file() and p.name != "filler"
-                and "row_cache" not in p.parts]
+        left = [p.name for p in out.rglob("*") if p.is_file() and p.name != "filler" and "row_cache" not in p.parts]
         assert left == [], left
         if sub in ("vector_compare", "report"):  # no empty result directory either
             assert not (out / sub).exists() or list((out / sub).iterdir()) == []
@@ -285,16 +310,25 @@ RUNS = 4
 def test_runs_started_together_never_share_a_result(sample_data, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PRECISION_TOOL_WORKERS": "1"}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    runs = [subprocess.Popen([sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             cwd=tmp_path) for _ in range(RUNS)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "precision_tool", "--data", str(sample_data), "vc"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
+        for _ in range(RUNS)
+    ]
     outputs = [run.communicate(timeout=300) for run in runs]
     assert [run.returncode for run in runs] == [ExitStatus.FLAGGED] * RUNS, outputs
     csvs = sorted((sample_data / "temp" / "vector_compare").glob("*/*.csv"))
     assert len(csvs) == RUNS and len({p.parent for p in csvs}) == RUNS, csvs
     said = {line.rsplit(" -> ", 1)[1] for out, _ in outputs for line in out.splitlines() if " -> " in line}
-    assert {str(p) for p in csvs} == {str(Path(s)) if Path(s).is_absolute() else str(tmp_path / s)
-                                      for s in said} or len(said) == RUNS
+    assert {str(p) for p in csvs} == {
+        str(Path(s)) if Path(s).is_absolute() else str(tmp_path / s) for s in said
+    } or len(said) == RUNS
     lengths = {len(p.read_text().splitlines()) for p in csvs}
     assert len(lengths) == 1, lengths  # each CSV complete, none a mix of two runs
 
@@ -312,6 +346,7 @@ def test_two_runs_in_the_same_second_choose_different_directories(sample_data, m
         @classmethod
         def now(cls, tz=None):
             return cls(2026, 1, 1, 12, 0, 0)
+
     monkeypatch.setattr(result_dir, "datetime", Frozen)
     barrier = threading.Barrier(2, timeout=60)
     real_enter = vc.CompareProgress.__enter__
@@ -319,10 +354,10 @@ def test_two_runs_in_the_same_second_choose_different_directories(sample_data, m
     def enter(self):
         barrier.wait()  # both have chosen where to write; neither has written
         return real_enter(self)
+
     monkeypatch.setattr(vc.CompareProgress, "__enter__", enter)
     statuses = []
-    threads = [threading.Thread(target=lambda: statuses.append(_run(sample_data, "vc")[0]))
-               for _ in range(2)]
+    threads = [threading.Thread(target=lambda: statuses.append(_run(sample_data, "vc")[0])) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:

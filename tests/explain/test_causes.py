@@ -3,15 +3,14 @@ a tensor that only float16 rounding separates from its golden."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.compare.noise import output_noise
 from precision_tool.compare.divergence import FlagRule
+from precision_tool.compare.noise import output_noise
+from precision_tool.compare.pair_stats import compare, dtype_facts
 from precision_tool.explain import causes
 from precision_tool.explain.affine import affine_fit
 from precision_tool.explain.causes import (
@@ -22,7 +21,6 @@ from precision_tool.explain.causes import (
     rank,
 )
 from precision_tool.explain.criterion import Criterion
-from precision_tool.compare.pair_stats import compare, dtype_facts
 
 RNG = np.random.default_rng(14)
 GOLDEN = RNG.standard_normal((2, 5, 5, 4)).astype(np.float32)
@@ -38,8 +36,7 @@ def half(x):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**31), st.sampled_from([(7,), (3, 4), (2, 3, 4), (2, 3, 3, 2)]),
-       st.floats(1e-3, 1e3))
+@given(st.integers(0, 2**31), st.sampled_from([(7,), (3, 4), (2, 3, 4), (2, 3, 3, 2)]), st.floats(1e-3, 1e3))
 def test_float16_rounding_is_precision_and_nothing_else(seed, shape, magnitude):
     golden = (np.random.default_rng(seed).standard_normal(shape) * magnitude).astype(np.float32)
     subject = Subject.build(half(golden), golden)
@@ -76,7 +73,7 @@ def test_underflow_needs_flushed_values_to_carry_the_error():
     npu = half(golden)
     npu[np.abs(npu) < np.finfo(np.float16).tiny] = 0
     result = diagnose(Subject.build(npu, golden))
-    flushed = int(np.count_nonzero((np.abs(golden) < 2.0 ** -14) & (golden != 0)))
+    flushed = int(np.count_nonzero((np.abs(golden) < 2.0**-14) & (golden != 0)))
     assert result[0].name == "underflow" and result[0].numbers["count"] == flushed
     one = half(GOLDEN)
     one.ravel()[0] = 0
@@ -97,9 +94,17 @@ def test_nan_holds_only_while_the_inputs_are_finite():
     assert "nan" not in names(Subject.build(npu, GOLDEN, inputs=[broken_input]))
 
 
-@pytest.mark.parametrize("k,c,expected", [(0.5, 0.0, ["scale"]), (2.0, 0.0, ["scale"]), (1.0, 0.6, ["offset"]),
-                                          (-1.0, 0.0, ["sign"]), (-0.5, 0.0, ["sign", "scale"]),
-                                          (0.5, 0.4, ["scale", "offset"])])
+@pytest.mark.parametrize(
+    "k,c,expected",
+    [
+        (0.5, 0.0, ["scale"]),
+        (2.0, 0.0, ["scale"]),
+        (1.0, 0.6, ["offset"]),
+        (-1.0, 0.0, ["sign"]),
+        (-0.5, 0.0, ["sign", "scale"]),
+        (0.5, 0.4, ["scale", "offset"]),
+    ],
+)
 def test_affine_causes_report_the_least_squares_factor_and_offset(k, c, expected):
     subject = Subject.build(half(k * GOLDEN + c), GOLDEN)
     result = diagnose(subject)
@@ -147,15 +152,17 @@ def test_input_and_computation_split_the_error_by_the_replay():
     replay = np.maximum(npu_in.astype(np.float64), 0)
     npu_out = half(replay)  # the op computes faithfully from what it got
     check = ReplayCheck(True, "replayed Relu", (), compare(npu_out, replay), compare(golden_out, replay))
-    result = diagnose(Subject.build(npu_out, golden_out, inputs=[_input(compare(npu_in, golden_in), True)],
-                                    replay=check))
+    result = diagnose(
+        Subject.build(npu_out, golden_out, inputs=[_input(compare(npu_in, golden_in), True)], replay=check)
+    )
     assert result[0].name == "input" and "network's input data" in result[0].evidence
     assert "computation" not in [c.name for c in result]
     wrong = half(np.maximum(golden_in, 0) * 0.0 + 1.0)  # inputs fine, output wrong
     replay = np.maximum(golden_in.astype(np.float64), 0)
     check = ReplayCheck(True, "replayed Relu", (), compare(wrong, replay), compare(golden_out, replay))
-    result = diagnose(Subject.build(wrong, golden_out, inputs=[_input(compare(half(golden_in), golden_in))],
-                                    replay=check))
+    result = diagnose(
+        Subject.build(wrong, golden_out, inputs=[_input(compare(half(golden_in), golden_in))], replay=check)
+    )
     assert [c.name for c in result] == ["computation"]
     assert result[0].numbers["golden_vs_replay_cosine"] == pytest.approx(1.0)
 
@@ -187,8 +194,10 @@ def test_forms_carried_in_from_the_inputs_rank_below_input_or_go_unnamed():
 
 
 def test_rank_orders_by_score_then_specificity():
-    made = [causes.Cause(name, "", {}, score) for name, score in
-            [("computation", 1.0), ("permutation", 0.97), ("input", 0.3), ("precision", 1.0)]]
+    made = [
+        causes.Cause(name, "", {}, score)
+        for name, score in [("computation", 1.0), ("permutation", 0.97), ("input", 0.3), ("precision", 1.0)]
+    ]
     assert [c.name for c in rank(made)] == ["permutation", "computation", "precision", "input"]
 
 
@@ -199,6 +208,6 @@ def test_criterion_thresholds():
     assert criterion.diverges(compare(g * 0.5, g))  # cosine 1, RED 0.5
     assert criterion.diverges(compare(np.r_[g[:-1], np.nan], g))
     noise = output_noise("float16", "float32", [None])  # one float16 op of unmeasured history
-    assert criterion.within_rounding(compare(g * (1 + 2 ** -11), g), noise)  # half an ulp
+    assert criterion.within_rounding(compare(g * (1 + 2**-11), g), noise)  # half an ulp
     assert not criterion.within_rounding(compare(g * 1.01, g), noise)  # 10 ulps
     assert not criterion.within_rounding(compare(np.r_[g[:-1], np.nan], g), noise)  # NaN where finite

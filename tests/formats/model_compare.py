@@ -20,8 +20,8 @@ def canonical(value: Any) -> Any:
     """``value`` (a model, or any part of one) as nested tuples of type-tagged values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value).__name__,) + tuple(
-            (f.name, canonical(getattr(value, f.name)))
-            for f in dataclasses.fields(value) if f.name not in _LEFT_OUT)
+            (f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value) if f.name not in _LEFT_OUT
+        )
     if isinstance(value, dict):
         return ("dict",) + tuple((canonical(k), canonical(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):

@@ -31,16 +31,26 @@ def table(parts: list[tuple[int, bytes]], wide: bool) -> bytes:
     return b"".join(out) + b"".join(data for _, data in parts)
 
 
-def header(body_length: int, *, version: int = V2, wide: bool = False, model_type: int = 0,
-           name: bytes = b"", encrypt: int = 0, model_num: int = 1, unknown: int = 0,
-           magic: int = MAGIC, head_size: int = 256) -> bytes:
+def header(
+    body_length: int,
+    *,
+    version: int = V2,
+    wide: bool = False,
+    model_type: int = 0,
+    name: bytes = b"",
+    encrypt: int = 0,
+    model_num: int = 1,
+    unknown: int = 0,
+    magic: int = MAGIC,
+    head_size: int = 256,
+) -> bytes:
     """The 256-byte file header: ``length`` (u32 at 76) for a narrow table, ``model_length``
     (u64 at 184) for a wide one, as GE writes them."""
     raw = bytearray(256)
     struct.pack_into("<III", raw, 0, magic, head_size, version)
     struct.pack_into("<I", raw, 76, 0 if wide and model_type != 3 else body_length)
     raw[80], raw[82] = encrypt, model_type
-    raw[84:84 + len(name)] = name
+    raw[84 : 84 + len(name)] = name
     struct.pack_into("<I", raw, 156, model_num)
     raw[160:168] = b"Ascend31"  # platform_version
     if wide and model_type != 3:

@@ -29,7 +29,7 @@ def reference(text: str) -> list[tuple[int, list[str]]]:
 
 TRICKY = [
     f'1,"{BIG}",3\r\n',
-    f'1,{BIG},3\r\n',  # unquoted
+    f"1,{BIG},3\r\n",  # unquoted
     f'"{BIG}"\r\n',  # the long field first
     f'1,"{BIG}""quoted"" and, a comma",""\r\n',
     f'1,"{BIG}\r\nsecond line\nthird, line\r\n",after\r\n',  # newlines inside quotes

@@ -17,7 +17,12 @@ def test_survey_of_the_sample(sample_data):
     assert [d.name for d in found.debug] == ["debug_0", "debug_1"]
     debug, second = found.debug
     assert [p.name for p in debug.graph_files] == ["ge_proto_00000001_Build.txt"]
-    assert (debug.runs, debug.newest_run, debug.step_dirs, debug.dump_files) == (["20261129120000"], "20261129120000", 1, 15)
+    assert (debug.runs, debug.newest_run, debug.step_dirs, debug.dump_files) == (
+        ["20261129120000"],
+        "20261129120000",
+        1,
+        15,
+    )
     assert (second.runs, second.dump_files, len(second.graph_files)) == ([], 0, 1)  # a graph only
     assert (found.golden_tensors, found.golden_invalid, found.problems) == (25, 0, [])
 
@@ -61,7 +66,9 @@ def test_survey_lists_every_build_name_form_and_reports_a_bad_one(sample_data):
     (graph_dir / "ge_proto_00000002_graph_0_PreRunBegin.txt").write_text("")
     found = survey(sample_data)
     assert [p.name for p in found.debug[1].graph_files] == [
-        "ge_onnx_00000000_graph_8_Build.pbtxt", "ge_proto_00000001_graph_7_Build.txt"]
+        "ge_onnx_00000000_graph_8_Build.pbtxt",
+        "ge_proto_00000001_graph_7_Build.txt",
+    ]
     assert not found.problems
     (graph_dir / "ge_proto_00000003_graph_z_Build.txt").write_text("")
     found = survey(sample_data)

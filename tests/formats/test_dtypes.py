@@ -14,9 +14,26 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dtypes import dump_dtype, element_bits, named_dtype
 from precision_tool.formats.proto.dumpdata import DATA_TYPE_VALUES
 
-BITS = {"FLOAT16": 16, "BF16": 16, "FLOAT": 32, "DOUBLE": 64, "INT8": 8, "UINT8": 8, "BOOL": 8,
-        "INT16": 16, "INT32": 32, "INT64": 64, "FLOAT8_E4M3FN": 8, "FLOAT8_E5M2": 8, "INT4": 4,
-        "FLOAT4_E2M1": 4, "INT2": 2, "UINT2": 2, "UINT1": 1, "COMPLEX64": 64}
+BITS = {
+    "FLOAT16": 16,
+    "BF16": 16,
+    "FLOAT": 32,
+    "DOUBLE": 64,
+    "INT8": 8,
+    "UINT8": 8,
+    "BOOL": 8,
+    "INT16": 16,
+    "INT32": 32,
+    "INT64": 64,
+    "FLOAT8_E4M3FN": 8,
+    "FLOAT8_E5M2": 8,
+    "INT4": 4,
+    "FLOAT4_E2M1": 4,
+    "INT2": 2,
+    "UINT2": 2,
+    "UINT1": 1,
+    "COMPLEX64": 64,
+}
 
 
 @pytest.mark.parametrize("name, bits", sorted(BITS.items()))
@@ -35,10 +52,20 @@ def test_int4_is_four_bits_though_numpy_unpacks_it_to_a_byte():
     assert element_bits(np.int8) == 8
 
 
-@pytest.mark.parametrize("dtype, bits", [(np.float16, 16), (ml_dtypes.bfloat16, 16),
-                                         (np.dtype("float32"), 32), ("float32", 32),
-                                         ("bfloat16", 16), (np.bool_, 8), (np.uint8, 8),
-                                         (ml_dtypes.float8_e4m3fn, 8), (np.float64, 64)])
+@pytest.mark.parametrize(
+    "dtype, bits",
+    [
+        (np.float16, 16),
+        (ml_dtypes.bfloat16, 16),
+        (np.dtype("float32"), 32),
+        ("float32", 32),
+        ("bfloat16", 16),
+        (np.bool_, 8),
+        (np.uint8, 8),
+        (ml_dtypes.float8_e4m3fn, 8),
+        (np.float64, 64),
+    ],
+)
 def test_numpy_dtypes_and_their_names(dtype, bits):
     assert element_bits(dtype) == bits
 

@@ -36,13 +36,27 @@ def test_inputs_come_before_outputs_in_the_data_section(tmp_path):
     assert [float(t.device()[0]) for t in dump.tensors] == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("data_type, dtype", [
-    ("FLOAT", np.float32), ("FLOAT16", np.float16), ("DOUBLE", np.float64),
-    ("BF16", ml_dtypes.bfloat16), ("INT8", np.int8), ("UINT8", np.uint8), ("INT16", np.int16),
-    ("UINT16", np.uint16), ("INT32", np.int32), ("UINT32", np.uint32), ("INT64", np.int64),
-    ("UINT64", np.uint64), ("BOOL", np.bool_), ("COMPLEX64", np.complex64),
-    ("FLOAT8_E5M2", ml_dtypes.float8_e5m2), ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
-])
+@pytest.mark.parametrize(
+    "data_type, dtype",
+    [
+        ("FLOAT", np.float32),
+        ("FLOAT16", np.float16),
+        ("DOUBLE", np.float64),
+        ("BF16", ml_dtypes.bfloat16),
+        ("INT8", np.int8),
+        ("UINT8", np.uint8),
+        ("INT16", np.int16),
+        ("UINT16", np.uint16),
+        ("INT32", np.int32),
+        ("UINT32", np.uint32),
+        ("INT64", np.int64),
+        ("UINT64", np.uint64),
+        ("BOOL", np.bool_),
+        ("COMPLEX64", np.complex64),
+        ("FLOAT8_E5M2", ml_dtypes.float8_e5m2),
+        ("FLOAT8_E4M3FN", ml_dtypes.float8_e4m3fn),
+    ],
+)
 def test_every_byte_sized_dtype_round_trips(tmp_path, data_type, dtype):
     values = (np.arange(-6, 6) % (2 if dtype == np.bool_ else 7)).astype(dtype).reshape(3, 4)
     tensor = read_dump(_write(tmp_path, [], [TensorSpec(values, data_type)])).outputs[0]
@@ -83,10 +97,12 @@ def test_tensor_data_is_memory_mapped_not_read(tmp_path):
     """A 1 GiB sparse output: reading the 4-element input must not touch the rest."""
     small = np.arange(4, dtype=np.float32)
     big_shape = (256, 1024, 1024)
-    data = build_dump("op", [TensorSpec(small, "FLOAT")], [TensorSpec(np.zeros(1, np.float32), "FLOAT", shape=big_shape)])
+    data = build_dump(
+        "op", [TensorSpec(small, "FLOAT")], [TensorSpec(np.zeros(1, np.float32), "FLOAT", shape=big_shape)]
+    )
     header_len = struct.unpack("<Q", data[:8])[0]
     message = DumpData()
-    message.ParseFromString(data[8:8 + header_len])
+    message.ParseFromString(data[8 : 8 + header_len])
     message.output[0].size = 4 * 256 * 1024 * 1024
     header = message.SerializeToString()
     path = tmp_path / "Big.op.1.0.1718170000000000"
@@ -103,12 +119,15 @@ def test_tensor_data_is_memory_mapped_not_read(tmp_path):
 
 def test_original_op_and_shapes_are_kept(tmp_path):
     x = np.zeros((2, 1, 4, 4, 16), np.float16)
-    spec = TensorSpec(x, "FLOAT16", "NC1HWC0", original_shape=[2, 4, 4, 3],
-                      original_op=("model/conv1/Relu", 0, "NHWC"))
+    spec = TensorSpec(x, "FLOAT16", "NC1HWC0", original_shape=[2, 4, 4, 3], original_op=("model/conv1/Relu", 0, "NHWC"))
     tensor = read_dump(_write(tmp_path, [], [spec])).outputs[0]
     assert tensor.format == "NC1HWC0" and tensor.shape == (2, 1, 4, 4, 16)
     assert tensor.original_shape == (2, 4, 4, 3)
-    assert (tensor.original_op.name, tensor.original_op.output_index, tensor.original_op.format) == ("model/conv1/Relu", 0, "NHWC")
+    assert (tensor.original_op.name, tensor.original_op.output_index, tensor.original_op.format) == (
+        "model/conv1/Relu",
+        0,
+        "NHWC",
+    )
 
 
 def test_host_converts_nc1hwc0_to_the_origin_layout(tmp_path):
@@ -122,6 +141,7 @@ def test_host_converts_nc1hwc0_to_the_origin_layout(tmp_path):
 
 
 # ---- corrupt input: one PrecisionToolError naming the file and the problem ----
+
 
 def _good_bytes():
     x = np.arange(8, dtype=np.float32)
@@ -173,8 +193,9 @@ def test_trailing_bytes(tmp_path):
 
 def test_nano_magic_where_the_header_length_belongs(tmp_path):
     # a nano dump has its magic at byte 8 (test_nano_dump.py); at byte 0 it is neither form
-    _expect_error(tmp_path, struct.pack("<I", 0x5A5A5A5A) + b"\0" * 60,
-                  "the nano dump format's magic 0x5A5A5A5A at byte 0")
+    _expect_error(
+        tmp_path, struct.pack("<I", 0x5A5A5A5A) + b"\0" * 60, "the nano dump format's magic 0x5A5A5A5A at byte 0"
+    )
 
 
 def test_non_utf8_op_name(tmp_path):
@@ -194,7 +215,7 @@ def _with_output_field(tmp_path, **fields):
     data = _good_bytes()
     length = struct.unpack("<Q", data[:8])[0]
     message = DumpData()
-    message.ParseFromString(data[8:8 + length])
+    message.ParseFromString(data[8 : 8 + length])
     for key, value in fields.items():
         if key == "shape":
             del message.output[0].shape.dim[:]
@@ -203,7 +224,7 @@ def _with_output_field(tmp_path, **fields):
             setattr(message.output[0], key, value)
     header = message.SerializeToString()
     path = tmp_path / "Add.op.1.0.1718170000000000"
-    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length:])
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length :])
     return read_dump(path)
 
 
@@ -237,12 +258,12 @@ def test_unknown_format_host_conversion_fails_when_counts_disagree(tmp_path):
     data = _good_bytes()
     length = struct.unpack("<Q", data[:8])[0]
     message = DumpData()
-    message.ParseFromString(data[8:8 + length])
+    message.ParseFromString(data[8 : 8 + length])
     message.output[0].format = 200
     message.output[0].original_shape.dim.extend([3, 3])
     header = message.SerializeToString()
     path = tmp_path / "Add.op.1.0.1718170000000000"
-    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length:])
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length :])
     with pytest.raises(PrecisionToolError) as info:
         read_dump(path).outputs[0].host()
     assert "unsupported format UNKNOWN(200)" in str(info.value) and str(path) in str(info.value)

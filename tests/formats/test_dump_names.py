@@ -42,10 +42,10 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
 
 # --- names ----------------------------------------------------------------------------------
 
+
 def test_parse_current_form():
     name = parse_dump_name(f"Conv2D.model_conv1_Conv2D.12.3.{TS}")
-    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (
-        "Conv2D", "model_conv1_Conv2D", 12, 3)
+    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == ("Conv2D", "model_conv1_Conv2D", 12, 3)
     assert (name.timestamp, name.extra) == (TS, ())
     assert name.file_name == f"Conv2D.model_conv1_Conv2D.12.3.{TS}"
     assert not name.is_opdebug
@@ -53,8 +53,7 @@ def test_parse_current_form():
 
 def test_parse_old_form_without_stream():
     name = parse_dump_name(f"Relu.model_relu.7.{TS}")
-    assert (name.op_name, name.task_id, name.stream_id, name.timestamp) == (
-        "model_relu", 7, None, TS)
+    assert (name.op_name, name.task_id, name.stream_id, name.timestamp) == ("model_relu", 7, None, TS)
 
 
 def test_parse_ffts_long_form():
@@ -76,26 +75,42 @@ def test_parse_tolerates_13_digit_timestamp_and_dotted_name():
     assert (name.op_name, name.task_id, name.stream_id) == ("blk.3", 1, 2)
 
 
-@pytest.mark.parametrize("name, fields", [
-    # msprobe's nano dump sample: a 9-digit timestamp
-    ("ConcatV2D.concatv2.0.0.550288648", ("concatv2", 0, 0, 550288648, ())),
-    ("Conv2D.x.1.0.171817000000", ("x", 1, 0, 171817000000, ())),
-    ("Relu.r.7.550288648", ("r", 7, None, 550288648, ())),
-    ("Conv2D.n_lxslice0.2.9.550288648.4.487.0.0", ("n_lxslice0", 2, 9, 550288648, (4, 487, 0, 0))),
-    ("Add.blk.3.1.2.550288648", ("blk.3", 1, 2, 550288648, ())),
-    ("Add.x.1.2.3", ("x", 1, 2, 3, ())),  # a tie of lengths: the last is the timestamp
-    ("Add.x.12.3", ("x", 12, None, 3, ())),  # never the first field: an id comes before it
-])
+@pytest.mark.parametrize(
+    "name, fields",
+    [
+        # msprobe's nano dump sample: a 9-digit timestamp
+        ("ConcatV2D.concatv2.0.0.550288648", ("concatv2", 0, 0, 550288648, ())),
+        ("Conv2D.x.1.0.171817000000", ("x", 1, 0, 171817000000, ())),
+        ("Relu.r.7.550288648", ("r", 7, None, 550288648, ())),
+        ("Conv2D.n_lxslice0.2.9.550288648.4.487.0.0", ("n_lxslice0", 2, 9, 550288648, (4, 487, 0, 0))),
+        ("Add.blk.3.1.2.550288648", ("blk.3", 1, 2, 550288648, ())),
+        ("Add.x.1.2.3", ("x", 1, 2, 3, ())),  # a tie of lengths: the last is the timestamp
+        ("Add.x.12.3", ("x", 12, None, 3, ())),  # never the first field: an id comes before it
+    ],
+)
 def test_parse_short_timestamps(name, fields):
     parsed = parse_dump_name(name)
     assert (parsed.op_name, parsed.task_id, parsed.stream_id, parsed.timestamp, parsed.extra) == fields
 
 
-@pytest.mark.parametrize("name", [
-    "mapping.csv", "foo", "", "a.b", "a.b.c.d", f"Conv2D.x.{TS}", "Conv2D.x.550288648",
-    f"Conv2D.x.1.0.{TS}.npy", f".x.1.0.{TS}", f"Conv2D..1.0.{TS}", f"Con v.x.1.0.{TS}",
-    "1234567890", "ge_proto_00001_Build.txt",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mapping.csv",
+        "foo",
+        "",
+        "a.b",
+        "a.b.c.d",
+        f"Conv2D.x.{TS}",
+        "Conv2D.x.550288648",
+        f"Conv2D.x.1.0.{TS}.npy",
+        f".x.1.0.{TS}",
+        f"Conv2D..1.0.{TS}",
+        f"Con v.x.1.0.{TS}",
+        "1234567890",
+        "ge_proto_00001_Build.txt",
+    ],
+)
 def test_parse_rejects_non_dump_names(name):
     assert parse_dump_name(name) is None
 
@@ -105,28 +120,36 @@ _IDENT = st.from_regex(r"[A-Za-z0-9_]{1,30}", fullmatch=True)
 _OP_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,29}", fullmatch=True)
 
 
-@given(op_type=_IDENT, op_name=_OP_NAME, task=st.integers(0, 10**6),
-       stream=st.none() | st.integers(0, 10**6), stamp=st.integers(10**15, 10**16 - 1),
-       extra=st.lists(st.integers(0, 10**6), max_size=4))
+@given(
+    op_type=_IDENT,
+    op_name=_OP_NAME,
+    task=st.integers(0, 10**6),
+    stream=st.none() | st.integers(0, 10**6),
+    stamp=st.integers(10**15, 10**16 - 1),
+    extra=st.lists(st.integers(0, 10**6), max_size=4),
+)
 def test_parse_round_trip(op_type, op_name, task, stream, stamp, extra):
     ids = [task] if stream is None else [task, stream]
     file_name = ".".join(map(str, [op_type, op_name, *ids, stamp, *extra]))
     name = parse_dump_name(file_name)
-    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (
-        op_type, op_name, task, stream)
+    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (op_type, op_name, task, stream)
     assert (name.timestamp, name.extra, name.file_name) == (stamp, tuple(extra), file_name)
 
 
-@given(op_type=_IDENT, op_name=_OP_NAME, task=st.integers(0, 999),
-       stream=st.none() | st.integers(0, 999), stamp=st.integers(10**3, 10**12 - 1),
-       extra=st.lists(st.integers(0, 999), max_size=4))
+@given(
+    op_type=_IDENT,
+    op_name=_OP_NAME,
+    task=st.integers(0, 999),
+    stream=st.none() | st.integers(0, 999),
+    stamp=st.integers(10**3, 10**12 - 1),
+    extra=st.lists(st.integers(0, 999), max_size=4),
+)
 def test_parse_round_trip_of_short_timestamps(op_type, op_name, task, stream, stamp, extra):
     """A timestamp of 4 to 12 digits, longer than every id and extra, is found wherever it is."""
     ids = [task] if stream is None else [task, stream]
     file_name = ".".join(map(str, [op_type, op_name, *ids, stamp, *extra]))
     name = parse_dump_name(file_name)
-    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (
-        op_type, op_name, task, stream)
+    assert (name.op_type, name.op_name, name.task_id, name.stream_id) == (op_type, op_name, task, stream)
     assert (name.timestamp, name.extra) == (stamp, tuple(extra))
 
 
@@ -159,7 +182,8 @@ def _aliased_dir(tmp_path: Path) -> Path:
         f"1004,../Relu.evil.1.0.{TS}\n"
         "\n"
         f"1001,Relu.other.1.0.{TS}\n"
-        "1005,..\n")
+        "1005,..\n"
+    )
     return step
 
 
@@ -205,7 +229,7 @@ def test_a_mapping_csv_that_is_a_fifo_or_too_big_is_not_read_and_says_so(tmp_pat
     fifo = "mapping.csv is a FIFO (named pipe), not a regular file: not read"
     for directory, why in ((tmp_path, fifo), (tmp_path / "big", _mapping_too_big(tmp_path / "big"))):
         _touch(directory, "1001", f"Add.model_add.5.0.{TS}")
-        mapping = without_blocking(directory / "mapping.csv", lambda: read_mapping(directory))
+        mapping = without_blocking(directory / "mapping.csv", lambda directory=directory: read_mapping(directory))
         assert (mapping.aliases, mapping.problems, mapping.unread) == ({}, [(0, why)], why)
         listing = list_dump_files(directory)
         assert [ref.path.name for ref in listing.files] == [f"Add.model_add.5.0.{TS}"]
@@ -253,8 +277,12 @@ def test_mapping_target_that_is_not_a_dump_name(tmp_path):
 
 
 def test_repeated_launches_sorted_by_timestamp(tmp_path):
-    names = [f"Add.model_add.5.0.{TS + 300}", f"Add.model_add.9.0.{TS + 100}",
-             f"Relu.model_relu.6.0.{TS + 150}", f"Add.model_add.7.0.{TS + 200}"]
+    names = [
+        f"Add.model_add.5.0.{TS + 300}",
+        f"Add.model_add.9.0.{TS + 100}",
+        f"Relu.model_relu.6.0.{TS + 150}",
+        f"Add.model_add.7.0.{TS + 200}",
+    ]
     _touch(tmp_path, *names)
     listing = list_dump_files(tmp_path)
     adds = listing.launches("model/add")

@@ -14,6 +14,7 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.files import open_regular, read_regular, size_text
 from tests.blocking import without_blocking
 
+
 def _refusal(path: Path, call=lambda p: open_regular(p, "side file")) -> str:
     """The problem ``call(path)`` raises, naming ``path``; the test fails, rather than hangs,
     should it wait in ``open``."""
@@ -92,4 +93,10 @@ def test_a_file_whose_size_fstat_does_not_know_is_still_read_within_the_limit():
 
 def test_sizes_read_as_people_write_them():
     assert [size_text(n) for n in (300, 1024, 1536, 64 << 20, (1 << 30) + 2, 8 << 30)] == [
-        "300 bytes", "1 KiB", "1.5 KiB", "64 MiB", "1.0 GiB", "8 GiB"]
+        "300 bytes",
+        "1 KiB",
+        "1.5 KiB",
+        "64 MiB",
+        "1.0 GiB",
+        "8 GiB",
+    ]

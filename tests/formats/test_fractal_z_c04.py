@@ -65,8 +65,14 @@ def test_a_tiny_literal():
 
 
 @SETTINGS
-@given(n=st.integers(1, 40), c=st.integers(1, 4), h=st.integers(1, 5), w=st.integers(1, 5),
-       c0=st.sampled_from([16, 32]), layout=st.sampled_from(sorted(LAYOUTS)))
+@given(
+    n=st.integers(1, 40),
+    c=st.integers(1, 4),
+    h=st.integers(1, 5),
+    w=st.integers(1, 5),
+    c0=st.sampled_from([16, 32]),
+    layout=st.sampled_from(sorted(LAYOUTS)),
+)
 def test_round_trip_against_the_oracle(n, c, h, w, c0, layout):
     nchw = numbered((n, c, h, w))
     host = _in_layout(nchw, layout)

@@ -19,7 +19,6 @@ from precision_tool.formats.golden import (
     read_golden,
     write_golden,
 )
-
 from tests.blocking import without_blocking
 from tests.conftest import FIXTURES
 
@@ -33,12 +32,14 @@ def small_golden() -> Path:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns,
-                     hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(root.iterdir())}
+    return {
+        p.name: (p.stat().st_size, p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(root.iterdir())
+    }
 
 
 # --- the small fixture ----------------------------------------------------------------------
+
 
 def test_fixture_index(small_golden):
     index = read_golden(small_golden)
@@ -59,25 +60,32 @@ def test_fixture_lookup_is_a_memmap(small_golden):
     assert array.shape == (2, 8, 8, 8)
     assert array.dtype == np.float32
     assert not array.flags.writeable
-    assert index.path_for("model/conv1/Relu", 0) == (
-        small_golden / "model_conv1_Relu.0.1718160000000500.npy")
+    assert index.path_for("model/conv1/Relu", 0) == (small_golden / "model_conv1_Relu.0.1718160000000500.npy")
     assert float(array.min()) >= 0.0  # it is a Relu output
 
 
 # --- names ----------------------------------------------------------------------------------
 
+
 def test_parse_golden_name_fields():
     entry = parse_golden_name(f"conv1_Conv2D.0.{TS}.npy")
-    assert (entry.name, entry.output_index, entry.timestamp, entry.extra) == (
-        "conv1_Conv2D", 0, TS, None)
+    assert (entry.name, entry.output_index, entry.timestamp, entry.extra) == ("conv1_Conv2D", 0, TS, None)
     entry = parse_golden_name(f"a-b_c.12.7.{TS}.npy")
     assert (entry.name, entry.output_index, entry.extra, entry.timestamp) == ("a-b_c", 12, 7, TS)
 
 
-@pytest.mark.parametrize("name", [
-    f"bad name.0.{TS}.npy", f"x.y.0.{TS}.npy", "model_a.0.npy", f"a.0.{TS}.npz", f"a/b.0.{TS}.npy",
-    f"a.x.{TS}.npy", f".0.{TS}.npy",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        f"bad name.0.{TS}.npy",
+        f"x.y.0.{TS}.npy",
+        "model_a.0.npy",
+        f"a.0.{TS}.npz",
+        f"a/b.0.{TS}.npy",
+        f"a.x.{TS}.npy",
+        f".0.{TS}.npy",
+    ],
+)
 def test_parse_golden_name_rejects(name):
     assert parse_golden_name(name) is None
     assert golden_name_problem(name) is not None
@@ -92,18 +100,22 @@ def test_golden_name_problem_long_and_alias():
     assert golden_name_problem(f"ok.0.{TS}.npy") is None
 
 
-@given(name=st.from_regex(r"[A-Za-z0-9_-]{1,60}", fullmatch=True), index=st.integers(0, 10**4),
-       extra=st.none() | st.integers(0, 10**6), stamp=st.integers(0, 10**20))
+@given(
+    name=st.from_regex(r"[A-Za-z0-9_-]{1,60}", fullmatch=True),
+    index=st.integers(0, 10**4),
+    extra=st.none() | st.integers(0, 10**6),
+    stamp=st.integers(0, 10**20),
+)
 def test_golden_name_round_trip(name, index, extra, stamp):
     middle = "" if extra is None else f".{extra}"
     file_name = f"{name}.{index}{middle}.{stamp}.npy"
     entry = parse_golden_name(file_name)
-    assert (entry.name, entry.output_index, entry.extra, entry.timestamp) == (
-        name, index, extra, stamp)
+    assert (entry.name, entry.output_index, entry.extra, entry.timestamp) == (name, index, extra, stamp)
     assert entry.file_name == file_name
 
 
 # --- index behaviour ------------------------------------------------------------------------
+
 
 def test_latest_timestamp_wins_and_explicit_timestamp(tmp_path):
     for stamp, value in [(TS + 20, 2.0), (TS, 0.0), (TS + 10, 1.0)]:
@@ -201,16 +213,15 @@ def test_zero_size_and_scalar_arrays(tmp_path):
 
 # --- aliases --------------------------------------------------------------------------------
 
+
 def test_mapping_aliases_resolved_in_memory(tmp_path):
     long_name = "model_" + "very_long_scope_" * 20 + "Relu"
     real = write_golden(tmp_path, "short", 0, TS, np.arange(4, dtype=np.float32))
     real.rename(tmp_path / "8812345")  # how the dumper stores a name too long for the disk
     (tmp_path / "4455").write_bytes(real.name.encode())  # any content: never opened
     (tmp_path / "mapping.csv").write_text(
-        f"8812345,{long_name}.0.{TS}.npy\n"
-        f"4455,../escape.0.{TS}.npy\n"
-        f"7777,ghost.0.{TS}.npy\n"
-        "no comma here\n")
+        f"8812345,{long_name}.0.{TS}.npy\n4455,../escape.0.{TS}.npy\n7777,ghost.0.{TS}.npy\nno comma here\n"
+    )
     before = _snapshot(tmp_path)
     index = read_golden(tmp_path)
     assert index.keys() == [(long_name, 0)]
@@ -255,6 +266,7 @@ def test_alias_to_a_name_that_breaks_the_rule(tmp_path):
 
 
 # --- writer and errors ----------------------------------------------------------------------
+
 
 def test_write_golden_names_and_round_trips(tmp_path):
     array = np.arange(6, dtype=np.int64).reshape(2, 3)

@@ -34,16 +34,16 @@ def _npy(path: Path, header: str, data: bytes, version: int = 1) -> Path:
 
 
 @settings(max_examples=60, deadline=None)
-@given(dtype=st.sampled_from(DTYPES), shape=st.lists(st.integers(0, 5), max_size=4).map(tuple),
-       fortran=st.booleans())
+@given(dtype=st.sampled_from(DTYPES), shape=st.lists(st.integers(0, 5), max_size=4).map(tuple), fortran=st.booleans())
 def test_header_of_what_numpy_saves(tmp_path_factory, dtype, shape, fortran):
     path = tmp_path_factory.mktemp("npy") / "t.npy"
     np.save(path, np.zeros(shape, dtype, order="F" if fortran else "C"))
     header = npy_header(path)
     data_bytes = math.prod(shape) * np.dtype(dtype).itemsize
     assert header.shape == shape and header.dtype == np.dtype(dtype)
-    assert header.fortran_order == (fortran and len(shape) > 1 and math.prod(shape) > 0
-                                    and sum(d > 1 for d in shape) > 1)
+    assert header.fortran_order == (
+        fortran and len(shape) > 1 and math.prod(shape) > 0 and sum(d > 1 for d in shape) > 1
+    )
     assert header.offset == path.stat().st_size - data_bytes and header.offset % 64 == 0
     assert header.file_size == path.stat().st_size
 
@@ -66,12 +66,15 @@ def test_sub_array_element_type_is_folded_into_the_shape(tmp_path):
     assert header.shape == (3, 2) and header.dtype == np.dtype("<f4")
 
 
-@pytest.mark.parametrize("header, data, words", [
-    ("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", b"\0" * 8, "truncated"),
-    ("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8, "Python objects"),
-    ("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", b"", "golden file"),
-    ("{'descr': '<f4', 'shape': (1,)", b"\0" * 4, "golden file"),
-])
+@pytest.mark.parametrize(
+    "header, data, words",
+    [
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", b"\0" * 8, "truncated"),
+        ("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8, "Python objects"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", b"", "golden file"),
+        ("{'descr': '<f4', 'shape': (1,)", b"\0" * 4, "golden file"),
+    ],
+)
 def test_bad_headers_are_one_line_errors_naming_the_file(tmp_path, header, data, words):
     path = _npy(tmp_path / "bad.npy", header, data)
     with pytest.raises(PrecisionToolError) as caught:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from google.protobuf import text_format
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
@@ -29,7 +29,6 @@ from precision_tool.formats.graph_write import (
     write_graph_text,
 )
 from precision_tool.formats.proto import ge_ir
-
 from tests.conftest import FIXTURES, REAL
 
 SMALL = FIXTURES / "small"
@@ -76,29 +75,25 @@ def test_fixture_ops_match_case_json(small_pair):
             assert desc.shape == tuple(out["device_shape"])
             assert desc.origin_shape == tuple(out["host_shape"])
             assert desc.origin_format == out["origin_format"]
-            golden = (f"{desc.origin_name}:{desc.origin_output_index}" if desc.origin_name
-                      else f"{op.name}:{index}")
+            golden = f"{desc.origin_name}:{desc.origin_output_index}" if desc.origin_name else f"{op.name}:{index}"
             assert golden == out["golden"], op.name
 
 
 def test_fixture_fusion_attributes_and_edges(small_pair):
     graph = small_pair[0].graphs[0]
     conv = graph.op("model/conv1/Conv2D")
-    assert conv.original_op_names == ["model/conv1/Conv2D", "model/conv1/BiasAdd",
-                                      "model/conv1/Relu"]
+    assert conv.original_op_names == ["model/conv1/Conv2D", "model/conv1/BiasAdd", "model/conv1/Relu"]
     assert conv.pass_name == ["BiasaddConvFusionPass", "TbeConvReluFusionPass"]
     assert conv.kernel_lib == "AIcoreEngine"
     assert conv.attrs["strides"] == [1, 1, 1, 1]
     out = conv.output_descs[0]
-    assert (out.origin_name, out.origin_output_index, out.origin_data_type) == (
-        "model/conv1/Relu", 0, "DT_FLOAT")
+    assert (out.origin_name, out.origin_output_index, out.origin_data_type) == ("model/conv1/Relu", 0, "DT_FLOAT")
     assert conv.input_descs[1].layout == "FRACTAL_Z"
     assert graph.op("trans_Cast_0").original_op_names == []
     assert graph.op("model/conv1/kernel").original_op_names is None
     assert graph.op("input").inputs == []  # its `input: ""` is no edge
     assert graph.op("trans_Cast_0").consumers == [[("trans_TransData_1", 0)]]
-    assert graph.op("model/bn1/FusedBatchNormV3").consumers == [
-        [("model/conv2/Conv2D", 0), ("model/add/add", 0)]]
+    assert graph.op("model/bn1/FusedBatchNormV3").consumers == [[("model/conv2/Conv2D", 0), ("model/add/add", 0)]]
     assert graph.op("model/conv1/bias").consumers == [[("model/conv1/Conv2D", 2)]]
     assert graph.op("Node_Output").consumers == []
     assert graph.op("model/bn1/FusedBatchNormV3").attrs["epsilon"] == 0.001
@@ -146,7 +141,8 @@ def test_real_atc_json_attribute_kinds(real):
     # two optional inputs absent: "" entries are no edges, their descs stay in place
     assert [(r.src, r.slot) for r in nms.inputs] == [
         ("BatchMultiClassNMS_1203_Input0_TransposeBefore", 0),
-        ("BatchMultiClassNMS_1203_Input1_TransposeBefore", 1)]
+        ("BatchMultiClassNMS_1203_Input1_TransposeBefore", 1),
+    ]
     assert [d.layout for d in nms.input_descs][2:] == ["FORMAT_RESERVED"] * 2
     assert nms.input_descs[0].origin_data_type == "DT_FLOAT16"
     assert [len(c) for c in nms.consumers] == [1, 1, 1, 0]
@@ -157,8 +153,7 @@ def test_real_atc_json_attribute_kinds(real):
     assert InputRef("onnx::Gather_1764_0", 0, False) in gather.inputs
     assert gather.output_descs[0].attrs["shape_range"] == [[100, 100]]
     assert gather.original_op_names == ["Gather_1221"]
-    assert graph.op("Concat_1211").consumers == [
-        [("Slice_1218", 0), ("PartitionedCall_Gather_1221_gatherv2_3", 0)]]
+    assert graph.op("Concat_1211").consumers == [[("Slice_1218", 0), ("PartitionedCall_Gather_1221_gatherv2_3", 0)]]
 
 
 # --- writers ----------------------------------------------------------------------------------
@@ -182,13 +177,22 @@ def test_json_writer_uses_atc_shape(small_pair):
 
 
 def test_builder_gives_what_the_reader_gives(tmp_path):
-    model = build_model([
-        OpSpec("x", "Data", output_descs=[tensor_desc("DT_FLOAT", "NHWC", (1, 2, 2, 3),
-                                                      origin_format="NHWC")]),
-        OpSpec("y", "Relu", ["x:0", "z:-1"], original_op_names=[], pass_name=["P"],
-               kernel_name="k", kernel_lib="AIcoreEngine",
-               output_descs=[tensor_desc(origin_name="tf/y", origin_output_index=0)]),
-    ], graph_outputs=["y:0"])
+    model = build_model(
+        [
+            OpSpec("x", "Data", output_descs=[tensor_desc("DT_FLOAT", "NHWC", (1, 2, 2, 3), origin_format="NHWC")]),
+            OpSpec(
+                "y",
+                "Relu",
+                ["x:0", "z:-1"],
+                original_op_names=[],
+                pass_name=["P"],
+                kernel_name="k",
+                kernel_lib="AIcoreEngine",
+                output_descs=[tensor_desc(origin_name="tf/y", origin_output_index=0)],
+            ),
+        ],
+        graph_outputs=["y:0"],
+    )
     data, relu = model.graphs[0].ops
     assert data.inputs == [] and data.consumers == [[("y", 0)]]
     assert relu.inputs == [InputRef("x", 0, False), InputRef("z", -1, True)]
@@ -200,15 +204,17 @@ def test_builder_gives_what_the_reader_gives(tmp_path):
     assert read_graph(path) == model
 
 
-
-@pytest.mark.parametrize("attrs, origin", [
-    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": 0}, TensorName("tf/a", 0)),
-    ({"_datadump_origin_name": "tf/a"}, TensorName("tf/a", 2)),  # no index: the output's own
-    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": -1}, TensorName("tf/a", 2)),
-    ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": True}, TensorName("tf/a", 2)),
-    ({"_datadump_origin_output_index": 1}, None),  # no name: no origin
-    ({"_datadump_origin_name": ""}, None),
-])
+@pytest.mark.parametrize(
+    "attrs, origin",
+    [
+        ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": 0}, TensorName("tf/a", 0)),
+        ({"_datadump_origin_name": "tf/a"}, TensorName("tf/a", 2)),  # no index: the output's own
+        ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": -1}, TensorName("tf/a", 2)),
+        ({"_datadump_origin_name": "tf/a", "_datadump_origin_output_index": True}, TensorName("tf/a", 2)),
+        ({"_datadump_origin_output_index": 1}, None),  # no name: no origin
+        ({"_datadump_origin_name": ""}, None),
+    ],
+)
 def test_an_outputs_origin_is_one_tensor_name(attrs, origin):
     """Output 2's origin, read from the attributes as GE writes them; ``name:index`` as text."""
     desc = tensor_desc(attrs=attrs)
@@ -216,23 +222,32 @@ def test_an_outputs_origin_is_one_tensor_name(attrs, origin):
     if origin is not None:
         assert str(desc.origin(2)) == f"tf/a:{origin.index}" and desc.origin(2) == ("tf/a", origin.index)
 
+
 _names = st.text("abc/_.:", min_size=1, max_size=6)
 _floats = st.floats(allow_nan=False, width=32)
 # bytes that are UTF-8: atc's JSON writes bytes as plain strings, so no other bytes survive it
-_scalars = st.one_of(st.text(max_size=5), st.integers(-2**63, 2**63 - 1), _floats, st.booleans(),
-                     st.text(max_size=2).map(str.encode))
+_scalars = st.one_of(
+    st.text(max_size=5), st.integers(-(2**63), 2**63 - 1), _floats, st.booleans(), st.text(max_size=2).map(str.encode)
+)
 _values = st.one_of(
     _scalars,
-    st.lists(st.integers(-5, 5), max_size=3), st.lists(_floats, min_size=1, max_size=3),
-    st.lists(st.text(max_size=3), max_size=3), st.lists(st.booleans(), max_size=3),
+    st.lists(st.integers(-5, 5), max_size=3),
+    st.lists(_floats, min_size=1, max_size=3),
+    st.lists(st.text(max_size=3), max_size=3),
+    st.lists(st.booleans(), max_size=3),
     st.lists(st.lists(st.integers(0, 9), max_size=3), min_size=1, max_size=2),
     st.builds(lambda v: {"name": "fn", "attrs": {"k": v}}, _scalars),
 )
 _attrs = st.dictionaries(st.text("xyz_", min_size=1, max_size=4), _values, max_size=4)
-_descs = st.lists(st.builds(
-    lambda dtype, shape, attrs: tensor_desc(dtype, "ND", shape, attrs=attrs),
-    st.sampled_from(["DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_INT32"]),
-    st.lists(st.integers(0, 64), max_size=4), _attrs), max_size=2)
+_descs = st.lists(
+    st.builds(
+        lambda dtype, shape, attrs: tensor_desc(dtype, "ND", shape, attrs=attrs),
+        st.sampled_from(["DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_INT32"]),
+        st.lists(st.integers(0, 64), max_size=4),
+        _attrs,
+    ),
+    max_size=2,
+)
 
 
 @st.composite
@@ -240,17 +255,25 @@ def _graphs(draw):
     names = draw(st.lists(_names, min_size=1, max_size=6, unique=True))
     specs = []
     for position, name in enumerate(names):
-        sources = [f"{src}:{draw(st.integers(-1, 2))}"
-                   for src in draw(st.lists(st.sampled_from(names[:position] or names),
-                                            max_size=3))]
-        specs.append(OpSpec(name, draw(st.sampled_from(["Data", "Relu", "Cast"])), sources,
-                            draw(_descs), draw(_descs), draw(_attrs),
-                            original_op_names=draw(st.none() | st.lists(_names, max_size=2))))
+        sources = [
+            f"{src}:{draw(st.integers(-1, 2))}"
+            for src in draw(st.lists(st.sampled_from(names[:position] or names), max_size=3))
+        ]
+        specs.append(
+            OpSpec(
+                name,
+                draw(st.sampled_from(["Data", "Relu", "Cast"])),
+                sources,
+                draw(_descs),
+                draw(_descs),
+                draw(_attrs),
+                original_op_names=draw(st.none() | st.lists(_names, max_size=2)),
+            )
+        )
     return build_model(specs, attrs=draw(_attrs))
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(model=_graphs())
 def test_random_graphs_round_trip(model, tmp_path):
     assert read_graph(write_graph_text(model, tmp_path / "r.txt")) == model
@@ -292,8 +315,7 @@ def test_every_attribute_kind(tmp_path):
     assert attrs["td"].dtype == "DT_FLOAT16"
     assert attrs["t"]["desc"].layout == "ND" and attrs["t"]["data"] == b"\x00\x01"
     assert attrs["func"] == {"name": "fn", "attrs": {"k": 1}}
-    assert (attrs["ints_no_type"], attrs["mislabelled"], attrs["floats"]) == (
-        [1, 2], ["a"], [0.5, 0.25])
+    assert (attrs["ints_no_type"], attrs["mislabelled"], attrs["floats"]) == ([1, 2], ["a"], [0.5, 0.25])
     assert [d.layout for d in attrs["descs"]] == ["NZ"]
     assert [t["data"] for t in attrs["tensors"]] == [b"d"]
     assert attrs["named"] == [{"name": "n", "attrs": {}}]
@@ -305,14 +327,17 @@ def test_every_attribute_kind(tmp_path):
 # --- odd and bad input ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("entry, want", [
-    ("a/b:0", InputRef("a/b", 0, False)),
-    ("a/b:3", InputRef("a/b", 3, False)),
-    ("a/b:-1", InputRef("a/b", -1, True)),
-    ("onnx::Gather_1:2", InputRef("onnx::Gather_1", 2, False)),
-    ("bare", InputRef("bare", 0, False)),
-    ("a:b", InputRef("a:b", 0, False)),
-])
+@pytest.mark.parametrize(
+    "entry, want",
+    [
+        ("a/b:0", InputRef("a/b", 0, False)),
+        ("a/b:3", InputRef("a/b", 3, False)),
+        ("a/b:-1", InputRef("a/b", -1, True)),
+        ("onnx::Gather_1:2", InputRef("onnx::Gather_1", 2, False)),
+        ("bare", InputRef("bare", 0, False)),
+        ("a:b", InputRef("a:b", 0, False)),
+    ],
+)
 def test_parse_input(entry, want):
     assert parse_input(entry) == want
 
@@ -340,39 +365,65 @@ def test_text_syntax_error_names_the_line(tmp_path):
     assert "line 6" in problem and "TextFormat" in problem
     path.write_text('name: "m"\ngraph {\n  op { name: "a" }\n')
     assert "line" in _error(path)
-    path.write_text('graph { op { input_desc { dtype: DT_NOT_A_TYPE } } }\n')
+    path.write_text("graph { op { input_desc { dtype: DT_NOT_A_TYPE } } }\n")
     assert "DT_NOT_A_TYPE" in _error(path)
 
 
 def test_unknown_fields_are_skipped(tmp_path):
     text = tmp_path / "ge_proto_1_Build.txt"
-    text.write_text('name: "m"\nfuture: 3\ngraph {\n  name: "g"\n  op {\n    name: "a"\n'
-                    '    newer { deep { x: 1 } }\n    type: "Relu"\n  }\n}\n')
+    text.write_text(
+        'name: "m"\nfuture: 3\ngraph {\n  name: "g"\n  op {\n    name: "a"\n'
+        '    newer { deep { x: 1 } }\n    type: "Relu"\n  }\n}\n'
+    )
     assert read_graph(text).graphs[0].op("a").type == "Relu"
     js = tmp_path / "g.json"
-    js.write_text(json.dumps({"graph": [{"name": "g", "future": [1, {"x": None}], "op": [
-        {"name": "a", "type": "Relu", "newer": {"deep": 1},
-         "attr": [{"key": "k", "value": None}, {"key": "v", "value": {"i": "7", "zz": 1}}]}]}],
-        "name": "m"}))
+    js.write_text(
+        json.dumps(
+            {
+                "graph": [
+                    {
+                        "name": "g",
+                        "future": [1, {"x": None}],
+                        "op": [
+                            {
+                                "name": "a",
+                                "type": "Relu",
+                                "newer": {"deep": 1},
+                                "attr": [{"key": "k", "value": None}, {"key": "v", "value": {"i": "7", "zz": 1}}],
+                            }
+                        ],
+                    }
+                ],
+                "name": "m",
+            }
+        )
+    )
     op = read_graph(js).graphs[0].op("a")
     assert op.type == "Relu" and op.attrs == {"v": 7}
 
 
-@pytest.mark.parametrize("content, expect", [
-    ("{ not json", "not valid JSON"),
-    ("[1, 2]", '"graph"'),
-    ('{"name": "m"}', '"graph"'),
-    ('{"graph": {"op": []}}', "graph: expected a list"),
-    ('{"graph": [{"op": [{"type": "Relu"}]}]}', "has no name"),
-    ('{"graph": [{"op": [{"name": "a"}, {"name": "a"}]}]}', "two ops named 'a'"),
-    ('{"graph": [{"op": [{"name": "a", "id": "x"}]}]}', "graph[0].op[0].id: expected an integer"),
-    ('{"graph": [{"op": [{"name": "a", "input": "b:0"}]}]}', "op[0].input: expected a list"),
-    ('{"graph": [{"op": [{"name": "a", "attr": [{"value": {"i": 1}}]}]}]}', 'string "key"'),
-    ('{"graph": [{"op": [{"name": "a", "attr": [{"key": "k", "value": {"b": 1}}]}]}]}',
-     "graph[0].op[0].attr['k'].b: expected a boolean"),
-    ('{"graph": [{"op": [{"name": "a", "output_desc": [{"dtype": "DT_NOPE"}]}]}]}',
-     "unknown DataType value 'DT_NOPE'"),
-])
+@pytest.mark.parametrize(
+    "content, expect",
+    [
+        ("{ not json", "not valid JSON"),
+        ("[1, 2]", '"graph"'),
+        ('{"name": "m"}', '"graph"'),
+        ('{"graph": {"op": []}}', "graph: expected a list"),
+        ('{"graph": [{"op": [{"type": "Relu"}]}]}', "has no name"),
+        ('{"graph": [{"op": [{"name": "a"}, {"name": "a"}]}]}', "two ops named 'a'"),
+        ('{"graph": [{"op": [{"name": "a", "id": "x"}]}]}', "graph[0].op[0].id: expected an integer"),
+        ('{"graph": [{"op": [{"name": "a", "input": "b:0"}]}]}', "op[0].input: expected a list"),
+        ('{"graph": [{"op": [{"name": "a", "attr": [{"value": {"i": 1}}]}]}]}', 'string "key"'),
+        (
+            '{"graph": [{"op": [{"name": "a", "attr": [{"key": "k", "value": {"b": 1}}]}]}]}',
+            "graph[0].op[0].attr['k'].b: expected a boolean",
+        ),
+        (
+            '{"graph": [{"op": [{"name": "a", "output_desc": [{"dtype": "DT_NOPE"}]}]}]}',
+            "unknown DataType value 'DT_NOPE'",
+        ),
+    ],
+)
 def test_bad_json(tmp_path, content, expect):
     path = tmp_path / "ge_proto_1_Build.txt.json"
     path.write_text(content)
@@ -380,13 +431,21 @@ def test_bad_json(tmp_path, content, expect):
 
 
 def test_find_graph_files(tmp_path):
-    for name in ("ge_proto_00000002_Build.txt", "ge_proto_00000002_Build.txt.json",
-                 "ge_proto_00000001_Build.txt.json", "ge_proto_00000010_Build.txt",
-                 "ge_proto_00000003_PreRunAfterBuild.txt", "ge_proto_x_Build.txt", "notes.txt"):
+    for name in (
+        "ge_proto_00000002_Build.txt",
+        "ge_proto_00000002_Build.txt.json",
+        "ge_proto_00000001_Build.txt.json",
+        "ge_proto_00000010_Build.txt",
+        "ge_proto_00000003_PreRunAfterBuild.txt",
+        "ge_proto_x_Build.txt",
+        "notes.txt",
+    ):
         (tmp_path / name).write_text("")
     assert [p.name for p in find_graph_files(tmp_path)] == [
-        "ge_proto_00000001_Build.txt.json", "ge_proto_00000002_Build.txt",
-        "ge_proto_00000010_Build.txt"]
+        "ge_proto_00000001_Build.txt.json",
+        "ge_proto_00000002_Build.txt",
+        "ge_proto_00000010_Build.txt",
+    ]
     assert len(find_graph_files(tmp_path, suffix=None)) == 4
     with pytest.raises(PrecisionToolError, match="not found"):
         find_graph_files(tmp_path / "missing")
@@ -405,7 +464,7 @@ def test_protobuf_parse_of_two_graphs_and_its_errors_line():
     broken = two_graphs.replace('type: "Cast"', "type: ", 1)
     with pytest.raises(text_format.ParseError) as caught:
         ge_ir.parse_text(broken)
-    assert caught.value.GetLine() == broken[:broken.index("type: \n")].count("\n") + 2
+    assert caught.value.GetLine() == broken[: broken.index("type: \n")].count("\n") + 2
 
 
 def test_a_100k_op_graph_loads(tmp_path):

@@ -24,8 +24,7 @@ from precision_tool.formats.graph_write import (
 
 
 def _model(ops: int):
-    return build_model([OpSpec(f"n/{i}", "Relu", [f"n/{i - 1}:0"] if i else [])
-                        for i in range(ops)])
+    return build_model([OpSpec(f"n/{i}", "Relu", [f"n/{i - 1}:0"] if i else []) for i in range(ops)])
 
 
 def _graph(tmp_path, ops: int = 3):
@@ -78,8 +77,7 @@ def _rename_in_place_keeping_times(path, old: bytes, new: bytes) -> None:
         handle.write(content.replace(old, new))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(path)
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
-        before.st_ino, before.st_size, before.st_mtime_ns)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
 
 
 def _sample_digest(path) -> str:
@@ -92,8 +90,7 @@ def test_a_graph_rewritten_with_its_size_and_mtime_put_back_is_parsed_again(tmp_
     read_graph_cached(path, cache, min_bytes=0)
     sampled = _sample_digest(path)
     for suffix in ('"', ':0"'):  # the op's name, then its consumer's input
-        _rename_in_place_keeping_times(path, f'"n/{renamed}{suffix}'.encode(),
-                                       f'"m/{renamed}{suffix}'.encode())
+        _rename_in_place_keeping_times(path, f'"n/{renamed}{suffix}'.encode(), f'"m/{renamed}{suffix}'.encode())
     assert (_sample_digest(path) == sampled) == (ops == 400)  # 400: outside the sampled blocks
     again = read_graph_cached(path, cache, min_bytes=0)
     assert again.graphs[0].ops[renamed].name == f"m/{renamed}"
@@ -115,8 +112,10 @@ def test_a_cache_the_first_key_format_named_is_not_read_and_is_dropped(tmp_path)
     path, cache = _graph(tmp_path), tmp_path / "cache"
     info = path.stat()
     cache.mkdir()
-    old = cache / (f"{graph_cache._digest(str(path.resolve()))}."  # as format 1 named it
-                   f"{graph_cache._digest(f'{info.st_size}:{info.st_mtime_ns}:1')}.pb")
+    old = cache / (
+        f"{graph_cache._digest(str(path.resolve()))}."  # as format 1 named it
+        f"{graph_cache._digest(f'{info.st_size}:{info.st_mtime_ns}:1')}.pb"
+    )
     (tmp_path / "other").mkdir()
     other = graph_cache.load_graph(_graph(tmp_path / "other", ops=5))[1]
     old.write_bytes(other.SerializeToString())
@@ -149,8 +148,7 @@ def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
     path = _graph(tmp_path, ops=20_000)
     assert path.stat().st_size > 2 << 20
     counts: list = []
-    monkeypatch.setattr(file_identity, "open", lambda *a, **k: _CountedReads(open(*a, **k), counts),
-                        raising=False)
+    monkeypatch.setattr(file_identity, "open", lambda *a, **k: _CountedReads(open(*a, **k), counts), raising=False)
     assert cache_path(path, tmp_path / "cache", 0) is not None
     assert 0 < sum(counts) <= file_identity.SAMPLE_BLOCKS * file_identity.SAMPLE_BLOCK
 

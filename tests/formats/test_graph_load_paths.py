@@ -44,29 +44,36 @@ def test_the_benchmark_ge_layout_is_protobufs_printer_layout():
 
 def _attr_block(key: str, values: list[str]) -> str:
     items = "".join(f'          s: "{value}"\n' for value in values)
-    return (f'    attr {{\n      key: "{key}"\n      value {{\n        list {{\n{items}'
-            '          val_type: VT_LIST_STRING\n        }\n      }\n    }\n')
+    return (
+        f'    attr {{\n      key: "{key}"\n      value {{\n        list {{\n{items}'
+        "          val_type: VT_LIST_STRING\n        }\n      }\n    }\n"
+    )
 
 
-@pytest.mark.parametrize("versions", [2, 3, BLOCK_VERSIONS + 1, BLOCK_VERSIONS + 4,
-                                      BLOCK_CHURN + 10])
+@pytest.mark.parametrize("versions", [2, 3, BLOCK_VERSIONS + 1, BLOCK_VERSIONS + 4, BLOCK_CHURN + 10])
 def test_blocks_that_take_turns_among_versions(versions):
     # one attribute's block in several versions, coming back in turn and out of turn: each
     # is replayed as the version it is (a block kept in one version would be relearnt); past
     # BLOCK_CHURN new versions the block is read line by line from then on
     order = [i % versions for i in range(3 * versions)] + [0, versions - 1, 1, 0]
-    ops = "".join(f'  op {{\n    name: "n{i}"\n' + _attr_block("pass_name", [f"P{v}", "Q"][:1 + v % 2])
-                  + _attr_block("other", ["x"]) + "  }\n" for i, v in enumerate(order))
+    ops = "".join(
+        f'  op {{\n    name: "n{i}"\n'
+        + _attr_block("pass_name", [f"P{v}", "Q"][: 1 + v % 2])
+        + _attr_block("other", ["x"])
+        + "  }\n"
+        for i, v in enumerate(order)
+    )
     assert_same(f"graph {{\n{ops}}}\n")
 
 
 def test_integer_lines_learnt_by_what_precedes_them():
-    ops = "\n".join(f"  op {{\n    name: \"n{i}\"\n    id: {i}\n    stream_id: {i % 3}\n  }}"
-                    for i in range(50))
+    ops = "\n".join(f'  op {{\n    name: "n{i}"\n    id: {i}\n    stream_id: {i % 3}\n  }}' for i in range(50))
     assert_same(f"graph {{\n{ops}\n}}\n")
     # the same head with what is not a plain decimal: octal, a sign, a trailing space
-    odd = 'graph {\n  op {\n    id: 5\n  }\n  op {\n    id: 012\n  }\n  op {\n    id: -3\n  }\n' \
-          '  op {\n    id: 7 \n  }\n}\n'
+    odd = (
+        "graph {\n  op {\n    id: 5\n  }\n  op {\n    id: 012\n  }\n  op {\n    id: -3\n  }\n"
+        "  op {\n    id: 7 \n  }\n}\n"
+    )
     assert_same(odd)
     bools = "\n".join(f'attr {{\n  key: "b{i}"\n  value {{\n    b: {i % 2}\n  }}\n}}' for i in range(6))
     assert_same(bools)
@@ -83,11 +90,13 @@ def test_one_line_messages_that_differ_only_in_their_literals():
     for i in range(40):
         # replayed from a template learnt from the first such line (a map entry with a oneof
         # member, a constant among the literals, a repeated field, a nested message)
-        lines += [f'attr {{ key: "s{i}" value {{ s: "v{i}" }} }}',
-                  f'attr {{ key: "f{i}" value {{ f: 1.5 }} }}',
-                  f'attr {{ key: "l{i}" value {{ list {{ s: "a{i}" s: "b" }} }} }}',
-                  f'attr {{ key: "t{i}" value {{ td {{ layout: "L{i}" shape {{ dim: 2 }} }} }} }}']
-    assert_same("graph {\n  op {\n    name: \"x\"\n    " + "\n    ".join(lines) + "\n  }\n}\n")
+        lines += [
+            f'attr {{ key: "s{i}" value {{ s: "v{i}" }} }}',
+            f'attr {{ key: "f{i}" value {{ f: 1.5 }} }}',
+            f'attr {{ key: "l{i}" value {{ list {{ s: "a{i}" s: "b" }} }} }}',
+            f'attr {{ key: "t{i}" value {{ td {{ layout: "L{i}" shape {{ dim: 2 }} }} }} }}',
+        ]
+    assert_same('graph {\n  op {\n    name: "x"\n    ' + "\n    ".join(lines) + "\n  }\n}\n")
 
 
 # --- the graph builder --------------------------------------------------------------------
@@ -169,6 +178,7 @@ def test_this_process_own_work_counts_as_idle(monkeypatch):
 def test_without_proc_stat_the_load_average_stands_in(monkeypatch):
     def unreadable():
         raise OSError("no /proc here")
+
     monkeypatch.setattr(idle_cores, "_ticks", unreadable)
     monkeypatch.setattr(idle_cores.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(idle_cores.os, "getloadavg", lambda: (1.5, 1.0, 1.0))

@@ -23,23 +23,28 @@ from tests.conftest import REAL
 from tests.formats.om_bytes import MODEL_DEF, model_def_bytes, om_bytes
 
 
-@pytest.mark.parametrize("name, want", [
-    ("ge_proto_00000001_Build.txt", ("ge_proto", 1, None, "Build", False)),
-    ("ge_proto_00056_Build.txt", ("ge_proto", 56, None, "Build", False)),
-    ("ge_proto_00000001_graph_31_Build.txt", ("ge_proto", 1, 31, "Build", False)),
-    ("ge_proto_00000001_graph_0_PreRunBegin.txt", ("ge_proto", 1, 0, "PreRunBegin", False)),
-    ("ge_proto_00000003_PreRunAfterBuild.txt", ("ge_proto", 3, None, "PreRunAfterBuild", False)),
-    ("ge_onnx_00000000_graph_1_Build.pbtxt", ("ge_onnx", 0, 1, "Build", False)),
-    ("ge_proto_00000001_graph_31_Build.txt.json", ("ge_proto", 1, 31, "Build", True)),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("ge_proto_00000001_Build.txt", ("ge_proto", 1, None, "Build", False)),
+        ("ge_proto_00056_Build.txt", ("ge_proto", 56, None, "Build", False)),
+        ("ge_proto_00000001_graph_31_Build.txt", ("ge_proto", 1, 31, "Build", False)),
+        ("ge_proto_00000001_graph_0_PreRunBegin.txt", ("ge_proto", 1, 0, "PreRunBegin", False)),
+        ("ge_proto_00000003_PreRunAfterBuild.txt", ("ge_proto", 3, None, "PreRunAfterBuild", False)),
+        ("ge_onnx_00000000_graph_1_Build.pbtxt", ("ge_onnx", 0, 1, "Build", False)),
+        ("ge_proto_00000001_graph_31_Build.txt.json", ("ge_proto", 1, 31, "Build", True)),
+    ],
+)
 def test_every_name_form(name, want):
     parsed = parse_graph_file_name(name)
     assert (parsed.form, parsed.index, parsed.graph_id, parsed.stage, parsed.is_json) == want
     assert parsed.bad_graph_id is None and parsed.base == name.removesuffix(".json")
 
 
-@pytest.mark.parametrize("name", ["ge_proto_x_Build.txt", "notes.txt", "ge_onnx_1_Build.pbtxt.json",
-                                  "ge_proto_1_Build.bin", "ge_proto__Build.txt"])
+@pytest.mark.parametrize(
+    "name",
+    ["ge_proto_x_Build.txt", "notes.txt", "ge_onnx_1_Build.pbtxt.json", "ge_proto_1_Build.bin", "ge_proto__Build.txt"],
+)
 def test_other_names_are_not_graph_dumps(name):
     assert parse_graph_file_name(name) is None
 
@@ -56,14 +61,24 @@ def _touch(directory, *names):
 
 
 def test_find_lists_every_build_form_by_index_and_leaves_other_stages(tmp_path):
-    _touch(tmp_path, "ge_proto_00000002_graph_31_Build.txt", "ge_proto_00056_Build.txt",
-           "ge_proto_00000001_Build.txt", "ge_proto_00000001_graph_0_PreRunBegin.txt",
-           "ge_onnx_00000003_graph_7_Build.pbtxt", "ge_proto_00000004_graph_x_Other.txt")
+    _touch(
+        tmp_path,
+        "ge_proto_00000002_graph_31_Build.txt",
+        "ge_proto_00056_Build.txt",
+        "ge_proto_00000001_Build.txt",
+        "ge_proto_00000001_graph_0_PreRunBegin.txt",
+        "ge_onnx_00000003_graph_7_Build.pbtxt",
+        "ge_proto_00000004_graph_x_Other.txt",
+    )
     assert [p.name for p in find_graph_files(tmp_path)] == [
-        "ge_proto_00000001_Build.txt", "ge_proto_00000002_graph_31_Build.txt",
-        "ge_onnx_00000003_graph_7_Build.pbtxt", "ge_proto_00056_Build.txt"]
+        "ge_proto_00000001_Build.txt",
+        "ge_proto_00000002_graph_31_Build.txt",
+        "ge_onnx_00000003_graph_7_Build.pbtxt",
+        "ge_proto_00056_Build.txt",
+    ]
     assert [p.name for p in find_graph_files(tmp_path, "PreRunBegin")[:1]] == [
-        "ge_proto_00000001_graph_0_PreRunBegin.txt"]
+        "ge_proto_00000001_graph_0_PreRunBegin.txt"
+    ]
     assert graph_stages(tmp_path) == {"Build", "PreRunBegin", "Other"}
 
 
@@ -78,12 +93,21 @@ def test_a_build_graph_with_a_non_numeric_id_is_one_error_naming_it(tmp_path):
 
 
 def test_ge_proto_wins_over_ge_onnx_of_the_same_graph(tmp_path):
-    _touch(tmp_path, "ge_proto_00000005_graph_1_Build.txt", "ge_onnx_00000005_graph_1_Build.pbtxt",
-           "ge_onnx_00000000_graph_2_Build.pbtxt", "ge_proto_00000007_Build.txt",
-           "ge_onnx_00000007_Build.pbtxt", "ge_proto_00000001_graph_3_Build.txt.json")
+    _touch(
+        tmp_path,
+        "ge_proto_00000005_graph_1_Build.txt",
+        "ge_onnx_00000005_graph_1_Build.pbtxt",
+        "ge_onnx_00000000_graph_2_Build.pbtxt",
+        "ge_proto_00000007_Build.txt",
+        "ge_onnx_00000007_Build.pbtxt",
+        "ge_proto_00000001_graph_3_Build.txt.json",
+    )
     assert [p.name for p in find_graph_files(tmp_path)] == [
-        "ge_onnx_00000000_graph_2_Build.pbtxt", "ge_proto_00000001_graph_3_Build.txt.json",
-        "ge_proto_00000005_graph_1_Build.txt", "ge_proto_00000007_Build.txt"]
+        "ge_onnx_00000000_graph_2_Build.pbtxt",
+        "ge_proto_00000001_graph_3_Build.txt.json",
+        "ge_proto_00000005_graph_1_Build.txt",
+        "ge_proto_00000007_Build.txt",
+    ]
 
 
 def test_ge_proto_wins_by_content_when_the_names_cannot_tell(tmp_path):
@@ -105,30 +129,36 @@ def test_ge_proto_wins_by_content_when_the_names_cannot_tell(tmp_path):
 OM = om_bytes([[(MODEL_DEF, model_def_bytes("net", {"net": [("x", "Data")]}))]])
 
 
-@pytest.mark.parametrize("head, kind", [
-    (b'{\n  "attr": [\n    {\n      "key": "atc_cmdline",', "json"),  # atc: keys sorted
-    (b'{"custom_version": "", "graph": [', "json"),
-    (b'{\n  "name": "resnet50",\n  "version": 1,\n  "graph": [\n', "json"),  # protobuf's order
-    (b'\xef\xbb\xbf{"graph": []}', "json"),
-    (b'graph {\n  name: "ge_default_1"\n  op {\n', "text"),
-    (b'# dumped by GE\nname: "m"\nversion: 1\ngraph {', "text"),
-    (b'ir_version: 6\nproducer_name: "GE"\ngraph {\n  node {', "text"),  # GE's ONNX text
-    (b"graph: <\n", "text"),
-    (b"IMOD\x00\x01\x00\x00", "om"),
-    (b'{"name": "my-package", "version": "1.0.0", "dependencies": {}}', None),
-    (b'{"graph_fusion": {}}', None),
-    (b"name: John\nversion: 1.0\n", None),
-    (b"[1, 2, 3]", None),
-    (b"some notes\n", None),
-    (b"", None),
-])
+@pytest.mark.parametrize(
+    "head, kind",
+    [
+        (b'{\n  "attr": [\n    {\n      "key": "atc_cmdline",', "json"),  # atc: keys sorted
+        (b'{"custom_version": "", "graph": [', "json"),
+        (b'{\n  "name": "resnet50",\n  "version": 1,\n  "graph": [\n', "json"),  # protobuf's order
+        (b'\xef\xbb\xbf{"graph": []}', "json"),
+        (b'graph {\n  name: "ge_default_1"\n  op {\n', "text"),
+        (b'# dumped by GE\nname: "m"\nversion: 1\ngraph {', "text"),
+        (b'ir_version: 6\nproducer_name: "GE"\ngraph {\n  node {', "text"),  # GE's ONNX text
+        (b"graph: <\n", "text"),
+        (b"IMOD\x00\x01\x00\x00", "om"),
+        (b'{"name": "my-package", "version": "1.0.0", "dependencies": {}}', None),
+        (b'{"graph_fusion": {}}', None),
+        (b"name: John\nversion: 1.0\n", None),
+        (b"[1, 2, 3]", None),
+        (b"some notes\n", None),
+        (b"", None),
+    ],
+)
 def test_content_kind_from_the_first_kib(head, kind):
     assert content_kind(head) == kind
 
 
 def test_content_kind_of_the_real_graphs():
-    for name, kind in (("atc_model.json", "json"), ("ge_proto_00000001_Build.txt", "text"),
-                       ("ge_onnx_00000000_graph_1_Build.pbtxt", "text")):
+    for name, kind in (
+        ("atc_model.json", "json"),
+        ("ge_proto_00000001_Build.txt", "text"),
+        ("ge_onnx_00000000_graph_1_Build.pbtxt", "text"),
+    ):
         assert content_kind((REAL / name).read_bytes()[:1024]) == kind
 
 
@@ -140,12 +170,11 @@ def test_user_named_graphs_are_the_build_graphs_when_no_dump_is_named(tmp_path):
     (tmp_path / "fusion_result.json").write_text('{"graph_fusion": {}}')
     (tmp_path / "model.bin").write_bytes(OM)  # not a suffix looked at
     (tmp_path / "dir.json").mkdir()
-    (tmp_path / "ge_proto_00000001_graph_0_PreRunBegin.txt").write_text('graph {\n}\n')
+    (tmp_path / "ge_proto_00000001_graph_0_PreRunBegin.txt").write_text("graph {\n}\n")
     found = [p.name for p in find_graph_files(tmp_path)]
     assert found == ["broken.om", "model.om", "resnet50.json"]
     assert all(is_content_named(tmp_path / name) for name in found)
-    assert [p.name for p in find_graph_files(tmp_path, "PreRunBegin")] == [
-        "ge_proto_00000001_graph_0_PreRunBegin.txt"]
+    assert [p.name for p in find_graph_files(tmp_path, "PreRunBegin")] == ["ge_proto_00000001_graph_0_PreRunBegin.txt"]
 
 
 def test_named_build_dumps_win_over_user_named_graphs(tmp_path):
@@ -159,7 +188,7 @@ def test_named_build_dumps_win_over_user_named_graphs(tmp_path):
 def test_a_fifo_or_unreadable_file_is_not_a_graph_and_never_blocks(tmp_path):
     os.mkfifo(tmp_path / "pipe.json")
     secret = tmp_path / "secret.txt"
-    secret.write_text('graph {\n}\n')
+    secret.write_text("graph {\n}\n")
     secret.chmod(0)
     try:
         found = [p.name for p in find_graph_files(tmp_path)]
@@ -172,7 +201,7 @@ def test_a_fifo_or_unreadable_file_is_not_a_graph_and_never_blocks(tmp_path):
 def test_one_model_under_one_name_is_read_once_the_model_over_its_conversions(tmp_path):
     json_text = '{"attr": [], "graph": [{"name": "g", "op": []}]}'
     for name in ("resnet50.json", "resnet50.txt.json", "RESNET50.JSON", "bert.json", "bert.TXT"):
-        (tmp_path / name).write_text(json_text if "json" in name.lower() else 'graph {\n}\n')
+        (tmp_path / name).write_text(json_text if "json" in name.lower() else "graph {\n}\n")
     (tmp_path / "resnet50.om").write_bytes(OM)
     assert [p.name for p in find_graph_files(tmp_path)] == ["bert.TXT", "resnet50.om"]
     (tmp_path / "resnet50.om").unlink()

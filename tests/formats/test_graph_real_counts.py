@@ -24,13 +24,11 @@ def _attr_keys(block: str, indent: int) -> set[str]:
 
 
 def _text_counts(text: str) -> dict[str, int]:
-    counts = dict.fromkeys(("graphs", "ops", "edges", "descs", "op_attrs", "desc_attrs",
-                            "graph_attrs"), 0)
+    counts = dict.fromkeys(("graphs", "ops", "edges", "descs", "op_attrs", "desc_attrs", "graph_attrs"), 0)
     for graph in re.split(r"^graph \{\n", text, flags=re.M)[1:]:
         counts["graphs"] += 1
         ops = re.findall(r"^  op \{\n(.*?)^  \}\n", graph, re.M | re.S)
-        counts["graph_attrs"] += len(_attr_keys(re.sub(r"^  op \{\n.*?^  \}\n", "", graph,
-                                                       flags=re.M | re.S), 2))
+        counts["graph_attrs"] += len(_attr_keys(re.sub(r"^  op \{\n.*?^  \}\n", "", graph, flags=re.M | re.S), 2))
         for op in ops:
             counts["ops"] += 1
             counts["edges"] += len(re.findall(r'^    input: "(.+)"$', op, re.M))
@@ -44,11 +42,15 @@ def _text_counts(text: str) -> dict[str, int]:
 def _model_counts(model) -> dict[str, int]:
     ops = [op for graph in model.graphs for op in graph.ops]
     descs = [d for op in ops for d in (*op.input_descs, *op.output_descs)]
-    return {"graphs": len(model.graphs), "ops": len(ops),
-            "edges": sum(len(op.inputs) for op in ops), "descs": len(descs),
-            "op_attrs": sum(len(op.attrs) for op in ops),
-            "desc_attrs": sum(len(d.attrs) for d in descs),
-            "graph_attrs": sum(len(graph.attrs) for graph in model.graphs)}
+    return {
+        "graphs": len(model.graphs),
+        "ops": len(ops),
+        "edges": sum(len(op.inputs) for op in ops),
+        "descs": len(descs),
+        "op_attrs": sum(len(op.attrs) for op in ops),
+        "desc_attrs": sum(len(d.attrs) for d in descs),
+        "graph_attrs": sum(len(graph.attrs) for graph in model.graphs),
+    }
 
 
 def _set(entries) -> set[str]:
@@ -58,11 +60,15 @@ def _set(entries) -> set[str]:
 def _json_counts(data: dict) -> dict[str, int]:
     ops = [op for graph in data["graph"] for op in graph.get("op") or ()]
     descs = [d for op in ops for d in (op.get("input_desc") or []) + (op.get("output_desc") or [])]
-    return {"graphs": len(data["graph"]), "ops": len(ops),
-            "edges": sum(1 for op in ops for entry in op.get("input") or () if entry),
-            "descs": len(descs), "op_attrs": sum(len(_set(op.get("attr"))) for op in ops),
-            "desc_attrs": sum(len(_set((d or {}).get("attr"))) for d in descs),
-            "graph_attrs": sum(len(_set(graph.get("attr"))) for graph in data["graph"])}
+    return {
+        "graphs": len(data["graph"]),
+        "ops": len(ops),
+        "edges": sum(1 for op in ops for entry in op.get("input") or () if entry),
+        "descs": len(descs),
+        "op_attrs": sum(len(_set(op.get("attr"))) for op in ops),
+        "desc_attrs": sum(len(_set((d or {}).get("attr"))) for d in descs),
+        "graph_attrs": sum(len(_set(graph.get("attr"))) for graph in data["graph"]),
+    }
 
 
 # What the raw text holds, written down once from the counts above (so that a change of this

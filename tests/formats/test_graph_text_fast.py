@@ -16,11 +16,11 @@ from google.protobuf import text_format
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import model_from_proto, read_graph
-from tests.conftest import FIXTURES, REAL
 from precision_tool.formats.graph_text_fast import model_from_text
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
 from precision_tool.formats.proto import ge_ir
 from precision_tool.formats.proto.text_scalars import tokens
+from tests.conftest import FIXTURES, REAL
 
 from .model_compare import canonical
 
@@ -85,13 +85,13 @@ def test_the_sample_graphs_read_as_protobuf_reads_them():
 
 def test_the_comparison_sees_what_matters():
     desc = tensor_desc("DT_FLOAT16", "NC1HWC0", (1, 2, 3, 4, 16), origin_shape=(1, 2, 3))
-    model = build_model([OpSpec("a", "Data", [], [], [desc]),
-                         OpSpec("b", "Relu", ["a:0"], [desc], [desc], attrs={"k": 1})])
+    model = build_model(
+        [OpSpec("a", "Data", [], [], [desc]), OpSpec("b", "Relu", ["a:0"], [desc], [desc], attrs={"k": 1})]
+    )
     op = model.graphs[0].ops[1]
     ref = op.inputs[0]
     # == takes these for equal; the comparison of the tests does not
-    for change in ({"inputs": [dataclasses.replace(ref, slot=5)]}, {"attrs": {"k": True}},
-                   {"attrs": {"k": 1.0}}):
+    for change in ({"inputs": [dataclasses.replace(ref, slot=5)]}, {"attrs": {"k": True}}, {"attrs": {"k": 1.0}}):
         other = dataclasses.replace(op, **change)
         assert other == op and canonical(other) != canonical(op)
     other = dataclasses.replace(op, input_descs=[dataclasses.replace(desc, shape=[1, 2, 3, 4, 16])])
@@ -113,31 +113,38 @@ FEATURES = {
     "separators": 'name: "m", version: 3; custom_version: "x" graph { name: "g"; }',
     "enums by name and number": (
         'graph { op { name: "a" input_desc { dtype: DT_FLOAT16 } input_desc { dtype: 2 }'
-        ' input_desc { dtype: 99 } input_desc { dtype: -1 } input_desc { } } }'),
+        " input_desc { dtype: 99 } input_desc { dtype: -1 } input_desc { } } }"
+    ),
     "repeated fields and lists": (
         'graph { input: "x" input: ["y", "z"] op { name: "a" input: "p:0" input: ["q:1", '
-        '"r:-1"] input_desc { shape { dim: [1, 2] dim: 3 dim: [] } } } }'),
+        '"r:-1"] input_desc { shape { dim: [1, 2] dim: 3 dim: [] } } } }'
+    ),
     "lists of messages": 'graph [ { name: "g" op [{ name: "a" }, < name: "b" >] }, {} ]',
     "map entries, later ones winning": (
         'attr { key: "x" value { i: 3 } } attr { key: "x" value { s: "y" } }'
         ' attr { key: "z" } attr { key: "w" value { i: 1 } } attr { key: "w" value { } }'
-        ' attr { value { b: true } } graph { }'),
+        " attr { value { b: true } } graph { }"
+    ),
     "floats": (
         'attr { key: "a" value { list { f: [1e-05, inf, -inf, nan, -0, 1.0f, 1f, .5, -.5, +2,'
-        ' 3.4028236e38, 1e-50, 0.1, 16777217, infinity, -Infinity, 5., 1E3, 1_0]'
+        " 3.4028236e38, 1e-50, 0.1, 16777217, infinity, -Infinity, 5., 1E3, 1_0]"
         ' val_type: VT_LIST_FLOAT } } } attr { key: "b" value { f: -0.0 } }'
-        ' attr { key: "c" value { f: 3.4028235e38 } } graph { }'),
+        ' attr { key: "c" value { f: 3.4028235e38 } } graph { }'
+    ),
     "integer extremes and forms": (
         'version: 4294967295 graph { op { name: "a" id: 9223372036854775807 stream_id:'
         ' -9223372036854775808 attr { key: "h" value { i: 0x7fffffffffffffff } }'
         ' attr { key: "o" value { i: 010 } } attr { key: "n" value { i: -0 } }'
-        ' attr { key: "l" value { list { i: [-1, 0, +1, 0X1F] } } } } }'),
+        ' attr { key: "l" value { list { i: [-1, 0, +1, 0X1F] } } } } }'
+    ),
     "bools": (
         'attr { key: "a" value { list { b: [true, false, True, False, t, f, 1, 0] } } }'
-        ' graph { op { name: "x" has_out_attr: True input_desc { reuse_input: 1 } } }'),
+        ' graph { op { name: "x" has_out_attr: True input_desc { reuse_input: 1 } } }'
+    ),
     "unknown fields": (
         'future: 3 future2: "x" "y" future3: -inf future4 { deep < x: 1, y: [1, "a"] > }\n'
-        'future5: [1, 2.5, "s", {a: 1}, <b: [c]>] future6: [] graph { newer: WORD name: "g" }'),
+        'future5: [1, 2.5, "s", {a: 1}, <b: [c]>] future6: [] graph { newer: WORD name: "g" }'
+    ),
     "every attribute kind": (
         'graph { op { name: "a" attr { key: "bt" value { bt: "\\000\\377" } }'
         ' attr { key: "td" value { td { dtype: DT_INT8 layout: "ND" shape { dim: 2 } } } }'
@@ -151,23 +158,26 @@ FEATURES = {
         ' attr { key: "mis" value { list { s: "a" val_type: VT_LIST_INT } } }'
         ' attr { key: "vt" value { list { i: 1 val_type: 77 } } }'
         ' attr { key: "lli" value { list_list_int { list_list_i { list_i: [1, 2] }'
-        ' list_list_i { } } } }'
+        " list_list_i { } } } }"
         ' attr { key: "llf" value { list_list_float { list_list_f { list_f: 0.1 } } } }'
         ' attr { key: "e" value { list { } } } attr { key: "dt" value { dt: 3 } }'
         ' attr { key: "ldt" value { list { dt: [1, 2] } } }'
-        ' attr { key: "sbad" value { s: "\\377ok" } } } }'),
+        ' attr { key: "sbad" value { s: "\\377ok" } } } }'
+    ),
     "origin fields": (
         'graph { op { name: "a" output_desc { attr { key: "origin_shape" value { list {'
         ' i: [1, 2] } } } attr { key: "origin_format" value { s: "NCHW" } }'
         ' attr { key: "_datadump_origin_format" value { s: "" } }'
         ' attr { key: "_datadump_origin_output_index" value { b: true } }'
-        ' attr { key: "_datadump_origin_name" value { s: "src" } } } } }'),
+        ' attr { key: "_datadump_origin_name" value { s: "src" } } } } }'
+    ),
     "ops and their edges": (
         'graph { name: "g" op { name: "a" type: "Data" input: "" }'
         ' op { name: "b" input: "a:0" input: "a:-1" input: "" input: "a:2" attr { key:'
         ' "_datadump_original_op_names" value { list { s: ["x", "y"] } } } attr { key:'
         ' "b_kernelname" value { s: "k" } } attr { key: "_datadump_is_multiop" value { b: 1'
-        ' } } } op { name: "onnx::c:1" input: "b" input: "onnx::x:bad" } }'),
+        ' } } } op { name: "onnx::c:1" input: "b" input: "onnx::x:bad" } }'
+    ),
     "whitespace": 'name:"m"\r\ngraph\t{\r\n\tname :\t"g"\x0b}\x0c\r\n',
     "empty": "",
     "two graphs, one empty op list": 'graph { name: "a" op { name: "x" } } graph { name: "b" }',
@@ -200,7 +210,7 @@ DECLINED = {
     "a field number as name": "1: 5 graph { }",
     "a value of a field given twice": "version: 1 version: 2",
     "a oneof given twice": 'attr { key: "k" value { i: 1 s: "x" } }',
-    "a message given twice": 'graph { op { input_desc { shape { } shape { } } } }',
+    "a message given twice": "graph { op { input_desc { shape { } shape { } } } }",
     "an extension": "[ext.field]: 1",
     "very deep nesting": "future " + "{ x " * 150 + "}" * 150,
 }
@@ -214,7 +224,7 @@ SYNTAX_ERRORS = {
     "a number for a string": "name: 5",
     "not a bool": 'attr { key: "k" value { b: yes } }',
     "a string for a float": 'attr { key: "k" value { f: "1" } }',
-    "a close of the other kind": "graph < name: \"g\" }",
+    "a close of the other kind": 'graph < name: "g" }',
     "a bad escape": r'name: "\x"',
     "not UTF-8 in a string field": r'name: "\377"',
     "a comma before the close of a list": 'graph { input: ["a",] }',
@@ -252,9 +262,11 @@ def test_syntax_errors_are_left_to_protobuf_and_name_their_place(text, tmp_path)
 
 
 def test_bad_ops_give_the_same_errors_as_protobufs():
-    for text in ('graph { name: "g" op { type: "Relu" } }',
-                 'graph { name: "g" op { name: "a" } op { name: "a" } }',
-                 'graph { op { name: "a" } } graph { name: "two" op { name: "b" } op {} }'):
+    for text in (
+        'graph { name: "g" op { type: "Relu" } }',
+        'graph { name: "g" op { name: "a" } op { name: "a" } }',
+        'graph { op { name: "a" } } graph { name: "two" op { name: "b" } op {} }',
+    ):
         fast = fast_reading(text)
         assert fast is not None and fast[0] == "model error"
         assert fast == protobuf_reading(text)
@@ -272,19 +284,32 @@ def test_a_bad_op_does_not_hide_a_later_syntax_error():
 
 def _repetitive_model(count: int):
     """Ops drawing their descriptors and attributes from small pools, as real graphs do."""
-    descs = [tensor_desc("DT_FLOAT16", layout, shape, origin_format="NCHW",
-                         origin_shape=shape[:2], attrs=extra)
-             for layout in ("ND", "NC1HWC0") for shape in ((1, 2), (8, 64))
-             for extra in ({}, {"size": 4096}, {"_datadump_origin_name": "x"})]
+    descs = [
+        tensor_desc("DT_FLOAT16", layout, shape, origin_format="NCHW", origin_shape=shape[:2], attrs=extra)
+        for layout in ("ND", "NC1HWC0")
+        for shape in ((1, 2), (8, 64))
+        for extra in ({}, {"size": 4096}, {"_datadump_origin_name": "x"})
+    ]
     specs = []
     for i in range(count):
-        attrs = {"_kernelname": f"k{i % 7}", "flag": i % 3 == 0, "ratio": (i % 5) / 10,
-                 "ids": [i % 4, 7], "blob": b"\x00\xff" if i % 50 == 7 else "text"}
-        specs.append(OpSpec(f"n/{i}", ("Relu", "Add", "Cast")[i % 3],
-                            [f"n/{i - 1}:0"] + ([f"n/{i - 2}:-1"] if i % 4 == 1 else [])
-                            if i else [], [descs[i % len(descs)]],
-                            [descs[(i * 7) % len(descs)]], attrs,
-                            original_op_names=[f"orig/{i % 9}"] if i % 2 else None))
+        attrs = {
+            "_kernelname": f"k{i % 7}",
+            "flag": i % 3 == 0,
+            "ratio": (i % 5) / 10,
+            "ids": [i % 4, 7],
+            "blob": b"\x00\xff" if i % 50 == 7 else "text",
+        }
+        specs.append(
+            OpSpec(
+                f"n/{i}",
+                ("Relu", "Add", "Cast")[i % 3],
+                [f"n/{i - 1}:0"] + ([f"n/{i - 2}:-1"] if i % 4 == 1 else []) if i else [],
+                [descs[i % len(descs)]],
+                [descs[(i * 7) % len(descs)]],
+                attrs,
+                original_op_names=[f"orig/{i % 9}"] if i % 2 else None,
+            )
+        )
     return build_model(specs, attrs={"model_attr": "m"}, graph_attrs={"g": 1})
 
 
@@ -297,10 +322,7 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
     proto = text_format.Parse(repetitive_text, ge_ir.ModelDef())
     assert_same(repetitive_text)
     assert_same(text_format.MessageToString(proto, as_one_line=True))
-    assert_same(text_format.MessageToString(proto, pointy_brackets=True,
-                                            use_short_repeated_primitives=True))
+    assert_same(text_format.MessageToString(proto, pointy_brackets=True, use_short_repeated_primitives=True))
     # blocks that differ from a learnt one in a single line, or only in a literal
     edited = repetitive_text.replace('s: "NCHW"', 's: "NHWC"', 7).replace("dim: 64", "dim: 65", 5)
     assert_same(edited)
-
-

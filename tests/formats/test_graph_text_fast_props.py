@@ -19,15 +19,28 @@ from precision_tool.formats.proto import ge_ir
 from .test_graph_text_fast import fast_reading, protobuf_reading
 
 _INT_RANGES = {
-    FD.TYPE_INT64: (-(1 << 63), (1 << 63) - 1), FD.TYPE_UINT32: (0, (1 << 32) - 1),
-    FD.TYPE_INT32: (-(1 << 31), (1 << 31) - 1), FD.TYPE_UINT64: (0, (1 << 64) - 1),
+    FD.TYPE_INT64: (-(1 << 63), (1 << 63) - 1),
+    FD.TYPE_UINT32: (0, (1 << 32) - 1),
+    FD.TYPE_INT32: (-(1 << 31), (1 << 31) - 1),
+    FD.TYPE_UINT64: (0, (1 << 64) - 1),
 }
 # Names and keys from small pools, so that ops refer to each other, repeat lines and blocks,
 # clash (two ops of one name), and hit the attributes the model reads.
 _NAMES = st.sampled_from(["", "a", "b", "n/0", "n/1", 'q"uote', "back\\slash", "tab\t", "é€😀"])
-_KEYS = st.sampled_from(["", "k", "origin_format", "origin_shape", "_datadump_origin_name",
-                         "_datadump_original_op_names", "pass_name", "_kernelname",
-                         "_datadump_origin_output_index", "_datadump_is_multiop"])
+_KEYS = st.sampled_from(
+    [
+        "",
+        "k",
+        "origin_format",
+        "origin_shape",
+        "_datadump_origin_name",
+        "_datadump_original_op_names",
+        "pass_name",
+        "_kernelname",
+        "_datadump_origin_output_index",
+        "_datadump_is_multiop",
+    ]
+)
 _INPUTS = st.sampled_from(["", "a:0", "a:1", "b:-1", "n/0:0", "x", "a:b", "onnx::c:2"])
 
 
@@ -37,8 +50,9 @@ def _int(field) -> st.SearchStrategy[int]:
 
 
 def _float() -> st.SearchStrategy[float]:
-    special = st.sampled_from([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-05, 0.1,
-                               3.4028234663852886e38, 1.401298464324817e-45, 16777217.0])
+    special = st.sampled_from(
+        [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-05, 0.1, 3.4028234663852886e38, 1.401298464324817e-45, 16777217.0]
+    )
     return st.floats(width=32) | st.floats() | special
 
 
@@ -97,11 +111,17 @@ def models(draw):
     return model
 
 
-_STYLES = st.fixed_dictionaries({
-    "as_one_line": st.booleans(), "use_short_repeated_primitives": st.booleans(),
-    "pointy_brackets": st.booleans(), "as_utf8": st.booleans(), "use_index_order": st.booleans(),
-    "force_colon": st.booleans(), "indent": st.sampled_from([0, 1, 3]),
-})
+_STYLES = st.fixed_dictionaries(
+    {
+        "as_one_line": st.booleans(),
+        "use_short_repeated_primitives": st.booleans(),
+        "pointy_brackets": st.booleans(),
+        "as_utf8": st.booleans(),
+        "use_index_order": st.booleans(),
+        "force_colon": st.booleans(),
+        "indent": st.sampled_from([0, 1, 3]),
+    }
+)
 # protobuf prints floats the shortest way; GE's C++ printer and hand-written files spell them
 # otherwise (1e-05, 0.100000001, 1.0f): respelt here after printing.
 _FLOAT = re.compile(r"(?<=\bf: )(-?[0-9.]+(?:e[+-]?[0-9]+)?)(?![0-9a-zA-Z_.])")
@@ -123,10 +143,46 @@ def test_printed_models_read_as_protobuf_reads_them(model, style, spelling):
     assert fast == protobuf_reading(text)
 
 
-_PIECES = ["{", "}", "<", ">", ":", ",", ";", "[", "]", "\n", " ", "#c\n", '"', "'", '""', "'x'",
-           "\\", "0x10", "010", "-", "1.5f", "inf", "nan", "true", "t", "2", "name:", "op {",
-           'attr { key: "k" value { i: 1 } }', "DT_FLOAT", "-0", "\\x", '"\\377"', "\r\n",
-           "future: 1", "version: 1", "\u00a0", "é"]
+_PIECES = [
+    "{",
+    "}",
+    "<",
+    ">",
+    ":",
+    ",",
+    ";",
+    "[",
+    "]",
+    "\n",
+    " ",
+    "#c\n",
+    '"',
+    "'",
+    '""',
+    "'x'",
+    "\\",
+    "0x10",
+    "010",
+    "-",
+    "1.5f",
+    "inf",
+    "nan",
+    "true",
+    "t",
+    "2",
+    "name:",
+    "op {",
+    'attr { key: "k" value { i: 1 } }',
+    "DT_FLOAT",
+    "-0",
+    "\\x",
+    '"\\377"',
+    "\r\n",
+    "future: 1",
+    "version: 1",
+    "\u00a0",
+    "é",
+]
 
 
 @st.composite
@@ -138,7 +194,7 @@ def edited(draw):
         if kind == "insert":
             text = text[:at] + draw(st.sampled_from(_PIECES)) + text[at:]
         elif kind == "delete":
-            text = text[:at] + text[at + draw(st.integers(1, 8)):]
+            text = text[:at] + text[at + draw(st.integers(1, 8)) :]
         else:
             lines = text.split("\n")
             i, j = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))

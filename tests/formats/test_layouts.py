@@ -23,8 +23,7 @@ from precision_tool.formats.layouts import (
     to_host,
 )
 
-SETTINGS = settings(max_examples=50, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def cdiv(a, b):
@@ -82,8 +81,14 @@ def oracle_fractal_z(host, host_format, c0, groups=1):
         g, n = divmod(i["N"], cout)
         c, h, w = i["C"], i["H"], i["W"]
         ci, co = (g % e) * cin + c, (g % e) * cout + n
-        index = ((g // e) * c1 * h_ * w_ * cout_opt * c0 + (ci // c0) * h_ * w_ * cout_opt * c0
-                 + h * w_ * cout_opt * c0 + w * cout_opt * c0 + co * c0 + ci % c0)
+        index = (
+            (g // e) * c1 * h_ * w_ * cout_opt * c0
+            + (ci // c0) * h_ * w_ * cout_opt * c0
+            + h * w_ * cout_opt * c0
+            + w * cout_opt * c0
+            + co * c0
+            + ci % c0
+        )
         flat[index] = v
     return flat.reshape(shape)
 
@@ -95,8 +100,14 @@ def oracle_fractal_z_3d(host, host_format, c0):
     flat = np.zeros(math.prod(shape), host.dtype)
     for i, v in host_items(host, host_format, "NCDHW"):
         d, c, h, w, n = i["D"], i["C"], i["H"], i["W"], i["N"]
-        index = (d * c1 * h_ * w_ * npad * c0 + (c // c0) * h_ * w_ * npad * c0
-                 + h * w_ * npad * c0 + w * npad * c0 + n * c0 + c % c0)
+        index = (
+            d * c1 * h_ * w_ * npad * c0
+            + (c // c0) * h_ * w_ * npad * c0
+            + h * w_ * npad * c0
+            + w * npad * c0
+            + n * c0
+            + c % c0
+        )
         flat[index] = v
     return flat.reshape(shape)
 
@@ -108,8 +119,14 @@ def oracle_c1hwncoc0(host, host_format, c0):
     flat = np.zeros(math.prod(shape), host.dtype)
     for i, v in host_items(host, host_format, "NCHW"):
         c, h, w, n = i["C"], i["H"], i["W"], i["N"]
-        index = ((c // c0) * h_ * w_ * n_ * c0 * c0 + h * w_ * n_ * c0 * c0 + w * n_ * c0 * c0
-                 + n * c0 * c0 + (c % c0) * c0 + c % c0)
+        index = (
+            (c // c0) * h_ * w_ * n_ * c0 * c0
+            + h * w_ * n_ * c0 * c0
+            + w * n_ * c0 * c0
+            + n * c0 * c0
+            + (c % c0) * c0
+            + c % c0
+        )
         flat[index] = v
     return flat.reshape(shape)
 
@@ -219,32 +236,35 @@ def test_c1hwncoc0_literal():
     assert np.count_nonzero(dev) == 2
 
 
-@pytest.mark.parametrize("fmt, host_format, shape", [
-    ("NC1HWC0", "NCHW", (2, 20, 2, 3)),
-    ("NC1HWC0", "NHWC", (2, 2, 3, 33)),
-    ("NC1HWC0", "HWCN", (2, 3, 5, 2)),
-    ("NC1HWC0_C04", "NCHW", (2, 3, 2, 2)),
-    ("NC1HWC0_C04", "NHWC", (1, 2, 2, 4)),
-    ("NDC1HWC0", "NCDHW", (2, 17, 2, 2, 3)),
-    ("NDC1HWC0", "NDHWC", (1, 2, 2, 3, 18)),
-    ("FRACTAL_Z", "NCHW", (17, 18, 2, 3)),
-    ("FRACTAL_Z", "HWCN", (3, 2, 5, 33)),
-    ("FRACTAL_Z", "NHWC", (3, 2, 2, 20)),
-    ("FRACTAL_Z_3D", "NCDHW", (17, 3, 2, 2, 2)),
-    ("FRACTAL_Z_3D", "DHWCN", (2, 2, 3, 19, 5)),
-    ("FRACTAL_Z_3D", "NDHWC", (3, 2, 1, 2, 17)),
-    ("C1HWNCoC0", "NCHW", (3, 17, 2, 2)),
-    ("C1HWNCoC0", "HWCN", (2, 3, 5, 2)),
-    ("C1HWNCoC0", "NHWC", (2, 2, 1, 3)),
-    ("FRACTAL_NZ", "ND", (17, 33)),
-    ("FRACTAL_NZ", "ND", (2, 3, 5, 20)),
-    ("FRACTAL_NZ", "ND", (40,)),
-    ("NCHW", "NHWC", (2, 3, 4, 5)),
-    ("NHWC", "NCHW", (2, 3, 4, 5)),
-    ("HWCN", "NCHW", (2, 3, 4, 5)),
-    ("DHWCN", "NCDHW", (2, 3, 4, 5, 6)),
-    ("ND", "NHWC", (2, 3, 4)),
-])
+@pytest.mark.parametrize(
+    "fmt, host_format, shape",
+    [
+        ("NC1HWC0", "NCHW", (2, 20, 2, 3)),
+        ("NC1HWC0", "NHWC", (2, 2, 3, 33)),
+        ("NC1HWC0", "HWCN", (2, 3, 5, 2)),
+        ("NC1HWC0_C04", "NCHW", (2, 3, 2, 2)),
+        ("NC1HWC0_C04", "NHWC", (1, 2, 2, 4)),
+        ("NDC1HWC0", "NCDHW", (2, 17, 2, 2, 3)),
+        ("NDC1HWC0", "NDHWC", (1, 2, 2, 3, 18)),
+        ("FRACTAL_Z", "NCHW", (17, 18, 2, 3)),
+        ("FRACTAL_Z", "HWCN", (3, 2, 5, 33)),
+        ("FRACTAL_Z", "NHWC", (3, 2, 2, 20)),
+        ("FRACTAL_Z_3D", "NCDHW", (17, 3, 2, 2, 2)),
+        ("FRACTAL_Z_3D", "DHWCN", (2, 2, 3, 19, 5)),
+        ("FRACTAL_Z_3D", "NDHWC", (3, 2, 1, 2, 17)),
+        ("C1HWNCoC0", "NCHW", (3, 17, 2, 2)),
+        ("C1HWNCoC0", "HWCN", (2, 3, 5, 2)),
+        ("C1HWNCoC0", "NHWC", (2, 2, 1, 3)),
+        ("FRACTAL_NZ", "ND", (17, 33)),
+        ("FRACTAL_NZ", "ND", (2, 3, 5, 20)),
+        ("FRACTAL_NZ", "ND", (40,)),
+        ("NCHW", "NHWC", (2, 3, 4, 5)),
+        ("NHWC", "NCHW", (2, 3, 4, 5)),
+        ("HWCN", "NCHW", (2, 3, 4, 5)),
+        ("DHWCN", "NCDHW", (2, 3, 4, 5, 6)),
+        ("ND", "NHWC", (2, 3, 4)),
+    ],
+)
 def test_matches_oracle(fmt, host_format, shape):
     check_both_ways(numbered(shape), fmt, host_format)
 
@@ -256,9 +276,15 @@ def test_c0_from_caller(c0):
     assert dev.shape == (2, cdiv(40, c0), 2, 2, c0)
 
 
-@pytest.mark.parametrize("groups, shape", [
-    (2, (4, 3, 2, 2)), (3, (6, 5, 1, 2)), (4, (8, 16, 1, 1)), (2, (34, 7, 1, 1)),
-])
+@pytest.mark.parametrize(
+    "groups, shape",
+    [
+        (2, (4, 3, 2, 2)),
+        (3, (6, 5, 1, 2)),
+        (4, (8, 16, 1, 1)),
+        (2, (34, 7, 1, 1)),
+    ],
+)
 def test_fractal_z_groups_oracle(groups, shape):
     check_both_ways(numbered(shape), "FRACTAL_Z", "NCHW", groups=groups)
 
@@ -268,14 +294,17 @@ def test_fractal_z_groups_hwcn_origin():
     check_both_ways(host, "FRACTAL_Z", "HWCN", groups=3)
 
 
-@pytest.mark.parametrize("fmt, shape, expected", [
-    ("NC1HWC0", (5,), (1, 1, 1, 1, 16)),
-    ("NC1HWC0", (20, 3), (1, 2, 3, 1, 16)),
-    ("NC1HWC0", (20, 3, 4), (1, 2, 3, 4, 16)),
-    ("FRACTAL_Z", (20, 3), (2 * 3, 1, 16, 16)),
-    ("NDC1HWC0", (20, 2, 3, 4), (1, 2, 2, 3, 4, 16)),
-    ("NDC1HWC0", (20,), (1, 1, 2, 1, 1, 16)),
-])
+@pytest.mark.parametrize(
+    "fmt, shape, expected",
+    [
+        ("NC1HWC0", (5,), (1, 1, 1, 1, 16)),
+        ("NC1HWC0", (20, 3), (1, 2, 3, 1, 16)),
+        ("NC1HWC0", (20, 3, 4), (1, 2, 3, 4, 16)),
+        ("FRACTAL_Z", (20, 3), (2 * 3, 1, 16, 16)),
+        ("NDC1HWC0", (20, 2, 3, 4), (1, 2, 2, 3, 4, 16)),
+        ("NDC1HWC0", (20,), (1, 1, 2, 1, 1, 16)),
+    ],
+)
 def test_short_shapes_are_padded_nchw_style(fmt, shape, expected):
     host = numbered(shape)
     assert device_shape(shape, fmt, "NHWC") == expected
@@ -291,16 +320,21 @@ def test_short_shapes_are_padded_nchw_style(fmt, shape, expected):
 SIZES = {"N": 20, "C": 40, "H": 3, "W": 3, "D": 2}
 FORMATS_4D = ["NC1HWC0", "NC1HWC0_C04", "FRACTAL_Z", "C1HWNCoC0"]
 FORMATS_5D = ["NDC1HWC0", "FRACTAL_Z_3D"]
-FIRST_CANDIDATE = {"NC1HWC0": "NHWC", "NC1HWC0_C04": "NHWC", "FRACTAL_Z": "HWCN",
-                   "C1HWNCoC0": "HWCN", "NDC1HWC0": "NDHWC", "FRACTAL_Z_3D": "DHWCN"}
+FIRST_CANDIDATE = {
+    "NC1HWC0": "NHWC",
+    "NC1HWC0_C04": "NHWC",
+    "FRACTAL_Z": "HWCN",
+    "C1HWNCoC0": "HWCN",
+    "NDC1HWC0": "NDHWC",
+    "FRACTAL_Z_3D": "DHWCN",
+}
 
 
 @st.composite
 def blocked_case(draw, fmt):
     """A host tensor for a blocked format: full rank in some layout, or a short shape."""
     canon = "NCDHW" if fmt in FORMATS_5D else "NCHW"
-    layouts = (["NCDHW", "NDHWC", "DHWCN", "DHWNC"] if fmt in FORMATS_5D
-               else ["NCHW", "NHWC", "HWCN", "CHWN"]) + ["ND"]
+    layouts = (["NCDHW", "NDHWC", "DHWCN", "DHWNC"] if fmt in FORMATS_5D else ["NCHW", "NHWC", "HWCN", "CHWN"]) + ["ND"]
     host_format = draw(st.sampled_from(layouts))
     rank = draw(st.integers(1, len(canon)))
     if rank < len(canon):
@@ -328,9 +362,15 @@ def test_blocked_round_trip(fmt, data):
 
 
 @SETTINGS
-@given(groups=st.integers(1, 5), cout=st.integers(1, 6), cin=st.integers(1, 20),
-       h=st.integers(1, 2), w=st.integers(1, 2), c0=st.sampled_from([16, 32]),
-       host_format=st.sampled_from(["NCHW", "HWCN"]))
+@given(
+    groups=st.integers(1, 5),
+    cout=st.integers(1, 6),
+    cin=st.integers(1, 20),
+    h=st.integers(1, 2),
+    w=st.integers(1, 2),
+    c0=st.sampled_from([16, 32]),
+    host_format=st.sampled_from(["NCHW", "HWCN"]),
+)
 def test_fractal_z_groups_round_trip(groups, cout, cin, h, w, c0, host_format):
     sizes = {"N": groups * cout, "C": cin, "H": h, "W": w}
     host = numbered(tuple(sizes[ch] for ch in host_format))
@@ -338,19 +378,32 @@ def test_fractal_z_groups_round_trip(groups, cout, cin, h, w, c0, host_format):
 
 
 @SETTINGS
-@given(lead=st.lists(st.integers(1, 3), max_size=2),
-       tail=st.lists(st.integers(1, 40), min_size=1, max_size=2),
-       c0=st.sampled_from([16, 32]))
+@given(
+    lead=st.lists(st.integers(1, 3), max_size=2),
+    tail=st.lists(st.integers(1, 40), min_size=1, max_size=2),
+    c0=st.sampled_from([16, 32]),
+)
 def test_fractal_nz_round_trip(lead, tail, c0):
     shape = tuple(lead + tail) if len(tail) == 2 else tuple(tail)  # 1-D has no leading dims
     check_both_ways(numbered(shape), "FRACTAL_NZ", "ND", c0=c0)
 
 
 @SETTINGS
-@given(pair=st.sampled_from([("NCHW", "NHWC"), ("NHWC", "HWCN"), ("HWCN", "CHWN"),
-                             ("NCDHW", "NDHWC"), ("DHWCN", "NCDHW"), ("NC", "CN"),
-                             ("ND", "NCHW"), ("NCHW", "ND")]),
-       sizes=st.lists(st.integers(1, 4), min_size=5, max_size=5))
+@given(
+    pair=st.sampled_from(
+        [
+            ("NCHW", "NHWC"),
+            ("NHWC", "HWCN"),
+            ("HWCN", "CHWN"),
+            ("NCDHW", "NDHWC"),
+            ("DHWCN", "NCDHW"),
+            ("NC", "CN"),
+            ("ND", "NCHW"),
+            ("NCHW", "ND"),
+        ]
+    ),
+    sizes=st.lists(st.integers(1, 4), min_size=5, max_size=5),
+)
 def test_plain_round_trip(pair, sizes):
     fmt, host_format = pair
     rank = len(host_format) if host_format != "ND" else len(fmt)
@@ -384,12 +437,15 @@ def test_ambiguous_shape_prefers_nhwc():
     assert not np.array_equal(to_host(as_nchw, "NC1HWC0", host.shape), host)
 
 
-@pytest.mark.parametrize("fmt, host_format, shape", [
-    ("FRACTAL_Z", "HWCN", (3, 3, 5, 7)),
-    ("FRACTAL_Z", "NCHW", (7, 5, 3, 2)),
-    ("NDC1HWC0", "NCDHW", (2, 20, 2, 3, 4)),
-    ("FRACTAL_Z_3D", "NCDHW", (4, 5, 2, 3, 1)),
-])
+@pytest.mark.parametrize(
+    "fmt, host_format, shape",
+    [
+        ("FRACTAL_Z", "HWCN", (3, 3, 5, 7)),
+        ("FRACTAL_Z", "NCHW", (7, 5, 3, 2)),
+        ("NDC1HWC0", "NCDHW", (2, 20, 2, 3, 4)),
+        ("FRACTAL_Z_3D", "NCDHW", (4, 5, 2, 3, 1)),
+    ],
+)
 def test_infers_weight_layouts(fmt, host_format, shape):
     host = numbered(shape)
     dev = to_device(host, fmt, host_format)
@@ -456,9 +512,22 @@ def test_unsupported_format_with_other_count_raises():
 
 
 def test_supported_formats():
-    assert {"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0", "FRACTAL_Z", "FRACTAL_Z_3D", "C1HWNCoC0",
-            "FRACTAL_NZ", "ND", "NCHW", "NHWC", "HWCN", "DHWCN", "NCDHW",
-            "NDHWC"} <= SUPPORTED_DEVICE_FORMATS
+    assert {
+        "NC1HWC0",
+        "NC1HWC0_C04",
+        "NDC1HWC0",
+        "FRACTAL_Z",
+        "FRACTAL_Z_3D",
+        "C1HWNCoC0",
+        "FRACTAL_NZ",
+        "ND",
+        "NCHW",
+        "NHWC",
+        "HWCN",
+        "DHWCN",
+        "NCDHW",
+        "NDHWC",
+    } <= SUPPORTED_DEVICE_FORMATS
     assert "FRACTAL_ZN_LSTM" not in SUPPORTED_DEVICE_FORMATS
 
 
@@ -533,11 +602,14 @@ def test_convert_host_format_nd_is_identity():
     assert convert_host_format(array, "ND", "NHWC") is array
 
 
-@pytest.mark.parametrize("shape, src, dst", [
-    ((2, 3, 4, 5), "NCHW", "NCDHW"),
-    ((2, 3, 4), "NCHW", "NHWC"),
-    ((2, 3, 4, 5), "NCHW", "XYZW"),
-])
+@pytest.mark.parametrize(
+    "shape, src, dst",
+    [
+        ((2, 3, 4, 5), "NCHW", "NCDHW"),
+        ((2, 3, 4), "NCHW", "NHWC"),
+        ((2, 3, 4, 5), "NCHW", "XYZW"),
+    ],
+)
 def test_convert_host_format_impossible(shape, src, dst):
     with pytest.raises(PrecisionToolError):
         convert_host_format(numbered(shape), src, dst)
@@ -583,8 +655,11 @@ def test_out_receives_grouped_fractal_z(groups, cout, cin, c0):
 
 
 @SETTINGS
-@given(lead=st.lists(st.integers(1, 3), max_size=2), tail=st.tuples(st.integers(1, 40), st.integers(1, 40)),
-       c0=st.sampled_from([16, 32]))
+@given(
+    lead=st.lists(st.integers(1, 3), max_size=2),
+    tail=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+    c0=st.sampled_from([16, 32]),
+)
 def test_out_receives_fractal_nz_and_each_row_converts_alone(lead, tail, c0):
     host = numbered(tuple(lead) + tail)
     device = oracle(host, "FRACTAL_NZ", "ND", c0)
@@ -595,8 +670,9 @@ def test_out_receives_fractal_nz_and_each_row_converts_alone(lead, tail, c0):
         np.testing.assert_array_equal(part, host[:rows])
 
 
-@pytest.mark.parametrize("shape, host_format", [((3, 5, 4, 40), "NHWC"), ((2, 20, 5, 4), "NCHW"),
-                                                ((1, 3, 3, 32), "NHWC")])
+@pytest.mark.parametrize(
+    "shape, host_format", [((3, 5, 4, 40), "NHWC"), ((2, 20, 5, 4), "NCHW"), ((1, 3, 3, 32), "NHWC")]
+)
 def test_out_receives_nc1hwc0_rows(shape, host_format):
     host = numbered(shape)
     device = oracle(host, "NC1HWC0", host_format, 16)

@@ -51,6 +51,7 @@ def calls(n: int) -> str:
 
 # --- the tests' own reading of the raw JSON ------------------------------------------------------
 
+
 def raw_leaves(node: Any, path: tuple) -> list[tuple[tuple, Any]]:
     """(path, raw leaf) of a section: dicts with a string type, null, empty lists and dicts, and
     bare scalars are leaves; other lists and dicts are walked."""
@@ -72,8 +73,7 @@ def raw_call_leaves(key: str, entry: dict) -> list[tuple[tuple, Any]]:
 
 
 def is_raw_tensor(leaf: Any) -> bool:
-    return isinstance(leaf, dict) and isinstance(leaf.get("type"), str) and (
-        "dtype" in leaf and "shape" in leaf)
+    return isinstance(leaf, dict) and isinstance(leaf.get("type"), str) and ("dtype" in leaf and "shape" in leaf)
 
 
 def number(raw: Any) -> float | None:
@@ -142,6 +142,7 @@ def assert_dump_is(dump, raw: dict) -> None:
 
 # --- the real files ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_files_give_every_call_leaf_and_statistic_of_their_json(name):
     raw = json.loads((DATA / name).read_text())
@@ -151,14 +152,16 @@ def test_real_files_give_every_call_leaf_and_statistic_of_their_json(name):
     assert dump.problems == () and dump.complete
     assert dump.header.dump_data_dir == raw["dump_data_dir"]
     assert_dump_is(dump, raw)
-    tensors = [leaf for key, entry in raw["data"].items()
-               for _, leaf in raw_call_leaves(key, entry) if is_raw_tensor(leaf)]
+    tensors = [
+        leaf for key, entry in raw["data"].items() for _, leaf in raw_call_leaves(key, entry) if is_raw_tensor(leaf)
+    ]
     assert sum(len(call.tensors) for call in dump.calls) == len(tensors)
 
 
 def test_real_counts():
-    counts = {name: (len(d.calls), sum(len(c.tensors) for c in d.calls))
-              for name in REAL for d in [read_dump(DATA / name)]}
+    counts = {
+        name: (len(d.calls), sum(len(c.tensors) for c in d.calls)) for name in REAL for d in [read_dump(DATA / name)]
+    }
     for name, (calls, tensors) in counts.items():
         raw = json.loads((DATA / name).read_text())["data"]
         text = (DATA / name).read_text()
@@ -172,8 +175,7 @@ def test_mindspore_mix_values():
     calls = {c.key.text: c for c in dump.calls}
     boolean = calls["Tensor.__bool__.1.forward"]
     (tensor,) = boolean.tensors
-    assert (tensor.dtype, tensor.shape, tensor.max, tensor.min, tensor.mean) == (
-        "Bool", (), 0.0, 0.0, None)
+    assert (tensor.dtype, tensor.shape, tensor.max, tensor.min, tensor.mean) == ("Bool", (), 0.0, 0.0, None)
     assert tensor.requires_grad is None  # MindSpore writes none
     assert boolean.outputs == (Value(("output", 0), "bool", False),)
     rms = calls["Primitive.norm.RmsNorm.0.forward"]
@@ -189,21 +191,26 @@ def test_quick_start_values_and_msprobe_names():
     conv = calls["Functional.conv2d.0.forward"]
     assert conv.recompute is False
     assert [leaf.name for leaf in conv.inputs][:5] == [
-        "input_args.0", "input_args.1", "input_args.2", "input_args.3.0", "input_args.3.1"]
+        "input_args.0",
+        "input_args.1",
+        "input_args.2",
+        "input_args.3.0",
+        "input_args.3.1",
+    ]
     assert conv.inputs[2] == Value(("input_args", 2), "None")
     assert conv.inputs[3] == Value(("input_args", 3, 0), "int", 2)
-    assert nest(conv.leaves, "input_args")[3] == [Value(("input_args", 3, 0), "int", 2),
-                                                  Value(("input_args", 3, 1), "int", 2)]
+    assert nest(conv.leaves, "input_args")[3] == [
+        Value(("input_args", 3, 0), "int", 2),
+        Value(("input_args", 3, 1), "int", 2),
+    ]
     assert nest(conv.leaves, "input_kwargs") == {} and nest(conv.leaves, "parameters") is None
     grads = calls["Module.conv1.Conv2d.parameters_grad.0"]
     assert grads.key.direction == "parameters_grad" and grads.key.module_path == "conv1"
     (weight,) = grads.parameters
-    assert (weight.name, weight.shape, weight.requires_grad) == (
-        "parameters_grad.weight", (64, 3, 7, 7), False)
+    assert (weight.name, weight.shape, weight.requires_grad) == ("parameters_grad.weight", (64, 3, 7, 7), False)
     assert grads.msprobe_name(weight) == "Module.conv1.Conv2d.parameters_grad.0.weight"
     module = calls["Module.conv1.Conv2d.forward.0"]
-    assert module.msprobe_name(module.parameters[0]) == (
-        "Module.conv1.Conv2d.forward.0.parameters.weight")
+    assert module.msprobe_name(module.parameters[0]) == ("Module.conv1.Conv2d.forward.0.parameters.weight")
     assert conv.msprobe_name(conv.inputs[3]) == "Functional.conv2d.0.forward.input.3.0"
     # a module's entry comes after the API calls inside it: msprobe re-inserts it at its output
     assert conv.order < module.order
@@ -220,43 +227,68 @@ def test_tensor_files_of_the_documented_tensor_dumps(tmp_path):
 
 def test_md5_mode_from_the_documented_entry():
     fragment = (DATA / "docs" / "ms_md5_entry.json").read_text()
-    text = ('{"task": "statistics", "level": "L0", "framework": "mindspore", '
-            '"dump_data_dir": null, "data": {' + fragment + "}}")
+    text = (
+        '{"task": "statistics", "level": "L0", "framework": "mindspore", '
+        '"dump_data_dir": null, "data": {' + fragment + "}}"
+    )
     dump, raw = parse_dump(text), json.loads(text)
     assert_dump_is(dump, raw)
     assert dump.has_md5
     assert [t.md5 for t in dump.calls[0].tensors] == re.findall(r'"md5": "([0-9a-f]{8})"', fragment)
     (call,) = dump.calls
     assert "input_args.1.data_info.img_hw" in [leaf.name for leaf in call.leaves]
-    assert call.msprobe_name(call.tensors[1]) == (
-        "Cell.network.module.NetworkWithLoss.forward.0.input.1.y")
+    assert call.msprobe_name(call.tensors[1]) == ("Cell.network.module.NetworkWithLoss.forward.0.input.1.y")
 
 
 def test_framework_after_data_and_missing():
     after = read_dump(DATA / "odd" / "framework_after_data.json")
     assert after.header.framework == "pytorch"
     assert [c.key.direction for c in after.calls] == [None]
-    assert after.problems == (f"{DATA / 'odd' / 'framework_after_data.json'}: outside msprobe's "
-                              "grammar, read but naming no forward or backward call: 1 key (the "
-                              "first: 'api')",)
+    assert after.problems == (
+        f"{DATA / 'odd' / 'framework_after_data.json'}: outside msprobe's "
+        "grammar, read but naming no forward or backward call: 1 key (the "
+        "first: 'api')",
+    )
     missing = read_dump(DATA / "odd" / "no_framework.json")
     assert missing.header.framework is None and missing.framework is None
 
 
 # --- statistics of every spelling ----------------------------------------------------------------
 
+
 def one_tensor_dump(**fields: Any) -> str:
     tensor = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], **fields}
-    return json.dumps({"task": "statistics", "level": "L1", "data": {
-        "Torch.x.0.forward": {"input_args": [tensor], "input_kwargs": {}, "output": []}}})
+    return json.dumps(
+        {
+            "task": "statistics",
+            "level": "L1",
+            "data": {"Torch.x.0.forward": {"input_args": [tensor], "input_kwargs": {}, "output": []}},
+        }
+    )
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (1.5, 1.5), (3, 3.0), (True, 1.0), (False, 0.0), (None, None), ("inf", math.inf),
-    ("-inf", -math.inf), ("nan", math.nan), ("Infinity", math.inf), ("1e3", 1000.0),
-    ("abc", None), ("", None), ([1], None), (10**400, math.inf), (-(10**400), -math.inf),
-    (float("nan"), math.nan), (float("-inf"), -math.inf),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (1.5, 1.5),
+        (3, 3.0),
+        (True, 1.0),
+        (False, 0.0),
+        (None, None),
+        ("inf", math.inf),
+        ("-inf", -math.inf),
+        ("nan", math.nan),
+        ("Infinity", math.inf),
+        ("1e3", 1000.0),
+        ("abc", None),
+        ("", None),
+        ([1], None),
+        (10**400, math.inf),
+        (-(10**400), -math.inf),
+        (float("nan"), math.nan),
+        (float("-inf"), -math.inf),
+    ],
+)
 def test_statistics_of_every_spelling(raw, expected):
     (tensor,) = parse_dump(one_tensor_dump(Max=raw, Min=raw, Mean=raw, Norm=raw)).calls[0].tensors
     for value in (tensor.max, tensor.min, tensor.mean, tensor.norm):
@@ -264,36 +296,72 @@ def test_statistics_of_every_spelling(raw, expected):
 
 
 def test_missing_fields_and_odd_types_give_none():
-    (tensor,) = parse_dump(one_tensor_dump(shape="(2,)", dtype=7, md5="", data_name="",
-                                           requires_grad="yes")).calls[0].tensors
+    (tensor,) = (
+        parse_dump(one_tensor_dump(shape="(2,)", dtype=7, md5="", data_name="", requires_grad="yes")).calls[0].tensors
+    )
     assert (tensor.shape, tensor.dtype, tensor.md5, tensor.data_name, tensor.requires_grad) == (
-        None, None, None, None, None)
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     assert (tensor.max, tensor.min, tensor.mean, tensor.norm) == (None, None, None, None)
 
 
 def test_complex_xor_and_tensor_kinds():
-    entry = {"input_args": [
-        {"type": "torch.Tensor", "dtype": "torch.complex64", "shape": [3], "Max": 2.0, "Min": 0.5,
-         "Mean": 1.0, "Norm": None, "requires_grad": False},
-        {"type": "torch.distributed.tensor.DTensor", "dtype": "torch.bfloat16", "shape": [4, 4],
-         "md5": "0x00000000deadbeef", "device_mesh": [0, 1], "placements": [{"Shard": {"dim": 0}}]},
-        {"type": "numpy.ndarray", "dtype": "float32", "shape": [1], "Max": 1.0, "Min": 1.0,
-         "Mean": 1.0, "Norm": 1.0},
-        {"type": "torch.Size", "value": [2, 3]}, {"type": "slice", "value": [None, 4, 2]},
-        {"type": "torch.ProcessGroup", "group_ranks": [0, 1], "group_id": "1a2b3c4d"},
-        {"type": "torch.memory_format", "format": "contiguous_format"},
-        {"type": "ellipsis", "value": "..."},
-        {"class_type": "torch.distributed.P2POp", "op": "isend", "peer": 1, "tensor":
-            {"type": "torch.Tensor", "dtype": "torch.int64", "shape": [], "Max": 7, "Min": 7}},
-    ], "input_kwargs": {"dtype": {"type": "torch.dtype", "value": "torch.float16"},
-                        "device": {"type": "torch.device", "value": "npu:0"}}, "output": [None]}
-    text = json.dumps({"task": "statistics", "level": "L1",
-                       "data": {"Distributed.isend.0.forward": entry}})
+    entry = {
+        "input_args": [
+            {
+                "type": "torch.Tensor",
+                "dtype": "torch.complex64",
+                "shape": [3],
+                "Max": 2.0,
+                "Min": 0.5,
+                "Mean": 1.0,
+                "Norm": None,
+                "requires_grad": False,
+            },
+            {
+                "type": "torch.distributed.tensor.DTensor",
+                "dtype": "torch.bfloat16",
+                "shape": [4, 4],
+                "md5": "0x00000000deadbeef",
+                "device_mesh": [0, 1],
+                "placements": [{"Shard": {"dim": 0}}],
+            },
+            {
+                "type": "numpy.ndarray",
+                "dtype": "float32",
+                "shape": [1],
+                "Max": 1.0,
+                "Min": 1.0,
+                "Mean": 1.0,
+                "Norm": 1.0,
+            },
+            {"type": "torch.Size", "value": [2, 3]},
+            {"type": "slice", "value": [None, 4, 2]},
+            {"type": "torch.ProcessGroup", "group_ranks": [0, 1], "group_id": "1a2b3c4d"},
+            {"type": "torch.memory_format", "format": "contiguous_format"},
+            {"type": "ellipsis", "value": "..."},
+            {
+                "class_type": "torch.distributed.P2POp",
+                "op": "isend",
+                "peer": 1,
+                "tensor": {"type": "torch.Tensor", "dtype": "torch.int64", "shape": [], "Max": 7, "Min": 7},
+            },
+        ],
+        "input_kwargs": {
+            "dtype": {"type": "torch.dtype", "value": "torch.float16"},
+            "device": {"type": "torch.device", "value": "npu:0"},
+        },
+        "output": [None],
+    }
+    text = json.dumps({"task": "statistics", "level": "L1", "data": {"Distributed.isend.0.forward": entry}})
     dump = parse_dump(text)
     assert_dump_is(dump, json.loads(text))
     call = dump.calls[0]
-    assert [t.dtype for t in call.tensors] == [
-        "torch.complex64", "torch.bfloat16", "float32", "torch.int64"]
+    assert [t.dtype for t in call.tensors] == ["torch.complex64", "torch.bfloat16", "float32", "torch.int64"]
     assert call.tensors[1].md5 == "0x00000000deadbeef"
     assert call.tensors[3].name == "input_args.8.tensor"
     values = {leaf.name: leaf for leaf in call.leaves if isinstance(leaf, Value)}
@@ -308,40 +376,64 @@ def test_complex_xor_and_tensor_kinds():
 
 FLOATS = st.floats() | st.none() | st.booleans() | st.integers(-5, 5)  # NaN and inf too
 TENSOR = st.fixed_dictionaries(
-    {"type": st.sampled_from(["torch.Tensor", "mindspore.Tensor", "numpy.ndarray"]),
-     "dtype": st.sampled_from(["torch.float16", "Float32", "BFloat16", "torch.bool", "int64"]),
-     "shape": st.lists(st.integers(0, 4096), max_size=4)},
-    optional={"Max": FLOATS, "Min": FLOATS, "Mean": FLOATS, "Norm": FLOATS,
-              "requires_grad": st.booleans(), "md5": st.from_regex(r"[0-9a-f]{8}", fullmatch=True),
-              "data_name": st.from_regex(r"[A-Za-z_.0-9]{1,30}\.pt", fullmatch=True)})
-VALUE = (st.builds(lambda v: {"type": "int", "value": v}, st.integers())
-         | st.builds(lambda v: {"type": "float", "value": v}, st.floats(allow_nan=False))
-         | st.builds(lambda v: {"type": "bool", "value": v}, st.booleans())
-         | st.builds(lambda v: {"type": "str", "value": v}, st.text(max_size=10))
-         | st.builds(lambda v: {"type": "slice", "value": v},
-                     st.lists(st.none() | st.integers(), min_size=3, max_size=3))
-         | st.builds(lambda v: {"type": "torch.Size", "value": v},
-                     st.lists(st.integers(0, 9), max_size=4))
-         | st.sampled_from([{"type": "torch.dtype", "value": "torch.float32"},
-                            {"type": "ellipsis", "value": "..."},
-                            {"type": "mindspore.dtype", "value": "Float16"}, None]))
+    {
+        "type": st.sampled_from(["torch.Tensor", "mindspore.Tensor", "numpy.ndarray"]),
+        "dtype": st.sampled_from(["torch.float16", "Float32", "BFloat16", "torch.bool", "int64"]),
+        "shape": st.lists(st.integers(0, 4096), max_size=4),
+    },
+    optional={
+        "Max": FLOATS,
+        "Min": FLOATS,
+        "Mean": FLOATS,
+        "Norm": FLOATS,
+        "requires_grad": st.booleans(),
+        "md5": st.from_regex(r"[0-9a-f]{8}", fullmatch=True),
+        "data_name": st.from_regex(r"[A-Za-z_.0-9]{1,30}\.pt", fullmatch=True),
+    },
+)
+VALUE = (
+    st.builds(lambda v: {"type": "int", "value": v}, st.integers())
+    | st.builds(lambda v: {"type": "float", "value": v}, st.floats(allow_nan=False))
+    | st.builds(lambda v: {"type": "bool", "value": v}, st.booleans())
+    | st.builds(lambda v: {"type": "str", "value": v}, st.text(max_size=10))
+    | st.builds(lambda v: {"type": "slice", "value": v}, st.lists(st.none() | st.integers(), min_size=3, max_size=3))
+    | st.builds(lambda v: {"type": "torch.Size", "value": v}, st.lists(st.integers(0, 9), max_size=4))
+    | st.sampled_from(
+        [
+            {"type": "torch.dtype", "value": "torch.float32"},
+            {"type": "ellipsis", "value": "..."},
+            {"type": "mindspore.dtype", "value": "Float16"},
+            None,
+        ]
+    )
+)
 NAME = st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=6)
-ARG = st.recursive(TENSOR | VALUE, lambda inner: st.lists(inner, max_size=3)
-                   | st.dictionaries(NAME, inner, max_size=3), max_leaves=12)
-ENTRY = st.fixed_dictionaries({"input_args": st.lists(ARG, max_size=4),
-                               "input_kwargs": st.dictionaries(NAME, ARG, max_size=3),
-                               "output": st.lists(ARG, max_size=3)},
-                              optional={"parameters": st.dictionaries(NAME, TENSOR, max_size=2)})
-KEYS = st.sampled_from(["Functional.linear.{}.forward", "Tensor.__add__.{}.forward",
-                        "Module.layers.{}.attn.Attention.forward.0", "Cell.x.Dense.backward.{}"])
+ARG = st.recursive(
+    TENSOR | VALUE, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAME, inner, max_size=3), max_leaves=12
+)
+ENTRY = st.fixed_dictionaries(
+    {
+        "input_args": st.lists(ARG, max_size=4),
+        "input_kwargs": st.dictionaries(NAME, ARG, max_size=3),
+        "output": st.lists(ARG, max_size=3),
+    },
+    optional={"parameters": st.dictionaries(NAME, TENSOR, max_size=2)},
+)
+KEYS = st.sampled_from(
+    [
+        "Functional.linear.{}.forward",
+        "Tensor.__add__.{}.forward",
+        "Module.layers.{}.attn.Attention.forward.0",
+        "Cell.x.Dense.backward.{}",
+    ]
+)
 DOCS = st.lists(st.tuples(KEYS, st.integers(0, 999), ENTRY), min_size=1, max_size=5)
 
 
 def write_dump(calls: list[tuple[str, int, dict]], indent: int | None) -> tuple[str, dict]:
     """The tests' writer: a dump.json as msprobe lays it out, and the document it holds."""
     data = {pattern.format(index): entry for pattern, index, entry in calls}
-    doc = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None,
-           "data": data}
+    doc = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None, "data": data}
     return json.dumps(doc, indent=indent), doc
 
 
@@ -370,6 +462,7 @@ def test_random_nested_arguments_round_trip(calls, indent):
 
 
 # --- cut short at every byte ---------------------------------------------------------------------
+
 
 def entry_ends(text: str, indent: int = 1) -> list[int]:
     """Where each member of ``data`` ends in a file json.dumps(..., indent=indent) wrote: its
@@ -423,9 +516,11 @@ def test_a_cut_file_on_disk_names_itself(tmp_path):
 
 
 def test_a_cut_inside_a_multibyte_character(tmp_path):
-    text = ('{"task": "tensor", "data": {"Torch.a.0.forward": {"input_args": [{"type": "str", '
-            '"value": "ok"}]}, "Torch.b.0.forward": {"input_args": [{"type": "str", '
-            '"value": "\u00e9\u00e9')
+    text = (
+        '{"task": "tensor", "data": {"Torch.a.0.forward": {"input_args": [{"type": "str", '
+        '"value": "ok"}]}, "Torch.b.0.forward": {"input_args": [{"type": "str", '
+        '"value": "\u00e9\u00e9'
+    )
     data = text.encode("utf-8")[:-1]  # half of the last character
     (tmp_path / "dump.json").write_bytes(data)
     dump = read_dump(tmp_path / "dump.json")
@@ -434,28 +529,34 @@ def test_a_cut_inside_a_multibyte_character(tmp_path):
 
 # --- bad input: one line each, and what could be read is kept ------------------------------------
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "cut short after 0 calls"),
-    (b"   \n", "cut short after 0 calls"),
-    (b'{"task": "statistics", "lev', "cut short after 0 calls"),
-])
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "cut short after 0 calls"),
+        (b"   \n", "cut short after 0 calls"),
+        (b'{"task": "statistics", "lev', "cut short after 0 calls"),
+    ],
+)
 def test_files_cut_before_any_call(tmp_path, content, message):
     (tmp_path / "dump.json").write_bytes(content)
     dump = read_dump(tmp_path / "dump.json")
     assert dump.calls == () and len(dump.problems) == 1 and message in dump.problems[0]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"hello", "not an msprobe dump.json: not a JSON object (character 0 is 'h')"),
-    (b"[1, 2]", "not an msprobe dump.json: the top level is an array, not an object"),
-    (b'"x"', "not an msprobe dump.json: the top level is a string, not an object"),
-    (b'{"task": "tensor"}', 'not an msprobe dump.json: it has no "data" object'),
-    (b'{"task": "tensor", "data": [1]}', 'not an msprobe dump.json: "data" is list, not an object'),
-    (b'{"task": "tensor", "data": {x}}',
-     "not an msprobe dump.json: expected a quoted name at character 28"),
-    (b'{"data": {}} ]', "not an msprobe dump.json: extra data after the object at character 13"),
-    (b'\xff\xfe{"data": {}}', "dump.json is not UTF-8 text (byte 0)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"hello", "not an msprobe dump.json: not a JSON object (character 0 is 'h')"),
+        (b"[1, 2]", "not an msprobe dump.json: the top level is an array, not an object"),
+        (b'"x"', "not an msprobe dump.json: the top level is a string, not an object"),
+        (b'{"task": "tensor"}', 'not an msprobe dump.json: it has no "data" object'),
+        (b'{"task": "tensor", "data": [1]}', 'not an msprobe dump.json: "data" is list, not an object'),
+        (b'{"task": "tensor", "data": {x}}', "not an msprobe dump.json: expected a quoted name at character 28"),
+        (b'{"data": {}} ]', "not an msprobe dump.json: extra data after the object at character 13"),
+        (b'\xff\xfe{"data": {}}', "dump.json is not UTF-8 text (byte 0)"),
+    ],
+)
 def test_bad_files_give_one_line_naming_the_file(tmp_path, content, message):
     path = tmp_path / "dump.json"
     path.write_bytes(content)
@@ -475,18 +576,19 @@ def test_damage_after_some_calls_keeps_them():
     end = entry_ends(text)[2]
     dump = parse_dump(text[:end] + ", garbage" + text[end:])
     assert len(dump.calls) == 3
-    assert dump.problems == (f"dump.json: damaged: expected a quoted name at character {end + 2}; "
-                             "read 3 calls before it",)
+    assert dump.problems == (
+        f"dump.json: damaged: expected a quoted name at character {end + 2}; read 3 calls before it",
+    )
     assert not dump.complete
 
 
 def test_entries_that_are_not_objects_are_skipped():
-    text = json.dumps({"data": {"Torch.a.0.forward": {"output": []}, "Torch.b.0.forward": [1],
-                                "Torch.c.0.forward": None}})
+    text = json.dumps(
+        {"data": {"Torch.a.0.forward": {"output": []}, "Torch.b.0.forward": [1], "Torch.c.0.forward": None}}
+    )
     dump = parse_dump(text)
     assert [c.key.text for c in dump.calls] == ["Torch.a.0.forward"]
-    assert dump.problems == ("dump.json: not an object, skipped: 2 entries of data (the first: "
-                             "'Torch.b.0.forward')",)
+    assert dump.problems == ("dump.json: not an object, skipped: 2 entries of data (the first: 'Torch.b.0.forward')",)
 
 
 def test_deep_nesting_is_damage_not_a_crash():
@@ -499,8 +601,10 @@ def test_deep_nesting_is_damage_not_a_crash():
 def test_a_value_nested_as_deep_as_json_reads_is_skipped_not_a_crash():
     for depth in range(900, 1000, 7):
         deep = "[" * depth + "]" * depth
-        text = ('{"data": {"Torch.a.0.forward": {"output": []}, "Torch.b.0.forward": {"output": '
-                '[{"type": "x", "value": ' + deep + "}]}}}")
+        text = (
+            '{"data": {"Torch.a.0.forward": {"output": []}, "Torch.b.0.forward": {"output": '
+            '[{"type": "x", "value": ' + deep + "}]}}}"
+        )
         dump = parse_dump(text)
         assert dump.calls[0].key.text == "Torch.a.0.forward"
         assert len(dump.calls) + len(dump.problems) == 2
@@ -532,8 +636,7 @@ def test_not_a_regular_file(tmp_path):
 
 @pytest.mark.parametrize("name", ["../x.pt", "a/b.pt", "..", "/etc/passwd", "a\\b.pt", "a\0.pt"])
 def test_tensor_files_never_leave_dump_tensor_data(tmp_path, name):
-    tensor = Tensor(("output", 0), "torch.Tensor", "torch.float32", (1,), None, None, None, None,
-                    data_name=name)
+    tensor = Tensor(("output", 0), "torch.Tensor", "torch.float32", (1,), None, None, None, None, data_name=name)
     with pytest.raises(PrecisionToolError, match="leaves the directory: refused"):
         tensor_path(tmp_path, tensor)
 
@@ -547,6 +650,5 @@ def test_a_statistics_tensor_has_no_file(tmp_path):
 def test_header_members_the_scan_never_needs_are_kept_when_cut_later():
     text = QUICK.read_text()
     dump = parse_dump(text[:2000])
-    assert (dump.header.task, dump.header.level, dump.header.framework) == (
-        "statistics", "mix", "pytorch")
+    assert (dump.header.task, dump.header.level, dump.header.framework) == ("statistics", "mix", "pytorch")
     assert msprobe_json.DumpHeader.of({"task": 3}).task is None

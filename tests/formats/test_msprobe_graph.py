@@ -12,14 +12,27 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.msprobe_dump import parse_dump
-from precision_tool.formats.msprobe_graph import (MODULE_PATH, MODULES, STACK, VALUES, MsprobeSource,
-                                                   build_model, call_slots, module_chain,
-                                                   module_namespace, msprobe_source, parse_frame,
-                                                   read_model, read_model_at, user_frames_first)
+from precision_tool.formats.msprobe_graph import (
+    MODULE_PATH,
+    MODULES,
+    STACK,
+    VALUES,
+    MsprobeSource,
+    build_model,
+    call_slots,
+    module_chain,
+    module_namespace,
+    msprobe_source,
+    parse_frame,
+    read_model,
+    read_model_at,
+    user_frames_first,
+)
 from precision_tool.formats.msprobe_tree import find_tree
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "msprobe"
@@ -27,9 +40,16 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "msprobe"
 
 def tensor(stat: float, shape=(2, 3), dtype="torch.float32", **overrides) -> dict:
     """A tensor record whose four statistics derive from ``stat`` (distinct stats per value)."""
-    record = {"type": "torch.Tensor", "dtype": dtype, "shape": None if shape is None else list(shape),
-              "Max": stat,
-              "Min": -stat, "Mean": stat / 7, "Norm": stat * 3, "requires_grad": False}
+    record = {
+        "type": "torch.Tensor",
+        "dtype": dtype,
+        "shape": None if shape is None else list(shape),
+        "Max": stat,
+        "Min": -stat,
+        "Mean": stat / 7,
+        "Norm": stat * 3,
+        "requires_grad": False,
+    }
     record.update(overrides)
     return record
 
@@ -45,8 +65,9 @@ def model_of(data: dict, construct: dict | None = None, stack: dict | None = Non
     """The model of a rank directory written from ``data`` (and the side files)."""
     rank = (tmp or Path(".")) / "step0" / "rank0"
     rank.mkdir(parents=True, exist_ok=True)
-    (rank / "dump.json").write_text(json.dumps({"task": "statistics", "level": "mix",
-                                                "framework": "pytorch", "data": data}))
+    (rank / "dump.json").write_text(
+        json.dumps({"task": "statistics", "level": "mix", "framework": "pytorch", "data": data})
+    )
     if construct is not None:
         (rank / "construct.json").write_text(json.dumps(construct))
     if stack is not None:
@@ -63,10 +84,12 @@ A, B, C, D = (f"Functional.{n}.0.forward" for n in ("linear", "relu", "add", "mu
 
 
 def test_an_input_is_fed_by_the_earlier_output_of_equal_statistics(tmp_path):
-    data = {A: call([tensor(1.0)], [tensor(2.0)]),
-            B: call([tensor(2.0)], [tensor(3.0)]),
-            C: call([tensor(2.0), tensor(3.0)], [tensor(4.0)]),
-            D: call([tensor(99.0)], [tensor(5.0)])}  # 99 is nobody's output
+    data = {
+        A: call([tensor(1.0)], [tensor(2.0)]),
+        B: call([tensor(2.0)], [tensor(3.0)]),
+        C: call([tensor(2.0), tensor(3.0)], [tensor(4.0)]),
+        D: call([tensor(99.0)], [tensor(5.0)]),
+    }  # 99 is nobody's output
     model = model_of(data, tmp=tmp_path)
     assert edges(model) == {(A, 0, B, 0), (A, 0, C, 0), (B, 0, C, 1)}
     graph = model.graphs[0]
@@ -78,14 +101,18 @@ def test_an_input_is_fed_by_the_earlier_output_of_equal_statistics(tmp_path):
 
 def test_ties_go_to_the_latest_output_and_a_call_never_feeds_itself(tmp_path):
     first, second, user = "Tensor.zeros.0.forward", "Tensor.zeros.1.forward", "Tensor.add_.0.forward"
-    data = {first: call([], [tensor(0.5)]), second: call([], [tensor(0.5)]),
-            user: call([tensor(0.5)], [tensor(0.5)])}  # in-place: its output is like its input
+    data = {
+        first: call([], [tensor(0.5)]),
+        second: call([], [tensor(0.5)]),
+        user: call([tensor(0.5)], [tensor(0.5)]),
+    }  # in-place: its output is like its input
     model = model_of(data, tmp=tmp_path)
     assert edges(model) == {(second, 0, user, 0)}
 
 
-@pytest.mark.parametrize("missing", [{"Mean": None}, {"Norm": None}, {"Max": math.nan},
-                                     {"shape": None}, {"dtype": None}])
+@pytest.mark.parametrize(
+    "missing", [{"Mean": None}, {"Norm": None}, {"Max": math.nan}, {"shape": None}, {"dtype": None}]
+)
 def test_no_edge_on_statistics_that_are_missing(tmp_path, missing):
     produced = tensor(2.0, **missing)
     data = {A: call([], [produced]), B: call([dict(produced)], [])}
@@ -95,21 +122,32 @@ def test_no_edge_on_statistics_that_are_missing(tmp_path, missing):
 def test_forward_and_backward_calls_do_not_feed_each_other(tmp_path):
     backward = "Functional.linear.0.backward"
     grads = "Module.fc.Linear.parameters_grad.0"
-    data = {A: call([], [tensor(2.0)]),
-            backward: {"input": [tensor(2.0)], "output": [tensor(6.0), tensor(7.0)]},
-            grads: {"weight": [tensor(7.0)]}}
+    data = {
+        A: call([], [tensor(2.0)]),
+        backward: {"input": [tensor(2.0)], "output": [tensor(6.0), tensor(7.0)]},
+        grads: {"weight": [tensor(7.0)]},
+    }
     model = model_of(data, tmp=tmp_path)
     assert edges(model) == {(backward, 1, grads, 0)}  # the weight's gradient; not A -> backward
 
 
 def test_slots_number_inputs_as_result_rows_do(tmp_path):
     key = "Module.fc.Linear.forward.0"
-    data = {key: call([tensor(1.0), {"type": "int", "value": 3}], [tensor(2.0)],
-                      kwargs={"scale": tensor(4.0), "mode": {"type": "str", "value": "fast"}},
-                      parameters={"weight": tensor(5.0), "bias": tensor(6.0)})}
+    data = {
+        key: call(
+            [tensor(1.0), {"type": "int", "value": 3}],
+            [tensor(2.0)],
+            kwargs={"scale": tensor(4.0), "mode": {"type": "str", "value": "fast"}},
+            parameters={"weight": tensor(5.0), "bias": tensor(6.0)},
+        )
+    }
     op = model_of(data, tmp=tmp_path).graphs[0].op(key)
-    assert [d.name for d in op.input_descs] == [f"{key}.input.0", f"{key}.input.scale",
-                                                 f"{key}.parameters.weight", f"{key}.parameters.bias"]
+    assert [d.name for d in op.input_descs] == [
+        f"{key}.input.0",
+        f"{key}.input.scale",
+        f"{key}.parameters.weight",
+        f"{key}.parameters.bias",
+    ]
     assert [d.name for d in op.output_descs] == [f"{key}.output.0"]
     assert [d.attrs["Max"] for d in op.input_descs] == [1.0, 4.0, 5.0, 6.0]
     assert op.input_descs[0].dtype == "torch.float32" and op.input_descs[0].shape == (2, 3)
@@ -118,10 +156,16 @@ def test_slots_number_inputs_as_result_rows_do(tmp_path):
 
 
 def test_construct_gives_parents_and_module_paths_and_keeps_a_module_off_its_own_calls(tmp_path):
-    block, inner, top = "Module.layers.0.Block.forward.0", "Tensor.contiguous.0.forward", "Functional.embedding.0.forward"
-    data = {top: call([], [tensor(1.0)]),
-            inner: call([tensor(1.0)], [tensor(1.0)]),  # the block's first call: same stats out
-            block: call([tensor(1.0)], [tensor(8.0)])}
+    block, inner, top = (
+        "Module.layers.0.Block.forward.0",
+        "Tensor.contiguous.0.forward",
+        "Functional.embedding.0.forward",
+    )
+    data = {
+        top: call([], [tensor(1.0)]),
+        inner: call([tensor(1.0)], [tensor(1.0)]),  # the block's first call: same stats out
+        block: call([tensor(1.0)], [tensor(8.0)]),
+    }
     construct = {top: None, inner: block, block: "Module.model.Net.forward.0"}
     model = model_of(data, construct, tmp=tmp_path)
     graph = model.graphs[0]
@@ -143,12 +187,13 @@ def test_megatron_micro_steps_and_a_cycle_in_construct(tmp_path):
 
 
 def test_both_stack_layouts(tmp_path):
-    frames = ["File /home/me/train.py, line 7, in step, \n y = model(x)",
-              "File /usr/lib/python3.10/site-packages/torch/nn/functional.py, line 9, in relu, \n return f(x)"]
+    frames = [
+        "File /home/me/train.py, line 7, in step, \n y = model(x)",
+        "File /usr/lib/python3.10/site-packages/torch/nn/functional.py, line 9, in relu, \n return f(x)",
+    ]
     data = {A: call([], [tensor(1.0)]), B: call([], [tensor(2.0)])}
     older = model_of(data, stack={A: frames, B: frames[1:]}, tmp=tmp_path / "older").graphs[0]
-    current = model_of(data, stack={"0": [[A], frames], "1": [[B], frames[1:]]},
-                       tmp=tmp_path / "current").graphs[0]
+    current = model_of(data, stack={"0": [[A], frames], "1": [[B], frames[1:]]}, tmp=tmp_path / "current").graphs[0]
     for graph in (older, current):
         assert graph.op(A).attrs[STACK] == tuple(frames) and graph.op(B).attrs[STACK] == tuple(frames[1:])
     user, library = user_frames_first(tuple(reversed(frames)))
@@ -207,8 +252,11 @@ def test_quick_start_edges_follow_the_records():
     graph = read_model(find_tree(DATA / "quick_start").ranks[0]).graphs[0]
     raw = _raw("dump.json")["data"]
     batch_norm_in = _signature(raw["Functional.batch_norm.0.forward"]["input_args"][0])
-    producers = [k for k in ("Functional.conv2d.0.forward", "Module.conv1.Conv2d.forward.0")
-                 if _signature(raw[k]["output"][0]) == batch_norm_in]
+    producers = [
+        k
+        for k in ("Functional.conv2d.0.forward", "Module.conv1.Conv2d.forward.0")
+        if _signature(raw[k]["output"][0]) == batch_norm_in
+    ]
     assert producers == ["Functional.conv2d.0.forward", "Module.conv1.Conv2d.forward.0"]
     (ref,) = graph.op("Functional.batch_norm.0.forward").inputs
     assert (ref.src, ref.index, ref.slot) == (producers[-1], 0, 0)  # the latest of the two
@@ -223,8 +271,9 @@ def test_ms_mix_older_stack_layout():
     model = read_model_at(DATA / "ms_mix")
     stacks = json.loads((DATA / "ms_mix" / "stack.json").read_text())
     graph = model.graphs[0]
-    assert {op.name: op.attrs[STACK] for op in graph.ops if STACK in op.attrs} == \
-        {k: tuple(v) for k, v in stacks.items() if k in graph}
+    assert {op.name: op.attrs[STACK] for op in graph.ops if STACK in op.attrs} == {
+        k: tuple(v) for k, v in stacks.items() if k in graph
+    }
 
 
 # --- property: edges drawn on purpose are the edges inferred -------------------------------------
@@ -251,8 +300,9 @@ def test_inferred_edges_are_the_drawn_ones(flow):
     keys = [f"Functional.f{k}.0.forward" for k in range(len(calls))]
     data = {}
     for k, (picks, outputs) in enumerate(calls):
-        data[keys[k]] = call([tensor(1.0 + 10 * j + slot) for j, slot in picks],
-                             [tensor(1.0 + 10 * k + slot) for slot in range(outputs)])
+        data[keys[k]] = call(
+            [tensor(1.0 + 10 * j + slot) for j, slot in picks], [tensor(1.0 + 10 * k + slot) for slot in range(outputs)]
+        )
     dump = parse_dump(json.dumps({"data": data}))
     model = build_model(MsprobeSource(None, dump), "flow")
     assert edges(model) == {(keys[j], slot, keys[k], n) for j, slot, k, n in drawn}

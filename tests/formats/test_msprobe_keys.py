@@ -12,29 +12,39 @@ from hypothesis import strategies as st
 from precision_tool.formats.msprobe_keys import CallKey, parse_key
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "msprobe"
-REAL_DUMPS = sorted(p for p in DATA.rglob("*.json") if "stack" not in p.name
-                    and "construct" not in p.name and p.parent.name != "odd"
-                    and p.name != "ms_md5_entry.json")
+REAL_DUMPS = sorted(
+    p
+    for p in DATA.rglob("*.json")
+    if "stack" not in p.name and "construct" not in p.name and p.parent.name != "odd" and p.name != "ms_md5_entry.json"
+)
 
 
-@pytest.mark.parametrize("text, prefix, name, index, direction, path", [
-    ("Functional.linear.0.forward", "Functional", "linear", 0, "forward", None),
-    ("Tensor.__add__.3.backward", "Tensor", "__add__", 3, "backward", None),
-    ("Primitive.norm.RmsNorm.0.forward", "Primitive", "norm.RmsNorm", 0, "forward", None),
-    ("Jit.AlexNet.12.forward", "Jit", "AlexNet", 12, "forward", None),
-    ("Functional.relu.forward", "Functional", "relu", None, "forward", None),
-    ("Module.layers.0.attn.Attention.forward.0", "Module", "Attention", 0, "forward",
-     "layers.0.attn"),
-    ("Module.0.conv1.Conv2d.backward.7", "Module", "Conv2d", 7, "backward", "0.conv1"),
-    ("Cell.conv1.Conv2d.forward.0", "Cell", "Conv2d", 0, "forward", "conv1"),
-    ("Module..Net.forward.0", "Module", "Net", 0, "forward", ""),
-    ("Module.conv2.Conv2d.parameters_grad.0", "Module", "Conv2d", 0, "parameters_grad", "conv2"),
-    ("Module.conv2.Conv2d.parameters_grad", "Module", "Conv2d", None, "parameters_grad", "conv2"),
-])
+@pytest.mark.parametrize(
+    "text, prefix, name, index, direction, path",
+    [
+        ("Functional.linear.0.forward", "Functional", "linear", 0, "forward", None),
+        ("Tensor.__add__.3.backward", "Tensor", "__add__", 3, "backward", None),
+        ("Primitive.norm.RmsNorm.0.forward", "Primitive", "norm.RmsNorm", 0, "forward", None),
+        ("Jit.AlexNet.12.forward", "Jit", "AlexNet", 12, "forward", None),
+        ("Functional.relu.forward", "Functional", "relu", None, "forward", None),
+        ("Module.layers.0.attn.Attention.forward.0", "Module", "Attention", 0, "forward", "layers.0.attn"),
+        ("Module.0.conv1.Conv2d.backward.7", "Module", "Conv2d", 7, "backward", "0.conv1"),
+        ("Cell.conv1.Conv2d.forward.0", "Cell", "Conv2d", 0, "forward", "conv1"),
+        ("Module..Net.forward.0", "Module", "Net", 0, "forward", ""),
+        ("Module.conv2.Conv2d.parameters_grad.0", "Module", "Conv2d", 0, "parameters_grad", "conv2"),
+        ("Module.conv2.Conv2d.parameters_grad", "Module", "Conv2d", None, "parameters_grad", "conv2"),
+    ],
+)
 def test_the_grammar(text, prefix, name, index, direction, path):
     key = parse_key(text)
     assert (key.text, key.prefix, key.name, key.index, key.direction, key.module_path) == (
-        text, prefix, name, index, direction, path)
+        text,
+        prefix,
+        name,
+        index,
+        direction,
+        path,
+    )
     assert key.is_module == (path is not None)
 
 
@@ -46,8 +56,9 @@ def test_module_and_api_names():
     assert parse_key("Tensor.__add__.3.forward").module_name is None
 
 
-@pytest.mark.parametrize("text", ["api", "Functional", "Functional.linear", "Module.x.Linear.0",
-                                  "", "Tensor.add.x.forward.y"])
+@pytest.mark.parametrize(
+    "text", ["api", "Functional", "Functional.linear", "Module.x.Linear.0", "", "Tensor.add.x.forward.y"]
+)
 def test_keys_outside_the_grammar_have_no_direction(text):
     key = parse_key(text)
     assert key.direction is None and key.text == text
@@ -74,18 +85,24 @@ WORD = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_", min_size
 PART = WORD | st.integers(0, 99).map(str)
 
 
-@given(st.sampled_from(["Functional", "Tensor", "Torch", "NPU", "Mint", "Primitive"]),
-       st.lists(PART, min_size=1, max_size=3).map(".".join), st.integers(0, 10**6),
-       st.sampled_from(["forward", "backward"]))
+@given(
+    st.sampled_from(["Functional", "Tensor", "Torch", "NPU", "Mint", "Primitive"]),
+    st.lists(PART, min_size=1, max_size=3).map(".".join),
+    st.integers(0, 10**6),
+    st.sampled_from(["forward", "backward"]),
+)
 def test_api_keys_round_trip(prefix, name, index, direction):
     key = parse_key(f"{prefix}.{name}.{index}.{direction}")
-    assert (key.prefix, key.name, key.index, key.direction, key.module_path) == (
-        prefix, name, index, direction, None)
+    assert (key.prefix, key.name, key.index, key.direction, key.module_path) == (prefix, name, index, direction, None)
 
 
-@given(st.sampled_from(["Module", "Cell"]), st.lists(PART, max_size=4).map(".".join), WORD,
-       st.integers(0, 10**6), st.sampled_from(["forward", "backward", "parameters_grad"]))
+@given(
+    st.sampled_from(["Module", "Cell"]),
+    st.lists(PART, max_size=4).map(".".join),
+    WORD,
+    st.integers(0, 10**6),
+    st.sampled_from(["forward", "backward", "parameters_grad"]),
+)
 def test_module_keys_round_trip(prefix, path, cls, index, direction):
     key = parse_key(f"{prefix}.{path}.{cls}.{direction}.{index}")
-    assert (key.prefix, key.module_path, key.name, key.index, key.direction) == (
-        prefix, path, cls, index, direction)
+    assert (key.prefix, key.module_path, key.name, key.index, key.direction) == (prefix, path, cls, index, direction)

@@ -38,16 +38,19 @@ def test_a_hand_edited_file_reads_as_the_yaml_loader_reads_it():
     assert parse_mapping(HAND_EDITED)["Functional.linear.0.forward.input.0"].endswith("2.forward.input.0")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("a:\n  b: c\n", "line 1: no bench name"),
-    ("  a: b\n", "line 1: indented"),
-    ("- a\n", "line 1: not a 'NPU_NAME: BENCH_NAME' line"),
-    ("a: [b, c]\n", "line 1: '[b, c]' is not a plain name"),
-    ("a: &x b\n", "is not a plain name"),
-    ('"a: b\n', "unterminated double-quoted"),
-    ("'a': b c: d\n", "line 1"),
-    ("just a line\n", "line 1: not a 'NPU_NAME: BENCH_NAME' line"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("a:\n  b: c\n", "line 1: no bench name"),
+        ("  a: b\n", "line 1: indented"),
+        ("- a\n", "line 1: not a 'NPU_NAME: BENCH_NAME' line"),
+        ("a: [b, c]\n", "line 1: '[b, c]' is not a plain name"),
+        ("a: &x b\n", "is not a plain name"),
+        ('"a: b\n', "unterminated double-quoted"),
+        ("'a': b c: d\n", "line 1"),
+        ("just a line\n", "line 1: not a 'NPU_NAME: BENCH_NAME' line"),
+    ],
+)
 def test_anything_but_a_flat_mapping_is_one_line_naming_the_line(text, words, tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(text)

@@ -37,13 +37,24 @@ def test_the_current_layout_shares_one_stack_among_calls():
 
 def test_stacks_of_both_layouts_in_one_file_and_odd_members(tmp_path):
     path = tmp_path / "stack.json"
-    path.write_text(json.dumps({"0": [["A.x.0.forward", "B.y.0.forward"], ["File a, line 1"]],
-                                "C.z.0.forward": ["File c, line 3"], "Cell.d.D.forward.0": [],
-                                "bad": {"x": 1}, "worse": [1, 2]}))
+    path.write_text(
+        json.dumps(
+            {
+                "0": [["A.x.0.forward", "B.y.0.forward"], ["File a, line 1"]],
+                "C.z.0.forward": ["File c, line 3"],
+                "Cell.d.D.forward.0": [],
+                "bad": {"x": 1},
+                "worse": [1, 2],
+            }
+        )
+    )
     stacks = read_stack(path)
-    assert stacks.frames == {"A.x.0.forward": ("File a, line 1",),
-                             "B.y.0.forward": ("File a, line 1",),
-                             "C.z.0.forward": ("File c, line 3",), "Cell.d.D.forward.0": ()}
+    assert stacks.frames == {
+        "A.x.0.forward": ("File a, line 1",),
+        "B.y.0.forward": ("File a, line 1",),
+        "C.z.0.forward": ("File c, line 3",),
+        "Cell.d.D.forward.0": (),
+    }
     assert stacks.problems == (f"{path}: no stack, skipped: 2 entries (the first: 'bad')",)
 
 
@@ -72,16 +83,28 @@ def test_construct_parents_from_the_raw_json(rank):
 def test_megatron_construct_has_micro_steps(tmp_path):
     path = tmp_path / "construct.json"
     module = "Module.a.A.forward.0"
-    path.write_text(json.dumps({module: [None, 0], "Torch.x.0.forward": [module, 1],
-                                "optimizer": None, "Torch.y.0.forward": "optimizer",
-                                "megatron_micro_step_number": 2, "odd": 5}))
+    path.write_text(
+        json.dumps(
+            {
+                module: [None, 0],
+                "Torch.x.0.forward": [module, 1],
+                "optimizer": None,
+                "Torch.y.0.forward": "optimizer",
+                "megatron_micro_step_number": 2,
+                "odd": 5,
+            }
+        )
+    )
     construct = read_construct(path)
-    assert construct.parents == {module: None, "Torch.x.0.forward": module,
-                                 "optimizer": None, "Torch.y.0.forward": "optimizer"}
+    assert construct.parents == {
+        module: None,
+        "Torch.x.0.forward": module,
+        "optimizer": None,
+        "Torch.y.0.forward": "optimizer",
+    }
     assert construct.micro_steps == {module: 0, "Torch.x.0.forward": 1}
     assert construct.micro_step_count == 2
-    assert construct.problems == (f"{path}: a parent that is no name, skipped: 1 node (the first: "
-                                  "'odd')",)
+    assert construct.problems == (f"{path}: a parent that is no name, skipped: 1 node (the first: 'odd')",)
 
 
 def test_an_empty_construct_of_level_l1(tmp_path):
@@ -89,12 +112,14 @@ def test_an_empty_construct_of_level_l1(tmp_path):
     assert read_construct(tmp_path / "construct.json").parents == {}
 
 
-@pytest.mark.parametrize("reader, name", [(read_stack, "stack.json"),
-                                          (read_construct, "construct.json")])
-@pytest.mark.parametrize("content, message", [
-    ("[1]", "not an msprobe {name}: the top level is an array, not an object"),
-    ("nonsense", "not an msprobe {name}: not a JSON object (character 0 is 'n')"),
-])
+@pytest.mark.parametrize("reader, name", [(read_stack, "stack.json"), (read_construct, "construct.json")])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[1]", "not an msprobe {name}: the top level is an array, not an object"),
+        ("nonsense", "not an msprobe {name}: not a JSON object (character 0 is 'n')"),
+    ],
+)
 def test_bad_side_files_give_one_line(tmp_path, reader, name, content, message):
     path = tmp_path / name
     path.write_text(content)

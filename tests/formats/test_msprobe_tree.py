@@ -39,13 +39,10 @@ def test_a_dump_root(dump_root):
     tree = find_tree(dump_root)
     assert tree.kind == "root" and tree.given == dump_root
     assert tree.steps == (0, 2, 10)
-    assert [(r.step, r.name) for r in tree.at_step(2)] == [
-        (2, "rank0"), (2, "rank1"), (2, "rank12"), (2, "proc2016")]
-    assert [(r.rank, r.pid) for r in tree.at_step(0)] == [
-        (0, None), (1, None), (12, None), (None, 2016)]
+    assert [(r.step, r.name) for r in tree.at_step(2)] == [(2, "rank0"), (2, "rank1"), (2, "rank12"), (2, "proc2016")]
+    assert [(r.rank, r.pid) for r in tree.at_step(0)] == [(0, None), (1, None), (12, None), (None, 2016)]
     assert len(tree.ranks) == 12
-    assert tree.problems == (
-        f"{dump_root / 'step2' / 'rank3'}: no dump.json (level L2 writes none): left out",)
+    assert tree.problems == (f"{dump_root / 'step2' / 'rank3'}: no dump.json (level L2 writes none): left out",)
     rank = tree.ranks[0]
     assert rank.dump_json == dump_root / "step0" / "rank0" / "dump.json"
     assert rank.stack_json.name == "stack.json" and rank.construct_json.name == "construct.json"
@@ -98,17 +95,19 @@ def test_mindspore_graph_and_pynative_trees(tmp_path):
 def test_headers_of_each_rank(dump_root):
     tree = find_tree(dump_root)
     header = tree.ranks[0].header()
-    assert (header.task, header.level, header.framework, header.dump_data_dir) == (
-        "statistics", "mix", "pytorch", None)
+    assert (header.task, header.level, header.framework, header.dump_data_dir) == ("statistics", "mix", "pytorch", None)
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("ms_mix/dump.json", ("statistics", "mix", "mindspore")),
-    ("docs/pt_L0_tensor.json", ("tensor", "L0", "pytorch")),
-    ("docs/ms_L1_tensor.json", ("tensor", "L1", "mindspore")),
-    ("odd/framework_after_data.json", ("statistics", "mix", "pytorch")),
-    ("odd/no_framework.json", ("statistics", "mix", None)),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("ms_mix/dump.json", ("statistics", "mix", "mindspore")),
+        ("docs/pt_L0_tensor.json", ("tensor", "L0", "pytorch")),
+        ("docs/ms_L1_tensor.json", ("tensor", "L1", "mindspore")),
+        ("odd/framework_after_data.json", ("statistics", "mix", "pytorch")),
+        ("odd/no_framework.json", ("statistics", "mix", None)),
+    ],
+)
 def test_read_header_of_real_files(name, expected):
     raw = json.loads((DATA / name).read_text())
     header = read_header(DATA / name)
@@ -117,15 +116,14 @@ def test_read_header_of_real_files(name, expected):
 
 
 def test_the_header_of_a_large_file_comes_from_its_ends(tmp_path):
-    data = {f"Torch.op.{i}.forward": {"output": [{"type": "int", "value": i}]}
-            for i in range(20000)}
-    text = json.dumps({"task": "tensor", "level": "L1", "dump_data_dir": "/x", "data": data,
-                       "framework": "mindspore"}, indent=1)
+    data = {f"Torch.op.{i}.forward": {"output": [{"type": "int", "value": i}]} for i in range(20000)}
+    text = json.dumps(
+        {"task": "tensor", "level": "L1", "dump_data_dir": "/x", "data": data, "framework": "mindspore"}, indent=1
+    )
     assert len(text) > 4 * HEADER_BYTES
     (tmp_path / "dump.json").write_text(text)
     header = read_header(tmp_path / "dump.json")
-    assert (header.task, header.level, header.framework, header.dump_data_dir) == (
-        "tensor", "L1", "mindspore", "/x")
+    assert (header.task, header.level, header.framework, header.dump_data_dir) == ("tensor", "L1", "mindspore", "/x")
 
 
 def test_the_header_of_a_cut_file(tmp_path):
@@ -134,10 +132,13 @@ def test_the_header_of_a_cut_file(tmp_path):
     assert read_header(tmp_path / "dump.json").framework == "pytorch"
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"[]", "not an msprobe dump.json: the top level is an array, not an object"),
-    (b"\xff", "dump.json is not UTF-8 text (byte 0)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"[]", "not an msprobe dump.json: the top level is an array, not an object"),
+        (b"\xff", "dump.json is not UTF-8 text (byte 0)"),
+    ],
+)
 def test_a_bad_header_is_one_line(tmp_path, content, message):
     (tmp_path / "dump.json").write_bytes(content)
     with pytest.raises(PrecisionToolError) as caught:
@@ -149,9 +150,11 @@ def test_not_a_dump_is_one_line(tmp_path):
     (tmp_path / "something").mkdir()
     with pytest.raises(PrecisionToolError) as caught:
         find_tree(tmp_path)
-    assert str(caught.value) == (f"{tmp_path}: no msprobe dump here: expected step*/ directories "
-                                 "(a dump root), rank*/ or proc*/ directories (a step), or a "
-                                 "dump.json (a rank)")
+    assert str(caught.value) == (
+        f"{tmp_path}: no msprobe dump here: expected step*/ directories "
+        "(a dump root), rank*/ or proc*/ directories (a step), or a "
+        "dump.json (a rank)"
+    )
     with pytest.raises(PrecisionToolError, match="dump directory does not exist"):
         find_tree(tmp_path / "missing")
 

@@ -60,8 +60,19 @@ def descriptor(desc: Desc, output: bool) -> bytes:
     size = len(desc.data) if desc.size is None else desc.size
     if output:
         index, original_type, original_format, _ = desc.original or (0, 0, 0, b"")
-        fixed = struct.pack("<iiiiiiQQQI", desc.data_type, desc.format, 3, index, original_type,
-                            original_format, 0, 0, size, len(level3))
+        fixed = struct.pack(
+            "<iiiiiiQQQI",
+            desc.data_type,
+            desc.format,
+            3,
+            index,
+            original_type,
+            original_format,
+            0,
+            0,
+            size,
+            len(level3),
+        )
     else:
         fixed = struct.pack("<iiiQQQI", desc.data_type, desc.format, 3, 0, 0, size, len(level3))
     return fixed + level3
@@ -102,11 +113,23 @@ def f16(values) -> bytes:
 # list at 68, input 1 at 116 (list at 156), the output list entry at 204 (count at 212), the
 # output's 52 fixed bytes at 216 and its 64-byte list at 268 (name at 324), the data at 332.
 RAW_FIELDS = {  # offset: (struct format, value the bytes hold)
-    0: ("<Q", 324), 8: ("<I", MAGIC), 12: ("<I", 0), 16: ("<II", (4, 180)), 24: ("<I", 2),
-    28: ("<iii", (1, 1, 3)), 56: ("<QI", (29304, 48)), 76: ("<QQ", (1, 14652)),
-    100: ("<QQ", (1, 14652)), 144: ("<QI", (60, 48)), 164: ("<QQ", (1, 30)),
-    204: ("<II", (5, 120)), 212: ("<I", 1), 216: ("<iiiiii", (1, 1, 3, 0, 1, 1)),
-    256: ("<QI", (29364, 64)), 276: ("<QQ", (1, 14682)), 316: ("<II", (2, 8)),
+    0: ("<Q", 324),
+    8: ("<I", MAGIC),
+    12: ("<I", 0),
+    16: ("<II", (4, 180)),
+    24: ("<I", 2),
+    28: ("<iii", (1, 1, 3)),
+    56: ("<QI", (29304, 48)),
+    76: ("<QQ", (1, 14652)),
+    100: ("<QQ", (1, 14652)),
+    144: ("<QI", (60, 48)),
+    164: ("<QQ", (1, 30)),
+    204: ("<II", (5, 120)),
+    212: ("<I", 1),
+    216: ("<iiiiii", (1, 1, 3, 0, 1, 1)),
+    256: ("<QI", (29364, 64)),
+    276: ("<QQ", (1, 14682)),
+    316: ("<II", (2, 8)),
 }
 
 
@@ -123,10 +146,18 @@ def test_the_real_file_reads_as_its_bytes_say():
     raw = REAL.read_bytes()
     dump = read_dump(REAL)
     assert (dump.op_type, dump.op_name, dump.task_id, dump.stream_id, dump.timestamp) == (
-        "ConcatV2D", "concatv2", 0, 0, 550288648)
+        "ConcatV2D",
+        "concatv2",
+        0,
+        0,
+        550288648,
+    )
     assert dump.version == "0" and dump.attrs == {}
-    expected = [("input:0", 332, 29304, (1, 14652)), ("input:1", 29636, 60, (1, 30)),
-                ("output:0", 29696, 29364, (1, 14682))]
+    expected = [
+        ("input:0", 332, 29304, (1, 14652)),
+        ("input:1", 29636, 60, (1, 30)),
+        ("output:0", 29696, 29364, (1, 14682)),
+    ]
     assert [(t.name, t.offset, t.size, t.shape) for t in dump.tensors] == expected
     for tensor, (_, offset, size, shape) in zip(dump.tensors, expected):
         assert (tensor.dtype_name, tensor.format, tensor.original_shape) == ("float16", "NHWC", shape)
@@ -161,11 +192,26 @@ def test_the_real_file_read_through_a_mapping_alias(tmp_path):
 # ---- built files ---------------------------------------------------------------------------
 
 # GE DataType value -> the numpy dtype its elements are (metadef docs/api/DataType.md)
-GE_TYPES = [(0, np.float32), (1, np.float16), (2, np.int8), (3, np.int32), (4, np.uint8),
-            (6, np.int16), (7, np.uint16), (8, np.uint32), (9, np.int64), (10, np.uint64),
-            (11, np.float64), (12, np.bool_), (16, np.complex64), (17, np.complex128),
-            (18, np.int8), (27, ml_dtypes.bfloat16), (35, ml_dtypes.float8_e5m2),
-            (36, ml_dtypes.float8_e4m3fn)]
+GE_TYPES = [
+    (0, np.float32),
+    (1, np.float16),
+    (2, np.int8),
+    (3, np.int32),
+    (4, np.uint8),
+    (6, np.int16),
+    (7, np.uint16),
+    (8, np.uint32),
+    (9, np.int64),
+    (10, np.uint64),
+    (11, np.float64),
+    (12, np.bool_),
+    (16, np.complex64),
+    (17, np.complex128),
+    (18, np.int8),
+    (27, ml_dtypes.bfloat16),
+    (35, ml_dtypes.float8_e5m2),
+    (36, ml_dtypes.float8_e4m3fn),
+]
 
 
 @pytest.mark.parametrize("code, dtype", GE_TYPES)
@@ -182,11 +228,14 @@ def test_int4_is_packed_two_to_a_byte(tmp_path):
     np.testing.assert_array_equal(read_dump(path).outputs[0].device(), [-8, -1, 0, 7, 3])
 
 
-@pytest.mark.parametrize("code, label", [(5, "UNKNOWN(nano 5)"), (42, "HIFLOAT4 (nano 42)"),
-                                         (-1, "UNKNOWN(nano -1)"), (1000, "UNKNOWN(nano 1000)")])
+@pytest.mark.parametrize(
+    "code, label",
+    [(5, "UNKNOWN(nano 5)"), (42, "HIFLOAT4 (nano 42)"), (-1, "UNKNOWN(nano -1)"), (1000, "UNKNOWN(nano 1000)")],
+)
 def test_a_type_with_no_output_data_type_is_that_tensors_problem(tmp_path, code, label):
-    path = write(tmp_path, nano_bytes(inputs=[Desc(f16([1, 2]), shape=(2,))],
-                                      outputs=[Desc(b"\0\0", code, shape=(2,))]))
+    path = write(
+        tmp_path, nano_bytes(inputs=[Desc(f16([1, 2]), shape=(2,))], outputs=[Desc(b"\0\0", code, shape=(2,))])
+    )
     dump = read_dump(path)
     assert dump.outputs[0].problem == f"output:0: unsupported data_type {label}"
     assert dump.outputs[0].dtype_name == label
@@ -200,8 +249,9 @@ def test_original_op_drives_the_host_layout(tmp_path):
     padded = np.zeros((2, 16, 2, 2), np.float16)
     padded[:, :3] = nchw
     device = padded.reshape(2, 1, 16, 2, 2).transpose(0, 1, 3, 4, 2)
-    out = Desc(device.tobytes(), 1, 3, shape=device.shape, original_shape=(2, 2, 2, 3),
-               original=(2, 1, 1, "net/conv/Relu".encode()))  # NC1HWC0 from host NHWC
+    out = Desc(
+        device.tobytes(), 1, 3, shape=device.shape, original_shape=(2, 2, 2, 3), original=(2, 1, 1, b"net/conv/Relu")
+    )  # NC1HWC0 from host NHWC
     tensor = read_dump(write(tmp_path, nano_bytes(outputs=[out]))).outputs[0]
     assert tensor.format == "NC1HWC0" and tensor.original_shape == (2, 2, 2, 3)
     op = tensor.original_op
@@ -238,12 +288,15 @@ def test_tensor_data_is_memory_mapped_not_read(tmp_path):
     assert dump.outputs[0].device().shape == (256, 1024, 1024)
 
 
-@pytest.mark.parametrize("out, problem", [
-    (Desc(b"", shape=(1,) * 100), "output:0: shape has 100 dimensions"),
-    (Desc(b"", shape=(0, 2 ** 62)), "output:0: shape [0,4611686018427387904] of 2-byte elements is too big"),
-    (Desc(b"", original_shape=(1,) * 70), "output:0: original shape has 70 dimensions"),
-    (Desc(f16([1, 2]), shape=(3,)), "output:0: shape [3] of float16 needs 6 bytes but the dump holds 4"),
-])
+@pytest.mark.parametrize(
+    "out, problem",
+    [
+        (Desc(b"", shape=(1,) * 100), "output:0: shape has 100 dimensions"),
+        (Desc(b"", shape=(0, 2**62)), "output:0: shape [0,4611686018427387904] of 2-byte elements is too big"),
+        (Desc(b"", original_shape=(1,) * 70), "output:0: original shape has 70 dimensions"),
+        (Desc(f16([1, 2]), shape=(3,)), "output:0: shape [3] of float16 needs 6 bytes but the dump holds 4"),
+    ],
+)
 def test_shapes_no_array_can_have_are_that_tensors_problem(tmp_path, out, problem):
     tensor = read_dump(write(tmp_path, nano_bytes(outputs=[out]))).outputs[0]
     assert (tensor.host_problem or "").startswith(problem), tensor.host_problem
@@ -251,28 +304,30 @@ def test_shapes_no_array_can_have_are_that_tensors_problem(tmp_path, out, proble
 
 # ---- corrupt headers: one line naming "nano dump" and the file -----------------------------
 
+
 def _good() -> bytes:
-    return nano_bytes(inputs=[Desc(f16([1, 2]), shape=(2,))],
-                      outputs=[Desc(f16([3]), shape=(1,), original=(0, 1, 2, b"y"))])
+    return nano_bytes(
+        inputs=[Desc(f16([1, 2]), shape=(2,))], outputs=[Desc(f16([3]), shape=(1,), original=(0, 1, 2, b"y"))]
+    )
 
 
 def _length_changed(data: bytes, at: int, value: int) -> bytes:
-    return data[:at] + struct.pack("<I", value) + data[at + 4:]
+    return data[:at] + struct.pack("<I", value) + data[at + 4 :]
 
 
 GOOD = _good()
 HEADER_LENGTH = struct.unpack_from("<Q", GOOD)[0]
 
 BAD = {
-    "header length past the end": (struct.pack("<Q", 10 ** 6) + GOOD[8:], "header length 1000000 does not fit"),
-    "header length 2**63": (struct.pack("<Q", 2 ** 63) + GOOD[8:], "header length 9223372036854775808"),
+    "header length past the end": (struct.pack("<Q", 10**6) + GOOD[8:], "header length 1000000 does not fit"),
+    "header length 2**63": (struct.pack("<Q", 2**63) + GOOD[8:], "header length 9223372036854775808"),
     "header length 4": (struct.pack("<Q", 4) + GOOD[8:], "header length 4 leaves no room for its magic"),
     "cut in the header": (GOOD[:40], "header length"),
     "cut in the data": (GOOD[:-1], "sizes do not add up: header and tensor sizes give"),
     "trailing bytes": (GOOD + b"\0", "(trailing bytes)"),
-    "entry past the header": (_length_changed(GOOD, 20, 2 ** 32 - 1), "entry of type 4 claims 4294967295 bytes"),
-    "count of 2**32-1": (_length_changed(GOOD, 24, 2 ** 32 - 1), "input list claims 4294967295 descriptors"),
-    "level-3 list past its list": (_length_changed(GOOD, 64, 10 ** 6), "input 0: its shape list claims 1000000"),
+    "entry past the header": (_length_changed(GOOD, 20, 2**32 - 1), "entry of type 4 claims 4294967295 bytes"),
+    "count of 2**32-1": (_length_changed(GOOD, 24, 2**32 - 1), "input list claims 4294967295 descriptors"),
+    "level-3 list past its list": (_length_changed(GOOD, 64, 10**6), "input 0: its shape list claims 1000000"),
     "shape of 12 bytes": (_length_changed(GOOD, 72, 12), "input 0: entry of type 0 claims 12 bytes"),
 }
 
@@ -291,17 +346,24 @@ def _header_variant(**header) -> bytes:
     return nano_bytes(inputs=[Desc(f16([1]), shape=(1,))], **header)
 
 
-@pytest.mark.parametrize("data, fragment", [
-    (_header_variant(after=entry(4, struct.pack("<I", 0))), "header has two lists of inputs"),
-    (_header_variant(after=b"\1\2\3"), "header: 3 bytes left, too few for an entry's type and length"),
-    (nano_bytes(before=entry(4, b"\1\0"), lists=False), "input list of 2 bytes has no room for its count"),
-    (nano_bytes(before=entry(4, desc_list([Desc(b"")], False) + b"xx"), lists=False),
-     "input list has 2 bytes after its 1 descriptors"),
-    (nano_bytes(outputs=[Desc(b"", extra_l3=entry(0, b"\0" * 12))]),
-     "output 0: a shape of 12 bytes is not a whole number of 8-byte dimensions"),
-    (nano_bytes(outputs=[Desc(b"", shape=(0,), extra_l3=entry(0, dims((0,))))]), "output 0: two shapes"),
-    (nano_bytes(outputs=[Desc(b"", original=(0, 1, 2, b"\xff\xfe"))]), "output 0: its original name is not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (_header_variant(after=entry(4, struct.pack("<I", 0))), "header has two lists of inputs"),
+        (_header_variant(after=b"\1\2\3"), "header: 3 bytes left, too few for an entry's type and length"),
+        (nano_bytes(before=entry(4, b"\1\0"), lists=False), "input list of 2 bytes has no room for its count"),
+        (
+            nano_bytes(before=entry(4, desc_list([Desc(b"")], False) + b"xx"), lists=False),
+            "input list has 2 bytes after its 1 descriptors",
+        ),
+        (
+            nano_bytes(outputs=[Desc(b"", extra_l3=entry(0, b"\0" * 12))]),
+            "output 0: a shape of 12 bytes is not a whole number of 8-byte dimensions",
+        ),
+        (nano_bytes(outputs=[Desc(b"", shape=(0,), extra_l3=entry(0, dims((0,))))]), "output 0: two shapes"),
+        (nano_bytes(outputs=[Desc(b"", original=(0, 1, 2, b"\xff\xfe"))]), "output 0: its original name is not UTF-8"),
+    ],
+)
 def test_inconsistent_lists_are_one_line_naming_nano(tmp_path, data, fragment):
     path = write(tmp_path, data)
     with pytest.raises(PrecisionToolError) as info:
@@ -333,37 +395,55 @@ def _descs(draw, output: bool):
     code = draw(st.sampled_from(sorted(_BYTE_TYPES)))
     shape = draw(_SHAPES)
     count = int(np.prod(shape)) if shape else draw(st.integers(0, 5))
-    data = draw(st.binary(min_size=count * np.dtype(_BYTE_TYPES[code]).itemsize,
-                          max_size=count * np.dtype(_BYTE_TYPES[code]).itemsize))
+    data = draw(
+        st.binary(
+            min_size=count * np.dtype(_BYTE_TYPES[code]).itemsize, max_size=count * np.dtype(_BYTE_TYPES[code]).itemsize
+        )
+    )
     original = None
     if output and draw(st.booleans()):
         name = draw(st.text(st.characters(blacklist_characters="\0"), max_size=12)).encode()
-        original = (draw(st.integers(0, 9)), draw(st.sampled_from(sorted(_BYTE_TYPES))),
-                    draw(st.sampled_from(sorted(FORMAT_NAMES))), name)
-    return Desc(data, code, draw(st.sampled_from(sorted(FORMAT_NAMES))), shape or None,
-                draw(st.none() | _SHAPES), original)
+        original = (
+            draw(st.integers(0, 9)),
+            draw(st.sampled_from(sorted(_BYTE_TYPES))),
+            draw(st.sampled_from(sorted(FORMAT_NAMES))),
+            name,
+        )
+    return Desc(
+        data, code, draw(st.sampled_from(sorted(FORMAT_NAMES))), shape or None, draw(st.none() | _SHAPES), original
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(inputs=st.lists(_descs(False), max_size=3), outputs=st.lists(_descs(True), max_size=3),
-       version=st.integers(0, 2 ** 32 - 1))
+@given(
+    inputs=st.lists(_descs(False), max_size=3),
+    outputs=st.lists(_descs(True), max_size=3),
+    version=st.integers(0, 2**32 - 1),
+)
 def test_random_descriptor_sets_round_trip(tmp_path, inputs, outputs, version):
     dump = read_dump(write(tmp_path, nano_bytes(inputs, outputs, version=version)))
     assert dump.version == str(version)
     assert [t.name for t in dump.tensors] == [f"input:{i}" for i in range(len(inputs))] + [
-        f"output:{i}" for i in range(len(outputs))]
+        f"output:{i}" for i in range(len(outputs))
+    ]
     offset = 8 + struct.unpack_from("<Q", nano_bytes(inputs, outputs))[0]
     for tensor, desc in zip(dump.tensors, (*inputs, *outputs)):
         assert tensor.dtype == np.dtype(_BYTE_TYPES[desc.data_type])
         assert (tensor.format, tensor.shape, tensor.original_shape) == (
-            FORMAT_NAMES[desc.format], desc.shape or (), desc.original_shape or ())
+            FORMAT_NAMES[desc.format],
+            desc.shape or (),
+            desc.original_shape or (),
+        )
         assert (tensor.offset, tensor.size) == (offset, len(desc.data))
         assert tensor.device().tobytes() == desc.data
         offset += len(desc.data)
         if desc.original is not None:
             op = tensor.original_op
             assert (op.name.encode(), op.output_index, op.format) == (
-                desc.original[3], desc.original[0], FORMAT_NAMES[desc.original[2]])
+                desc.original[3],
+                desc.original[0],
+                FORMAT_NAMES[desc.original[2]],
+            )
         else:
             assert tensor.original_op is None
 
@@ -388,7 +468,7 @@ def test_every_truncation_is_one_line_naming_nano(tmp_path, at):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(at=st.integers(12, 8 + HEADER_LENGTH - 1), value=st.integers(0, 255))
 def test_a_corrupt_header_byte_reads_or_is_one_line_naming_nano(tmp_path, at, value):
-    path = write(tmp_path, GOOD[:at] + bytes([value]) + GOOD[at + 1:])
+    path = write(tmp_path, GOOD[:at] + bytes([value]) + GOOD[at + 1 :])
     try:
         _read_all(path)
     except PrecisionToolError as exc:

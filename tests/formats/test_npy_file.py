@@ -26,7 +26,7 @@ def _problem(path: Path, dtype_name: str | None = None) -> str:
         read_npy(path, dtype_name)
     text = str(exc.value)
     assert "\n" not in text and text.startswith(f"{path}: ")
-    return text[len(f"{path}: "):]
+    return text[len(f"{path}: ") :]
 
 
 def test_a_tensor_is_mapped_read_only(tmp_path):
@@ -37,9 +37,14 @@ def test_a_tensor_is_mapped_read_only(tmp_path):
     assert read_npy(path, "Int64") is not None and read_npy(path, "int64").dtype == np.int64
 
 
-@pytest.mark.parametrize("name, widened", [("BFloat16", ml_dtypes.bfloat16),
-                                           ("Float8E4M3FN", ml_dtypes.float8_e4m3fn),
-                                           ("Float8E5M2", ml_dtypes.float8_e5m2)])
+@pytest.mark.parametrize(
+    "name, widened",
+    [
+        ("BFloat16", ml_dtypes.bfloat16),
+        ("Float8E4M3FN", ml_dtypes.float8_e4m3fn),
+        ("Float8E5M2", ml_dtypes.float8_e5m2),
+    ],
+)
 def test_a_widened_tensor_is_narrowed_back_exactly(tmp_path, name, widened):
     values = np.array([0.5, -1.25, 3.0, np.nan], dtype=widened)
     path = _save(tmp_path / "t.npy", values.astype(np.float32))  # what msprobe saves
@@ -61,8 +66,9 @@ def test_every_bfloat16_survives_the_widening(tmp_path_factory, bits):
 
 def test_float32_values_no_bfloat16_holds_are_an_error(tmp_path):
     path = _save(tmp_path / "t.npy", np.array([0.1], dtype=np.float32))
-    assert _problem(path, "BFloat16") == ("holds float32 values that are not BFloat16 values, "
-                                          "though dump.json says the tensor is one")
+    assert _problem(path, "BFloat16") == (
+        "holds float32 values that are not BFloat16 values, though dump.json says the tensor is one"
+    )
 
 
 def test_hifloat8_stays_float32(tmp_path):
@@ -78,8 +84,7 @@ def test_a_dtype_msprobe_never_changes_must_match(tmp_path):
 
 def test_a_pickled_object_npy_is_refused_and_never_loaded(tmp_path):
     path = _save(tmp_path / "t.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
-    assert _problem(path) == ("cannot load tensor file: it holds pickled Python objects, which "
-                              "are never loaded")
+    assert _problem(path) == ("cannot load tensor file: it holds pickled Python objects, which are never loaded")
 
 
 def test_a_string_npy_is_no_tensor(tmp_path):
@@ -94,11 +99,21 @@ def test_missing_and_truncated_files_are_one_line(tmp_path):
     assert _problem(tmp_path / "cut.npy").startswith("cannot load tensor file: truncated")
 
 
-@pytest.mark.parametrize("name, dtype", [
-    ("torch.bfloat16", ml_dtypes.bfloat16), ("torch.float32", np.float32), ("Float16", np.float16),
-    ("BFloat16", ml_dtypes.bfloat16), ("Bool", np.bool_), ("UInt8", np.uint8), ("float64", np.float64),
-    ("int8", np.int8), ("Complex64", np.complex64), ("torch.float8_e4m3fn", ml_dtypes.float8_e4m3fn),
-])
+@pytest.mark.parametrize(
+    "name, dtype",
+    [
+        ("torch.bfloat16", ml_dtypes.bfloat16),
+        ("torch.float32", np.float32),
+        ("Float16", np.float16),
+        ("BFloat16", ml_dtypes.bfloat16),
+        ("Bool", np.bool_),
+        ("UInt8", np.uint8),
+        ("float64", np.float64),
+        ("int8", np.int8),
+        ("Complex64", np.complex64),
+        ("torch.float8_e4m3fn", ml_dtypes.float8_e4m3fn),
+    ],
+)
 def test_dump_json_dtype_names(name, dtype):
     assert dump_dtype(name) == np.dtype(dtype)
 

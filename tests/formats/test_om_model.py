@@ -17,7 +17,15 @@ from precision_tool.formats.graph import read_graph, read_graph_proto
 from precision_tool.formats.om_model import read_layout, read_om_model_def
 from precision_tool.formats.proto import ge_ir
 from tests.formats.om_bytes import (
-    MODEL_DEF, TASK_INFO, TBE_KERNELS, V1, WEIGHTS, header, model_def_bytes, om_bytes, table,
+    MODEL_DEF,
+    TASK_INFO,
+    TBE_KERNELS,
+    V1,
+    WEIGHTS,
+    header,
+    model_def_bytes,
+    om_bytes,
+    table,
 )
 
 OM_DATA = Path(__file__).resolve().parents[1] / "data" / "om"
@@ -50,8 +58,10 @@ def test_the_model_def_partition_is_read_among_others(tmp_path, wide):
     layout = _layout(path)
     table_size = 8 + 24 * 3 if wide else 4 + 12 * 3
     assert [(p.name, p.offset, p.size) for p in layout.partitions] == [
-        ("WEIGHTS_DATA", 256 + table_size, 40), ("MODEL_DEF", 256 + table_size + 40, len(NET)),
-        ("TASK_INFO", 256 + table_size + 40 + len(NET), 7)]
+        ("WEIGHTS_DATA", 256 + table_size, 40),
+        ("MODEL_DEF", 256 + table_size + 40, len(NET)),
+        ("TASK_INFO", 256 + table_size + 40 + len(NET), 7),
+    ]
     assert layout.header.name == "net" and layout.header.platform_version == "Ascend31"
 
 
@@ -63,12 +73,10 @@ def test_a_flow_model_has_the_wide_table_without_model_length(tmp_path):
 
 
 def test_sub_models_add_the_graphs_the_root_lacks(tmp_path):
-    root = model_def_bytes("root", {"root": [("a", "Data"), ("call", "PartitionedCall")],
-                                    "sub_1": [("b", "Add")]})
+    root = model_def_bytes("root", {"root": [("a", "Data"), ("call", "PartitionedCall")], "sub_1": [("b", "Add")]})
     sub_1 = model_def_bytes("sub_1", {"sub_1": [("other", "Mul")]})  # already in the root: left out
     sub_2 = model_def_bytes("sub_2", {"sub_2": [("c", "Mul"), ("d", "Relu")]})
-    models = [[(MODEL_DEF, root), (TBE_KERNELS, b"k")], [(MODEL_DEF, sub_1), (WEIGHTS, b"w")],
-              [(MODEL_DEF, sub_2)]]
+    models = [[(MODEL_DEF, root), (TBE_KERNELS, b"k")], [(MODEL_DEF, sub_1), (WEIGHTS, b"w")], [(MODEL_DEF, sub_2)]]
     proto = read_om_model_def(_write(tmp_path, om_bytes(models, wide=True)))
     assert _ops(proto) == {"root": ["Data", "PartitionedCall"], "sub_1": ["Add"], "sub_2": ["Mul", "Relu"]}
     assert proto.name == "root"
@@ -95,26 +103,29 @@ def test_an_om_is_a_graph_by_its_magic_under_any_name(tmp_path):
 def _reference_model_defs(raw: bytes) -> list[bytes]:
     """Each model's MODEL_DEF bytes, by walking the layout here (the u64 at 184 is set in these
     files: wide tables; model_num at 156 tables when is_unknow_model at 193 says so)."""
-    model_num, = struct.unpack_from("<I", raw, 156)
+    (model_num,) = struct.unpack_from("<I", raw, 156)
     count = model_num if raw[193] == 1 or model_num > 1 else 1
     offset, found = 256, []
     for _ in range(count):
-        num, = struct.unpack_from("<I", raw, offset)
+        (num,) = struct.unpack_from("<I", raw, offset)
         entries = [struct.unpack_from("<I4xQQ", raw, offset + 8 + 24 * i) for i in range(num)]
         offset += 8 + 24 * num
         for kind, _, size in entries:
             if kind == MODEL_DEF:
-                found.append(raw[offset:offset + size])
+                found.append(raw[offset : offset + size])
             offset += size
     assert offset == len(raw)
     return found
 
 
-@pytest.mark.parametrize("name, graphs, ops", [
-    ("root_model.om", ["test_graph_cache"], 3),
-    ("flow_model.om", ["root_graph"], 3),
-    ("dynamic_and_static_graph_without_unfold.om", ["root", "sub_1", "sub_2"], 14),
-])
+@pytest.mark.parametrize(
+    "name, graphs, ops",
+    [
+        ("root_model.om", ["test_graph_cache"], 3),
+        ("flow_model.om", ["root_graph"], 3),
+        ("dynamic_and_static_graph_without_unfold.om", ["root", "sub_1", "sub_2"], 14),
+    ],
+)
 def test_real_oms(name, graphs, ops):
     path = OM_DATA / name
     proto = read_om_model_def(path)
@@ -149,13 +160,15 @@ BAD = {
     "header size": (_patched(GOOD, 4, "<I", 512), "OM header size 512 is not GE's 256"),
     "short": (GOOD[:100], "too short for an OM: 100 bytes"),
     "truncated": (GOOD[:-5], "truncated OM: the header says"),
-    "no model def": (om_bytes([[(WEIGHTS, b"w"), (TASK_INFO, b"t")]]),
-                     "OM without a MODEL_DEF partition (its partitions: WEIGHTS_DATA, TASK_INFO)"),
+    "no model def": (
+        om_bytes([[(WEIGHTS, b"w"), (TASK_INFO, b"t")]]),
+        "OM without a MODEL_DEF partition (its partitions: WEIGHTS_DATA, TASK_INFO)",
+    ),
     "not a model def": (om_bytes([[(MODEL_DEF, b"\xff\xff\xff")]]), "is not a ge.proto ModelDef"),
     "partition past the end": (_patched(GOOD, 256 + 4 + 8, "<I", 10_000), "runs past the end"),
     "table too long": (_patched(GOOD, 256, "<I", 100_000), "claims 100,000 partitions"),
     "bundle": (om_bytes([[(24, b"m")]], model_type=5), "a bundle of 1 OM models"),
-    "text": (b"graph {\n  name: \"g\"\n}\n" * 20, "not an OM model"),
+    "text": (b'graph {\n  name: "g"\n}\n' * 20, "not an OM model"),
 }
 
 
@@ -179,8 +192,7 @@ def test_a_directory_or_missing_om(tmp_path):
 
 # --- properties -----------------------------------------------------------------------------------
 
-_partition = st.tuples(st.sampled_from([WEIGHTS, TASK_INFO, TBE_KERNELS, 4, 8, 12, 99]),
-                       st.binary(max_size=64))
+_partition = st.tuples(st.sampled_from([WEIGHTS, TASK_INFO, TBE_KERNELS, 4, 8, 12, 99]), st.binary(max_size=64))
 
 
 @st.composite
@@ -270,7 +282,8 @@ def test_the_weights_are_never_read(tmp_path, monkeypatch):
         handle.truncate(len(raw) + weights)  # sparse: the weights cost no disk
     opened = []
     real_open = om_model.open_regular
-    monkeypatch.setattr(om_model, "open_regular",
-                        lambda *a, **k: opened.append(_Counting(real_open(*a, **k))) or opened[-1])
+    monkeypatch.setattr(
+        om_model, "open_regular", lambda *a, **k: opened.append(_Counting(real_open(*a, **k))) or opened[-1]
+    )
     assert _ops(read_om_model_def(path))["net"] == ["Data", "Conv2D", "NetOutput"]
     assert opened[0].read_bytes == 256 + 4 + 2 * 24 + len(NET)  # header, num, entries, ModelDef

@@ -30,15 +30,16 @@ def _raw_nodes(text: str) -> list[dict]:
     nodes = []
     for block in re.findall(r"^  node \{\n(.*?)^  \}\n", text, re.M | re.S):
         head = block.split("    attribute {", 1)[0]
-        dtypes = dict(re.findall(
-            r'name: "output_desc_dtype:(\d+)"\n\s+s: "(\w+)"', block))
-        nodes.append({
-            "name": re.search(r'^    name: "(.*)"$', head, re.M).group(1),
-            "type": re.search(r'^    op_type: "ge:(.*)"$', head, re.M).group(1),
-            "inputs": re.findall(r'^    input: "(.*)"$', head, re.M),
-            "output_dtypes": [dtypes[k] for k in sorted(dtypes, key=int)],
-            "id": int((re.search(r'name: "id"\n\s+i: (\d+)', block) or [0, 0])[1]),
-        })
+        dtypes = dict(re.findall(r'name: "output_desc_dtype:(\d+)"\n\s+s: "(\w+)"', block))
+        nodes.append(
+            {
+                "name": re.search(r'^    name: "(.*)"$', head, re.M).group(1),
+                "type": re.search(r'^    op_type: "ge:(.*)"$', head, re.M).group(1),
+                "inputs": re.findall(r'^    input: "(.*)"$', head, re.M),
+                "output_dtypes": [dtypes[k] for k in sorted(dtypes, key=int)],
+                "id": int((re.search(r'name: "id"\n\s+i: (\d+)', block) or [0, 0])[1]),
+            }
+        )
     return nodes
 
 
@@ -62,7 +63,12 @@ def test_real_onnx_dump_has_the_ops_types_edges_and_descs_of_its_text(real_dir):
     assert graph.op("init").control_inputs == [InputRef("Variable/Assign", -1, True)]
     desc = assign.input_descs[1]
     assert (desc.dtype, desc.layout, desc.shape, desc.origin_format, desc.origin_shape) == (
-        "DT_FLOAT", "ND", (64,), "ND", (64,))
+        "DT_FLOAT",
+        "ND",
+        (64,),
+        "ND",
+        (64,),
+    )
     assert desc.attrs["_data_visit_distance"] == [0, -1]  # input_desc_attr__data_visit_distance:1
     assert assign.attrs["_tbeKernelSize"] == 8272 and assign.attrs["INPUT_IS_VAR"] == [1, 1]
     assert "id" not in assign.attrs and "input_desc_nums" not in assign.attrs
@@ -98,11 +104,17 @@ def test_text_looks_as_ge_writes_it(tmp_path):
 
 
 def test_sub_graphs_are_subgraph_nodes_and_come_back_as_graphs(tmp_path):
-    main = build_model([OpSpec("x", "Data", output_descs=[tensor_desc()]),
-                        OpSpec("call", "PartitionedCall", ["x:0"], [tensor_desc()], [tensor_desc()])],
-                       name="main")
-    sub = build_model([OpSpec("inner", "Relu", ["outer:0", "c:-1"], [tensor_desc()], [tensor_desc()]),
-                       OpSpec("c", "NoOp")], name="main_sub_0")
+    main = build_model(
+        [
+            OpSpec("x", "Data", output_descs=[tensor_desc()]),
+            OpSpec("call", "PartitionedCall", ["x:0"], [tensor_desc()], [tensor_desc()]),
+        ],
+        name="main",
+    )
+    sub = build_model(
+        [OpSpec("inner", "Relu", ["outer:0", "c:-1"], [tensor_desc()], [tensor_desc()]), OpSpec("c", "NoOp")],
+        name="main_sub_0",
+    )
     model = type(main)(main.name, main.graphs + sub.graphs, {})
     proto = model_to_onnx(model)
     assert [n.op_type for n in proto.graph.node] == ["ge:Data", "ge:PartitionedCall", "subgraph"]
@@ -115,19 +127,32 @@ def test_sub_graphs_are_subgraph_nodes_and_come_back_as_graphs(tmp_path):
 _names = st.text("abc/_.:", min_size=1, max_size=6)
 _floats = st.floats(allow_nan=False, width=32)
 _values = st.one_of(  # what ONNX attributes hold: no bools, bytes, descs or named attributes
-    st.text(max_size=5), st.integers(-2**63, 2**63 - 1), _floats,
-    st.lists(st.integers(-5, 5), max_size=3), st.lists(_floats, min_size=1, max_size=3),
-    st.lists(st.text(max_size=3), min_size=1, max_size=3))
+    st.text(max_size=5),
+    st.integers(-(2**63), 2**63 - 1),
+    _floats,
+    st.lists(st.integers(-5, 5), max_size=3),
+    st.lists(_floats, min_size=1, max_size=3),
+    st.lists(st.text(max_size=3), min_size=1, max_size=3),
+)
 _attrs = st.dictionaries(st.text("xyz_", min_size=1, max_size=4), _values, max_size=4)
 _desc_attrs = st.dictionaries(
     st.text("xyz_", min_size=1, max_size=4),
-    _values | st.lists(st.lists(st.integers(0, 9), max_size=3), min_size=1, max_size=2), max_size=3)
-_descs = st.lists(st.builds(
-    lambda dtype, layout, shape, origin, attrs: tensor_desc(
-        dtype, layout, shape, origin_format=origin, origin_shape=shape[::-1] or None, attrs=attrs),
-    st.sampled_from(["DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_INT32"]),
-    st.sampled_from(["ND", "NC1HWC0", "FRACTAL_Z"]), st.lists(st.integers(0, 64), max_size=4),
-    st.none() | st.sampled_from(["NHWC", "NCHW"]), _desc_attrs), max_size=2)
+    _values | st.lists(st.lists(st.integers(0, 9), max_size=3), min_size=1, max_size=2),
+    max_size=3,
+)
+_descs = st.lists(
+    st.builds(
+        lambda dtype, layout, shape, origin, attrs: tensor_desc(
+            dtype, layout, shape, origin_format=origin, origin_shape=shape[::-1] or None, attrs=attrs
+        ),
+        st.sampled_from(["DT_FLOAT", "DT_FLOAT16", "DT_BF16", "DT_INT32"]),
+        st.sampled_from(["ND", "NC1HWC0", "FRACTAL_Z"]),
+        st.lists(st.integers(0, 64), max_size=4),
+        st.none() | st.sampled_from(["NHWC", "NCHW"]),
+        _desc_attrs,
+    ),
+    max_size=2,
+)
 
 
 @st.composite
@@ -135,13 +160,23 @@ def _graphs(draw):
     names = draw(st.lists(_names, min_size=1, max_size=6, unique=True))
     specs = []
     for position, name in enumerate(names):
-        sources = [f"{src}:{draw(st.integers(-1, 2))}"
-                   for src in draw(st.lists(st.sampled_from(names[:position] or names), max_size=3))]
-        specs.append(OpSpec(name, draw(st.sampled_from(["Data", "Relu", "Cast"])), sources,
-                            draw(_descs), draw(_descs), draw(_attrs),
-                            original_op_names=draw(st.none() | st.lists(_names, max_size=2)),
-                            pass_name=draw(st.none() | st.lists(_names, min_size=1, max_size=2)),
-                            stream_id=draw(st.integers(0, 3))))
+        sources = [
+            f"{src}:{draw(st.integers(-1, 2))}"
+            for src in draw(st.lists(st.sampled_from(names[:position] or names), max_size=3))
+        ]
+        specs.append(
+            OpSpec(
+                name,
+                draw(st.sampled_from(["Data", "Relu", "Cast"])),
+                sources,
+                draw(_descs),
+                draw(_descs),
+                draw(_attrs),
+                original_op_names=draw(st.none() | st.lists(_names, max_size=2)),
+                pass_name=draw(st.none() | st.lists(_names, min_size=1, max_size=2)),
+                stream_id=draw(st.integers(0, 3)),
+            )
+        )
     return build_model(specs, name=draw(_names))
 
 
@@ -160,9 +195,11 @@ def test_booleans_come_back_as_ints_except_those_the_tool_reads(tmp_path):
 
 def test_plain_onnx_tensor_names_are_resolved_through_the_producers_outputs(tmp_path):
     path = tmp_path / "plain.pbtxt"
-    path.write_text('ir_version: 8\ngraph {\n name: "g"\n'
-                    ' node { name: "a" op_type: "Split" input: "x" output: "p" output: "q" }\n'
-                    ' node { name: "b" op_type: "Add" input: "q" input: "p" input: "" }\n}\n')
+    path.write_text(
+        'ir_version: 8\ngraph {\n name: "g"\n'
+        ' node { name: "a" op_type: "Split" input: "x" output: "p" output: "q" }\n'
+        ' node { name: "b" op_type: "Add" input: "q" input: "p" input: "" }\n}\n'
+    )
     (graph,) = read_graph(path).graphs
     assert graph.op("a").inputs == [InputRef("x", 0, False)]  # a graph input, not an op
     assert graph.op("b").inputs == [InputRef("a", 1, False), InputRef("a", 0, False)]
@@ -181,16 +218,20 @@ def _error(path: Path) -> str:
     return message
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("ir_version: 6\nproducer_name: \"GE\"\n", "not a GE ONNX graph dump: no graph in it"),
-    ('ir_version: 6\ngraph { name: "g" }\n', "graph 'g' has no nodes"),
-    ('ir_version: 6\nfuture_field: 3\n', "no graph in it"),
-    ('ir_version: 6\ngraph {\n  node {\n    op_type: "ge:Relu\n  }\n}\n',
-     "ONNX TextFormat syntax error at line 4"),
-    ('ir_version: 6\ngraph {\n  node {\n    attribute { name: "a" type: NOT_A_TYPE }\n  }\n}\n',
-     "ONNX TextFormat syntax error at line 4"),
-    ('ir_version: 6\ngraph {\n  node { op_type: "ge:Relu" }\n}\n', "has no name"),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ('ir_version: 6\nproducer_name: "GE"\n', "not a GE ONNX graph dump: no graph in it"),
+        ('ir_version: 6\ngraph { name: "g" }\n', "graph 'g' has no nodes"),
+        ("ir_version: 6\nfuture_field: 3\n", "no graph in it"),
+        ('ir_version: 6\ngraph {\n  node {\n    op_type: "ge:Relu\n  }\n}\n', "ONNX TextFormat syntax error at line 4"),
+        (
+            'ir_version: 6\ngraph {\n  node {\n    attribute { name: "a" type: NOT_A_TYPE }\n  }\n}\n',
+            "ONNX TextFormat syntax error at line 4",
+        ),
+        ('ir_version: 6\ngraph {\n  node { op_type: "ge:Relu" }\n}\n', "has no name"),
+    ],
+)
 def test_onnx_that_is_no_graph_is_one_error_line(tmp_path, text, expect):
     path = tmp_path / "ge_onnx_00000000_graph_1_Build.pbtxt"
     path.write_text(text)

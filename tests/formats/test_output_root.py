@@ -64,6 +64,7 @@ def test_temporary_names_stay_within_the_name_limit(tmp_path, walk):
 
 # --- links ----------------------------------------------------------------------------------------
 
+
 def test_a_link_at_the_file_name_is_replaced_not_followed(tmp_path, walk):
     outside = _outside(tmp_path)
     (tmp_path / "temp").mkdir()
@@ -138,6 +139,7 @@ def test_reads_and_removals_do_not_follow_links(tmp_path, walk):
 
 # --- a full disk --------------------------------------------------------------------------------
 
+
 class _FullDisk:
     """A file handle whose writes (or only its close) fail as on a full disk."""
 
@@ -162,6 +164,7 @@ def test_a_full_disk_is_one_error_and_leaves_no_file_under_any_name(tmp_path, mo
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullDisk(self.handle, at)
+
     monkeypatch.setattr(output_root.PendingFile, "__init__", init)
     root = OutputRoot(tmp_path / "temp")
     with pytest.raises(OutputError, match="No space left on device") as info:
@@ -173,6 +176,7 @@ def test_a_full_disk_is_one_error_and_leaves_no_file_under_any_name(tmp_path, mo
 def test_a_read_only_root_names_the_directory_and_the_way_out(tmp_path, monkeypatch):
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
+
     monkeypatch.setattr(output_root.os, "mkdir", read_only)
     with pytest.raises(OutputError) as info:
         OutputRoot(tmp_path / "temp").write_text("pt/x.txt", "x")
@@ -181,6 +185,7 @@ def test_a_read_only_root_names_the_directory_and_the_way_out(tmp_path, monkeypa
 
 
 # --- new directories ------------------------------------------------------------------------------
+
 
 def test_new_directories_are_never_shared(tmp_path, walk):
     root = OutputRoot(tmp_path / "temp")
@@ -194,6 +199,5 @@ def test_a_link_planted_at_a_new_directory_name_is_skipped(tmp_path, walk):
     outside = _outside(tmp_path)
     (tmp_path / "temp" / "vector_compare").mkdir(parents=True)
     (tmp_path / "temp" / "vector_compare" / "20260101120000").symlink_to(outside)
-    made = OutputRoot(tmp_path / "temp").new_directory(["vector_compare"],
-                                                       stamps(datetime(2026, 1, 1, 12)))
+    made = OutputRoot(tmp_path / "temp").new_directory(["vector_compare"], stamps(datetime(2026, 1, 1, 12)))
     assert made.name == "20260101120001" and _untouched(outside)

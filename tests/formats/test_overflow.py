@@ -34,8 +34,9 @@ L2_INFO = UnitInfo(model_id=2, stream_id=5, task_id=9, task_type=6, pc_start=0x5
 
 
 def test_payload_words_sit_at_the_documented_byte_offsets():
-    raw = build_overflow_payload(CORE, 0x28, kernel_code=0xAB, block_idx=3, dha=DHA_INFO,
-                                 dha_status=0x9 << 8, l2=L2_INFO, l2_status=2 << 16)
+    raw = build_overflow_payload(
+        CORE, 0x28, kernel_code=0xAB, block_idx=3, dha=DHA_INFO, dha_status=0x9 << 8, l2=L2_INFO, l2_status=2 << 16
+    )
     assert len(raw) == PAYLOAD_SIZE
 
     def words(offset, count):
@@ -51,23 +52,38 @@ def test_payload_words_sit_at_the_documented_byte_offsets():
 
 
 def test_decode_turns_every_status_into_words():
-    payload = decode_overflow(build_overflow_payload(
-        CORE, 0x8 | 0x20, kernel_code=0xAB, block_idx=3, dha=DHA_INFO, dha_status=0x9 << 8,
-        l2=L2_INFO, l2_status=2 << 16))
+    payload = decode_overflow(
+        build_overflow_payload(
+            CORE,
+            0x8 | 0x20,
+            kernel_code=0xAB,
+            block_idx=3,
+            dha=DHA_INFO,
+            dha_status=0x9 << 8,
+            l2=L2_INFO,
+            l2_status=2 << 16,
+        )
+    )
     assert payload.ai_core.info == CORE and payload.dha.info == DHA_INFO and payload.l2.info == L2_INFO
-    assert payload.ai_core.kinds == ("sign-bit inversion overflow (NEG of the most negative integer)",
-                                     "floating-point overflow")
+    assert payload.ai_core.kinds == (
+        "sign-bit inversion overflow (NEG of the most negative integer)",
+        "floating-point overflow",
+    )
     assert (payload.ai_core.kernel_code, payload.ai_core.block_idx, payload.ai_core.status) == (0xAB, 3, 0x28)
     assert payload.dha.kinds == ("overflow",)
     assert payload.l2.kinds == ("underflow",)
     assert payload.types() == [
         f"{AI_CORE}: sign-bit inversion overflow (NEG of the most negative integer)",
-        f"{AI_CORE}: floating-point overflow", f"{DHA}: overflow", f"{L2}: underflow"]
+        f"{AI_CORE}: floating-point overflow",
+        f"{DHA}: overflow",
+        f"{L2}: underflow",
+    ]
     assert payload.overflowed
     # AI Core reported, so its info words name the op.
     assert (payload.culprit.unit, payload.task_id, payload.stream_id) == (AI_CORE, 7, 3)
-    assert payload.ai_core.words() == ("AI Core status 0x28: sign-bit inversion overflow (NEG of "
-                                       "the most negative integer); floating-point overflow")
+    assert payload.ai_core.words() == (
+        "AI Core status 0x28: sign-bit inversion overflow (NEG of the most negative integer); floating-point overflow"
+    )
 
 
 def test_l2_code_zero_reports_nothing():
@@ -86,8 +102,9 @@ def test_zero_status_means_no_overflow():
 
 @pytest.mark.parametrize("status, unit, task", [(0, AI_CORE, 7), (0x9 << 8, DHA, 8)])
 def test_the_culprit_is_the_first_unit_that_reports(status, unit, task):
-    payload = decode_overflow(build_overflow_payload(CORE, 0, dha=DHA_INFO, dha_status=status,
-                                                     l2=L2_INFO, l2_status=1 << 16))
+    payload = decode_overflow(
+        build_overflow_payload(CORE, 0, dha=DHA_INFO, dha_status=status, l2=L2_INFO, l2_status=1 << 16)
+    )
     expected = unit if status else L2
     assert payload.culprit.unit == expected
     assert payload.task_id == (task if status else 9)
@@ -100,10 +117,20 @@ def test_every_documented_bit_and_code():
     assert ai_core_kinds(0x400) == ("cube accumulation overflow",)
     assert ai_core_kinds(0x1 | 0x20) == ("floating-point overflow", "unknown bits 0x1")
     assert [dha_kinds(code << 8)[0] for code in range(0x9, 0xE)] == [
-        "overflow", "underflow", "src NaN", "dst NaN", "both NaN"]
+        "overflow",
+        "underflow",
+        "src NaN",
+        "dst NaN",
+        "both NaN",
+    ]
     assert dha_kinds(0x7 << 8) == ("unknown code 0x7",)
     assert [l2_kinds(code << 16)[0] for code in range(1, 6)] == [
-        "overflow", "underflow", "src NaN", "dst NaN", "both NaN"]
+        "overflow",
+        "underflow",
+        "src NaN",
+        "dst NaN",
+        "both NaN",
+    ]
     assert l2_kinds(0x2 << 16 | 0xFF) == ("underflow",)  # only bits 16-18 carry the code
     assert l2_kinds(6 << 16) == ("unknown code 6",)
     assert dha_kinds(0) == () and l2_kinds(0) == ()
@@ -142,8 +169,9 @@ def test_written_opdebug_file_reads_back(tmp_path):
 
 
 def test_opdebug_file_with_the_magic_payload_names_the_file(tmp_path):
-    path = write_overflow_dump(tmp_path / opdebug_file_name(1, 1, 1764417600001000),
-                               struct.pack("<I", NANO_MAGIC) + bytes(PAYLOAD_SIZE - 4))
+    path = write_overflow_dump(
+        tmp_path / opdebug_file_name(1, 1, 1764417600001000), struct.pack("<I", NANO_MAGIC) + bytes(PAYLOAD_SIZE - 4)
+    )
     with pytest.raises(PrecisionToolError, match="not supported") as info:
         read_overflow_payload(path)
     assert info.value.path == str(path)

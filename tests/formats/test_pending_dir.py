@@ -50,7 +50,10 @@ def test_a_commit_replaces_an_earlier_directory_whole(tmp_path, walk):
     pending.commit()
     assert _names(tmp_path) == ["explorer"]  # the earlier one moved aside and removed
     assert [str(p.relative_to(tmp_path)) for p in sorted(tmp_path.rglob("*"))] == [
-        "explorer", "explorer/new", "explorer/new/a.json"]
+        "explorer",
+        "explorer/new",
+        "explorer/new/a.json",
+    ]
 
 
 def test_a_discard_leaves_nothing_and_keeps_the_earlier_directory(tmp_path, walk):
@@ -91,8 +94,11 @@ def test_a_link_planted_at_the_name_is_replaced_not_followed(tmp_path, walk):
 
 def test_a_dead_writers_directory_is_swept_and_a_live_ones_is_not(tmp_path):
     root = OutputRoot(tmp_path / "temp")
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True).stdout)
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     name = temp_name(tmp_path / "temp" / "report" / "explorer").name
     stale = tmp_path / "temp" / "report" / name.replace(f".{os.getpid()}.", f".{dead}.")
     root.write_text(stale / "run" / "a.json", "{}")

@@ -48,12 +48,12 @@ def test_real_atc_json_has_the_ops_of_its_json(real_dir):
     model = read_graph(real_dir / "atc_model.json")
     assert [len(g.ops) for g in model.graphs] == [len(g["op"]) for g in data["graph"]]
     assert Counter(op.type for g in model.graphs for op in g.ops) == Counter(
-        op["type"] for g in data["graph"] for op in g["op"])
+        op["type"] for g in data["graph"] for op in g["op"]
+    )
 
 
 def test_every_real_graph_file_loads(real_dir):
-    files = [p for p in real_dir.iterdir() if p.suffix in (".txt", ".pbtxt", ".json")
-             and p.name != "SOURCES.md"]
+    files = [p for p in real_dir.iterdir() if p.suffix in (".txt", ".pbtxt", ".json") and p.name != "SOURCES.md"]
     assert len(files) == 4
     for path in files:
         model = read_graph(path)

@@ -39,16 +39,61 @@ def _ours(text: str) -> bytes | str | None:
 # pieces that make escapes every release reads alike: backslash runs, what may follow one,
 # digits (no octal digit above 3 but in \377: \700 is above 255), names, text up to U+00FF; then
 # the pieces of those they read differently
-_ALIKE = ["\\", "\\\\", "\\\\\\", "x", "X", "N", "{", "}", "0", "1", "3", "8", "9", "a",
-          "f", "A", "F", "g", "n", "t", "r", "v", "?", "q", "'", '"', "\n", " ", "é", "\u00ff",
-          "\\N{LATIN SMALL LETTER A}", "\\N{NULL}", "\\N{latin small letter e with acute}",
-          "\\N{LATIN CAPITAL LETTER A WITH MACRON AND GRAVE}", "\\N{NO SUCH}", "\\x4", "\\xAB",
-          "\\377"]
-_VERSIONED = ["u", "U", "Ā", "网", "\U0001f600", "\\u0041", "\\u005c", "\\U0001F600", "\\400",
-              "\\777", "\\N{GREEK SMALL LETTER ALPHA}"]
+_ALIKE = [
+    "\\",
+    "\\\\",
+    "\\\\\\",
+    "x",
+    "X",
+    "N",
+    "{",
+    "}",
+    "0",
+    "1",
+    "3",
+    "8",
+    "9",
+    "a",
+    "f",
+    "A",
+    "F",
+    "g",
+    "n",
+    "t",
+    "r",
+    "v",
+    "?",
+    "q",
+    "'",
+    '"',
+    "\n",
+    " ",
+    "é",
+    "\u00ff",
+    "\\N{LATIN SMALL LETTER A}",
+    "\\N{NULL}",
+    "\\N{latin small letter e with acute}",
+    "\\N{LATIN CAPITAL LETTER A WITH MACRON AND GRAVE}",
+    "\\N{NO SUCH}",
+    "\\x4",
+    "\\xAB",
+    "\\377",
+]
+_VERSIONED = [
+    "u",
+    "U",
+    "Ā",
+    "网",
+    "\U0001f600",
+    "\\u0041",
+    "\\u005c",
+    "\\U0001F600",
+    "\\400",
+    "\\777",
+    "\\N{GREEK SMALL LETTER ALPHA}",
+]
 _ALIKE_TEXT = st.lists(st.sampled_from(_ALIKE), max_size=24).map("".join)
-_ANY_TEXT = st.lists(st.one_of(st.sampled_from(_ALIKE + _VERSIONED), st.text(max_size=3)),
-                     max_size=24).map("".join)
+_ANY_TEXT = st.lists(st.one_of(st.sampled_from(_ALIKE + _VERSIONED), st.text(max_size=3)), max_size=24).map("".join)
 
 
 @given(_ALIKE_TEXT)
@@ -75,23 +120,49 @@ def test_any_literal_is_read_as_protobuf_reads_it(text):
     assert through_the_reader == _protobuf(text)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("\\\\ \\' \\\" \\a \\b \\f \\n \\r \\t \\v", b"\\ ' \" \a \b \f \n \r \t \v"),
-    ("\\0\\12\\101\\1012\\377", b"\x00\nAA2\xff"), ("\\xA\\x41\\x414", b"\nAA4"),
-    ("\\\\xA", b"\\xA"), ("\\\\\\xA", b"\\\n"), ("\\?\\q\\8\\é", b"\\?\\q\\8\\\xc3\xa9"),
-    ("a\\\nb", b"ab"), ("\\N{LATIN SMALL LETTER E WITH ACUTE}\\N{nul}", b"\xe9\x00"),
-    ("网\\t", "网\t".encode()), ("\\\\u0041", b"\\u0041"), ("\\\\Ā", "\\Ā".encode()),
-    ("\\", INVALID), ("\\\\\\", INVALID), ("\\x", INVALID),
-    ("\\xg", INVALID), ("\\N", INVALID), ("\\N{}", INVALID), ("\\N{NO SUCH NAME}", INVALID),
-    ("\\N{LATIN CAPITAL LETTER A WITH MACRON AND GRAVE}", INVALID),  # a named sequence
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("\\\\ \\' \\\" \\a \\b \\f \\n \\r \\t \\v", b"\\ ' \" \a \b \f \n \r \t \v"),
+        ("\\0\\12\\101\\1012\\377", b"\x00\nAA2\xff"),
+        ("\\xA\\x41\\x414", b"\nAA4"),
+        ("\\\\xA", b"\\xA"),
+        ("\\\\\\xA", b"\\\n"),
+        ("\\?\\q\\8\\é", b"\\?\\q\\8\\\xc3\xa9"),
+        ("a\\\nb", b"ab"),
+        ("\\N{LATIN SMALL LETTER E WITH ACUTE}\\N{nul}", b"\xe9\x00"),
+        ("网\\t", "网\t".encode()),
+        ("\\\\u0041", b"\\u0041"),
+        ("\\\\Ā", "\\Ā".encode()),
+        ("\\", INVALID),
+        ("\\\\\\", INVALID),
+        ("\\x", INVALID),
+        ("\\xg", INVALID),
+        ("\\N", INVALID),
+        ("\\N{}", INVALID),
+        ("\\N{NO SUCH NAME}", INVALID),
+        ("\\N{LATIN CAPITAL LETTER A WITH MACRON AND GRAVE}", INVALID),  # a named sequence
+    ],
+)
 def test_the_escapes_every_release_reads_alike(text, expected):
     assert _ours(text) == expected == _protobuf(text)
 
 
-@pytest.mark.parametrize("text", ["\\u0041", "\\U0001F600", "\\u12", "\\Ā", "\\\U0001f600",
-                                  "\\777", "\\700", "\\N{GREEK SMALL LETTER ALPHA}", "\\x\\u0041\\u0041",
-                                  "\\\\\\u0041"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\u0041",
+        "\\U0001F600",
+        "\\u12",
+        "\\Ā",
+        "\\\U0001f600",
+        "\\777",
+        "\\700",
+        "\\N{GREEK SMALL LETTER ALPHA}",
+        "\\x\\u0041\\u0041",
+        "\\\\\\u0041",
+    ],
+)
 def test_the_escapes_releases_read_differently_are_left_to_protobuf(text):
     """protobuf 4.21 keeps ``\\u0041`` as text (and ``\\777`` as ``\\u01ff``); later releases
     decode it (and refuse ``\\777``): the reader asks the protobuf at hand."""
@@ -105,8 +176,9 @@ def test_a_graph_string_of_200000_escaped_backslashes_is_read(tmp_path):
     within the suite's time. The value must come back whole, through the fast reader."""
     value = "\\" * 200_000
     desc = tensor_desc("DT_FLOAT", "ND", (1,))
-    path = write_graph_text(build_model([OpSpec("net/a", "Relu", [], [], [desc],
-                                                attrs={"note": value})]), tmp_path / "g.txt")
+    path = write_graph_text(
+        build_model([OpSpec("net/a", "Relu", [], [], [desc], attrs={"note": value})]), tmp_path / "g.txt"
+    )
     assert path.read_text(encoding="utf-8").count("\\\\") == 200_000
     assert model_from_text(path.read_text(encoding="utf-8")) is not None  # not protobuf's parser
     op = read_graph(path).graphs[0].ops[0]

@@ -27,21 +27,32 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 ONLY = "a .pt file may only rebuild tensors"
 
 # torch's dtype names as numpy's, written out here apart from the reader's table
-NUMPY = {"torch.float32": np.float32, "torch.float16": np.float16, "torch.float64": np.float64,
-         "torch.bfloat16": ml_dtypes.bfloat16, "torch.int8": np.int8, "torch.uint8": np.uint8,
-         "torch.int16": np.int16, "torch.int32": np.int32, "torch.int64": np.int64,
-         "torch.bool": np.bool_, "torch.complex64": np.complex64, "torch.uint16": np.uint16,
-         "torch.float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-         "torch.float8_e5m2": ml_dtypes.float8_e5m2}
+NUMPY = {
+    "torch.float32": np.float32,
+    "torch.float16": np.float16,
+    "torch.float64": np.float64,
+    "torch.bfloat16": ml_dtypes.bfloat16,
+    "torch.int8": np.int8,
+    "torch.uint8": np.uint8,
+    "torch.int16": np.int16,
+    "torch.int32": np.int32,
+    "torch.int64": np.int64,
+    "torch.bool": np.bool_,
+    "torch.complex64": np.complex64,
+    "torch.uint16": np.uint16,
+    "torch.float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "torch.float8_e5m2": ml_dtypes.float8_e5m2,
+}
 
 
 def _one_line(exc: pytest.ExceptionInfo, path: Path) -> str:
     text = str(exc.value)
     assert "\n" not in text and text.startswith(f"{path}: ")
-    return text[len(f"{path}: "):]
+    return text[len(f"{path}: ") :]
 
 
 # --- torch's own files ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(EXPECTED["tensors"]))
 def test_a_file_torch_wrote_reads_as_torch_lists_it(name):
@@ -53,8 +64,7 @@ def test_a_file_torch_wrote_reads_as_torch_lists_it(name):
     if dtype.kind == "c":
         values = [complex(*pair) for pair in values]
     wanted = np.array(values, dtype=np.complex128 if dtype.kind == "c" else np.float64)
-    assert np.array_equal(array.astype(wanted.dtype), wanted.reshape(expected["shape"]),
-                          equal_nan=True)
+    assert np.array_equal(array.astype(wanted.dtype), wanted.reshape(expected["shape"]), equal_nan=True)
     assert pt_header(DATA / name) == (dtype, tuple(expected["shape"]))
     assert not array.flags.writeable
 
@@ -88,6 +98,7 @@ def test_a_small_file_is_read_in_one_read_and_not_mapped():
 def test_torch_written_files_are_read_without_zipfile(name, monkeypatch):
     """torch's writer lays its archives out as the direct reader expects (a zip64 end record
     before the end record, sizes in the directory): no file of it needs zipfile."""
+
     def refuse(*_args, **_kwargs):
         raise AssertionError("zipfile used")
 
@@ -99,8 +110,7 @@ def test_torch_written_files_are_read_without_zipfile(name, monkeypatch):
 
 
 def test_the_direct_reader_checks_the_pickle_crc_as_zipfile_does(tmp_path):
-    path = build_pt(tmp_path / "c.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)),
-                    {"0": b"\0" * 24})
+    path = build_pt(tmp_path / "c.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)), {"0": b"\0" * 24})
     _patch_directory(path, "archive/data.pkl", 16, b"\0\0\0\0")  # the CRC-32 field
     with pytest.raises(PrecisionToolError) as exc:
         read_pt(path)
@@ -110,8 +120,9 @@ def test_the_direct_reader_checks_the_pickle_crc_as_zipfile_does(tmp_path):
 def test_a_file_larger_than_one_read_is_mapped(tmp_path):
     count = torch_file.WHOLE_LIMIT // 4 + 16
     values = np.arange(count, dtype="<f4")
-    path = build_pt(tmp_path / "big.pt", tensor_pickle(("torch", "FloatStorage"), count, 0, (count,), (1,)),
-                    {"0": values.tobytes()})
+    path = build_pt(
+        tmp_path / "big.pt", tensor_pickle(("torch", "FloatStorage"), count, 0, (count,), (1,)), {"0": values.tobytes()}
+    )
     array = read_pt(path)
     assert any(isinstance(a, np.memmap) for a in _chain(array))
     assert np.array_equal(array, values) and not array.flags.writeable
@@ -160,6 +171,7 @@ def test_a_hostile_pickle_is_refused_by_name(name):
 
 # --- a builder of torch archives, opcode by opcode ------------------------------------------
 
+
 def _text(text: str) -> bytes:
     data = text.encode()
     return b"X" + struct.pack("<I", len(data)) + data
@@ -170,7 +182,7 @@ def _int(value: int) -> bytes:
         return b"K" + bytes([value])
     if 0 <= value < 65536:
         return b"M" + struct.pack("<H", value)
-    if -2**31 <= value < 2**31:
+    if -(2**31) <= value < 2**31:
         return b"J" + struct.pack("<i", value)
     data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
     return b"\x8a" + bytes([len(data)]) + data
@@ -184,13 +196,28 @@ def _tuple(*items: bytes) -> bytes:
     return b"(" + b"".join(items) + b"t"
 
 
-def tensor_pickle(storage: tuple[str, str], numel: int, offset: int, shape, stride, *,
-                  dtype: str | None = None, metadata: dict | None = None, key: str = "0",
-                  call: tuple[str, str] | None = None) -> bytes:
+def tensor_pickle(
+    storage: tuple[str, str],
+    numel: int,
+    offset: int,
+    shape,
+    stride,
+    *,
+    dtype: str | None = None,
+    metadata: dict | None = None,
+    key: str = "0",
+    call: tuple[str, str] | None = None,
+) -> bytes:
     """``torch._utils._rebuild_tensor_v2`` (``_v3`` when ``dtype`` is given) of one storage."""
     pid = _tuple(_text("storage"), _global(*storage), _text(key), _text("npu:0"), _int(numel))
-    args = [pid + b"Q", _int(offset), _tuple(*map(_int, shape)), _tuple(*map(_int, stride)),
-            b"\x89", _global("collections", "OrderedDict") + b")R"]
+    args = [
+        pid + b"Q",
+        _int(offset),
+        _tuple(*map(_int, shape)),
+        _tuple(*map(_int, stride)),
+        b"\x89",
+        _global("collections", "OrderedDict") + b")R",
+    ]
     if dtype:
         args.append(_global("torch", dtype))
     if metadata is not None:
@@ -199,8 +226,15 @@ def tensor_pickle(storage: tuple[str, str], numel: int, offset: int, shape, stri
     return b"\x80\x02" + _global(*func) + b"q\x00" + _tuple(*args) + b"R."
 
 
-def build_pt(path: Path, pickle: bytes, storages: dict[str, bytes], *, prefix="archive",
-             byteorder: str | None = "little", compression=zipfile.ZIP_STORED) -> Path:
+def build_pt(
+    path: Path,
+    pickle: bytes,
+    storages: dict[str, bytes],
+    *,
+    prefix="archive",
+    byteorder: str | None = "little",
+    compression=zipfile.ZIP_STORED,
+) -> Path:
     with zipfile.ZipFile(path, "w", compression) as archive:
         archive.writestr(f"{prefix}/data.pkl", pickle)
         if byteorder is not None:
@@ -212,14 +246,24 @@ def build_pt(path: Path, pickle: bytes, storages: dict[str, bytes], *, prefix="a
 
 
 # (typed storage class or None for UntypedStorage with the dtype given to _v3, torch dtype, numpy)
-DTYPES = [("FloatStorage", "float32", np.float32), ("DoubleStorage", "float64", np.float64),
-          ("HalfStorage", "float16", np.float16), ("BFloat16Storage", "bfloat16", ml_dtypes.bfloat16),
-          ("LongStorage", "int64", np.int64), ("IntStorage", "int32", np.int32),
-          ("ShortStorage", "int16", np.int16), ("CharStorage", "int8", np.int8),
-          ("ByteStorage", "uint8", np.uint8), ("BoolStorage", "bool", np.bool_),
-          ("ComplexFloatStorage", "complex64", np.complex64),
-          (None, "float8_e4m3fn", ml_dtypes.float8_e4m3fn), (None, "float8_e5m2", ml_dtypes.float8_e5m2),
-          (None, "uint16", np.uint16), (None, "uint64", np.uint64), (None, "float32", np.float32)]
+DTYPES = [
+    ("FloatStorage", "float32", np.float32),
+    ("DoubleStorage", "float64", np.float64),
+    ("HalfStorage", "float16", np.float16),
+    ("BFloat16Storage", "bfloat16", ml_dtypes.bfloat16),
+    ("LongStorage", "int64", np.int64),
+    ("IntStorage", "int32", np.int32),
+    ("ShortStorage", "int16", np.int16),
+    ("CharStorage", "int8", np.int8),
+    ("ByteStorage", "uint8", np.uint8),
+    ("BoolStorage", "bool", np.bool_),
+    ("ComplexFloatStorage", "complex64", np.complex64),
+    (None, "float8_e4m3fn", ml_dtypes.float8_e4m3fn),
+    (None, "float8_e5m2", ml_dtypes.float8_e5m2),
+    (None, "uint16", np.uint16),
+    (None, "uint64", np.uint64),
+    (None, "float32", np.float32),
+]
 
 
 @st.composite
@@ -243,34 +287,36 @@ def _expected_bytes(data: bytes, itemsize: int, shape, stride, offset) -> bytes:
     out = []
     for index in itertools.product(*map(range, shape)):
         at = (offset + sum(i * s for i, s in zip(index, stride))) * itemsize
-        out.append(data[at:at + itemsize])
+        out.append(data[at : at + itemsize])
     return b"".join(out)
 
 
 @SETTINGS
-@given(tensors(), st.sampled_from(["little", "big", None]), st.booleans(),
-       st.sampled_from(["archive", "x", "dump_7"]))
+@given(tensors(), st.sampled_from(["little", "big", None]), st.booleans(), st.sampled_from(["archive", "x", "dump_7"]))
 def test_any_strided_tensor_reads_back_element_for_element(tensor, byteorder, deflate, prefix):
     storage_class, torch_name, numpy_type, shape, stride, offset, data = tensor
     itemsize = np.dtype(numpy_type).itemsize
     stored = data
     if byteorder == "big":  # each element's bytes reversed; a complex number's two halves each
         part = itemsize // 2 if numpy_type is np.complex64 else itemsize
-        stored = b"".join(data[i:i + part][::-1] for i in range(0, len(data), part))
+        stored = b"".join(data[i : i + part][::-1] for i in range(0, len(data), part))
     if storage_class:
         pickle = tensor_pickle(("torch", storage_class), len(data) // itemsize, offset, shape, stride)
     else:
-        pickle = tensor_pickle(("torch.storage", "UntypedStorage"), len(data), offset, shape,
-                               stride, dtype=torch_name)
+        pickle = tensor_pickle(("torch.storage", "UntypedStorage"), len(data), offset, shape, stride, dtype=torch_name)
     with tempfile.TemporaryDirectory() as folder:
-        path = build_pt(Path(folder) / "t.pt", pickle, {"0": stored}, prefix=prefix,
-                        byteorder=byteorder,
-                        compression=zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED)
+        path = build_pt(
+            Path(folder) / "t.pt",
+            pickle,
+            {"0": stored},
+            prefix=prefix,
+            byteorder=byteorder,
+            compression=zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED,
+        )
         array = read_pt(path)
         assert pt_header(path) == (np.dtype(numpy_type), shape)
     assert array.dtype == np.dtype(numpy_type) and array.shape == shape
-    assert np.ascontiguousarray(array).tobytes() == _expected_bytes(data, itemsize, shape,
-                                                                    stride, offset)
+    assert np.ascontiguousarray(array).tobytes() == _expected_bytes(data, itemsize, shape, stride, offset)
 
 
 def test_npu_metadata_and_a_parameter_are_read(tmp_path):
@@ -280,17 +326,25 @@ def test_npu_metadata_and_a_parameter_are_read(tmp_path):
     path = build_pt(tmp_path / "npu.pt", inner, {"0": data})
     assert read_pt(path).tolist() == [[0, 1, 2], [3, 4, 5]]
     # _rebuild_parameter(tensor, requires_grad, OrderedDict())
-    param = (b"\x80\x02" + _global("torch._utils", "_rebuild_parameter") + b"("
-             + inner[2:-1] + b"\x88" + _global("collections", "OrderedDict") + b")Rt" + b"R.")
+    param = (
+        b"\x80\x02"
+        + _global("torch._utils", "_rebuild_parameter")
+        + b"("
+        + inner[2:-1]
+        + b"\x88"
+        + _global("collections", "OrderedDict")
+        + b")Rt"
+        + b"R."
+    )
     path = build_pt(tmp_path / "param.pt", param, {"0": data})
     assert read_pt(path).shape == (2, 3)
 
 
 # --- refusals and bad files: one line each -----------------------------------------------------
 
+
 def _problem(tmp_path, pickle: bytes, storages=None, **options) -> str:
-    path = build_pt(tmp_path / "bad.pt", pickle, {"0": b"\0" * 24} if storages is None else storages,
-                    **options)
+    path = build_pt(tmp_path / "bad.pt", pickle, {"0": b"\0" * 24} if storages is None else storages, **options)
     with pytest.raises(PrecisionToolError) as exc:
         read_pt(path)
     return _one_line(exc, path)
@@ -298,8 +352,9 @@ def _problem(tmp_path, pickle: bytes, storages=None, **options) -> str:
 
 def test_a_stride_past_the_storage_is_out_of_bounds(tmp_path):
     problem = _problem(tmp_path, tensor_pickle(("torch", "FloatStorage"), 6, 0, (2, 3), (4, 1)))
-    assert problem == ("tensor of shape [2,3], stride [4,1] at offset 0 reaches element 6 of a "
-                       "storage of 6: out of bounds")
+    assert problem == (
+        "tensor of shape [2,3], stride [4,1] at offset 0 reaches element 6 of a storage of 6: out of bounds"
+    )
 
 
 def test_an_offset_past_the_storage_is_out_of_bounds(tmp_path):
@@ -348,35 +403,42 @@ def test_a_truncated_archive_is_one_line(data):
         _one_line(exc, path)
 
 
-@pytest.mark.parametrize("pickle, problem", [
-    (b"\x80\x02" + _global("torch._utils", "_rebuild_tensor_v2") + b"(i", f"refuses the pickle opcode INST: {ONLY}"),
-    (b"\x80\x02" + _global("torch", "float32") + b")R.", f"refuses to call torch.float32: {ONLY}"),
-    (b"\x80\x02}q\x00.", "holds a state dict, not one tensor"),
-    (b"\x80\x02K\x01.", "holds a value of type int, not one tensor"),
-    (b"\x80\x02" + _global("torch", "complex32") + b".",
-     "holds a tensor of torch.complex32, which numpy has no type for"),
-    (b"\x80\x02(X\x06\x00\x00\x00moduleQ.", f"refuses the persistent id 'module': {ONLY}"),
-    (b"\x80\x02\xff", f"refuses the pickle opcode 0xff: {ONLY}"),
-    (b"\x80\x02X\x10\x00\x00\x00ab", "data.pkl: ends inside an opcode (at byte 7 of 9)"),
-    (b"\x80\x02h\x05.", "data.pkl: reads memo 5, which was never stored"),
-    (b"\x80\x02R.", "data.pkl: pops an empty stack (at byte 3)"),
-    (b"\x80\x02" + _global("\x1b[2Jos", "system"), f"refuses to run \\x1b[2Jos.system: {ONLY}"),
-])
+@pytest.mark.parametrize(
+    "pickle, problem",
+    [
+        (
+            b"\x80\x02" + _global("torch._utils", "_rebuild_tensor_v2") + b"(i",
+            f"refuses the pickle opcode INST: {ONLY}",
+        ),
+        (b"\x80\x02" + _global("torch", "float32") + b")R.", f"refuses to call torch.float32: {ONLY}"),
+        (b"\x80\x02}q\x00.", "holds a state dict, not one tensor"),
+        (b"\x80\x02K\x01.", "holds a value of type int, not one tensor"),
+        (
+            b"\x80\x02" + _global("torch", "complex32") + b".",
+            "holds a tensor of torch.complex32, which numpy has no type for",
+        ),
+        (b"\x80\x02(X\x06\x00\x00\x00moduleQ.", f"refuses the persistent id 'module': {ONLY}"),
+        (b"\x80\x02\xff", f"refuses the pickle opcode 0xff: {ONLY}"),
+        (b"\x80\x02X\x10\x00\x00\x00ab", "data.pkl: ends inside an opcode (at byte 7 of 9)"),
+        (b"\x80\x02h\x05.", "data.pkl: reads memo 5, which was never stored"),
+        (b"\x80\x02R.", "data.pkl: pops an empty stack (at byte 3)"),
+        (b"\x80\x02" + _global("\x1b[2Jos", "system"), f"refuses to run \\x1b[2Jos.system: {ONLY}"),
+    ],
+)
 def test_a_bad_pickle_is_one_line(tmp_path, pickle, problem):
     assert _problem(tmp_path, pickle) == problem
 
 
 def test_a_bad_byteorder_is_one_line(tmp_path):
     pickle = tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,))
-    assert _problem(tmp_path, pickle, byteorder="middle") == \
-        "byteorder record says 'middle', not little or big"
+    assert _problem(tmp_path, pickle, byteorder="middle") == "byteorder record says 'middle', not little or big"
 
 
 @SETTINGS
 @given(st.binary(max_size=200), st.integers(0, 200), st.binary(max_size=8))
 def test_any_mangled_pickle_is_read_or_refused_in_one_line(junk, at, insert):
     good = tensor_pickle(("torch", "FloatStorage"), 6, 0, (2, 3), (3, 1))
-    for pickle in (junk, good[:at] + insert + good[at + len(insert):]):
+    for pickle in (junk, good[:at] + insert + good[at + len(insert) :]):
         with tempfile.TemporaryDirectory() as folder:
             path = build_pt(Path(folder) / "m.pt", pickle, {"0": b"\0" * 24})
             try:
@@ -388,7 +450,7 @@ def test_any_mangled_pickle_is_read_or_refused_in_one_line(junk, at, insert):
 def test_the_reader_never_runs_what_it_refuses(tmp_path):
     marker = tmp_path / "ran"
     command = f"touch {marker}"
-    pickle = (b"\x80\x02" + _global("os", "system") + _text(command) + b"\x85R.")
+    pickle = b"\x80\x02" + _global("os", "system") + _text(command) + b"\x85R."
     assert _problem(tmp_path, pickle) == f"refuses to run os.system: {ONLY}"
     assert not marker.exists()
 
@@ -398,13 +460,12 @@ def _patch_directory(path: Path, name: str, at: int, value: bytes) -> None:
     size at 20)."""
     data = bytearray(path.read_bytes())
     entry = data.rindex(b"PK\x01\x02", 0, data.rindex(name.encode()))
-    data[entry + at:entry + at + len(value)] = value
+    data[entry + at : entry + at + len(value)] = value
     path.write_bytes(bytes(data))
 
 
 def test_an_encrypted_storage_record_is_refused(tmp_path):
-    path = build_pt(tmp_path / "e.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)),
-                    {"0": b"\0" * 24})
+    path = build_pt(tmp_path / "e.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)), {"0": b"\0" * 24})
     _patch_directory(path, "archive/data/0", 8, struct.pack("<H", 1))
     with pytest.raises(PrecisionToolError) as exc:
         read_pt(path)
@@ -412,10 +473,8 @@ def test_an_encrypted_storage_record_is_refused(tmp_path):
 
 
 def test_a_stored_record_whose_compressed_size_is_short_is_truncated(tmp_path):
-    path = build_pt(tmp_path / "c.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)),
-                    {"0": b"\0" * 24})
+    path = build_pt(tmp_path / "c.pt", tensor_pickle(("torch", "FloatStorage"), 6, 0, (6,), (1,)), {"0": b"\0" * 24})
     _patch_directory(path, "archive/data/0", 20, struct.pack("<I", 20))
     with pytest.raises(PrecisionToolError) as exc:
         pt_header(path)
-    assert _one_line(exc, path) == ("truncated: record archive/data/0 holds 20 bytes, the "
-                                    "tensor's storage is 24")
+    assert _one_line(exc, path) == ("truncated: record archive/data/0 holds 20 bytes, the tensor's storage is 24")

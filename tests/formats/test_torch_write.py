@@ -24,36 +24,73 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.torch_write import TORCH_DTYPES, archive_name, pt_bytes, write_pt
 
 # storage class -> element dtype, as the test reads them (not the writer's table)
-STORAGES = {"HalfStorage": np.float16, "BFloat16Storage": ml_dtypes.bfloat16, "FloatStorage": np.float32,
-            "DoubleStorage": np.float64, "CharStorage": np.int8, "ByteStorage": np.uint8,
-            "ShortStorage": np.int16, "IntStorage": np.int32, "LongStorage": np.int64, "BoolStorage": np.bool_,
-            "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128}
-UNTYPED = {"uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
-           "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
-           "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz, "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
-RECORDS = ["data.pkl", ".format_version", ".storage_alignment", "byteorder", "data/0", "version",
-           ".data/serialization_id"]
+STORAGES = {
+    "HalfStorage": np.float16,
+    "BFloat16Storage": ml_dtypes.bfloat16,
+    "FloatStorage": np.float32,
+    "DoubleStorage": np.float64,
+    "CharStorage": np.int8,
+    "ByteStorage": np.uint8,
+    "ShortStorage": np.int16,
+    "IntStorage": np.int32,
+    "LongStorage": np.int64,
+    "BoolStorage": np.bool_,
+    "ComplexFloatStorage": np.complex64,
+    "ComplexDoubleStorage": np.complex128,
+}
+UNTYPED = {
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+}
+RECORDS = [
+    "data.pkl",
+    ".format_version",
+    ".storage_alignment",
+    "byteorder",
+    "data/0",
+    "version",
+    ".data/serialization_id",
+]
 
 # files torch 2.13.0+cpu wrote with torch.save(tensor, name): size and SHA-256
 TORCH_WROTE = {
     "Functional.linear.0.forward.input.0.pt": (
-        np.arange(6, dtype=np.float16).reshape(2, 3), 1837,
-        "68aa86ecf138aff41fb478ea77687793bf73682e24be2983d10fc1df9ca3f86a"),
+        np.arange(6, dtype=np.float16).reshape(2, 3),
+        1837,
+        "68aa86ecf138aff41fb478ea77687793bf73682e24be2983d10fc1df9ca3f86a",
+    ),
     "Tensor.__add__.0.forward.output.0.pt": (
-        (np.arange(12, dtype=np.float32) / 8 - 0.5).astype(ml_dtypes.bfloat16).reshape(3, 4), 1823,
-        "83afb9cfe8c1b6c7371335b384710bad0b1321407f051ee7d152e22815251923"),
+        (np.arange(12, dtype=np.float32) / 8 - 0.5).astype(ml_dtypes.bfloat16).reshape(3, 4),
+        1823,
+        "83afb9cfe8c1b6c7371335b384710bad0b1321407f051ee7d152e22815251923",
+    ),
     "Module.embed.Embedding.forward.0.input.0.pt": (
-        np.array([[3, 1, 4], [1, 5, 9]], dtype=np.int64), 2000,
-        "8ae0ac131042cf620b1a5ad0171fb7b19f0499039820df66fe69c87ccb0b3d16"),
+        np.array([[3, 1, 4], [1, 5, 9]], dtype=np.int64),
+        2000,
+        "8ae0ac131042cf620b1a5ad0171fb7b19f0499039820df66fe69c87ccb0b3d16",
+    ),
     "Tensor.__gt__.0.forward.output.0.pt": (
-        np.array([True, False, True]), 1816, "6e55eaad90cd112b26f734e3929773508843edf2937a53a0f1962b3bc57fd308"),
+        np.array([True, False, True]),
+        1816,
+        "6e55eaad90cd112b26f734e3929773508843edf2937a53a0f1962b3bc57fd308",
+    ),
     "Tensor.sum.0.forward.output.0.pt": (
-        np.array(2.5, np.float32), 1795, "97f20ec9cbc2677234d35ce0bef29877d67d891c7ee689c57d28c6e4991431ab"),
+        np.array(2.5, np.float32),
+        1795,
+        "97f20ec9cbc2677234d35ce0bef29877d67d891c7ee689c57d28c6e4991431ab",
+    ),
 }
 # data.pkl of torch.save(torch.arange(6, dtype=torch.float16).reshape(2, 3)), as torch wrote it
-TORCH_PICKLE = (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nq\x00((X\x07\x00\x00\x00storageq\x01ctorch\n"
-                b"HalfStorage\nq\x02X\x01\x00\x00\x000q\x03X\x03\x00\x00\x00cpuq\x04K\x06tq\x05QK\x00K\x02"
-                b"K\x03\x86q\x06K\x03K\x01\x86q\x07\x89ccollections\nOrderedDict\nq\x08)Rq\ttq\nRq\x0b.")
+TORCH_PICKLE = (
+    b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\nq\x00((X\x07\x00\x00\x00storageq\x01ctorch\n"
+    b"HalfStorage\nq\x02X\x01\x00\x00\x000q\x03X\x03\x00\x00\x00cpuq\x04K\x06tq\x05QK\x00K\x02"
+    b"K\x03\x86q\x06K\x03K\x01\x86q\x07\x89ccollections\nOrderedDict\nq\x08)Rq\ttq\nRq\x0b."
+)
 
 
 def read_pt(path):
@@ -66,10 +103,13 @@ def read_pt(path):
     storage = globals_[1].split()[1]
     dtype = STORAGES[storage] if storage in STORAGES else UNTYPED[globals_[-1].split()[1]]
     ints = [arg for name, arg in ops if name.startswith("BININT") or name == "LONG1"]
-    after_pid = [arg for name, arg in ops[[n for n, _ in ops].index("BINPERSID") + 1:]
-                 if name.startswith("BININT") or name == "LONG1"]
+    after_pid = [
+        arg
+        for name, arg in ops[[n for n, _ in ops].index("BINPERSID") + 1 :]
+        if name.startswith("BININT") or name == "LONG1"
+    ]
     rank = (len(after_pid) - 1) // 2
-    shape = tuple(after_pid[1:1 + rank])
+    shape = tuple(after_pid[1 : 1 + rank])
     assert ints[0] == (int(np.prod(shape)) * (1 if storage in STORAGES else np.dtype(dtype).itemsize))
     return archive, ops, np.frombuffer(raw, dtype).reshape(shape)
 
@@ -100,7 +140,7 @@ def test_records_are_stored_in_torchs_order_with_their_data_on_64_byte_boundarie
     for info in infos:
         name_len, extra_len = struct.unpack_from("<HH", blob, info.header_offset + 26)
         start = info.header_offset + 30 + name_len
-        assert blob[start:start + 2] == b"FB" and set(blob[start + 4:start + extra_len]) <= {ord("Z")}
+        assert blob[start : start + 2] == b"FB" and set(blob[start + 4 : start + extra_len]) <= {ord("Z")}
         assert (start + extra_len) % 64 == 0
     assert blob.count(b"PK\x06\x06") == 1 and blob.endswith(b"\x00\x00")  # zip64 end record, no comment
 
@@ -122,8 +162,12 @@ def test_the_pickle_calls_rebuild_tensor_v2_with_the_storage_as_persistent_id(tm
 def test_dtypes_without_a_typed_storage_use_rebuild_tensor_v3(tmp_path):
     _archive, ops, values = read_pt(write_pt(tmp_path / "x.pt", np.arange(6, dtype=np.uint16).reshape(3, 2)))
     globals_ = [arg for name, arg in ops if name == "GLOBAL"]
-    assert globals_ == ["torch._utils _rebuild_tensor_v3", "torch.storage UntypedStorage",
-                        "collections OrderedDict", "torch uint16"]
+    assert globals_ == [
+        "torch._utils _rebuild_tensor_v3",
+        "torch.storage UntypedStorage",
+        "collections OrderedDict",
+        "torch uint16",
+    ]
     assert values.tolist() == [[0, 1], [2, 3], [4, 5]]
 
 
@@ -134,15 +178,26 @@ def test_dtype_name_casts_the_values(tmp_path):
     assert stored.tobytes() == values.astype(ml_dtypes.bfloat16).tobytes()
 
 
-@pytest.mark.parametrize(("path", "archive"), [
-    ("/dump/step0/rank0/dump_tensor_data/Functional.linear.0.forward.input.0.pt", "Functional.linear.0.forward.input.0"),
-    ("plain", "plain"), ("dir.d/x.pt", "x"), ("Tensor.名.0.forward.output.0.pt", "archive")])
+@pytest.mark.parametrize(
+    ("path", "archive"),
+    [
+        (
+            "/dump/step0/rank0/dump_tensor_data/Functional.linear.0.forward.input.0.pt",
+            "Functional.linear.0.forward.input.0",
+        ),
+        ("plain", "plain"),
+        ("dir.d/x.pt", "x"),
+        ("Tensor.名.0.forward.output.0.pt", "archive"),
+    ],
+)
 def test_the_archive_is_named_as_torch_names_it(path, archive):
     assert archive_name(path) == archive
 
 
-@pytest.mark.parametrize("array", [np.array(["a", "b"]), np.array([object()], dtype=object),
-                                   np.zeros(2, np.float16).astype(">f2").astype("V2")])
+@pytest.mark.parametrize(
+    "array",
+    [np.array(["a", "b"]), np.array([object()], dtype=object), np.zeros(2, np.float16).astype(">f2").astype("V2")],
+)
 def test_a_value_torch_cannot_hold_is_one_line_and_nothing_is_written(tmp_path, array):
     with pytest.raises(PrecisionToolError) as raised:
         write_pt(tmp_path / "x.pt", array)
@@ -172,7 +227,7 @@ def test_round_trip_of_every_dtype_and_shape(tmp_path_factory, name, shape, data
     archive, ops, back = read_pt(path)
     assert archive == "t"
     assert back.shape == shape and back.dtype == dtype and back.tobytes() == raw
-    strides = [arg for op, arg in ops if op.startswith("BININT") or op == "LONG1"][-len(shape):] if shape else []
+    strides = [arg for op, arg in ops if op.startswith("BININT") or op == "LONG1"][-len(shape) :] if shape else []
     expected, step = [], 1
     for size in reversed(shape):
         expected.insert(0, step)

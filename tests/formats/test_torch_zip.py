@@ -18,7 +18,7 @@ STORED = sorted(p.name for p in DATA.glob("*.pt") if p.name not in ("legacy.pt",
 
 
 def _fetch(data: bytes):
-    return lambda offset, count: data[offset:offset + count]
+    return lambda offset, count: data[offset : offset + count]
 
 
 @pytest.mark.parametrize("name", STORED)
@@ -31,7 +31,7 @@ def test_a_torch_written_directory_is_zipfiles(name):
         for info in infos:
             record = stored_record(_fetch(data), entries, info.filename, len(data))
             assert record.file_size == info.file_size and record.header_offset == info.header_offset
-            assert data[record.start:record.start + record.file_size] == archive.read(info)
+            assert data[record.start : record.start + record.file_size] == archive.read(info)
             assert record_bytes(_fetch(data), record, 1 << 20) == archive.read(info)
 
 
@@ -59,14 +59,15 @@ def test_layouts_torch_does_not_write_are_left_to_zipfile(tmp_path):
     deflated = _archive(tmp_path, compression=zipfile.ZIP_DEFLATED)
     entries = read_directory(_fetch(deflated), len(deflated))
     assert stored_record(_fetch(deflated), entries, "archive/data/0", len(deflated)) is None
-    assert stored_record(_fetch(plain), read_directory(_fetch(plain), len(plain)), "archive/nothing",
-                         len(plain)) is None
+    assert (
+        stored_record(_fetch(plain), read_directory(_fetch(plain), len(plain)), "archive/nothing", len(plain)) is None
+    )
 
 
 def test_a_zip64_record_that_disagrees_is_left_to_zipfile():
     data = bytearray((DATA / "float32.pt").read_bytes())
     at = data.rindex(b"PK\x06\x06")
-    data[at + 48:at + 56] = (1).to_bytes(8, "little")  # the directory's offset, in the zip64 record
+    data[at + 48 : at + 56] = (1).to_bytes(8, "little")  # the directory's offset, in the zip64 record
     assert read_directory(_fetch(bytes(data)), len(data)) is None
 
 
@@ -84,7 +85,7 @@ def test_a_record_whose_crc_differs_gives_no_bytes(tmp_path):
 def test_any_cut_or_flipped_archive_reads_as_zipfile_or_is_left_to_it(name, data):
     whole = bytearray((DATA / name).read_bytes())
     if data.draw(st.booleans()):
-        whole = whole[:data.draw(st.integers(0, len(whole) - 1))]
+        whole = whole[: data.draw(st.integers(0, len(whole) - 1))]
     else:
         at = data.draw(st.integers(0, len(whole) - 1))
         whole[at] ^= data.draw(st.integers(1, 255))
@@ -96,4 +97,4 @@ def test_any_cut_or_flipped_archive_reads_as_zipfile_or_is_left_to_it(name, data
         record = stored_record(_fetch(raw), entries, entry, len(raw))
         if record is not None:
             assert record.start + record.file_size <= len(raw)
-            assert raw[record.header_offset:record.header_offset + 4] == b"PK\x03\x04"
+            assert raw[record.header_offset : record.header_offset + 4] == b"PK\x03\x04"

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump_names import list_dump_files
 from precision_tool.formats.tree import DumpTree, parse_step_spec
-
 from tests.conftest import FIXTURES
 
 SMALL_DUMP = FIXTURES / "small" / "precision_data" / "npu" / "debug_0" / "dump"
@@ -32,6 +31,7 @@ def _touch(directory: Path, *names: str, content: bytes = b"x") -> None:
 
 # --- the small fixture ----------------------------------------------------------------------
 
+
 def test_fixture_tree_labels(small_dump):
     tree = DumpTree(small_dump)
     assert tree.runs() == ["20240612103000"]
@@ -41,7 +41,12 @@ def test_fixture_tree_labels(small_dump):
     assert tree.steps() == [0]
     (step,) = tree.select(steps="0")
     assert (step.run, step.device, step.model_name, step.model_id, step.step) == (
-        "20240612103000", 0, "ge_default_20240612103000_1", 1, 0)
+        "20240612103000",
+        0,
+        "ge_default_20240612103000_1",
+        1,
+        0,
+    )
     assert step.path == small_dump / "20240612103000/0/ge_default_20240612103000_1/1/0"
     assert tree.skipped == []
 
@@ -64,16 +69,32 @@ def test_fixture_root_that_is_a_step_dir_keeps_labels(small_dump):
     step_path = small_dump / "20240612103000/0/ge_default_20240612103000_1/1/0"
     (step,) = DumpTree(step_path).select(steps="0")
     assert (step.run, step.device, step.model_name, step.model_id, step.step) == (
-        "20240612103000", 0, "ge_default_20240612103000_1", 1, 0)
+        "20240612103000",
+        0,
+        "ge_default_20240612103000_1",
+        1,
+        0,
+    )
     assert step.path == step_path
 
 
 # --- steps and trees ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, expected", [
-    (None, None), ("", None), ("  ", None), ("0", {0}), ("0|5|10", {0, 5, 10}),
-    (" 0 | 5 ", {0, 5}), ("3-5|9", {3, 4, 5, 9}), (7, {7}), ([1, 2], {1, 2}),
-])
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        (None, None),
+        ("", None),
+        ("  ", None),
+        ("0", {0}),
+        ("0|5|10", {0, 5, 10}),
+        (" 0 | 5 ", {0, 5}),
+        ("3-5|9", {3, 4, 5, 9}),
+        (7, {7}),
+        ([1, 2], {1, 2}),
+    ],
+)
 def test_parse_step_spec(spec, expected):
     result = parse_step_spec(spec)
     assert result == (None if expected is None else frozenset(expected))
@@ -91,13 +112,11 @@ def test_parse_step_spec_round_trip(steps):
 
 
 def _layout(root: Path) -> None:
-    for run, devices, steps in [("20240101000000", [0, 1], [0, 1, 5]),
-                                ("20240612103000", [0, 1], [0, 5, 10])]:
+    for run, devices, steps in [("20240101000000", [0, 1], [0, 1, 5]), ("20240612103000", [0, 1], [0, 5, 10])]:
         for device in devices:
             for step in steps:
                 model = f"ge_default_{run}_1"
-                _touch(root / run / str(device) / model / "1" / str(step),
-                       f"Add.model_add.5.0.{TS + step}")
+                _touch(root / run / str(device) / model / "1" / str(step), f"Add.model_add.5.0.{TS + step}")
     _touch(root / "backup" / "0" / "m" / "1" / "0", f"Add.model_add.5.0.{TS}")
 
 
@@ -111,10 +130,10 @@ def test_tree_lists_and_selects(tmp_path):
     assert tree.models(run="backup") == ["m"]
     default = tree.select()
     assert {(s.run, s.device, s.step) for s in default} == {
-        ("20240612103000", d, s) for d in (0, 1) for s in (0, 5, 10)}
+        ("20240612103000", d, s) for d in (0, 1) for s in (0, 5, 10)
+    }
     picked = tree.select(steps="0|5", device="1")
-    assert [(s.run, s.device, s.step) for s in picked] == [
-        ("20240612103000", 1, 0), ("20240612103000", 1, 5)]
+    assert [(s.run, s.device, s.step) for s in picked] == [("20240612103000", 1, 0), ("20240612103000", 1, 5)]
     old = tree.select(run="20240101000000", steps=1)
     assert [(s.device, s.step) for s in old] == [(0, 1), (1, 1)]
     assert [s.model_name for s in tree.select(run="backup")] == ["m"]
@@ -139,8 +158,7 @@ def test_flat_directory_is_one_step(tmp_path):
     _touch(flat, f"Add.model_add.5.0.{TS}", f"Relu.model_relu.6.0.{TS + 1}")
     tree = DumpTree(flat)
     (step,) = tree.select(steps="0")  # an unknown step passes any step filter
-    assert (step.run, step.device, step.model_name, step.model_id, step.step) == (
-        None, None, None, None, None)
+    assert (step.run, step.device, step.model_name, step.model_id, step.step) == (None, None, None, None, None)
     assert step.path == flat
     assert len(tree.listing(step).files) == 2
 

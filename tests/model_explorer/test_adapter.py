@@ -39,8 +39,7 @@ def attrs(node: dict) -> dict:
 
 def test_the_extension_registers_as_a_txt_and_json_adapter():
     require_explorer()
-    meta = next(e for e in extension_manager().get_extensions_metadata()
-                if e["id"] == "precision_tool_ge_graph")
+    meta = next(e for e in extension_manager().get_extensions_metadata() if e["id"] == "precision_tool_ge_graph")
     assert meta["type"] == "adapter" and meta["fileExts"] == ["txt", "json"]  # json: dump.json
 
 
@@ -61,8 +60,9 @@ def test_every_op_is_a_node_with_its_edges_and_namespace():
         layer = served.get(op["name"], "/".join(space))  # trans_*: test_namespaces.py
         assert (node["namespace"], node["label"]) == (layer, label)
         data = [entry.rsplit(":", 1) for entry in op["inputs"] if entry and not entry.endswith(":-1")]
-        assert [(e["sourceNodeId"], e["sourceNodeOutputId"], e["targetNodeInputId"])
-                for e in node["incomingEdges"]] == [(src, idx, str(port)) for port, (src, idx) in enumerate(data)]
+        assert [
+            (e["sourceNodeId"], e["sourceNodeOutputId"], e["targetNodeInputId"]) for e in node["incomingEdges"]
+        ] == [(src, idx, str(port)) for port, (src, idx) in enumerate(data)]
 
 
 def test_descriptors_and_attributes_are_node_info():
@@ -70,9 +70,15 @@ def test_descriptors_and_attributes_are_node_info():
     nodes = {n["id"]: n for n in convert(SAMPLE_GRAPH)["graphs"][0]["nodes"]}
     conv = nodes["resnet/conv1/Conv2D"]
     out = {kv["key"]: kv["value"] for kv in conv["outputsMetadata"][0]["attrs"]}
-    assert out == {"__tensor_tag": "resnet/conv1/Conv2D:0", "dtype": "DT_FLOAT16", "format": "NC1HWC0",
-                   "shape": "[4,2,12,12,16]", "origin_format": "NHWC", "origin_shape": "[4,12,12,24]",
-                   "origin_name": "resnet/conv1/Relu:0"}
+    assert out == {
+        "__tensor_tag": "resnet/conv1/Conv2D:0",
+        "dtype": "DT_FLOAT16",
+        "format": "NC1HWC0",
+        "shape": "[4,2,12,12,16]",
+        "origin_format": "NHWC",
+        "origin_shape": "[4,12,12,24]",
+        "origin_name": "resnet/conv1/Relu:0",
+    }
     first_input = {kv["key"]: kv["value"] for kv in conv["inputsMetadata"][0]["attrs"]}
     assert first_input["__tensor_tag"] == "trans_TransData_1:0" and first_input["format"] == "NC1HWC0"
     info = attrs(conv)
@@ -84,9 +90,13 @@ def test_descriptors_and_attributes_are_node_info():
 def test_control_inputs_link_to_their_nodes_and_missing_producers_are_listed(tmp_path):
     require_explorer()
     desc = tensor_desc("DT_FLOAT", "ND", (2,))
-    model = build_model([OpSpec("a", "Data", output_descs=[desc]),
-                         OpSpec("b", "Relu", ["a:0", "ghost:1", "a:-1"], input_descs=[desc, desc],
-                                output_descs=[desc])], name="g")
+    model = build_model(
+        [
+            OpSpec("a", "Data", output_descs=[desc]),
+            OpSpec("b", "Relu", ["a:0", "ghost:1", "a:-1"], input_descs=[desc, desc], output_descs=[desc]),
+        ],
+        name="g",
+    )
     path = write_graph_text(model, tmp_path / "ge_proto_00000002_Build.txt")
     b = next(n for n in convert(path)["graphs"][0]["nodes"] if n["id"] == "b")
     assert [e["sourceNodeId"] for e in b["incomingEdges"]] == ["a"]
@@ -99,8 +109,10 @@ def test_hostile_names_are_kept_exactly_as_node_ids(tmp_path):
     require_explorer()
     desc = tensor_desc("DT_FLOAT", "ND", (2,))
     specs = [OpSpec(HOSTILE_NAMES[0], "Data", output_descs=[desc])]
-    specs += [OpSpec(name, "Relu", [f"{HOSTILE_NAMES[k]}:0"], input_descs=[desc], output_descs=[desc])
-              for k, name in enumerate(HOSTILE_NAMES[1:])]
+    specs += [
+        OpSpec(name, "Relu", [f"{HOSTILE_NAMES[k]}:0"], input_descs=[desc], output_descs=[desc])
+        for k, name in enumerate(HOSTILE_NAMES[1:])
+    ]
     path = write_graph_text(build_model(specs, name="evil"), tmp_path / "ge_proto_00000003_Build.txt")
     nodes = convert(path)["graphs"][0]["nodes"]
     assert [n["id"] for n in nodes] == list(HOSTILE_NAMES)

@@ -48,7 +48,7 @@ def test_the_sample_opens_at_conv2_with_the_verdict_shown(sample_data, explore):
         info = wait_for(browser, NODE_INFO, lambda v: "resnet/conv2/Conv2D" in (v or ""))
         words = [w.strip() for w in info.splitlines() if w.strip()]
         assert words[words.index("id") + 1] == "resnet/conv2/Conv2D"  # the introducer selected
-        providers = info[info.index("NODE DATA PROVIDERS"):].splitlines()
+        providers = info[info.index("NODE DATA PROVIDERS") :].splitlines()
         values = [w.strip() for w in providers if w.strip()][1:3]
         assert values[0].startswith("verdict (") and values[1] == "\u25b2 introduces", values  # first
         browser.drain(5.0)  # the selection stays once the overlays are laid out

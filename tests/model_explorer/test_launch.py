@@ -24,9 +24,15 @@ def decoded(url: str) -> dict:
 
 
 def launch(focus: str = "resnet/conv2/Conv2D") -> Launch:
-    return Launch(Path("/d/graph/ge_proto_00000001_Build.txt"),
-                  (Path("/o/CosineSimilarity.json"), Path("/o/verdict.json")), "g1", focus,
-                  ("resnet___group___", "resnet/conv2___group___"), "introduces", Path("/o/r.csv"))
+    return Launch(
+        Path("/d/graph/ge_proto_00000001_Build.txt"),
+        (Path("/o/CosineSimilarity.json"), Path("/o/verdict.json")),
+        "g1",
+        focus,
+        ("resnet___group___", "resnet/conv2___group___"),
+        "introduces",
+        Path("/o/r.csv"),
+    )
 
 
 def test_the_address_selects_the_focus_and_shows_the_verdict_last():
@@ -35,9 +41,18 @@ def test_the_address_selects_the_focus_and_shows_the_verdict_last():
         "models": [{"url": "/d/graph/ge_proto_00000001_Build.txt", "adapterId": "precision_tool_ge_graph"}],
         "nodeData": ["/o/CosineSimilarity.json", "/o/verdict.json"],
         "nodeDataTargets": ["", ""],
-        "uiState": {"paneStates": [{"deepestExpandedGroupNodeIds": ["resnet___group___", "resnet/conv2___group___"],
-                                    "selectedNodeId": "resnet/conv2/Conv2D", "selectedGraphId": "g1",
-                                    "selectedCollectionLabel": "", "widthFraction": 1}]}}
+        "uiState": {
+            "paneStates": [
+                {
+                    "deepestExpandedGroupNodeIds": ["resnet___group___", "resnet/conv2___group___"],
+                    "selectedNodeId": "resnet/conv2/Conv2D",
+                    "selectedGraphId": "g1",
+                    "selectedCollectionLabel": "",
+                    "widthFraction": 1,
+                }
+            ]
+        },
+    }
     assert launch().url("127.0.0.1", 8081).startswith("http://127.0.0.1:8081/?data=%7B")
     assert launch().url("::1", 8081).startswith("http://[::1]:8081/?data=")
 
@@ -61,15 +76,18 @@ def test_explore_json_round_trips(tmp_path):
     assert read_launch(path) == launch("a\u202eb\n")
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("{", r"not JSON: .* at line 1"),
-    ("[]", "not a JSON object"),
-    ('{"node_data": []}', "'graph' is missing"),
-    ('{"graph": 3}', "'graph' is not a string"),
-    ('{"graph": "g", "node_data": "a.json"}', "'node_data' is not a list of strings"),
-    ('{"graph": "g", "expanded": [1]}', "'expanded' is not a list of strings"),
-    (b"\xff\xfe{", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{", r"not JSON: .* at line 1"),
+        ("[]", "not a JSON object"),
+        ('{"node_data": []}', "'graph' is missing"),
+        ('{"graph": 3}', "'graph' is not a string"),
+        ('{"graph": "g", "node_data": "a.json"}', "'node_data' is not a list of strings"),
+        ('{"graph": "g", "expanded": [1]}', "'expanded' is not a list of strings"),
+        (b"\xff\xfe{", "not UTF-8"),
+    ],
+)
 def test_a_bad_explore_json_is_one_line_naming_it(tmp_path, text, problem):
     path = tmp_path / "explore.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))

@@ -29,11 +29,13 @@ def served_from_text(path) -> dict[str, str]:
     for op in ops:
         for entry in op["inputs"]:
             readers.setdefault(entry.rsplit(":", 1)[0], []).append(op["name"])
+
     def first_readers(name):
         found = []
         for reader in readers.get(name, []):
             found += first_readers(reader) if reader.startswith("trans_") else [reader]
         return found
+
     producer = {op["name"]: op["inputs"][0].rsplit(":", 1)[0] for op in ops if op["inputs"]}
     expected = {}
     for op in ops:
@@ -74,32 +76,36 @@ def test_the_adapter_puts_them_there_and_the_root_is_no_star():
 
 
 def test_readers_in_two_layers_give_their_common_layer_and_none_gives_the_source():
-    layers = layers_of([
-        OpSpec("a/x/In", "Data"),
-        OpSpec("trans_TransData_0", "TransData", ["a/x/In:0"], original_op_names=[]),
-        OpSpec("a/p/Conv", "Conv2D", ["trans_TransData_0:0"]),
-        OpSpec("a/q/Add", "Add", ["trans_TransData_0:0"]),
-        OpSpec("trans_Cast_1", "Cast", ["a/q/Add:0"], original_op_names=[]),
-        OpSpec("p/Relu", "Relu", ["trans_Cast_1:0"]),
-        OpSpec("q/Relu", "Relu", ["trans_Cast_1:0"]),
-        OpSpec("out", "NetOutput", ["p/Relu:0"]),
-    ])
+    layers = layers_of(
+        [
+            OpSpec("a/x/In", "Data"),
+            OpSpec("trans_TransData_0", "TransData", ["a/x/In:0"], original_op_names=[]),
+            OpSpec("a/p/Conv", "Conv2D", ["trans_TransData_0:0"]),
+            OpSpec("a/q/Add", "Add", ["trans_TransData_0:0"]),
+            OpSpec("trans_Cast_1", "Cast", ["a/q/Add:0"], original_op_names=[]),
+            OpSpec("p/Relu", "Relu", ["trans_Cast_1:0"]),
+            OpSpec("q/Relu", "Relu", ["trans_Cast_1:0"]),
+            OpSpec("out", "NetOutput", ["p/Relu:0"]),
+        ]
+    )
     assert layers["trans_TransData_0"] == "a"  # a/p and a/q share a
     assert layers["trans_Cast_1"] == "a/q"  # p and q share nothing: the layer of what it converts
 
 
 def test_output_side_chains_identity_and_own_paths():
-    layers = layers_of([
-        OpSpec("net/mm/MatMul", "MatMulV2"),
-        OpSpec("trans_TransData_0", "TransData", ["net/mm/MatMul:0"]),  # no original-op list
-        OpSpec("trans_Cast_1", "Cast", ["trans_TransData_0:0"], original_op_names=[]),
-        OpSpec("Node_Output", "NetOutput", ["trans_Cast_1:0"]),
-        OpSpec("ident_inserted", "Identity", ["net/mm/MatMul:0"], original_op_names=[]),
-        OpSpec("net/deep/Sub", "Sub", ["ident_inserted:0"]),
-        OpSpec("net/own/trans_Cast_2", "Cast", ["net/mm/MatMul:0"], original_op_names=[]),
-        OpSpec("Identity", "Identity", ["net/mm/MatMul:0"]),  # stands for itself: stays
-        OpSpec("tf/Reshape", "Reshape", ["Identity:0"]),
-    ])
+    layers = layers_of(
+        [
+            OpSpec("net/mm/MatMul", "MatMulV2"),
+            OpSpec("trans_TransData_0", "TransData", ["net/mm/MatMul:0"]),  # no original-op list
+            OpSpec("trans_Cast_1", "Cast", ["trans_TransData_0:0"], original_op_names=[]),
+            OpSpec("Node_Output", "NetOutput", ["trans_Cast_1:0"]),
+            OpSpec("ident_inserted", "Identity", ["net/mm/MatMul:0"], original_op_names=[]),
+            OpSpec("net/deep/Sub", "Sub", ["ident_inserted:0"]),
+            OpSpec("net/own/trans_Cast_2", "Cast", ["net/mm/MatMul:0"], original_op_names=[]),
+            OpSpec("Identity", "Identity", ["net/mm/MatMul:0"]),  # stands for itself: stays
+            OpSpec("tf/Reshape", "Reshape", ["Identity:0"]),
+        ]
+    )
     assert layers["trans_TransData_0"] == layers["trans_Cast_1"] == "net/mm"  # to the output: back
     assert layers["ident_inserted"] == "net/deep"
     assert layers["net/own/trans_Cast_2"] == "net/own"
@@ -107,10 +113,12 @@ def test_output_side_chains_identity_and_own_paths():
 
 
 def test_a_loop_of_inserted_ops_ends():
-    layers = layers_of([
-        OpSpec("trans_Cast_0", "Cast", ["trans_Cast_1:0"], original_op_names=[]),
-        OpSpec("trans_Cast_1", "Cast", ["trans_Cast_0:0"], original_op_names=[]),
-    ])
+    layers = layers_of(
+        [
+            OpSpec("trans_Cast_0", "Cast", ["trans_Cast_1:0"], original_op_names=[]),
+            OpSpec("trans_Cast_1", "Cast", ["trans_Cast_0:0"], original_op_names=[]),
+        ]
+    )
     assert layers == {"trans_Cast_0": "", "trans_Cast_1": ""}
 
 
@@ -119,14 +127,20 @@ TYPES = st.sampled_from(["Cast", "TransData", "Relu", "Identity"])
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(NAMES, TYPES, st.sampled_from([None, [], ["tf/x"]]),
-                          st.lists(st.integers(0, 30), max_size=3)), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(NAMES, TYPES, st.sampled_from([None, [], ["tf/x"]]), st.lists(st.integers(0, 30), max_size=3)),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_every_op_sits_in_a_layer_of_the_graph(spec):
     specs = []
     for k, (space, op_type, original, inputs) in enumerate(spec):
         sources = sorted({f"op{i}" for i in inputs if i < len(spec)})
-        specs.append(OpSpec(f"{space}op{k}", op_type, [f"{s}:0" for s in _full(spec, sources)],
-                            original_op_names=original))
+        specs.append(
+            OpSpec(f"{space}op{k}", op_type, [f"{s}:0" for s in _full(spec, sources)], original_op_names=original)
+        )
     (graph,) = build_model(specs, name="g").graphs
     own = {split_name(op.name)[0] for op in graph.ops}
     prefixes = {"/".join(layer.split("/")[:n]) for layer in own for n in range(len(layer.split("/")) + 1)}

@@ -17,7 +17,7 @@ from precision_tool.compare.result_csv import (
 )
 from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
-from precision_tool.model_explorer.node_data import metric_node_data
+from precision_tool.model_explorer.node_data import NodeDataFiles, metric_node_data
 from precision_tool.render.palette import marked, swatch
 from precision_tool.report.write import make_report
 from tests.conftest import make_context
@@ -40,8 +40,9 @@ def written(data_root):
     csv_path = write_chain(data_root, 30, 10, nan_at=(20,))
     context, _ = make_context(data_root)
     report = make_report(context, [csv_path], output=data_root / "out", model_explorer=True)
-    (files,) = report.node_data
-    return csv_path, files
+    (prepared,) = report.explorer
+    assert prepared.files[-1] == prepared.config  # the node data, then explore.json
+    return csv_path, NodeDataFiles(prepared.launch.graph_file, prepared.files[:-1])
 
 
 def as_builder(data: dict):
@@ -52,7 +53,8 @@ def as_builder(data: dict):
         graphs[graph_id] = ndb.GraphNodeData(
             results={key: ndb.NodeDataResult(**value) for key, value in graph["results"].items()},
             thresholds=[ndb.ThresholdItem(**item) for item in graph.get("thresholds", [])],
-            **{k: v for k, v in graph.items() if k not in ("results", "thresholds")})
+            **{k: v for k, v in graph.items() if k not in ("results", "thresholds")},
+        )
     return ndb.ModelNodeData(graphsData=graphs)
 
 
@@ -60,10 +62,13 @@ def test_node_data_builder_serialises_the_same_json(data_root):
     """Rebuilt with Model Explorer's classes and serialised by them, the data is ours plus the
     classes' own defaults for the fields we leave out."""
     ndb = require_explorer().node_data_builder
-    defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
-                for f in dataclasses.fields(ndb.GraphNodeData) if f.name != "results"}
+    defaults = {
+        f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(ndb.GraphNodeData)
+        if f.name != "results"
+    }
     _, files = written(data_root)
-    assert [p.stem for p in files.files] == [*NUMERIC_METRICS, "verdict"]  # the last one shows first
+    assert [p.stem for p in files.files] == [*NUMERIC_METRICS, "verdict"]  # as written (explore.json orders them)
     for path in files.files:
         ours = json.loads(path.read_text(encoding="utf-8"))
         theirs = json.loads(as_builder(ours).to_json_string())
@@ -109,19 +114,32 @@ def test_every_overlay_is_coloured_by_the_verdict(data_root):
     assert graph["showExpandedSummaryOnGroupNode"] and graph["showLabelCountColumnsInChildrenStatsTable"]
     assert graph["hideInAggregatedStatsTable"]  # a "sum" of words is 0: no numbers for the verdict
     assert {r["value"] for r in graph["results"].values()} == {
-        "clean", "\u25b2 introduces", "\u25cf inherits", "not compared"}
+        "clean",
+        "\u25b2 introduces",
+        "\u25cf inherits",
+        "not compared",
+    }
 
 
 def test_infinite_values_become_the_largest_float(data_root):
     rows = read_result_csv(write_chain(data_root, 10, 5))
-    rows = [dataclasses.replace(r, metrics={**r.metrics, "MaxAbsoluteError": math.inf})
-            if r.tensor_index == "net/block0/op2:output:0" else r for r in rows]
+    rows = [
+        dataclasses.replace(r, metrics={**r.metrics, "MaxAbsoluteError": math.inf})
+        if r.tensor_index == "net/block0/op2:output:0"
+        else r
+        for r in rows
+    ]
     csv_path = write_result_csv(data_root / "inf.csv", rows)
     assert ",inf," in csv_path.read_text(encoding="utf-8")
     model = read_graph(data_root / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt")
     view = read_view(csv_path, 0.98)
-    found = [(m, r) for m in NUMERIC_METRICS for g in metric_node_data(view, model, m).values()
-             for r in g["results"].values() if r["value"] == sys.float_info.max]
+    found = [
+        (m, r)
+        for m in NUMERIC_METRICS
+        for g in metric_node_data(view, model, m).values()
+        for r in g["results"].values()
+        if r["value"] == sys.float_info.max
+    ]
     assert [m for m, _ in found] == ["MaxAbsoluteError"]
     assert all(r["bgColor"] == swatch("clean").colour for _, r in found)  # the verdict's colour
     json.dumps(metric_node_data(view, model, found[0][0]), allow_nan=False)

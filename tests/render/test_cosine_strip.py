@@ -27,10 +27,21 @@ def chain(cosines: list[float], threshold: float = 0.98):
         metrics = {} if math.isnan(cos) else {"CosineSimilarity": cos}
         if k:
             previous = cosines[k - 1]
-            rows.append(CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:input:0",
-                                   (4,), {} if math.isnan(previous) else {"CosineSimilarity": previous}))
-        rows.append(CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0",
-                               (4,), metrics))
+            rows.append(
+                CompareRow(
+                    k,
+                    "Add",
+                    name,
+                    "float16",
+                    None,
+                    name,
+                    "float32",
+                    f"{name}:input:0",
+                    (4,),
+                    {} if math.isnan(previous) else {"CosineSimilarity": previous},
+                )
+            )
+        rows.append(CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (4,), metrics))
     return analyse(rows, threshold)
 
 

@@ -10,11 +10,11 @@ import subprocess
 import pytest
 from rich.console import Console
 
-from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
-from precision_tool.render import op_graph, op_tree
 from precision_tool.formats import digraph_files
-from precision_tool.formats.output_root import OutputRoot
 from precision_tool.formats.graph_query import Edge, neighbourhood
+from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc
+from precision_tool.formats.output_root import OutputRoot
+from precision_tool.render import op_graph, op_tree
 
 ODD = 'odd{a}|<b>"c\\d'  # every record-label special character
 
@@ -25,15 +25,22 @@ def _desc(shape=(2, 3)):
 
 def _op(name, op_type, inputs=(), outputs=1):
     data = [entry for entry in inputs if not entry.endswith(":-1")]
-    return OpSpec(name, op_type, inputs=inputs, input_descs=[_desc() for _ in data],
-                  output_descs=[_desc() for _ in range(outputs)])
+    return OpSpec(
+        name,
+        op_type,
+        inputs=inputs,
+        input_descs=[_desc() for _ in data],
+        output_descs=[_desc() for _ in range(outputs)],
+    )
 
 
 def _graph():
     """a -> b -> c -> d -> e (a chain), x -> c (side input), b -> y (a sibling consumer of b),
     ctl -.-> c (control), c's output 1 -> ODD, and a producer with ':' in its name."""
     ops = [
-        _op("a", "Data"), _op("x", "Const"), _op("ctl", "NoOp", outputs=0),
+        _op("a", "Data"),
+        _op("x", "Const"),
+        _op("ctl", "NoOp", outputs=0),
         _op("onnx::w:0", "Const"),
         _op("b", "Relu", ["a:0"]),
         _op("y", "Relu", ["b:0"]),
@@ -54,9 +61,14 @@ def test_neighbourhood_follows_each_direction_separately():
     # a is two steps up, e two steps down; y only shares a producer with c, ctl is control-only
     assert set(hood.nodes) == {"c", "b", "x", "onnx::w:0", "d", ODD, "a", "e"}
     assert set(hood.edges) == {
-        Edge("a", 0, "b", 0), Edge("b", 0, "c", 0), Edge("x", 0, "c", 1),
-        Edge("onnx::w:0", 0, "c", 2), Edge("c", 0, "d", 0), Edge("c", 1, ODD, 0),
-        Edge("d", 0, "e", 0)}
+        Edge("a", 0, "b", 0),
+        Edge("b", 0, "c", 0),
+        Edge("x", 0, "c", 1),
+        Edge("onnx::w:0", 0, "c", 2),
+        Edge("c", 0, "d", 0),
+        Edge("c", 1, ODD, 0),
+        Edge("d", 0, "e", 0),
+    }
     assert list(hood.nodes)[0] == "c"
 
 
@@ -113,7 +125,9 @@ def test_digraph_has_ports_root_and_escaped_names():
 def test_dot_accepts_the_source_with_odd_names(tmp_path):
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 2)
-    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, ODD).source, tmp_path / "g.gv", 8)
+    written = digraph_files.write_digraph(
+        OutputRoot(tmp_path), op_graph.build_digraph(hood, ODD).source, tmp_path / "g.gv", 8
+    )
     assert written.svg == tmp_path / "g.svg" and written.note is None
     svg = written.svg.read_text()
     assert svg.count('class="node"') == 8
@@ -127,7 +141,9 @@ def test_without_dot_only_the_gv_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(digraph_files.shutil, "which", lambda *args, **kwargs: None)
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 1)
-    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
+    written = digraph_files.write_digraph(
+        OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6
+    )
     assert written.files == [tmp_path / "g.gv"] and "not installed" in written.note
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.gv"]
 
@@ -137,7 +153,9 @@ def test_too_many_nodes_are_not_rendered(tmp_path, monkeypatch):
     monkeypatch.setattr(digraph_files, "MAX_RENDER_NODES", 3)
     graph = _graph()
     hood = neighbourhood(graph, graph.op("c"), 1)
-    written = digraph_files.write_digraph(OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6)
+    written = digraph_files.write_digraph(
+        OutputRoot(tmp_path), op_graph.build_digraph(hood, "t").source, tmp_path / "g.gv", 6
+    )
     assert written.svg is None and "too many" in written.note
 
 
@@ -164,8 +182,13 @@ def test_tree_lists_producers_and_consumers():
 
 
 def test_tree_does_not_repeat_a_diamond():
-    ops = [_op("s", "Data"), _op("l", "Relu", ["s:0"]), _op("r", "Relu", ["s:0"]),
-           _op("m", "Add", ["l:0", "r:0"]), _op("t", "Relu", ["m:0"])]
+    ops = [
+        _op("s", "Data"),
+        _op("l", "Relu", ["s:0"]),
+        _op("r", "Relu", ["s:0"]),
+        _op("m", "Add", ["l:0", "r:0"]),
+        _op("t", "Relu", ["m:0"]),
+    ]
     graph = build_model(ops, name="g").graphs[0]
     hood = neighbourhood(graph, graph.op("s"), 3)
     text = _tree_text(op_tree.neighbourhood_tree(hood))
@@ -175,9 +198,16 @@ def test_tree_does_not_repeat_a_diamond():
 
 def _dense_graph():
     """x -> relu -> matmul(relu, w, b) -> softmax; w = Cast(wraw); x -> sibling."""
-    ops = [_op("x", "Data"), _op("wraw", "Const"), _op("w", "Cast", ["wraw:0"]), _op("b", "Const"),
-           _op("relu", "Relu", ["x:0"]), _op("matmul", "MatMulV2", ["relu:0", "w:0", "b:0"]),
-           _op("softmax", "SoftmaxV2", ["matmul:0"]), _op("sibling", "Relu", ["x:0"])]
+    ops = [
+        _op("x", "Data"),
+        _op("wraw", "Const"),
+        _op("w", "Cast", ["wraw:0"]),
+        _op("b", "Const"),
+        _op("relu", "Relu", ["x:0"]),
+        _op("matmul", "MatMulV2", ["relu:0", "w:0", "b:0"]),
+        _op("softmax", "SoftmaxV2", ["matmul:0"]),
+        _op("sibling", "Relu", ["x:0"]),
+    ]
     return build_model(ops, name="g").graphs[0]
 
 
@@ -197,7 +227,7 @@ def test_consumers_other_producers_are_drawn_as_the_original_did():
 def test_tree_shows_the_consumers_other_inputs():
     graph = _dense_graph()
     text = _tree_text(op_tree.neighbourhood_tree(neighbourhood(graph, graph.op("relu"), 1)))
-    down = text[text.index("downstream"):]
+    down = text[text.index("downstream") :]
     assert "out0 -> matmul:in0 [MatMulV2]" in down
     assert "in1 <- w:0 [Cast]" in down and "in2 <- b:0 [Const]" in down
     assert "in0 <- relu" not in down  # the op itself is not repeated as its consumer's input

@@ -22,7 +22,7 @@ def test_every_state_has_a_class_and_variables_the_stylesheet_defines():
     for state in (*TENSOR_STATES, *OP_STATES, "no such state"):
         shown = legend_state(state)
         assert shown in LEGEND_ORDER, state
-        name = css_var(state)[len("var(--"):-1]
+        name = css_var(state)[len("var(--") : -1]
         assert name in defined and f"{name}-text" in defined, state
         assert css_class(state) == "v-" + name
     assert (css_class("diverges"), css_class("rounding")) == ("v-introduces", "v-clean")

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
+from precision_tool.compare.pair_stats import compare
 from precision_tool.explain.causes import Cause, ReplayCheck
 from precision_tool.explain.diagnosis import Explanation
-from precision_tool.compare.pair_stats import compare
 from precision_tool.render.json_out import dumps
 from precision_tool.render.json_out import plain as clean
 from precision_tool.render.lines import RawLines
@@ -23,8 +23,12 @@ from precision_tool.render.why_json import to_json_data
 def _explanation(name="a/b", evidence="it differs"):
     golden = np.array([1.0, 2.0, 3.0])
     stats = compare(np.array([1.0, np.nan, 3.0]), golden)
-    cause = Cause("nan", evidence, {"count": np.int64(1), "first_index": [1], "golden_value": np.float64(2.0),
-                                    "ratio": math.inf}, 1.0)
+    cause = Cause(
+        "nan",
+        evidence,
+        {"count": np.int64(1), "first_index": [1], "golden_value": np.float64(2.0), "ratio": math.inf},
+        1.0,
+    )
     replay = ReplayCheck(True, "replayed Relu", ("epsilon assumed",), compare(golden, golden), compare(golden, golden))
     return Explanation(name, "Relu", 0, (cause,), replay, stats, "Relu.a_b.1.0.2")
 
@@ -46,11 +50,22 @@ def test_clean_makes_strict_json():
 def test_json_data_has_the_readme_schema():
     (entry,) = to_json_data([_explanation()])
     assert entry["op"] == "a/b" and entry["type"] == "Relu" and entry["cause"] == "nan"
-    assert entry["causes"] == [{"cause": "nan", "evidence": "it differs", "score": 1.0,
-                                "numbers": {"count": 1, "first_index": [1], "golden_value": 2.0, "ratio": None}}]
-    assert entry["replay"] == {"supported": True, "detail": "replayed Relu", "notes": ["epsilon assumed"],
-                               "npu_vs_replay_cosine": 1.0, "npu_vs_replay_red": 0.0,
-                               "golden_vs_replay_cosine": 1.0}
+    assert entry["causes"] == [
+        {
+            "cause": "nan",
+            "evidence": "it differs",
+            "score": 1.0,
+            "numbers": {"count": 1, "first_index": [1], "golden_value": 2.0, "ratio": None},
+        }
+    ]
+    assert entry["replay"] == {
+        "supported": True,
+        "detail": "replayed Relu",
+        "notes": ["epsilon assumed"],
+        "npu_vs_replay_cosine": 1.0,
+        "npu_vs_replay_red": 0.0,
+        "golden_vs_replay_cosine": 1.0,
+    }
     assert entry["cosine"] == 1.0  # over the finite pairs; the NaN is counted in the cause
 
 

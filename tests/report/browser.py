@@ -24,10 +24,19 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-default-apps", "--mute-audio",
-         "--remote-debugging-pipe")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--remote-debugging-pipe",
+)
 TIMEOUT = 30.0
 
 
@@ -48,8 +57,11 @@ class PageLog:
     @property
     def errors(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries (CSP violations included)."""
-        return ([text for level, text in self.console if level in ("error", "assert")]
-                + self.exceptions + [text for level, text in self.log_entries if level == "error"])
+        return (
+            [text for level, text in self.console if level in ("error", "assert")]
+            + self.exceptions
+            + [text for level, text in self.log_entries if level == "error"]
+        )
 
 
 class Chromium:
@@ -71,11 +83,21 @@ class Chromium:
             os.dup2(to_child, 3)
             os.dup2(from_child, 4)
 
-        args = [self.executable, *FLAGS, f"--user-data-dir={self.profile}",
-                f"--window-size={self.width},{self.height}", "about:blank"]
-        self.process = subprocess.Popen(args, pass_fds=(3, 4), preexec_fn=wire,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        args = [
+            self.executable,
+            *FLAGS,
+            f"--user-data-dir={self.profile}",
+            f"--window-size={self.width},{self.height}",
+            "about:blank",
+        ]
+        self.process = subprocess.Popen(
+            args,
+            pass_fds=(3, 4),
+            preexec_fn=wire,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_child)
         os.close(from_child)
         return self
@@ -94,8 +116,15 @@ class Chromium:
 
     # --- the protocol ---------------------------------------------------------------------
 
-    def send(self, method: str, params: dict | None = None, *, session: bool = True,
-             wait: bool = True, timeout: float = TIMEOUT) -> dict:
+    def send(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        session: bool = True,
+        wait: bool = True,
+        timeout: float = TIMEOUT,
+    ) -> dict:
         """Send one command (to the page's session unless ``session`` is False); its result."""
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
@@ -141,17 +170,19 @@ class Chromium:
         """Open ``url`` in a new tab, wait for its load event and ``settle`` seconds more;
         what it logged and requested meanwhile."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
-        attached = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
-                             session=False)
+        attached = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=False)
         self.session = attached["sessionId"]
         for domain in ("Page", "Runtime", "Network", "Log"):
             self.send(f"{domain}.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+        )
         self._events.clear()
         self.send("Page.navigate", {"url": url})
-        self._wait_for(lambda m: m.get("method") == "Page.loadEventFired"
-                       and m.get("sessionId") == self.session, TIMEOUT)
+        self._wait_for(
+            lambda m: m.get("method") == "Page.loadEventFired" and m.get("sessionId") == self.session, TIMEOUT
+        )
         self.drain(settle)
         return self.page_log()
 
@@ -178,8 +209,7 @@ class Chromium:
 
     def evaluate(self, expression: str) -> Any:
         """The JSON value of ``expression`` in the page (promises awaited)."""
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True})
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:
             raise BrowserError(f"{expression[:60]}...: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -189,8 +219,7 @@ class Chromium:
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full_page}
         if full_page:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-            params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"],
-                              "scale": 1}
+            params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
         png = base64.b64decode(self.send("Page.captureScreenshot", params)["data"])
         if path is not None:
             Path(path).write_bytes(png)
@@ -199,8 +228,7 @@ class Chromium:
     def click(self, x: float, y: float) -> None:
         """A real mouse click at viewport coordinates."""
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left",
-                                                   "clickCount": 1})
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     def hover(self, x: float, y: float) -> None:
         """Move the mouse to viewport coordinates."""

@@ -42,12 +42,17 @@ def curve(count: int, drop: int) -> list[float]:
 def metrics_for(cosine: float, k: int) -> dict[str, float]:
     """All ten numeric metrics for a tensor of cosine ``cosine`` (the others derived from it)."""
     err = round(1.0 - cosine, 6)
-    values = {"CosineSimilarity": cosine, "MaxAbsoluteError": round(err * 10 + 1e-3, 6),
-              "AccumulatedRelativeError": round(err * 100, 6),
-              "RelativeEuclideanDistance": 0.0 if k == 0 else round(err + 1e-4 * (1 + k % 3), 6),
-              "KullbackLeiblerDivergence": round(err / 3, 6), "MeanAbsoluteError": round(err, 6),
-              "RootMeanSquareError": round(err * 1.5, 6), "MaxRelativeError": round(err * 7, 6),
-              "MeanRelativeError": round(err / 2, 6)}
+    values = {
+        "CosineSimilarity": cosine,
+        "MaxAbsoluteError": round(err * 10 + 1e-3, 6),
+        "AccumulatedRelativeError": round(err * 100, 6),
+        "RelativeEuclideanDistance": 0.0 if k == 0 else round(err + 1e-4 * (1 + k % 3), 6),
+        "KullbackLeiblerDivergence": round(err / 3, 6),
+        "MeanAbsoluteError": round(err, 6),
+        "RootMeanSquareError": round(err * 1.5, 6),
+        "MaxRelativeError": round(err * 7, 6),
+        "MeanRelativeError": round(err / 2, 6),
+    }
     assert set(values) == set(NUMERIC_METRICS)
     return values
 
@@ -60,9 +65,17 @@ def chain_names(count: int, hostile: bool = False) -> list[str]:
     return names
 
 
-def write_chain(root: Path, count: int = 40, drop: int = 20, *, hostile: bool = False,
-                stamp: str = "20261201120000", nan_at: tuple[int, ...] = (),
-                near_at: tuple[int, ...] = (), cosines: list[float] | None = None) -> Path:
+def write_chain(
+    root: Path,
+    count: int = 40,
+    drop: int = 20,
+    *,
+    hostile: bool = False,
+    stamp: str = "20261201120000",
+    nan_at: tuple[int, ...] = (),
+    near_at: tuple[int, ...] = (),
+    cosines: list[float] | None = None,
+) -> Path:
     """A data root with a ``count``-op chain graph in npu/debug_0/graph and its result CSV in
     temp/vector_compare/{stamp}/; returns the CSV's path. Op k reads op k-1; ``nan_at`` ops have
     an output cosine that was not computed (NaN); ``near_at`` ops an output cosine of 0.99 (RED
@@ -73,9 +86,16 @@ def write_chain(root: Path, count: int = 40, drop: int = 20, *, hostile: bool = 
     cosines = [NEAR_COSINE if k in near_at else c for k, c in enumerate(shape)]
     nan_at = frozenset(nan_at)
     desc = tensor_desc("DT_FLOAT16", "ND", (4, 8))
-    specs = [OpSpec(name, "Add" if k % 2 else "Mul", [f"{names[k - 1]}:0"] if k else [],
-                    input_descs=[desc] if k else [], output_descs=[desc])
-             for k, name in enumerate(names)]
+    specs = [
+        OpSpec(
+            name,
+            "Add" if k % 2 else "Mul",
+            [f"{names[k - 1]}:0"] if k else [],
+            input_descs=[desc] if k else [],
+            output_descs=[desc],
+        )
+        for k, name in enumerate(names)
+    ]
     graph_dir = root / "npu" / "debug_0" / "graph"
     graph_dir.mkdir(parents=True, exist_ok=True)
     write_graph_text(build_model(specs, name=GRAPH_NAME), graph_dir / "ge_proto_00000001_Build.txt")
@@ -101,19 +121,36 @@ def many_cosines(count: int, introducers: tuple[int, ...], tail: int = 124) -> l
     return out
 
 
-def write_many(root: Path, count: int, introducers: tuple[int, ...], *, tail: int = 124,
-               nan_at: tuple[int, ...] = (), stamp: str = "20261201130000") -> Path:
+def write_many(
+    root: Path,
+    count: int,
+    introducers: tuple[int, ...],
+    *,
+    tail: int = 124,
+    nan_at: tuple[int, ...] = (),
+    stamp: str = "20261201130000",
+) -> Path:
     """A ``count``-op chain (:func:`write_chain`) whose ops ``introducers`` introduce an error
     that the next ``tail`` ops inherit: the 10,000-op network of the report's scale tests is
     ``write_many(root, 10000, 24 introducers, tail=124)`` (3,000 flagged)."""
-    return write_chain(root, count, count, stamp=stamp, nan_at=nan_at,
-                       cosines=many_cosines(count, introducers, tail))
+    return write_chain(root, count, count, stamp=stamp, nan_at=nan_at, cosines=many_cosines(count, introducers, tail))
 
 
 def _row(index: int, op_type: str, name: str, kind: str, cosine: float, k: int, nan: bool) -> CompareRow:
     metrics = {} if nan else metrics_for(cosine, k)
-    return CompareRow(index, op_type, name, "float16", None, name, "float32", f"{name}:{kind}:0",
-                      (4, 8), metrics, fail_reason="not computed" if nan else "")
+    return CompareRow(
+        index,
+        op_type,
+        name,
+        "float16",
+        None,
+        name,
+        "float32",
+        f"{name}:{kind}:0",
+        (4, 8),
+        metrics,
+        fail_reason="not computed" if nan else "",
+    )
 
 
 def csv_ops(path: Path) -> dict[tuple[int, str], dict[str, dict[str, float]]]:

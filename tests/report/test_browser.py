@@ -23,9 +23,8 @@ from tests.report.browser import CHROMIUM, Chromium
 from tests.report.synthetic import HOSTILE_NAMES, csv_ops, write_chain
 
 
-
 def _rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
 
 
 # the palette's clean and introducer colours, and the introducer's shade for text
@@ -68,8 +67,9 @@ def pixel_stats(browser: Chromium, png: bytes, good=GOOD, bad=BAD) -> dict:
     and ``bad``, decoded by the browser itself in a blank tab (drawn on a canvas)."""
     session = browser.session
     target = browser.send("Target.createTarget", {"url": "about:blank"}, session=False)
-    browser.session = browser.send("Target.attachToTarget", {"targetId": target["targetId"],
-                                                             "flatten": True}, session=False)["sessionId"]
+    browser.session = browser.send(
+        "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=False
+    )["sessionId"]
     try:
         script = """new Promise(resolve => { const img = new Image(); img.onload = () => {
             const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
@@ -169,7 +169,9 @@ def test_hover_names_the_op_and_click_pins_it_in_the_table(browser, sample_page)
         '.pt.cos[data-pos="{first.position}"]'); c.scrollIntoView({{block: 'center'}});
         const r = c.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
     browser.hover(x, y)
-    tip = browser.evaluate("(() => { const t = document.getElementById('tip-0'); return [t.hidden, t.textContent]; })()")
+    tip = browser.evaluate(
+        "(() => { const t = document.getElementById('tip-0'); return [t.hidden, t.textContent]; })()"
+    )
     assert tip[0] is False and tip[1].startswith("resnet/conv2/Conv2D[Conv2D] Index 13")
     browser.click(x, y)
     selected = browser.evaluate("""[document.getElementById('sel-0').textContent,
@@ -182,6 +184,7 @@ def test_clicking_a_header_sorts_by_number_both_ways(browser, sample_page):
     def order():
         return browser.evaluate("""[...document.querySelectorAll('table.flagged tbody tr[data-pos]')]
             .map(tr => tr.cells[4].textContent.split(': ')[1])""")
+
     header = """(() => { const b = [...document.querySelectorAll('table.flagged th button')]
         .find(b => b.textContent === 'output cosines'); b.scrollIntoView({block: 'center'});
         const r = b.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"""
@@ -216,9 +219,12 @@ def test_hostile_names_are_inert_in_the_browser(browser, tmp_path):
 def test_a_page_that_breaks_the_rules_is_caught(browser, tmp_path):
     """The harness is not blind: a request, a console error and a CSP violation are all seen."""
     page = tmp_path / "bad.html"
-    page.write_text("<!DOCTYPE html><meta http-equiv='Content-Security-Policy' content=\"default-src "
-                    "'none'; script-src 'unsafe-inline'\"><img src='http://127.0.0.1:9/x.png'>"
-                    "<script>console.error('boom')</script>", encoding="utf-8")
+    page.write_text(
+        "<!DOCTYPE html><meta http-equiv='Content-Security-Policy' content=\"default-src "
+        "'none'; script-src 'unsafe-inline'\"><img src='http://127.0.0.1:9/x.png'>"
+        "<script>console.error('boom')</script>",
+        encoding="utf-8",
+    )
     log = browser.open(page.as_uri())
     assert "boom" in log.errors
     assert any("Content Security Policy" in e or "Refused" in e for e in log.errors), log.errors

@@ -219,7 +219,7 @@ def test_the_rows_the_script_draws_hold_the_csv_values(desktop, sample):
     rows = desktop.evaluate(TABLE_CELLS)
     view = sample.parts[0].view
     assert [r[0] for r in rows] == [r.op.name for r in view.flagged]  # one introducer, first
-    for name, index, kind, verdict, cosines, red in rows:
+    for name, index, _kind, verdict, cosines, red in rows:
         want_index, tensors = expected[name]
         assert int(index) == want_index
         assert verdict.split()[-1] in ("introduces", "inherits")

@@ -3,7 +3,8 @@ under the introducer they follow, every value the CSV's."""
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from precision_tool.compare.result_view import read_view
 from precision_tool.report.data import front_code, lead_groups, page_data
@@ -32,7 +33,9 @@ def test_inheritors_fold_under_the_introducer_before_them(data_root):
     # ops inherit; ops 100 and 150 have no cosine and are not flagged
     assert [g.introducer.op.index for g in groups] == [40, 200]
     assert [[r.op.index for r in g.inheritors] for g in groups] == [list(range(41, 71)), list(range(201, 231))]
-    assert sorted([g.introducer.op.index for g in groups] + [r.op.index for g in groups for r in g.inheritors]) == flagged
+    assert (
+        sorted([g.introducer.op.index for g in groups] + [r.op.index for g in groups for r in g.inheritors]) == flagged
+    )
     data = page_data(view)
     assert data["groups"] == [[g.introducer.position, [r.position for r in g.inheritors]] for g in groups]
     # gaps: the NaN ops keep their place in the columns with no cosine

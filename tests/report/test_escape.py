@@ -8,7 +8,8 @@ import json
 import unicodedata
 import xml.etree.ElementTree as ET
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from precision_tool.report.escape import esc, json_for_script, visible
 from tests.report.synthetic import HOSTILE_NAMES
@@ -35,9 +36,13 @@ def test_esc_is_plain_text_whose_unescape_is_the_visible_text(text):
     assert element.text in (None, visible(text)) and element.get("title") == visible(text)
 
 
-@given(st.recursive(st.none() | st.booleans() | st.floats() | any_text,
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(any_text, inner, max_size=4), max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | any_text,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
+        max_leaves=12,
+    )
+)
 def test_json_for_script_cannot_close_its_element_and_parses_back(value):
     text = json_for_script(value)
     assert "<" not in text and ">" not in text and "&" not in text and text.isascii()

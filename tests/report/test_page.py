@@ -10,7 +10,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.compare.result_csv import NUMERIC_METRICS
 from precision_tool.report.escape import visible
@@ -154,8 +155,10 @@ def test_summary_names_the_first_introducer_and_counts(hostile):
     _, written, text = hostile
     view = written.parts[0].view
     assert view.first_introducer.op.name == HOSTILE_NAMES[1]
-    assert ("first operator that introduces the error: <b class=\"name\">"
-            "net/&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;</b> (Mul), Index 4") in text
+    assert (
+        'first operator that introduces the error: <b class="name">'
+        "net/&lt;/script&gt;&lt;script&gt;alert(2)&lt;/script&gt;</b> (Mul), Index 4"
+    ) in text
     flagged = len(view.flagged)
     assert f"{flagged} of 24 ops are flagged (output cosine &lt;= 0.98, RED &gt;= 0.2 or NaN/Inf)" in text
     assert "1 op(s) with a NaN output cosine" in text
@@ -181,7 +184,7 @@ def test_msaccucmp_csv_without_a_graph_still_reports_with_a_note(data_root, refe
     context, _ = make_context(data_root)
     written = make_report(context, [reference], output=data_root / "m")
     text = written.index.read_text(encoding="utf-8")
-    assert "first operator that introduces the error: <b class=\"name\">model/add/add</b> (Add), Index 14" in text
+    assert 'first operator that introduces the error: <b class="name">model/add/add</b> (Add), Index 14' in text
     assert "no Build graph under npu/*/graph holds this op" in text
     assert len(table_names(Page(text))) == 8  # the eight flagged ops
 
@@ -199,16 +202,24 @@ def test_results_with_little_in_them_still_make_a_page(data_root, case):
         csv_path.write_text(",".join(columns()) + "\r\n", encoding="utf-8")
     context, _ = make_context(data_root)
     text = make_report(context, [csv_path], output=data_root / case.replace(" ", "_")).index.read_text()
-    expected = {"nothing flagged": "no op is flagged (output cosine &lt;= 0.98, RED &gt;= 0.2 or NaN/Inf)",
-                "nothing compared": "12 op(s) with a NaN output cosine",  # vcs's reading too
-                "header only": "no compared tensors in this result"}[case]
+    expected = {
+        "nothing flagged": "no op is flagged (output cosine &lt;= 0.98, RED &gt;= 0.2 or NaN/Inf)",
+        "nothing compared": "12 op(s) with a NaN output cosine",  # vcs's reading too
+        "header only": "no compared tensors in this result",
+    }[case]
     assert expected in text and "nothing flagged: no subgraph to show" in text
     assert '<svg class="plot"' in text
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30),
-                min_size=1, max_size=6, unique=True))
+@given(
+    st.lists(
+        st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    )
+)
 def test_any_op_names_stay_text_in_the_page(names):
     """Whatever the names, the page parses to the same elements and shows each name as its
     visible text, in the table, the summary and the script's data."""
@@ -218,8 +229,12 @@ def test_any_op_names_stay_text_in_the_page(names):
     from precision_tool.compare.result_view import build_view
     from precision_tool.report.page import PageInput, ResultPart, render_page
 
-    rows = [CompareRow(k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (2,),
-                       {"CosineSimilarity": 0.5}) for k, name in enumerate(names)]
+    rows = [
+        CompareRow(
+            k, "Add", name, "float16", None, name, "float32", f"{name}:output:0", (2,), {"CosineSimilarity": 0.5}
+        )
+        for k, name in enumerate(names)
+    ]
     view = build_view(Path("r.csv"), rows, 0.98)
     page = Page(render_page(PageInput(Path("root"), [ResultPart(Path("r.csv"), view)], "")))
     assert len(page.scripts) == 2

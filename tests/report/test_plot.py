@@ -11,7 +11,7 @@ import pytest
 from precision_tool.compare.result_view import read_view
 from precision_tool.render.palette import css_class
 from precision_tool.report import plot
-from tests.report.synthetic import write_many, csv_ops, write_chain
+from tests.report.synthetic import csv_ops, write_chain, write_many
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 
@@ -22,8 +22,11 @@ def parse(view) -> ET.Element:
 
 def tick_map(svg: ET.Element, axis: str, log: bool = False):
     """value -> pixel from two of the axis' tick marks (linear in the value, or its log10)."""
-    ticks = [(float(g.get("data-v")), float(g.get("data-y")))
-             for g in svg.iterfind("s:g[@class='tick']", NS) if g.get("data-axis") == axis]
+    ticks = [
+        (float(g.get("data-v")), float(g.get("data-y")))
+        for g in svg.iterfind("s:g[@class='tick']", NS)
+        if g.get("data-axis") == axis
+    ]
     (v0, y0), (v1, y1) = ticks[0], ticks[-1]
     return lambda v: y0 + ((math.log10(v) if log else v) - v0) * (y1 - y0) / (v1 - v0)
 
@@ -32,14 +35,16 @@ def markers(svg: ET.Element, series: str) -> list[ET.Element]:
     """The marks of ``series`` in drawing order: circles, and the introducers' triangles and
     the diamonds of ops beyond rounding."""
     group = svg.find("s:g[@class='series']", NS)
-    return [m for m in group if m.tag.rsplit("}", 1)[-1] in ("circle", "path")
-            and {"pt", series} <= set(m.get("class").split())]
+    return [
+        m
+        for m in group
+        if m.tag.rsplit("}", 1)[-1] in ("circle", "path") and {"pt", series} <= set(m.get("class").split())
+    ]
 
 
 def lines(svg: ET.Element, series: str) -> list[list[str]]:
     """The points of each polyline of ``series`` (one per run of compared ops)."""
-    return [p.get("points").split() for p in svg.iter(f"{{{NS['s']}}}polyline")
-            if p.get("class") == f"line {series}"]
+    return [p.get("points").split() for p in svg.iter(f"{{{NS['s']}}}polyline") if p.get("class") == f"line {series}"]
 
 
 def centre(mark: ET.Element) -> tuple[str, str]:
@@ -79,8 +84,7 @@ def test_red_markers_use_a_log_axis_and_zero_sits_on_the_floor(chain):
     svg = parse(view)
     expected = csv_ops(chain)
     at = tick_map(svg, "red", log=True)
-    floor = max(float(g.get("data-y")) for g in svg.iterfind("s:g[@class='tick']", NS)
-                if g.get("data-axis") == "red")
+    floor = max(float(g.get("data-y")) for g in svg.iterfind("s:g[@class='tick']", NS) if g.get("data-axis") == "red")
     for circle in markers(svg, "red"):
         record = view.records[int(circle.get("data-pos"))]
         want = expected[(record.op.index, record.op.name)]["output"]["RelativeEuclideanDistance"]

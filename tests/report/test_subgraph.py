@@ -41,7 +41,7 @@ def assert_inert(svg_text: str) -> None:
     tree = ET.fromstring(svg_text)
     for element in tree.iter():
         assert element.tag.rsplit("}", 1)[-1] not in ("script", "foreignObject", "image", "style")
-        for key, value in element.attrib.items():
+        for key, _value in element.attrib.items():
             assert not key.rsplit("}", 1)[-1].lower().startswith("on"), key
             assert "href" not in key.lower()
         for text in (element.text, element.tail, *element.attrib.values()):
@@ -103,6 +103,7 @@ def test_when_dot_fails_the_layered_drawing_is_used_and_says_why(data_root, monk
 
     def failing(*args, **kwargs):
         raise subprocess.CalledProcessError(1, ["dot"])
+
     monkeypatch.setattr(graphviz.Digraph, "pipe", failing)
     drawn = subgraph.subgraph_svg(graph, hood, view, 0)
     assert drawn.how == "layered" and drawn.note == "dot could not draw it (CalledProcessError)"
@@ -132,10 +133,12 @@ def test_layered_rows_follow_the_distance_from_the_op(data_root):
 
 def test_sanitise_drops_scripts_links_and_handlers(data_root):
     _, graph, hood, view = hostile_case(data_root)
-    evil = ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
-            '<script>alert(1)</script><g class="node" onclick="alert(2)"><title>n0</title>'
-            '<a xlink:href="https://example.invalid/" href="javascript:alert(3)"><text>x\u202ey</text></a>'
-            '<foreignObject><div/></foreignObject></g></svg>')
+    evil = (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+        '<script>alert(1)</script><g class="node" onclick="alert(2)"><title>n0</title>'
+        '<a xlink:href="https://example.invalid/" href="javascript:alert(3)"><text>x\u202ey</text></a>'
+        "<foreignObject><div/></foreignObject></g></svg>"
+    )
     clean = subgraph.sanitise_svg(evil, hood, subgraph.colours(hood, view))
     assert_inert(clean)
     assert "x\\u202ey" in clean
@@ -162,12 +165,14 @@ def _matmul_graph(root):
     from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
 
     desc = tensor_desc("DT_FLOAT16", "ND", (4, 8))
-    specs = [OpSpec("x", "Data", [], output_descs=[desc]),
-             OpSpec("kernel", "Const", [], output_descs=[desc]),
-             OpSpec("bias", "Const", [], output_descs=[desc]),
-             OpSpec("mm", "MatMul", ["x:0", "kernel:0"], input_descs=[desc, desc], output_descs=[desc]),
-             OpSpec("add", "BiasAdd", ["mm:0", "bias:0"], input_descs=[desc, desc], output_descs=[desc]),
-             OpSpec("relu", "Relu", ["add:0"], input_descs=[desc], output_descs=[desc])]
+    specs = [
+        OpSpec("x", "Data", [], output_descs=[desc]),
+        OpSpec("kernel", "Const", [], output_descs=[desc]),
+        OpSpec("bias", "Const", [], output_descs=[desc]),
+        OpSpec("mm", "MatMul", ["x:0", "kernel:0"], input_descs=[desc, desc], output_descs=[desc]),
+        OpSpec("add", "BiasAdd", ["mm:0", "bias:0"], input_descs=[desc, desc], output_descs=[desc]),
+        OpSpec("relu", "Relu", ["add:0"], input_descs=[desc], output_descs=[desc]),
+    ]
     path = root / "g.txt"
     write_graph_text(build_model(specs, name="g"), path)
     return read_graph(path).graphs[0]

@@ -74,13 +74,15 @@ class Shown:
     def marks(self) -> list[tuple[str, str, str, str]]:
         """(op name, data-state, class, tag) of every mark of the curve."""
         names = self.names
-        return [(names[int(a["data-pos"])], a["data-state"], a["class"], tag) for tag, a in self.page.tags
-                if tag in ("circle", "path") and "pt" in a.get("class", "").split()]
+        return [
+            (names[int(a["data-pos"])], a["data-state"], a["class"], tag)
+            for tag, a in self.page.tags
+            if tag in ("circle", "path") and "pt" in a.get("class", "").split()
+        ]
 
     def graph_nodes(self) -> dict[str, str]:
         """Op name -> data-state of each op drawn in the subgraph."""
-        return {unescape(a["data-op"]): a["data-state"] for tag, a in self.page.tags
-                if tag == "g" and "data-op" in a}
+        return {unescape(a["data-op"]): a["data-state"] for tag, a in self.page.tags if tag == "g" and "data-op" in a}
 
     def summary(self, label: str) -> str:
         found = re.search(rf"<dt>{label}</dt><dd>(.*?)</dd>", self.html)
@@ -101,7 +103,8 @@ def report(root: Path, out: Path) -> Shown:
     html = (out / "index.html").read_text(encoding="utf-8")
     (directory,) = (out / "model_explorer").iterdir()
     node_data = {}
-    for path in directory.glob("*.json"):
+    opened = json.loads((directory / "explore.json").read_text(encoding="utf-8"))["node_data"]
+    for path in map(Path, opened):  # what Model Explorer opens: the verdict first
         (graph,) = json.loads(path.read_text(encoding="utf-8")).values()
         node_data[path.stem] = graph
     return Shown(vcs_json(root), html, Page(html), node_data)
@@ -110,8 +113,7 @@ def report(root: Path, out: Path) -> Shown:
 @pytest.fixture(scope="module", params=KINDS)
 def shown(request, tmp_path_factory) -> Shown:
     kind = request.param
-    root = write_sample(tmp_path_factory.mktemp(kind) / "precision_data",
-                        defect=None if kind == "shipped" else kind)
+    root = write_sample(tmp_path_factory.mktemp(kind) / "precision_data", defect=None if kind == "shipped" else kind)
     context, buffer = make_context(root)
     assert run_command(context, "vc") in (ExitStatus.OK, ExitStatus.FLAGGED), buffer.getvalue()
     return report(root, root.parent / "report")
@@ -159,18 +161,22 @@ def test_the_headline_and_the_counts_are_vcs_s(shown):
     first = result["first_introducer"]
     line = unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="verdict-line[^"]*">(.*?)</p>', shown.html).group(1)))
     if first is not None:
-        assert line.startswith(f"first operator that introduces the error: {first['op']} ({first['type']}), "
-                               f"Index {first['index']}, ")
-        evidence = (f"replay of {first['replay']['replayed']}: " if first["decided_by"] == "replay"
-                    else "no replay: decided by its inputs")
+        assert line.startswith(
+            f"first operator that introduces the error: {first['op']} ({first['type']}), Index {first['index']}, "
+        )
+        evidence = (
+            f"replay of {first['replay']['replayed']}: "
+            if first["decided_by"] == "replay"
+            else "no replay: decided by its inputs"
+        )
         assert evidence in line
     elif result["flagged"]:
         assert "none found" in line and result["flagged"][0]["op"] in line
     introduce = sum(op["state"] == INTRODUCES for op in result["flagged"])
-    assert shown.summary("flagged").startswith(
-        f"{len(result['flagged'])} of {result['ops_compared']} ops are flagged")
-    assert f": {introduce} introduce(s) the error, {len(result['flagged']) - introduce} inherit(s) it" \
-        in shown.summary("flagged")
+    assert shown.summary("flagged").startswith(f"{len(result['flagged'])} of {result['ops_compared']} ops are flagged")
+    assert f": {introduce} introduce(s) the error, {len(result['flagged']) - introduce} inherit(s) it" in shown.summary(
+        "flagged"
+    )
     assert shown.summary("non-finite").startswith(f"{len(result['nonfinite'])} op(s) with a NaN/Inf NPU output")
     assert shown.summary("near").startswith(f"{len(result['near'])} op(s) beyond rounding")
     assert shown.summary("not judged").startswith(f"{len(result['unjudged'])} op(s) with a NaN output cosine")
@@ -193,7 +199,7 @@ def test_model_explorers_verdict_overlay_is_vcs_s(shown):
 
 
 def test_the_page_takes_its_colours_from_the_palette_only(shown):
-    style = shown.html[shown.html.index("<style>"):shown.html.index("</style>")]
+    style = shown.html[shown.html.index("<style>") : shown.html.index("</style>")]
     assert f"--introduces: {swatch(INTRODUCES).colour}" in style
     css = (REPO_ROOT / "precision_tool/report/assets/report.css").read_text(encoding="utf-8")
     for look in map(swatch, (INTRODUCES, NEAR, CLEAN)):
@@ -226,8 +232,14 @@ def test_the_scale_headline_says_what_flagged_it_and_why(tmp_path):
     root = write_sample(tmp_path / "precision_data", defect="scale")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "HOME": str(tmp_path)}
     env.pop("PRECISION_TOOL_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), "ac", "-c"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), "ac", "-c"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == ExitStatus.FLAGGED, done.stderr
     page = Path(re.search(r"report: (\S+index\.html)", done.stdout).group(1)).read_text(encoding="utf-8")
     line = re.search(r'<p class="verdict-line[^"]*">(.*?)</p>', page).group(1)

@@ -12,6 +12,7 @@ is used up: nothing is skipped.
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import shutil
@@ -26,6 +27,7 @@ from tests.conftest import make_context, run_command
 
 PAGE = 4096  # tmpfs counts whole pages
 NODE_DATA = 10  # one node-data file per metric of the sample's CSV, and the verdict overlay
+JSON_FILES = NODE_DATA + 1  # and explore.json, which lists them for Model Explorer
 
 
 class SmallDisk:
@@ -66,6 +68,7 @@ class SmallDisk:
         def init(pending, *args, **kwargs):
             real_init(pending, *args, **kwargs)
             pending.handle = _Budgeted(pending.handle, room)
+
         monkeypatch.setattr(output_root.PendingFile, "__init__", init)
 
     def files(self) -> list[str]:
@@ -94,8 +97,13 @@ class _Budgeted:
 def small_disk(tmp_path, monkeypatch):
     directory = tmp_path / "small"
     directory.mkdir()
-    mounted = (shutil.which("mount") is not None and subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(directory)], capture_output=True).returncode == 0)
+    mounted = (
+        shutil.which("mount") is not None
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(directory)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield SmallDisk(directory, mounted, monkeypatch)
     finally:
@@ -107,8 +115,7 @@ def small_disk(tmp_path, monkeypatch):
 def compared(tmp_path_factory):
     """A copy of the sample compared by ``vc``, and its result CSV."""
     root = tmp_path_factory.mktemp("sample") / "precision_data"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "precision_data", root,
-                    ignore=shutil.ignore_patterns("temp"))
+    shutil.copytree(Path(__file__).resolve().parents[2] / "precision_data", root, ignore=shutil.ignore_patterns("temp"))
     context, out = make_context(root, WORKERS=1)
     assert run_command(context, "vc") == ExitStatus.FLAGGED, out.getvalue()
     (csv,) = (root / "temp" / "vector_compare").glob("*/*.csv")
@@ -130,7 +137,7 @@ def _sizes(disk: SmallDisk, compared, *options: str) -> tuple[int, int]:
     assert status == ExitStatus.OK, output
     index = Path(output.split("report: ", 1)[1].split("  (", 1)[0])
     nodes = sorted((index.parent / "model_explorer").rglob("*.json"))
-    assert len(nodes) == NODE_DATA
+    assert len(nodes) == JSON_FILES
 
     def allocated(path: Path) -> int:
         return math.ceil(path.stat().st_size / disk.unit) * disk.unit
@@ -172,7 +179,7 @@ def test_a_failed_report_into_a_directory_keeps_the_earlier_report_there(compare
     nodes, page = _sizes(small_disk, compared, *other)
     assert _report(compared, small_disk, "-o", str(out))[0] == ExitStatus.OK
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert len(before) == NODE_DATA + 1
+    assert len(before) == JSON_FILES + 1
     small_disk.leave(nodes + page - small_disk.unit)
     status, output = _report(compared, small_disk, *other)
     _one_error(status, output, "No space left on device", str(out / "index.html"))
@@ -187,9 +194,10 @@ def test_with_room_the_report_is_whole_and_names_its_node_data(compared, small_d
     assert status == ExitStatus.OK, output
     (index,) = (small_disk.path / "report").glob("*/index.html")
     line = next(line for line in output.splitlines() if line.startswith("model explorer: "))
-    listed = line.split("--node_data_paths=")[1].split(",")
+    config = line.split()[-1]
+    listed = [*json.loads(Path(config).read_text(encoding="utf-8"))["node_data"], config]
     assert sorted(listed) == sorted(str(p) for p in (index.parent / "model_explorer").rglob("*.json"))
-    assert len(listed) == NODE_DATA and all(os.path.isfile(p) for p in listed)
+    assert len(listed) == JSON_FILES and all(os.path.isfile(p) for p in listed)
     assert all(".part" not in name for name in small_disk.files())
 
 
@@ -205,6 +213,7 @@ def test_a_page_that_fails_only_at_its_close_takes_its_node_data_away(compared, 
             pending.handle.close()
             raise pending.failed(OSError(errno.ENOSPC, "No space left on device"))
         return real_commit(pending)
+
     monkeypatch.setattr(output_root.PendingFile, "commit", commit)
     status, output = _report(compared, small_disk)
     _one_error(status, output, "No space left on device", "index.html")

@@ -66,11 +66,21 @@ def test_defect_roots_carry_ge_attributes_the_shipped_sample_lacks(tmp_path):
 
 def test_the_command_line_option(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(tmp_path / "d"), "--defect", "sign"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", str(tmp_path / "d"), "--defect", "sign"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0 and "(defect: sign)" in done.stdout
     assert _first_differing(tmp_path / "d") == "resnet/add/add"
-    bad = subprocess.run([sys.executable, "-m", "precision_tool.sample", str(tmp_path / "e"), "--defect", "bogus"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", str(tmp_path / "e"), "--defect", "bogus"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "invalid choice: 'bogus'" in bad.stderr
     assert not (tmp_path / "e").exists()

@@ -26,10 +26,15 @@ def _run():
 
 def test_keys_count_per_api_and_per_module_and_modules_follow_what_they_call():
     assert [c.key for c in _run()] == [
-        "Functional.relu.0.forward", "Module.layers.0.act.ReLU.forward.0",
-        "Functional.relu.1.forward", "Module.layers.0.act.ReLU.forward.1",
-        "Functional.linear.0.forward", "Module.block.fc.Linear.forward.0",
-        "Tensor.__add__.0.forward", "Module.block.Block.forward.0"]
+        "Functional.relu.0.forward",
+        "Module.layers.0.act.ReLU.forward.0",
+        "Functional.relu.1.forward",
+        "Module.layers.0.act.ReLU.forward.1",
+        "Functional.linear.0.forward",
+        "Module.block.fc.Linear.forward.0",
+        "Tensor.__add__.0.forward",
+        "Module.block.Block.forward.0",
+    ]
 
 
 def test_parents_are_the_innermost_running_module():
@@ -47,11 +52,18 @@ def test_stacks_are_the_call_site_then_each_enclosing_module_then_the_root():
     # grouped by equal stacks, in the order the calls started: Block before fc before linear
     assert [keys for keys, _frames in stack_json(list(calls.values())).values()] == [
         ["Module.layers.0.act.ReLU.forward.0", "Module.layers.0.act.ReLU.forward.1"],
-        ["Functional.relu.0.forward", "Functional.relu.1.forward"], ["Module.block.Block.forward.0"],
-        ["Module.block.fc.Linear.forward.0"], ["Functional.linear.0.forward"], ["Tensor.__add__.0.forward"]]
+        ["Functional.relu.0.forward", "Functional.relu.1.forward"],
+        ["Module.block.Block.forward.0"],
+        ["Module.block.fc.Linear.forward.0"],
+        ["Functional.linear.0.forward"],
+        ["Tensor.__add__.0.forward"],
+    ]
 
 
 def test_construct_lists_a_module_after_the_first_api_inside_it_returns():
     assert list(construct_json(_run(), "mix"))[4:] == [
-        "Functional.linear.0.forward", "Module.block.Block.forward.0", "Module.block.fc.Linear.forward.0",
-        "Tensor.__add__.0.forward"]
+        "Functional.linear.0.forward",
+        "Module.block.Block.forward.0",
+        "Module.block.fc.Linear.forward.0",
+        "Tensor.__add__.0.forward",
+    ]

@@ -20,8 +20,12 @@ import pytest
 from precision_tool.sample.msprobe import DEFECT_KEYS, DEFECT_MODULES, write_msprobe_sample
 
 FRAMEWORKS = ("pytorch", "mindspore")
-STORAGES = {"torch HalfStorage": np.float16, "torch BFloat16Storage": ml_dtypes.bfloat16,
-            "torch FloatStorage": np.float32, "torch LongStorage": np.int64}
+STORAGES = {
+    "torch HalfStorage": np.float16,
+    "torch BFloat16Storage": ml_dtypes.bfloat16,
+    "torch FloatStorage": np.float32,
+    "torch LongStorage": np.int64,
+}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +82,12 @@ def test_each_run_is_an_msprobe_dump_path(samples, framework):
     for run in ("npu", "bench"):
         assert [str(p.relative_to(root / run)) for p in (root / run).iterdir()] == ["step0"]
         rank = _rank(root, run)
-        assert sorted(p.name for p in rank.iterdir()) == ["construct.json", "dump.json", "dump_tensor_data", "stack.json"]
+        assert sorted(p.name for p in rank.iterdir()) == [
+            "construct.json",
+            "dump.json",
+            "dump_tensor_data",
+            "stack.json",
+        ]
         dump = _dump(root, run)
         assert (dump["task"], dump["level"], dump["framework"]) == ("tensor", "mix", framework)
         assert dump["dump_data_dir"] == f"./{run}/step0/rank0/dump_tensor_data"
@@ -102,8 +111,12 @@ def test_keys_are_counted_and_parented_as_msprobe_does(samples, framework):
     assert [k for k in keys if k.startswith(linear + ".")] == [f"{linear}.{i}.forward" for i in range(9)]
     assert f"{prefix}.layers.0.attn.Attention.forward.0" in keys and f"{prefix}.layers.1.Block.forward.0" in keys
     # a module follows what it calls
-    assert keys.index(f"{linear}.5.forward") < keys.index(DEFECT_MODULES[framework]) \
-        < keys.index(f"{prefix}.layers.1.attn.Attention.forward.0") < keys.index(f"{prefix}.layers.1.Block.forward.0")
+    assert (
+        keys.index(f"{linear}.5.forward")
+        < keys.index(DEFECT_MODULES[framework])
+        < keys.index(f"{prefix}.layers.1.attn.Attention.forward.0")
+        < keys.index(f"{prefix}.layers.1.Block.forward.0")
+    )
     construct = json.loads((_rank(root, "npu") / "construct.json").read_text())
     assert set(construct) == set(keys)
     assert construct[f"{linear}.5.forward"] == DEFECT_MODULES[framework]
@@ -116,8 +129,10 @@ def test_keys_are_counted_and_parented_as_msprobe_does(samples, framework):
     assert all(f.startswith("File /") and ", line " in f for _g, frames in stack.values() for f in frames)
 
 
-@pytest.mark.parametrize(("framework", "npu", "bench", "ids"), [
-    ("pytorch", "torch.bfloat16", "torch.float32", "torch.int64"), ("mindspore", "Float16", "Float32", "Int32")])
+@pytest.mark.parametrize(
+    ("framework", "npu", "bench", "ids"),
+    [("pytorch", "torch.bfloat16", "torch.float32", "torch.int64"), ("mindspore", "Float16", "Float32", "Int32")],
+)
 def test_the_npu_runs_in_half_precision_and_the_bench_in_float32(samples, framework, npu, bench, ids):
     root = samples[framework]
     for run, dtype in (("npu", npu), ("bench", bench)):
@@ -131,7 +146,9 @@ def test_pytorch_tensors_are_saved_from_their_devices(samples):
     for run, location in (("npu", "npu:0"), ("bench", "cuda:0")):
         path = _rank(root, run) / "dump_tensor_data" / "Functional.linear.0.forward.output.0.pt"
         with zipfile.ZipFile(path) as z:
-            texts = [arg for op, arg, _ in pickletools.genops(z.read(f"{path.stem}/data.pkl")) if op.name == "BINUNICODE"]
+            texts = [
+                arg for op, arg, _ in pickletools.genops(z.read(f"{path.stem}/data.pkl")) if op.name == "BINUNICODE"
+            ]
         assert texts == ["storage", "0", location]
 
 
@@ -144,9 +161,9 @@ def test_the_planted_api_is_where_the_outputs_first_part_and_its_inputs_still_ma
     assert first == DEFECT_KEYS[framework]
     assert outputs[first] < 0.5
     assert min(_cosines(root, "input_args", first)) > 0.9999  # it introduces the error
-    before = keys[:keys.index(first)]
+    before = keys[: keys.index(first)]
     assert len(before) > 40 and all(outputs[k] > 0.9999 for k in before)
-    after = keys[keys.index(first) + 1:]
+    after = keys[keys.index(first) + 1 :]
     assert outputs[DEFECT_MODULES[framework]] < 0.5 and all(outputs[k] < 0.99 for k in after[-6:])
     residual = "Tensor.__add__.3.forward"  # x + attn(x) of layer 1: it inherits through its input
     assert min(_cosines(root, "input_args", residual)) < 0.5 and outputs[residual] < 0.95
@@ -163,7 +180,9 @@ def test_the_docstring_names_the_planted_defect():
 def test_the_sample_is_reproducible_byte_for_byte(samples, tmp_path):
     again = write_msprobe_sample(tmp_path / "again", "mindspore")
     files = sorted(str(p.relative_to(again)) for p in again.rglob("*") if p.is_file())
-    assert files == sorted(str(p.relative_to(samples["mindspore"])) for p in samples["mindspore"].rglob("*") if p.is_file())
+    assert files == sorted(
+        str(p.relative_to(samples["mindspore"])) for p in samples["mindspore"].rglob("*") if p.is_file()
+    )
     match, mismatch, errors = filecmp.cmpfiles(samples["mindspore"], again, files, shallow=False)
     assert mismatch == [] and errors == [] and len(match) == len(files)
 
@@ -178,8 +197,9 @@ def test_a_statistics_sample_writes_no_tensors(tmp_path):
 
 
 def _sample(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "precision_tool.sample", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool.sample", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
 
 
 def test_the_command_writes_the_pair_and_replaces_only_an_earlier_msprobe_sample(tmp_path):

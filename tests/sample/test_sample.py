@@ -42,7 +42,7 @@ def _output_cosines(root):
     """Cosine of each dumped op's output 0 and worst input against golden, via the graph."""
     graph = read_graph(root / "npu/debug_0/graph/ge_proto_00000001_Build.txt").graphs[0]
     golden = read_golden(root / "tf/dump")
-    step, = DumpTree(root / "npu/debug_0/dump").select()
+    (step,) = DumpTree(root / "npu/debug_0/dump").select()
     listing = DumpTree(root / "npu/debug_0/dump").listing(step)
     result = {}
     for op in graph.ops:
@@ -55,7 +55,9 @@ def _output_cosines(root):
         ins = []
         for tensor, src in zip(dump.inputs, op.data_inputs):
             desc = graph.op(src.src).output_descs[src.index]
-            ins.append(_cosine(tensor.host(desc.origin_format), golden.lookup(desc.origin_name, desc.origin_output_index)))
+            ins.append(
+                _cosine(tensor.host(desc.origin_format), golden.lookup(desc.origin_name, desc.origin_output_index))
+            )
         result[op.name] = (min(ins, default=1.0), out)
     return result
 
@@ -67,9 +69,9 @@ def test_the_defect_is_introduced_by_the_planted_op_and_inherited_after(sample):
     first_bad = next(n for n in names if cosines[n][1] <= 0.98)
     assert first_bad == DEFECTIVE_OP
     assert cosines[DEFECTIVE_OP][0] > 0.999  # its inputs are fine: it introduces the error
-    before = names[:names.index(DEFECTIVE_OP)]
+    before = names[: names.index(DEFECTIVE_OP)]
     assert all(cosines[n][1] > 0.999 for n in before)
-    after = names[names.index(DEFECTIVE_OP) + 1:]
+    after = names[names.index(DEFECTIVE_OP) + 1 :]
     assert cosines["resnet/add/add"][0] <= 0.98  # downstream ops inherit it
     assert any(cosines[n][1] <= 0.98 for n in after)
 

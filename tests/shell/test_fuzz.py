@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool.commands import build_registry, registry
-from precision_tool.commands.registry import MAX_LINE
 from precision_tool.commands.dispatch import ExitShell, execute_line
-from precision_tool.commands.registry import EXIT_WORDS
+from precision_tool.commands.registry import EXIT_WORDS, MAX_LINE
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context
 
@@ -27,20 +26,76 @@ COMMANDS = sorted(REGISTRY.names())
 FLAGS = sorted({flag for command in REGISTRY for flag in command.option_strings()})
 CONV1 = "Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074"
 VALUES = [
-    "0", "1", "-1", "3", "0.98", "1.5", "nan", "inf", "1e309", "-0", "9" * 40, "NCHW", "ND", "x",
-    "resnet/conv1/Conv2D", "resnet", CONV1, f"{CONV1}:input:0", f"{CONV1}:output:9",
-    "tf:resnet_add_add.0", "resnet_add_add.0", "npu:", "tf:", "debug_1:x", ":output:0",
-    "'", '"', "\\", ";", ";;", "--", "-", "*", "?", "$HOME", "`ls`", "$(rm -rf x)", "|", "&&",
-    ">", "<", "#", "\x00", "\x1b[31m", "\t", "\r", "\n", "\x7f", "é", "网络", "\u202e", "\ufeff",
-    "precision_data", "temp", "npu/debug_0", "tf/dump", "..", "../..", "0|5", "3-5", "5-3",
+    "0",
+    "1",
+    "-1",
+    "3",
+    "0.98",
+    "1.5",
+    "nan",
+    "inf",
+    "1e309",
+    "-0",
+    "9" * 40,
+    "NCHW",
+    "ND",
+    "x",
+    "resnet/conv1/Conv2D",
+    "resnet",
+    CONV1,
+    f"{CONV1}:input:0",
+    f"{CONV1}:output:9",
+    "tf:resnet_add_add.0",
+    "resnet_add_add.0",
+    "npu:",
+    "tf:",
+    "debug_1:x",
+    ":output:0",
+    "'",
+    '"',
+    "\\",
+    ";",
+    ";;",
+    "--",
+    "-",
+    "*",
+    "?",
+    "$HOME",
+    "`ls`",
+    "$(rm -rf x)",
+    "|",
+    "&&",
+    ">",
+    "<",
+    "#",
+    "\x00",
+    "\x1b[31m",
+    "\t",
+    "\r",
+    "\n",
+    "\x7f",
+    "é",
+    "网络",
+    "\u202e",
+    "\ufeff",
+    "precision_data",
+    "temp",
+    "npu/debug_0",
+    "tf/dump",
+    "..",
+    "../..",
+    "0|5",
+    "3-5",
+    "5-3",
 ]
 # No "/" or "~" at the start of free text: an output flag must not name a real place outside
 # the test's working directory (relative paths land in a temporary directory).
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/~"), max_size=24)
 TOKEN = st.one_of(st.sampled_from(COMMANDS), st.sampled_from(FLAGS), st.sampled_from(VALUES), _TEXT)
 WORDS = st.lists(TOKEN, min_size=1, max_size=8)
-COMMAND_LINE = st.builds(lambda first, rest: " ".join([first, *rest]),
-                         st.sampled_from(COMMANDS), st.lists(TOKEN, max_size=7))
+COMMAND_LINE = st.builds(
+    lambda first, rest: " ".join([first, *rest]), st.sampled_from(COMMANDS), st.lists(TOKEN, max_size=7)
+)
 LONG_LINE = st.builds(lambda words, times: " ".join(words * times), WORDS, st.integers(50, 400))
 LINE = st.one_of(COMMAND_LINE, WORDS.map(" ".join), WORDS.map(";".join), _TEXT, LONG_LINE)
 
@@ -61,8 +116,9 @@ def _exits(line: str) -> bool:
     return any(word in line for word in EXIT_WORDS)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(line=LINE)
 def test_no_line_gets_past_the_boundary(session, line):
     context, buffer, work = session
@@ -89,11 +145,13 @@ def test_a_huge_line_is_one_quick_usage_error(session, monkeypatch):
 
     def never(*args, **kwargs):  # shlex alone would take tens of seconds on such a line
         raise AssertionError("the line was split although it is too long")
+
     monkeypatch.setattr(registry.shlex, "shlex", never)
     status = execute_line("pt " + "x" * 1_000_000, REGISTRY, context)
     assert status == ExitStatus.ERROR
-    assert buffer.getvalue().strip() == ("error: the command line is too long (1000003 characters; "
-                                         f"at most {MAX_LINE})")
+    assert buffer.getvalue().strip() == (
+        f"error: the command line is too long (1000003 characters; at most {MAX_LINE})"
+    )
 
 
 def test_the_longest_line_allowed_still_runs(session):

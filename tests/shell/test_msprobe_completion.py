@@ -19,5 +19,10 @@ def test_op_and_tensor_names_are_the_calls_and_their_tensors(tmp_path):
     context, _ = make_context(root)
     assert graph_and_dump_op_names(context) == KEYS
     assert graph_op_types(context) == ["Functional.conv2d", "Tensor.add"]
-    assert tensor_file_names(context) == [f"{KEYS[0]}.input.0", f"{KEYS[0]}.output.0",
-                                          f"{KEYS[1]}.input.0", f"{KEYS[1]}.input.1", f"{KEYS[1]}.output.0"]
+    assert tensor_file_names(context) == [
+        f"{KEYS[0]}.input.0",
+        f"{KEYS[0]}.output.0",
+        f"{KEYS[1]}.input.0",
+        f"{KEYS[1]}.input.1",
+        f"{KEYS[1]}.output.0",
+    ]

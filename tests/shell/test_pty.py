@@ -30,8 +30,13 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 def tool_env(tmp_path) -> dict[str, str]:
     """The environment of the tool under test: private home and data dir, no config from ours."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    env.update(HOME=str(tmp_path / "home"), XDG_DATA_HOME=str(tmp_path / "xdg"),
-               PYTHONPATH=str(REPO_ROOT), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_DATA_HOME=str(tmp_path / "xdg"),
+        PYTHONPATH=str(REPO_ROOT),
+        TERM="xterm",
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
     (tmp_path / "home").mkdir(exist_ok=True)
     return env
 
@@ -46,8 +51,16 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str], cwd, rows: int = 40, cols: int = 120) -> None:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
-                                        start_new_session=True, preexec_fn=_take_terminal)
+        self.process = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_take_terminal,
+        )
         os.close(slave)
         self.screen, self.seen = "", 0
 
@@ -92,8 +105,9 @@ class Terminal:
 
 @pytest.fixture
 def terminal(sample_data, tmp_path):
-    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(sample_data)],
-                    tool_env(tmp_path), cwd=tmp_path)
+    term = Terminal(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data)], tool_env(tmp_path), cwd=tmp_path
+    )
     yield term
     term.close()
 
@@ -128,9 +142,15 @@ def test_ctrl_d_leaves_the_terminal_shell(terminal):
 
 
 def _piped(sample_data, tmp_path, text: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(sample_data)],
-                          input=text, capture_output=True, text=True, timeout=30,
-                          env=tool_env(tmp_path), cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data)],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=tool_env(tmp_path),
+        cwd=tmp_path,
+    )
 
 
 def test_piped_stdin_runs_each_line_and_exits_with_the_worst_status(sample_data, tmp_path):
@@ -188,8 +208,13 @@ def test_a_whole_session_with_every_command(terminal, sample_data):
 
 def test_the_last_screen_of_ac_names_the_first_introducer(sample_data, tmp_path):
     """On an 80 x 24 terminal, whatever scrolled away, the conclusion is the last screen."""
-    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(sample_data), "ac", "-c"],
-                    tool_env(tmp_path), cwd=tmp_path, rows=24, cols=80)
+    term = Terminal(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data), "ac", "-c"],
+        tool_env(tmp_path),
+        cwd=tmp_path,
+        rows=24,
+        cols=80,
+    )
     try:
         status = term.wait(timeout=60)
     finally:

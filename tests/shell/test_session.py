@@ -30,8 +30,13 @@ def drive(context, keys: str, registry=None, history=None) -> ExitStatus:
     """Type ``keys`` into the real loop (no terminal); they must end the session."""
     with create_pipe_input() as pipe:
         pipe.send_text(keys)
-        return interactive_loop(registry or build_registry(), context, input=pipe, output=DummyOutput(),
-                                history=history if history is not None else InMemoryHistory())
+        return interactive_loop(
+            registry or build_registry(),
+            context,
+            input=pipe,
+            output=DummyOutput(),
+            history=history if history is not None else InMemoryHistory(),
+        )
 
 
 def test_a_session_runs_commands_reports_errors_and_leaves_on_ctrl_d(sample_data):

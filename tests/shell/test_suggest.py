@@ -6,7 +6,13 @@ import pytest
 
 from precision_tool.commands.registry import Command, Registry
 from precision_tool.shell.suggest import (
-    MAX_SUGGESTIONS, CommandSpec, CompletionState, list_paths, spec_of, state_from_registry, suggest,
+    MAX_SUGGESTIONS,
+    CommandSpec,
+    CompletionState,
+    list_paths,
+    spec_of,
+    state_from_registry,
+    suggest,
 )
 
 OPS = ["input", "model/conv1/Conv2D", "model/conv1/Relu", "model/dense/MatMul", "trans_Cast_0", "has space/op"]
@@ -35,10 +41,17 @@ def _cp(parser):
 def make_state(op_names=OPS) -> CompletionState:
     registry = Registry()
     registry.add(Command("ni", "node info", _ni, lambda a, c: None, completions={"": "op", "-n": "op"}))
-    registry.add(Command("cp", "compare two tensors", _cp, lambda a, c: None,
-                         completions={"": "tensor", "-o": "path"}))
-    registry.add(Command("help", "help", lambda p: p.add_argument("command", nargs="?"),
-                         lambda a, c: None, aliases=("?",), completions={"": "command"}))
+    registry.add(Command("cp", "compare two tensors", _cp, lambda a, c: None, completions={"": "tensor", "-o": "path"}))
+    registry.add(
+        Command(
+            "help",
+            "help",
+            lambda p: p.add_argument("command", nargs="?"),
+            lambda a, c: None,
+            aliases=("?",),
+            completions={"": "command"},
+        )
+    )
     return state_from_registry(registry, op_names=op_names, tensor_names=TENSORS, paths=fake_paths)
 
 
@@ -139,7 +152,7 @@ def test_a_name_that_needs_quotes_gets_them():
 
 def test_an_open_quote_stays_open_after_a_directory():
     assert texts("cp 'my") == ["'my dir/"]
-    assert texts("cp \"my dir/") == ['"my dir/']
+    assert texts('cp "my dir/') == ['"my dir/']
 
 
 def test_finished_quoted_words_count_as_words():
@@ -199,8 +212,9 @@ def test_ls_t_completes_op_types_from_the_registry_s_ls():
     from precision_tool.commands import build_registry
     from precision_tool.shell.suggest import state_from_registry, suggest
 
-    state = state_from_registry(build_registry(), op_names=["net/conv"],
-                                op_types=lambda: ["Conv2D", "MatMulV2", "Relu"])
+    state = state_from_registry(
+        build_registry(), op_names=["net/conv"], op_types=lambda: ["Conv2D", "MatMulV2", "Relu"]
+    )
     found = suggest("ls -t Co", state)
     assert [s.text for s in found] == ["Conv2D"] and found[0].meta == "op type"
     assert [s.text for s in suggest("ls --type=Re", state)] == ["--type=Relu"]

@@ -13,9 +13,15 @@ CONV1_OUT = "Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074.output.0.4x12x12x2
 
 
 def _run(sample_data, tmp_path, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(sample_data), *args],
-                          input=stdin, capture_output=True, text=True, timeout=60,
-                          env=tool_env(tmp_path), cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=tool_env(tmp_path),
+        cwd=tmp_path,
+    )
 
 
 def test_a_mistyped_command_is_matched_by_its_flags(sample_data, tmp_path):
@@ -29,8 +35,9 @@ def test_a_mistyped_command_is_matched_by_its_flags(sample_data, tmp_path):
 
 
 def test_ls_t_completes_op_types_on_a_terminal(sample_data, tmp_path):
-    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(sample_data)],
-                    tool_env(tmp_path), cwd=tmp_path)
+    term = Terminal(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data)], tool_env(tmp_path), cwd=tmp_path
+    )
     try:
         term.expect(PROMPT)
         _complete(term, "ls -t Conv", "Conv2D  op type")  # the only op type starting with Conv
@@ -65,23 +72,25 @@ def test_pt_takes_the_file_names_dc_wrote(sample_data, tmp_path):
 
 
 def test_a_bare_name_dc_wrote_twice_is_ambiguous(sample_data, tmp_path):
-    done = _run(sample_data, tmp_path,
-                stdin=f"dc resnet/conv1/Conv2D\ndc resnet/conv1/Conv2D -o {sample_data}/temp/decode/again\n"
-                      f"pt {CONV1_OUT}\n")
+    done = _run(
+        sample_data,
+        tmp_path,
+        stdin=f"dc resnet/conv1/Conv2D\ndc resnet/conv1/Conv2D -o {sample_data}/temp/decode/again\npt {CONV1_OUT}\n",
+    )
     assert done.returncode == 2
     assert f"error: '{CONV1_OUT}' is ambiguous; dc wrote it in several places" in done.stdout
 
 
 def test_pt_completes_the_file_names_dc_wrote(sample_data, tmp_path):
-    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(sample_data)],
-                    tool_env(tmp_path), cwd=tmp_path)
+    term = Terminal(
+        [sys.executable, "-m", "precision_tool", "--data", str(sample_data)], tool_env(tmp_path), cwd=tmp_path
+    )
     try:
         term.expect(PROMPT)
         term.send("dc resnet/conv1/Conv2D\r")
         term.expect("written to", timeout=30)
         term.expect(PROMPT)
-        _complete(term, "pt Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074.output.0.4",
-                  "4x12x12x24.npy")
+        _complete(term, "pt Conv2D.resnet_conv1_Conv2D.12.0.1764417600000074.output.0.4", "4x12x12x24.npy")
         term.expect("all values written to", timeout=30)
         term.expect(PROMPT)
         term.send("exit\r")

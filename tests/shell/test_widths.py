@@ -29,12 +29,15 @@ FC1 = "model/mlp/fc1/BiasAdd"
 @pytest.fixture(scope="module")
 def long_names(tmp_path_factory):
     root = tmp_path_factory.mktemp("wide") / "precision_data"
-    write_net(root, [
-        NetOp(FC1, "MatMulV2", original_op_names=["model/mlp/fc1/MatMul", FC1]),
-        NetOp(GELU, "Gelu", tf_name="model/mlp/gelu/mul_3", original_op_names=GELU_PARTS, broken=True),
-        NetOp(LONG, "MatMulV2"),
-        NetOp(f"{SCOPE}/output_projection_bias_add_from_the_fused_kernel", "Add"),
-    ])
+    write_net(
+        root,
+        [
+            NetOp(FC1, "MatMulV2", original_op_names=["model/mlp/fc1/MatMul", FC1]),
+            NetOp(GELU, "Gelu", tf_name="model/mlp/gelu/mul_3", original_op_names=GELU_PARTS, broken=True),
+            NetOp(LONG, "MatMulV2"),
+            NetOp(f"{SCOPE}/output_projection_bias_add_from_the_fused_kernel", "Add"),
+        ],
+    )
     done = _piped(root, {}, "vc")
     assert done.returncode == 1, done.stdout + done.stderr
     return root
@@ -44,8 +47,14 @@ def _piped(root, env_extra: dict, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
     env.pop("COLUMNS", None)
     env.update(PYTHONPATH=str(REPO_ROOT), **env_extra)
-    return subprocess.run([sys.executable, "-m", "precision_tool", "--data", str(root), *args],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=root.parent)
+    return subprocess.run(
+        [sys.executable, "-m", "precision_tool", "--data", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=root.parent,
+    )
 
 
 OUT = f"{SCOPE}/output_projection_bias_add_from_the_fused_kernel"
@@ -74,8 +83,13 @@ def expected(root, command: str) -> list[str]:
 
 
 COMMANDS = {
-    "ni long": ("ni", LONG), "ni gelu": ("ni", GELU), "ni out": ("ni", OUT, "-a", "-s", "1"),
-    "ls -n": ("ls", "-n", "model"), "ls": ("ls",), "vcs": ("vcs", "-l", "0"), "pt": ("pt", LONG),
+    "ni long": ("ni", LONG),
+    "ni gelu": ("ni", GELU),
+    "ni out": ("ni", OUT, "-a", "-s", "1"),
+    "ls -n": ("ls", "-n", "model"),
+    "ls": ("ls",),
+    "vcs": ("vcs", "-l", "0"),
+    "pt": ("pt", LONG),
     "cp": ("cp", LONG, "tf:" + LONG.replace("/", "_") + ".0"),
 }
 
@@ -116,8 +130,13 @@ def test_empty_columns_are_dropped_rather_than_names_cut(long_names):
 
 @pytest.mark.parametrize("command", ["ni long", "ni gelu", "vcs", "ls -n", "cp"])
 def test_a_100_column_terminal_cuts_no_name_or_number(long_names, tmp_path, command):
-    term = Terminal([sys.executable, "-m", "precision_tool", "--data", str(long_names), *COMMANDS[command]],
-                    tool_env(tmp_path), cwd=long_names.parent, rows=50, cols=100)
+    term = Terminal(
+        [sys.executable, "-m", "precision_tool", "--data", str(long_names), *COMMANDS[command]],
+        tool_env(tmp_path),
+        cwd=long_names.parent,
+        rows=50,
+        cols=100,
+    )
     try:
         status = term.wait(timeout=60)
     finally:

@@ -85,8 +85,9 @@ def _padding(args: ReplayArgs) -> str | None:
     return None
 
 
-def geometry(args: ReplayArgs, fmt: str, in_hw, k_hw, d_hw, out_index: int = 0,
-             stride_name: str = "strides") -> tuple[tuple[int, int], Pads]:
+def geometry(
+    args: ReplayArgs, fmt: str, in_hw, k_hw, d_hw, out_index: int = 0, stride_name: str = "strides"
+) -> tuple[tuple[int, int], Pads]:
     """(strides (h, w), pads) from the attributes, inferring what is absent from the shapes."""
     strides = args.attr(stride_name, default=None)
     stride_hw = spatial(strides, fmt, stride_name) if strides is not None else (None, None)
@@ -111,11 +112,15 @@ def _inferred(args, fmt, in_hw, k_hw, d_hw, stride_hw, padding, out_index):
     out_hw = (shape[1], shape[2]) if fmt == "NHWC" else (shape[2], shape[3])
     axes = [_axis_solutions(in_hw[i], k_hw[i], d_hw[i], out_hw[i], stride_hw[i], padding) for i in range(2)]
     if any(len(found) != 1 for found in axes):
-        raise ReplayError("strides/padding are not in the graph and the shapes fit "
-                          f"{'no' if any(not f for f in axes) else 'more than one'} combination")
+        raise ReplayError(
+            "strides/padding are not in the graph and the shapes fit "
+            f"{'no' if any(not f for f in axes) else 'more than one'} combination"
+        )
     (sh, top, bottom), (sw, left, right) = (next(iter(found)) for found in axes)
-    args.note(f"strides/padding not in the graph: inferred from the shapes (strides {sh}x{sw}, "
-              f"pads {[top, bottom, left, right]})")
+    args.note(
+        f"strides/padding not in the graph: inferred from the shapes (strides {sh}x{sw}, "
+        f"pads {[top, bottom, left, right]})"
+    )
     return (sh, sw), (top, bottom, left, right)
 
 
@@ -147,11 +152,11 @@ def conv_nhwc(x: np.ndarray, w: np.ndarray, strides, dilations, pads: Pads, grou
     out = np.zeros((n, oh, ow, cout))
     og = cout // groups
     for g in range(groups):
-        xg, wg = xp[..., g * cg:(g + 1) * cg], w[..., g * og:(g + 1) * og]
+        xg, wg = xp[..., g * cg : (g + 1) * cg], w[..., g * og : (g + 1) * og]
         for i in range(kh):
             for j in range(kw):
-                tap = xg[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
-                out[..., g * og:(g + 1) * og] += tap @ wg[i, j]
+                tap = xg[:, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw, :]
+                out[..., g * og : (g + 1) * og] += tap @ wg[i, j]
     return out
 
 
@@ -215,4 +220,3 @@ def max_pool(args: ReplayArgs) -> np.ndarray:
 def avg_pool(args: ReplayArgs) -> np.ndarray:
     """AvgPool, dividing by the number of non-padding elements of each window (TensorFlow's)."""
     return _pool(args, "avg")
-

@@ -27,13 +27,18 @@ UNARY = {
 }
 
 BINARY = {
-    "Add": np.add, "AddV2": np.add, "Sub": np.subtract, "Mul": np.multiply, "RealDiv": np.divide,
+    "Add": np.add,
+    "AddV2": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "RealDiv": np.divide,
 }
 
 
 def _unary(op_type: str):
     def replay(args: ReplayArgs) -> np.ndarray:
         return UNARY[op_type](args.x(0))
+
     replay.__doc__ = f"{op_type}, elementwise."
     return replay
 
@@ -45,6 +50,7 @@ def _binary(op_type: str):
             return BINARY[op_type](x, y)
         except ValueError:
             raise ReplayError(f"shapes {list(x.shape)} and {list(y.shape)} do not broadcast") from None
+
     replay.__doc__ = f"{op_type} with numpy (= TensorFlow) broadcasting."
     return replay
 
@@ -62,7 +68,7 @@ def gelu_erf(x: np.ndarray) -> np.ndarray:
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """Gelu's tanh approximation, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def silu(x: np.ndarray) -> np.ndarray:

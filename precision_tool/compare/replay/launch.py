@@ -31,11 +31,18 @@ def replay_op(tensors: OpTensors, inputs: list, outputs: list) -> tuple[list[np.
     missing = [s.label for s, array in zip(tensors.inputs, inputs) if array is None]
     if missing:
         raise ReplayError(f"{', '.join(missing)} cannot be read")
-    args = ReplayArgs(tuple(inputs), tuple(s.host_format for s in tensors.inputs), tensors.op.attrs,
-                      tuple(tuple(a.shape) if a is not None else tuple(s.tensor.original_shape or s.tensor.shape)
-                            for s, a in zip(tensors.outputs, outputs)),
-                      tuple(s.tensor.dtype for s in tensors.outputs),
-                      tuple(s.host_format for s in tensors.outputs), original_types(tensors.ref))
+    args = ReplayArgs(
+        tuple(inputs),
+        tuple(s.host_format for s in tensors.inputs),
+        tensors.op.attrs,
+        tuple(
+            tuple(a.shape) if a is not None else tuple(s.tensor.original_shape or s.tensor.shape)
+            for s, a in zip(tensors.outputs, outputs)
+        ),
+        tuple(s.tensor.dtype for s in tensors.outputs),
+        tuple(s.host_format for s in tensors.outputs),
+        original_types(tensors.ref),
+    )
     replayed, label = run_replay(tensors.op.type, args.original_types, args)
     return replayed, label, list(args.notes)
 

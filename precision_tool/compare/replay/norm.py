@@ -66,7 +66,7 @@ def rms_norm(args: ReplayArgs) -> list[np.ndarray]:
     """y = x * rstd * gamma and rstd = 1 / sqrt(mean(x^2) + epsilon), the mean over the last
     ``gamma.ndim`` axes of x."""
     x, gamma = args.x(0), args.x(1)
-    if gamma.ndim > x.ndim or x.shape[x.ndim - gamma.ndim:] != gamma.shape:
+    if gamma.ndim > x.ndim or x.shape[x.ndim - gamma.ndim :] != gamma.shape:
         raise ReplayError(f"gamma of shape {list(gamma.shape)} does not fit x of shape {list(x.shape)}")
     axes = tuple(range(x.ndim - gamma.ndim, x.ndim))
     rstd = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + _epsilon(args, RMS_EPSILON))
@@ -102,14 +102,18 @@ def _inferred_axes(in_shape, out_shape, keep: bool | None) -> tuple[tuple[int, .
     fits = set()
     for count in range(rank + 1):
         for axes in itertools.combinations(range(rank), count):
-            for keep_dims in ([keep] if keep is not None else [False, True]):
-                shape = tuple(1 if a in axes else n for a, n in enumerate(in_shape)) if keep_dims else \
-                    tuple(n for a, n in enumerate(in_shape) if a not in axes)
+            for keep_dims in [keep] if keep is not None else [False, True]:
+                shape = (
+                    tuple(1 if a in axes else n for a, n in enumerate(in_shape))
+                    if keep_dims
+                    else tuple(n for a, n in enumerate(in_shape) if a not in axes)
+                )
                 if shape == tuple(out_shape):
                     fits.add((tuple(a for a in axes if in_shape[a] != 1), keep_dims))
     if len(fits) != 1:
-        raise ReplayError("the reduction axes are not in the graph and the shapes fit "
-                          f"{'none' if not fits else 'several'}")
+        raise ReplayError(
+            f"the reduction axes are not in the graph and the shapes fit {'none' if not fits else 'several'}"
+        )
     return next(iter(fits))
 
 

@@ -16,8 +16,9 @@ the NPU op's own type, which stands for the whole pattern.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,17 +84,29 @@ class ReplayArgs:
 ReplayFn = Callable[[ReplayArgs], "np.ndarray | Sequence[np.ndarray]"]
 REGISTRY: dict[str, ReplayFn] = {}
 # Epilogues a fused chain may end with: type -> NPU inputs it consumes besides the running value.
-EPILOGUES = {"BiasAdd": 1, "Add": 1, "AddV2": 1, "Sub": 1, "Mul": 1, "RealDiv": 1,
-             "Relu": 0, "Relu6": 0, "Sigmoid": 0, "Tanh": 0}
+EPILOGUES = {
+    "BiasAdd": 1,
+    "Add": 1,
+    "AddV2": 1,
+    "Sub": 1,
+    "Mul": 1,
+    "RealDiv": 1,
+    "Relu": 0,
+    "Relu6": 0,
+    "Sigmoid": 0,
+    "Tanh": 0,
+}
 HEAD_INPUTS = 2  # Conv2D, MatMul: the input and the weight
 
 
 def replay_of(*op_types: str) -> Callable[[ReplayFn], ReplayFn]:
     """Register the decorated function as the replay of ``op_types``."""
+
     def register(fn: ReplayFn) -> ReplayFn:
         for op_type in op_types:
             REGISTRY[op_type] = fn
         return fn
+
     return register
 
 
@@ -128,8 +141,8 @@ def _run_chain(steps: list[tuple[str, int]], args: ReplayArgs) -> list[np.ndarra
         if value is None:
             inputs, formats = args.inputs[:count], args.formats[:count]
         else:
-            inputs = (value, *args.inputs[used:used + count])
-            formats = (out_format, *args.formats[used:used + count])
+            inputs = (value, *args.inputs[used : used + count])
+            formats = (out_format, *args.formats[used : used + count])
         step = replace(args, inputs=tuple(inputs), formats=tuple(formats), notes=args.notes)
         value = _outputs(REGISTRY[op_type](step))[0]
         used += count
@@ -170,4 +183,3 @@ def normalise_axes(axes, rank: int) -> tuple[int, ...]:
         if not -rank <= a < max(rank, 1):
             raise ReplayError(f"axis {a} is out of range for rank {rank}")
     return tuple(sorted({a % rank if rank else 0 for a in items}))
-

@@ -22,24 +22,35 @@ a note says so. Each API names the TF op type whose noise model fits it (:mod:`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from ...formats.msprobe_keys import FORWARD, CallKey
+from ..noise import roundoff_or_none
 from . import conv, norm
 from .elementwise import BINARY, UNARY, gelu_erf, gelu_tanh, silu
 from .linalg import product
-from ..noise import roundoff_or_none
 from .registry import MAX_REPLAY_ELEMENTS, ReplayArgs, ReplayError
 
 TORCH_PREFIXES = frozenset({"Functional", "Torch", "Tensor", "NPU"})
 MINDSPORE_PREFIXES = frozenset({"Functional", "Mint", "MintFunctional", "Tensor"})
 # keyword spellings of the other framework (or of another API) -> the parameter names used here
-ALIASES = {"self": "input", "x": "input", "input_x": "input", "logits": "input", "axis": "dim",
-           "gamma": "weight", "epsilon": "eps", "tensor2": "other", "mat2": "other", "y": "other"}
+ALIASES = {
+    "self": "input",
+    "x": "input",
+    "input_x": "input",
+    "logits": "input",
+    "axis": "dim",
+    "gamma": "weight",
+    "epsilon": "eps",
+    "tensor2": "other",
+    "mat2": "other",
+    "y": "other",
+}
 
 
 @dataclass
@@ -109,6 +120,7 @@ def bind(api: Api, args: list, kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- the replays ------------------------------------------------------------------------------
+
 
 def _plus_bias(y: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     return y if bias is None else y + bias
@@ -181,9 +193,16 @@ def _conv(b: Bound, dims: int) -> np.ndarray:
     if x.ndim != 4 or w.ndim != 4:
         raise ReplayError(f"conv{dims}d of shapes {list(b.tensor('input').shape)} and {list(b.tensor('weight').shape)}")
     strides = (1, *_ints(b.get("stride", 1), 1, "stride")) if dims == 1 else _ints(b.get("stride", 1), 2, "stride")
-    dilations = (1, *_ints(b.get("dilation", 1), 1, "dilation")) if dims == 1 else _ints(b.get("dilation", 1), 2, "dilation")
-    attrs = {"data_format": "NCHW", "strides": [1, 1, *strides], "dilations": [1, 1, *dilations],
-             "pads": list(_conv_pads(b, x, w, strides, dilations, dims)), "groups": int(b.get("groups", 1))}
+    dilations = (
+        (1, *_ints(b.get("dilation", 1), 1, "dilation")) if dims == 1 else _ints(b.get("dilation", 1), 2, "dilation")
+    )
+    attrs = {
+        "data_format": "NCHW",
+        "strides": [1, 1, *strides],
+        "dilations": [1, 1, *dilations],
+        "pads": list(_conv_pads(b, x, w, strides, dilations, dims)),
+        "groups": int(b.get("groups", 1)),
+    }
     bias = b.optional("bias")
     inputs = (x, w) if bias is None else (x, w, bias)
     y = conv.conv2d(ReplayArgs(inputs, ("NCHW", "NCHW"), attrs))
@@ -310,14 +329,19 @@ _TABLE = [  # names, noise type, parameters, replay
     ("add __add__ __radd__", "Add", _BINARY, lambda b: b.operand("input") + _alpha(b) * b.operand("other")),
     ("sub subtract __sub__", "Sub", _BINARY, lambda b: b.operand("input") - _alpha(b) * b.operand("other")),
     ("rsub __rsub__", "Sub", _BINARY, lambda b: b.operand("other") - _alpha(b) * b.operand("input")),
-    ("mul multiply __mul__ __rmul__", "Mul", "input other",
-     lambda b: BINARY["Mul"](b.operand("input"), b.operand("other"))),
+    (
+        "mul multiply __mul__ __rmul__",
+        "Mul",
+        "input other",
+        lambda b: BINARY["Mul"](b.operand("input"), b.operand("other")),
+    ),
     ("div divide true_divide __truediv__ __div__", "RealDiv", "input other rounding_mode", _div),
     ("__rtruediv__ __rdiv__", "RealDiv", "input other", lambda b: _div(b, reverse=True)),
 ]
 # torch's APIs by name, and MindSpore's where they are called and behave alike
-COMMON: dict[str, Api] = {name: _api(name, op_type, params, compute)
-                          for names, op_type, params, compute in _TABLE for name in names.split()}
+COMMON: dict[str, Api] = {
+    name: _api(name, op_type, params, compute) for names, op_type, params, compute in _TABLE for name in names.split()
+}
 
 # mindspore.ops (msprobe's MindSpore Functional.) where its signature is not torch's
 MS_OPS: dict[str, Api] = {
@@ -328,7 +352,9 @@ MS_OPS: dict[str, Api] = {
 # MindSpore primitives by class; their init attributes are not dumped, so only those without
 PRIMITIVES: dict[str, Api] = {
     "RmsNorm": _api("RmsNorm", "RmsNorm", "input weight", _primitive_rms),
-    "Add": COMMON["add"], "Sub": COMMON["sub"], "Mul": COMMON["mul"],
+    "Add": COMMON["add"],
+    "Sub": COMMON["sub"],
+    "Mul": COMMON["mul"],
     "RealDiv": _api("RealDiv", "RealDiv", "input other", _div),
     "ReLU": COMMON["relu"],
 }
@@ -366,8 +392,9 @@ def _as_run(value: Any, dtype: np.dtype | None, rounded: list[bool]) -> Any:
     return value
 
 
-def replay_call(api: Api, args: list, kwargs: Mapping[str, Any], framework: str | None,
-                dtype: np.dtype | None) -> tuple[list[np.ndarray], list[str]]:
+def replay_call(
+    api: Api, args: list, kwargs: Mapping[str, Any], framework: str | None, dtype: np.dtype | None
+) -> tuple[list[np.ndarray], list[str]]:
     """``api`` replayed in float64 on ``args`` and ``kwargs`` (tensors as arrays), run in
     ``dtype`` (the call's first output's): (outputs, notes).
 

@@ -8,7 +8,8 @@ the message descriptors, so nothing is field-specific; the writer
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 
@@ -23,7 +24,7 @@ class AtcJsonError(ValueError):
         self.problem = problem
         self._segments: list[str] = []  # innermost first, filled while the error propagates
 
-    def add(self, segment: str) -> "AtcJsonError":
+    def add(self, segment: str) -> AtcJsonError:
         self._segments.append(segment)
         return self
 
@@ -33,8 +34,9 @@ class AtcJsonError(ValueError):
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number")
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
 
 
 def _expect(ok: bool, what: str, value: Any) -> None:
@@ -84,13 +86,17 @@ def _enum_converter(enum) -> Callable[[Any], int]:
                 raise AtcJsonError(f"unknown {enum.name} value {value!r}")
             return enum.values_by_name[value].number
         return _to_int(value)
+
     return convert
 
 
 _SCALAR_CONVERTERS = {
-    FieldDescriptor.CPPTYPE_INT32: _to_int, FieldDescriptor.CPPTYPE_INT64: _to_int,
-    FieldDescriptor.CPPTYPE_UINT32: _to_int, FieldDescriptor.CPPTYPE_UINT64: _to_int,
-    FieldDescriptor.CPPTYPE_FLOAT: _to_float, FieldDescriptor.CPPTYPE_DOUBLE: _to_float,
+    FieldDescriptor.CPPTYPE_INT32: _to_int,
+    FieldDescriptor.CPPTYPE_INT64: _to_int,
+    FieldDescriptor.CPPTYPE_UINT32: _to_int,
+    FieldDescriptor.CPPTYPE_UINT64: _to_int,
+    FieldDescriptor.CPPTYPE_FLOAT: _to_float,
+    FieldDescriptor.CPPTYPE_DOUBLE: _to_float,
     FieldDescriptor.CPPTYPE_BOOL: _to_bool,
 }
 
@@ -117,13 +123,14 @@ def _fill_map(container, entries: Any) -> None:
         try:
             _expect(isinstance(entry, dict), "a key/value object", entry)
             key = entry.get("key")
-            _expect(isinstance(key, str), "a string \"key\"", key)
+            _expect(isinstance(key, str), 'a string "key"', key)
             segment = f"[{key!r}]"
             value = container[key]  # creates the entry: `"value": null` is an empty AttrDef
             if entry.get("value") is not None:
                 _fill(value, entry["value"])
         except AtcJsonError as err:
-            raise err.add(segment)
+            err.add(segment)
+            raise
 
 
 def _step(field) -> Callable[[Any, Any], None]:
@@ -132,6 +139,7 @@ def _step(field) -> Callable[[Any, Any], None]:
     if is_map_field(field):
         return lambda message, value: _fill_map(getattr(message, name), value)
     if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE and field.is_repeated:
+
         def add_all(message, values):
             _expect(isinstance(values, list), "a list", values)
             container = getattr(message, name)
@@ -141,19 +149,25 @@ def _step(field) -> Callable[[Any, Any], None]:
                 try:
                     _fill(container.add(), item)
                 except AtcJsonError as err:
-                    raise err.add(f"[{index}]")
+                    err.add(f"[{index}]")
+                    raise
+
         return add_all
     if field.cpp_type == FieldDescriptor.CPPTYPE_MESSAGE:
+
         def set_message(message, value):
             sub = getattr(message, name)
             sub.SetInParent()  # `"list": {}` still selects the oneof member
             _fill(sub, value)
+
         return set_message
     convert = _converter(field)
     if field.is_repeated:
+
         def extend(message, values):
             _expect(isinstance(values, list), "a list", values)
             getattr(message, name).extend([convert(v) for v in values if v is not None])
+
         return extend
     return lambda message, value: setattr(message, name, convert(value))
 
@@ -178,7 +192,8 @@ def _fill(message, obj: Any) -> None:
         try:
             step(message, value)
         except AtcJsonError as err:
-            raise err.add(f".{key}")
+            err.add(f".{key}")
+            raise
         except (ValueError, TypeError) as err:  # protobuf's own range checks
             raise AtcJsonError(str(err)).add(f".{key}") from None
 

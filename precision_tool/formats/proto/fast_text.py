@@ -65,8 +65,7 @@ def _copy(value: Any, how: int) -> Any:
 
 def _closes_fit(stack: list[list], closes: tuple) -> bool:
     """Whether the open messages end with those ``closes`` closes (innermost first)."""
-    return len(closes) < len(stack) and all(
-        stack[-1 - i][2] == end for i, end in enumerate(closes))
+    return len(closes) < len(stack) and all(stack[-1 - i][2] == end for i, end in enumerate(closes))
 
 
 def _replay(stack: list[list], op: tuple) -> bool:
@@ -230,7 +229,7 @@ def _other_version(block: tuple, lines: list[str], after: int) -> tuple | None:
     """The version of a learnt block, other than the first learnt, that the lines from
     ``after`` on repeat; None when none does."""
     for version in block[2]:
-        if lines[after:after + len(version[0])] == version[0]:
+        if lines[after : after + len(version[0])] == version[0]:
             return version
     return None
 
@@ -258,7 +257,7 @@ def parse(text: str, root: MessageType) -> Any:
                 after = i + offset
                 blocks = frame[0].blocks.get(line)
                 block = None if blocks is None or after >= len(lines) else blocks.get(lines[after])
-                if block is not None and lines[after:after + len(block[0])] != block[0]:
+                if block is not None and lines[after : after + len(block[0])] != block[0]:
                     block = _other_version(block, lines, after)
                 if block is None:
                     if len(stack) > MAX_DEPTH:

@@ -17,16 +17,23 @@ from .dumpdata import DATA_TYPE_NAMES
 from .schema import Enum, Field, Message, ProtoFile, build_classes
 
 LIST_VALUE_TYPES = (
-    "VT_LIST_NONE", "VT_LIST_STRING", "VT_LIST_INT", "VT_LIST_FLOAT", "VT_LIST_BOOL",
-    "VT_LIST_BYTES", "VT_LIST_TENSOR_DESC", "VT_LIST_TENSOR", "VT_LIST_GRAPH",
-    "VT_LIST_NAMED_ATTRS", "VT_LIST_DATA_TYPE",
+    "VT_LIST_NONE",
+    "VT_LIST_STRING",
+    "VT_LIST_INT",
+    "VT_LIST_FLOAT",
+    "VT_LIST_BOOL",
+    "VT_LIST_BYTES",
+    "VT_LIST_TENSOR_DESC",
+    "VT_LIST_TENSOR",
+    "VT_LIST_GRAPH",
+    "VT_LIST_NAMED_ATTRS",
+    "VT_LIST_DATA_TYPE",
 )
 """``AttrDef.ListValue.ListValueType`` names by value."""
 
 # GE's DataType numbering equals the dump header's (0 UNDEFINED, 1 FLOAT, 2 FLOAT16, ...); the
 # newest values (36+) are included so that graphs from recent CANN releases still parse.
-_data_type = Enum("DataType",
-                  tuple((f"DT_{name}", value) for value, name in enumerate(DATA_TYPE_NAMES)))
+_data_type = Enum("DataType", tuple((f"DT_{name}", value) for value, name in enumerate(DATA_TYPE_NAMES)))
 
 _list_value = Message(
     "ListValue",
@@ -74,79 +81,96 @@ _attr_def = Message(
     ),
     nested=(_list_value, _list_list_int, _list_list_float),
 )
-_named_attrs = Message("NamedAttrs", (
-    Field("name", 1, "string"),
-    Field("attr", 2, "map<string, AttrDef>"),
-))
+_named_attrs = Message(
+    "NamedAttrs",
+    (
+        Field("name", 1, "string"),
+        Field("attr", 2, "map<string, AttrDef>"),
+    ),
+)
 _shape_def = Message("ShapeDef", (Field("dim", 1, "int64", repeated=True),))
-_tensor_descriptor = Message("TensorDescriptor", (
-    Field("name", 1, "string"),
-    Field("dtype", 2, "DataType"),
-    Field("shape", 3, "ShapeDef"),
-    Field("layout", 4, "string"),
-    Field("attr", 5, "map<string, AttrDef>"),
-    Field("has_out_attr", 9, "bool"),
-    Field("size", 10, "int64"),
-    Field("weight_size", 11, "int64"),
-    Field("reuse_input", 12, "bool"),
-    Field("output_tensor", 13, "bool"),
-    Field("device_type", 14, "string"),
-    Field("input_tensor", 15, "bool"),
-    Field("real_dim_cnt", 16, "int64"),
-    Field("reuse_input_index", 17, "int64"),
-    Field("data_offset", 18, "int64"),
-    Field("cmps_size", 19, "int64"),
-    # bytes rather than string: a compression table need not be valid UTF-8.
-    Field("cmps_tab", 20, "bytes"),
-    Field("cmps_tab_offset", 21, "int64"),
-))
-_tensor_def = Message("TensorDef", (
-    Field("desc", 1, "TensorDescriptor"),
-    Field("data", 2, "bytes"),
-))
-_op_def = Message("OpDef", (
-    Field("name", 1, "string"),
-    Field("type", 2, "string"),
-    Field("input", 5, "string", repeated=True),
-    Field("attr", 10, "map<string, AttrDef>"),
-    Field("has_out_attr", 20, "bool"),
-    Field("id", 21, "int64"),
-    Field("stream_id", 22, "int64"),
-    Field("input_name", 23, "string", repeated=True),
-    Field("src_name", 24, "string", repeated=True),
-    Field("src_index", 25, "int64", repeated=True),
-    Field("dst_name", 26, "string", repeated=True),
-    Field("dst_index", 27, "int64", repeated=True),
-    Field("input_i", 28, "int64", repeated=True),
-    Field("output_i", 29, "int64", repeated=True),
-    Field("workspace", 30, "int64", repeated=True),
-    Field("workspace_bytes", 31, "int64", repeated=True),
-    Field("is_input_const", 32, "bool", repeated=True),
-    Field("input_desc", 33, "TensorDescriptor", repeated=True),
-    Field("output_desc", 34, "TensorDescriptor", repeated=True),
-    Field("subgraph_name", 35, "string", repeated=True),
-))
-_graph_def = Message("GraphDef", (
-    Field("name", 1, "string"),
-    Field("input", 4, "string", repeated=True),
-    Field("output", 5, "string", repeated=True),
-    Field("op", 6, "OpDef", repeated=True),
-    Field("attr", 11, "map<string, AttrDef>"),
-))
-_model_def = Message("ModelDef", (
-    Field("name", 1, "string"),
-    Field("version", 2, "uint32"),
-    Field("custom_version", 3, "string"),
-    Field("graph", 7, "GraphDef", repeated=True),
-    Field("attr", 11, "map<string, AttrDef>"),
-))
+_tensor_descriptor = Message(
+    "TensorDescriptor",
+    (
+        Field("name", 1, "string"),
+        Field("dtype", 2, "DataType"),
+        Field("shape", 3, "ShapeDef"),
+        Field("layout", 4, "string"),
+        Field("attr", 5, "map<string, AttrDef>"),
+        Field("has_out_attr", 9, "bool"),
+        Field("size", 10, "int64"),
+        Field("weight_size", 11, "int64"),
+        Field("reuse_input", 12, "bool"),
+        Field("output_tensor", 13, "bool"),
+        Field("device_type", 14, "string"),
+        Field("input_tensor", 15, "bool"),
+        Field("real_dim_cnt", 16, "int64"),
+        Field("reuse_input_index", 17, "int64"),
+        Field("data_offset", 18, "int64"),
+        Field("cmps_size", 19, "int64"),
+        # bytes rather than string: a compression table need not be valid UTF-8.
+        Field("cmps_tab", 20, "bytes"),
+        Field("cmps_tab_offset", 21, "int64"),
+    ),
+)
+_tensor_def = Message(
+    "TensorDef",
+    (
+        Field("desc", 1, "TensorDescriptor"),
+        Field("data", 2, "bytes"),
+    ),
+)
+_op_def = Message(
+    "OpDef",
+    (
+        Field("name", 1, "string"),
+        Field("type", 2, "string"),
+        Field("input", 5, "string", repeated=True),
+        Field("attr", 10, "map<string, AttrDef>"),
+        Field("has_out_attr", 20, "bool"),
+        Field("id", 21, "int64"),
+        Field("stream_id", 22, "int64"),
+        Field("input_name", 23, "string", repeated=True),
+        Field("src_name", 24, "string", repeated=True),
+        Field("src_index", 25, "int64", repeated=True),
+        Field("dst_name", 26, "string", repeated=True),
+        Field("dst_index", 27, "int64", repeated=True),
+        Field("input_i", 28, "int64", repeated=True),
+        Field("output_i", 29, "int64", repeated=True),
+        Field("workspace", 30, "int64", repeated=True),
+        Field("workspace_bytes", 31, "int64", repeated=True),
+        Field("is_input_const", 32, "bool", repeated=True),
+        Field("input_desc", 33, "TensorDescriptor", repeated=True),
+        Field("output_desc", 34, "TensorDescriptor", repeated=True),
+        Field("subgraph_name", 35, "string", repeated=True),
+    ),
+)
+_graph_def = Message(
+    "GraphDef",
+    (
+        Field("name", 1, "string"),
+        Field("input", 4, "string", repeated=True),
+        Field("output", 5, "string", repeated=True),
+        Field("op", 6, "OpDef", repeated=True),
+        Field("attr", 11, "map<string, AttrDef>"),
+    ),
+)
+_model_def = Message(
+    "ModelDef",
+    (
+        Field("name", 1, "string"),
+        Field("version", 2, "uint32"),
+        Field("custom_version", 3, "string"),
+        Field("graph", 7, "GraphDef", repeated=True),
+        Field("attr", 11, "map<string, AttrDef>"),
+    ),
+)
 
 GE_IR_PROTO = ProtoFile(
     name="precision_tool/ge_ir.proto",
     package="ge.proto",
     enums=(_data_type,),
-    messages=(_model_def, _graph_def, _op_def, _tensor_descriptor, _shape_def, _attr_def,
-              _named_attrs, _tensor_def),
+    messages=(_model_def, _graph_def, _op_def, _tensor_descriptor, _shape_def, _attr_def, _named_attrs, _tensor_def),
 )
 
 _classes = build_classes(GE_IR_PROTO)

@@ -49,7 +49,7 @@ class Enum:
 class Message:
     name: str
     fields: tuple[Field, ...]
-    nested: tuple["Message", ...] = ()
+    nested: tuple[Message, ...] = ()
     enums: tuple[Enum, ...] = ()
 
 
@@ -95,8 +95,13 @@ def _add_message(container, message: Message, package: str, enums: set[str]) -> 
             entry.options.map_entry = True
             for number, (name, declared) in enumerate((("key", key), ("value", value)), 1):
                 kind, full = _resolve(declared, f".{package}", enums)
-                entry.field.add(name=name, number=number, type=kind, label=_FDP.LABEL_OPTIONAL,
-                                **({"type_name": full} if full else {}))
+                entry.field.add(
+                    name=name,
+                    number=number,
+                    type=kind,
+                    label=_FDP.LABEL_OPTIONAL,
+                    **({"type_name": full} if full else {}),
+                )
             fproto.label = _FDP.LABEL_REPEATED
             fproto.type = _FDP.TYPE_MESSAGE
             fproto.type_name = f".{package}.{message.name}.{entry.name}"

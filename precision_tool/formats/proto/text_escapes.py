@@ -40,9 +40,22 @@ _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|N\{([^}]*)\}|(.)|\Z)
 # an escape that protobuf's releases read differently (the look-behind as above): later ones
 # decode ``\u``/``\U`` before any other escape, so one there decides even after an invalid one
 _VERSIONED = re.compile(rb"(?<!\\)(?:\\\\)*\\(?:[uU]|[\xc4-\xff])")
-_SIMPLE = {ord(k): v for k, v in {"\\": b"\\", "'": b"'", '"': b'"', "a": b"\a", "b": b"\b",
-                                   "f": b"\f", "n": b"\n", "r": b"\r", "t": b"\t", "v": b"\v",
-                                   "\n": b""}.items()}
+_SIMPLE = {
+    ord(k): v
+    for k, v in {
+        "\\": b"\\",
+        "'": b"'",
+        '"': b'"',
+        "a": b"\a",
+        "b": b"\b",
+        "f": b"\f",
+        "n": b"\n",
+        "r": b"\r",
+        "t": b"\t",
+        "v": b"\v",
+        "\n": b"",
+    }.items()
+}
 _INVALID_AFTER_BACKSLASH = frozenset(b"xN")  # not followed by what they need
 _VERSIONED_AFTER_BACKSLASH = frozenset(b"uU")  # escapes protobuf's releases read differently
 _FIRST_ABOVE_LATIN_1 = "\u0100".encode("utf-8")[0]  # 0xC4: UTF-8 lead bytes from here on

@@ -210,9 +210,10 @@ class Machine:
     def add(self, field: FieldInfo, value: Any, literal: int | None = None) -> None:
         add(self.stack[-1][1], field, value)
         if field.add != SKIP:
-            self._note(replayable(field, value),
-                       (LIT, field, literal) if literal is not None
-                       else (CONST, field, value) if _frozen(value) else None)
+            self._note(
+                replayable(field, value),
+                (LIT, field, literal) if literal is not None else (CONST, field, value) if _frozen(value) else None,
+            )
 
     def open(self, field: FieldInfo, end: str) -> None:
         if len(self.stack) > MAX_DEPTH:
@@ -285,8 +286,7 @@ class Machine:
         if not field.is_string:
             self.add(field, field.parse(token))
             return
-        literal = (sum(1 for t in self.tokens[:self.pos - 1] if t[0] == '"')
-                   if self.template is not None else None)
+        literal = sum(1 for t in self.tokens[: self.pos - 1] if t[0] == '"') if self.template is not None else None
         bodies = [string_body(token)]
         while (following := self.peek()) is not None and following[0] in "\"'":
             self.pos += 1

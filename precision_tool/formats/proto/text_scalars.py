@@ -27,7 +27,8 @@ class Unsupported(Exception):
 
 _TOKEN = re.compile(
     r"""(?:\s|#[^\n]*)*([a-zA-Z_][0-9a-zA-Z_+-]*|(?:[0-9+-]|\.[0-9])[0-9a-zA-Z_.+-]*"""
-    r"""|"[^"\n\\]*(?:\\.[^"\n\\]*)*"|'[^'\n\\]*(?:\\.[^'\n\\]*)*'|\S)?""")
+    r"""|"[^"\n\\]*(?:\\.[^"\n\\]*)*"|'[^'\n\\]*(?:\\.[^'\n\\]*)*'|\S)?"""
+)
 
 
 def tokens(line: str) -> list[str]:
@@ -37,20 +38,26 @@ def tokens(line: str) -> list[str]:
     ended: else a failed match would be tried again inside a trailing comment.)"""
     return [token for token in _TOKEN.findall(line) if token]
 
+
 SIMPLE = re.compile(
     r"""\s*([a-zA-Z_][0-9a-zA-Z_+-]*)\s*:\s*(?:"([^"\n\\]*)"|([a-zA-Z_][0-9a-zA-Z_+-]*"""
-    r"""|(?:[0-9+-]|\.[0-9])[0-9a-zA-Z_.+-]*))\s*""")
+    r"""|(?:[0-9+-]|\.[0-9])[0-9a-zA-Z_.+-]*))\s*"""
+)
 """A line of one scalar field whose value is an escape-free ``"string"`` or one token."""
 
-_BOOLS = {"true": True, "t": True, "1": True, "True": True,
-          "false": False, "f": False, "0": False, "False": False}
+_BOOLS = {"true": True, "t": True, "1": True, "True": True, "false": False, "f": False, "0": False, "False": False}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _INT_KINDS = {  # field type -> (signed, 64-bit)
-    FieldDescriptor.TYPE_INT32: (True, False), FieldDescriptor.TYPE_SINT32: (True, False),
-    FieldDescriptor.TYPE_SFIXED32: (True, False), FieldDescriptor.TYPE_INT64: (True, True),
-    FieldDescriptor.TYPE_SINT64: (True, True), FieldDescriptor.TYPE_SFIXED64: (True, True),
-    FieldDescriptor.TYPE_UINT32: (False, False), FieldDescriptor.TYPE_FIXED32: (False, False),
-    FieldDescriptor.TYPE_UINT64: (False, True), FieldDescriptor.TYPE_FIXED64: (False, True),
+    FieldDescriptor.TYPE_INT32: (True, False),
+    FieldDescriptor.TYPE_SINT32: (True, False),
+    FieldDescriptor.TYPE_SFIXED32: (True, False),
+    FieldDescriptor.TYPE_INT64: (True, True),
+    FieldDescriptor.TYPE_SINT64: (True, True),
+    FieldDescriptor.TYPE_SFIXED64: (True, True),
+    FieldDescriptor.TYPE_UINT32: (False, False),
+    FieldDescriptor.TYPE_FIXED32: (False, False),
+    FieldDescriptor.TYPE_UINT64: (False, True),
+    FieldDescriptor.TYPE_FIXED64: (False, True),
 }
 STRING_TYPES = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES)
 
@@ -82,6 +89,7 @@ def _int_parser(signed: bool, long: bool) -> Callable[[str], int]:
             return text_format.ParseInteger(token, is_signed=signed, is_long=long)
         except ValueError:
             raise Unsupported from None
+
     return parse
 
 
@@ -99,6 +107,7 @@ def _float_parser(single: bool) -> Callable[[str], float]:
             with np.errstate(over="ignore"):
                 return float(np.float32(value))
         return float(np.float32(value))
+
     return parse
 
 
@@ -120,6 +129,7 @@ def _enum_parser(field: FieldDescriptor) -> Callable[[str], int]:
         if is_open and _is_decimal(token) and -(1 << 31) <= int(token) < 1 << 31:
             return int(token)
         raise Unsupported  # hex, a closed enum's number, no such name: protobuf decides
+
     return parse
 
 
@@ -178,8 +188,11 @@ def skippable_value(token: str) -> bool:
         return len(token) > 1 and token[-1] == token[0]
     if token[0].isalpha() or token[0] == "_":
         return True
-    for parse in (lambda t: text_format.ParseInteger(t, True, True),
-                  lambda t: text_format.ParseInteger(t, False, True), text_format.ParseFloat):
+    for parse in (
+        lambda t: text_format.ParseInteger(t, True, True),
+        lambda t: text_format.ParseInteger(t, False, True),
+        text_format.ParseFloat,
+    ):
         try:
             parse(token)
             return True

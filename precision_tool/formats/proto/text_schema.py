@@ -34,9 +34,17 @@ class FieldInfo:
 
     __slots__ = ("name", "add", "oneof", "parse", "message", "is_string", "repeated")
 
-    def __init__(self, name: str, add: int, *, oneof: str | None = None,
-                 parse: Callable[[str], Any] | None = None, message: MessageType | None = None,
-                 is_string: bool = False, repeated: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        add: int,
+        *,
+        oneof: str | None = None,
+        parse: Callable[[str], Any] | None = None,
+        message: MessageType | None = None,
+        is_string: bool = False,
+        repeated: bool = False,
+    ) -> None:
         self.name, self.add, self.oneof, self.parse = name, add, oneof, parse
         self.message, self.is_string, self.repeated = message, is_string, repeated
 
@@ -95,7 +103,7 @@ def add(fields: dict, field: FieldInfo, value: Any) -> None:
 
 def _short_name(descriptor: Descriptor) -> str:
     package = descriptor.file.package
-    return descriptor.full_name[len(package) + 1:] if package else descriptor.full_name
+    return descriptor.full_name[len(package) + 1 :] if package else descriptor.full_name
 
 
 def _map_entry_finisher(entry: Descriptor, value_type: MessageType | None) -> Finisher:
@@ -107,12 +115,12 @@ def _map_entry_finisher(entry: Descriptor, value_type: MessageType | None) -> Fi
         if value is _ABSENT:  # an entry without its value holds the value's default
             value = value_type.finish({}) if value_type is not None else value_default
         return fields.get("key", key_default), value
+
     return finish
 
 
 class _Compiler:
-    def __init__(self, finishers: Mapping[str, Finisher],
-                 field_finishers: Mapping[tuple[str, str], Finisher]) -> None:
+    def __init__(self, finishers: Mapping[str, Finisher], field_finishers: Mapping[tuple[str, str], Finisher]) -> None:
         self.finishers, self.field_finishers = finishers, field_finishers
         self.types: dict[tuple[str, int], MessageType] = {}
 
@@ -137,18 +145,18 @@ class _Compiler:
             return FieldInfo(field.name, MAP, message=entry, repeated=True)
         oneof = field.containing_oneof
         kind = APPEND if field.is_repeated else ONEOF if oneof is not None else SINGLE
-        extra: dict[str, Any] = {"oneof": None if oneof is None else "@" + oneof.name,
-                                 "repeated": field.is_repeated}
+        extra: dict[str, Any] = {"oneof": None if oneof is None else "@" + oneof.name, "repeated": field.is_repeated}
         if target is not None:
             finish = self.field_finishers.get((owner, field.name))
             return FieldInfo(field.name, kind, message=self.message(target, finish), **extra)
-        return FieldInfo(field.name, kind, parse=scalar_parser(field),
-                         is_string=field.type in STRING_TYPES, **extra)
+        return FieldInfo(field.name, kind, parse=scalar_parser(field), is_string=field.type in STRING_TYPES, **extra)
 
 
-def compile_schema(root: Descriptor, finishers: Mapping[str, Finisher],
-                   field_finishers: Mapping[tuple[str, str], Finisher] | None = None
-                   ) -> MessageType:
+def compile_schema(
+    root: Descriptor,
+    finishers: Mapping[str, Finisher],
+    field_finishers: Mapping[tuple[str, str], Finisher] | None = None,
+) -> MessageType:
     """The :class:`MessageType` of ``root`` and, through its fields, of every message under it.
 
     ``finishers`` maps a message name without its package (``"AttrDef.ListValue"``) to the

@@ -13,7 +13,6 @@ torch's own weights-only loader refuses them too (they are never loaded otherwis
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import zipfile
@@ -33,8 +32,8 @@ def tensors():
     yield "int8", torch.tensor([-128, 0, 127], dtype=torch.int8)
     yield "uint8", torch.tensor([0, 200, 255], dtype=torch.uint8)
     yield "int16", torch.tensor([-32768, 7, 32767], dtype=torch.int16)
-    yield "int32", torch.tensor([-2**31, 0, 2**31 - 1], dtype=torch.int32)
-    yield "int64", torch.tensor([-2**63, 5, 2**63 - 1], dtype=torch.int64)
+    yield "int32", torch.tensor([-(2**31), 0, 2**31 - 1], dtype=torch.int32)
+    yield "int64", torch.tensor([-(2**63), 5, 2**63 - 1], dtype=torch.int64)
     yield "bool", torch.tensor([[True, False], [False, True]])
     yield "complex64", torch.tensor([1 + 2j, -0.5j], dtype=torch.complex64)
     yield "uint16", torch.tensor([0, 1, 65535], dtype=torch.uint16)
@@ -58,8 +57,13 @@ def describe(tensor: torch.Tensor) -> dict:
     values = wide.tolist()
     if wide.is_complex():
         values = [[v.real, v.imag] for v in values]
-    return {"dtype": str(tensor.dtype), "shape": list(tensor.shape), "stride": list(tensor.stride()),
-            "storage_offset": tensor.storage_offset(), "values": values}
+    return {
+        "dtype": str(tensor.dtype),
+        "shape": list(tensor.shape),
+        "stride": list(tensor.stride()),
+        "storage_offset": tensor.storage_offset(),
+        "values": values,
+    }
 
 
 def rewrite(source: Path, target: Path, compression=zipfile.ZIP_STORED, rename=None, pickle=None):
@@ -72,24 +76,23 @@ def rewrite(source: Path, target: Path, compression=zipfile.ZIP_STORED, rename=N
             if pickle is not None and name.endswith("/data.pkl"):
                 data = pickle
             if rename:
-                name = rename + name[name.index("/"):]
+                name = rename + name[name.index("/") :]
             new.writestr(name, data)
 
 
 # hand-written data.pkl streams, never run by anything: protocol 2, one call each
 EVIL = {
     # os.system("echo hi")
-    "evil_os_system": (b"\x80\x02cos\nsystem\nq\x00X\x07\x00\x00\x00echo hiq\x01\x85q\x02Rq\x03.",
-                       "os.system"),
+    "evil_os_system": (b"\x80\x02cos\nsystem\nq\x00X\x07\x00\x00\x00echo hiq\x01\x85q\x02Rq\x03.", "os.system"),
     # builtins.eval("1+1")
-    "evil_builtins_eval": (b"\x80\x02cbuiltins\neval\nq\x00X\x03\x00\x00\x001+1q\x01\x85q\x02R.",
-                           "builtins.eval"),
+    "evil_builtins_eval": (b"\x80\x02cbuiltins\neval\nq\x00X\x03\x00\x00\x001+1q\x01\x85q\x02R.", "builtins.eval"),
     # torch.FloatStorage(3): a name torch.save uses, called instead of used as a storage type
-    "evil_reduce_storage": (b"\x80\x02ctorch\nFloatStorage\nq\x00K\x03\x85q\x01R.",
-                            "torch.FloatStorage"),
+    "evil_reduce_storage": (b"\x80\x02ctorch\nFloatStorage\nq\x00K\x03\x85q\x01R.", "torch.FloatStorage"),
     # numpy's array reconstructor, which torch emits for tensors of no storage
-    "evil_numpy_reconstruct": (b"\x80\x02cnumpy.core.multiarray\n_reconstruct\nq\x00)R.",
-                               "numpy.core.multiarray._reconstruct"),
+    "evil_numpy_reconstruct": (
+        b"\x80\x02cnumpy.core.multiarray\n_reconstruct\nq\x00)R.",
+        "numpy.core.multiarray._reconstruct",
+    ),
 }
 
 
@@ -100,13 +103,18 @@ def main() -> None:
         torch.save(tensor, path)
         loaded = torch.load(path, weights_only=True)
         assert loaded.dtype == tensor.dtype and loaded.shape == tensor.shape
-        assert loaded.detach().to(torch.float64 if not tensor.is_complex() else torch.complex128).equal(
-            tensor.detach().to(torch.float64 if not tensor.is_complex() else torch.complex128)) \
-            or stem == "float32"  # NaN is never equal
+        assert (
+            loaded.detach()
+            .to(torch.float64 if not tensor.is_complex() else torch.complex128)
+            .equal(tensor.detach().to(torch.float64 if not tensor.is_complex() else torch.complex128))
+            or stem == "float32"
+        )  # NaN is never equal
         expected["tensors"][path.name] = describe(tensor)
     float32 = HERE / "float32.pt"
-    for stem, options in (("deflated", {"compression": zipfile.ZIP_DEFLATED}),
-                          ("renamed_folder", {"rename": "dump_0"})):
+    for stem, options in (
+        ("deflated", {"compression": zipfile.ZIP_DEFLATED}),
+        ("renamed_folder", {"rename": "dump_0"}),
+    ):
         rewrite(float32, HERE / f"{stem}.pt", **options)
         assert torch.load(HERE / f"{stem}.pt", weights_only=True).shape == (2, 3)
         expected["tensors"][f"{stem}.pt"] = expected["tensors"]["float32.pt"]

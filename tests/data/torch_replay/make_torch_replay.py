@@ -39,8 +39,14 @@ def case(key, fn, *args, **kwargs):
         warnings.simplefilter("ignore")  # softmax's implicit dim warns
         out = fn(*args, **kwargs)
     outs = list(out) if isinstance(out, tuple) else [out]
-    CASES.append({"key": key, "args": enc(list(args)), "kwargs": {k: enc(v) for k, v in kwargs.items()},
-                  "outputs": [enc(o) for o in outs]})
+    CASES.append(
+        {
+            "key": key,
+            "args": enc(list(args)),
+            "kwargs": {k: enc(v) for k, v in kwargs.items()},
+            "outputs": [enc(o) for o in outs],
+        }
+    )
 
 
 case("Functional.linear.0.forward", F.linear, t(3, 5), t(4, 5), t(4))
