@@ -63,6 +63,11 @@ _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # scheduler's call rate; a smaller run is cut into about CLUSTER_CALLS_PER_WORKER calls per
 # worker thread, so every worker gets some.
 CLUSTER_BATCH_BYTES = 64 << 20
+# A pool call costs its pickled tasks and rows and a round trip (about a millisecond of the
+# parent's and the worker's CPU): consecutive small jobs go to a worker as one call of about
+# this many file bytes, so a network of 100 KB tensors is not bound by calls. Small enough that
+# the last calls still spread over the workers.
+POOL_BATCH_BYTES = 4 << 20
 CLUSTER_CALLS_PER_WORKER = 4
 
 
@@ -253,7 +258,7 @@ def compare_tasks(
     workers: int = 1,
     chunk: int = DEFAULT_CHUNK,
     progress: Progress | None = None,
-    scheduler=None,
+    scheduler: str | None = None,
     split_bytes: int = 0,
 ) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
@@ -325,9 +330,17 @@ def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> 
     return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
 
 
+def pool_batch_bytes(plan: Plan, workers: int) -> int:
+    """Bytes of a pool call: :data:`POOL_BATCH_BYTES`, or less so the run is at least four
+    calls a worker (small runs: each job its own call, as without batching); 0 inline."""
+    if workers <= 1:
+        return 0
+    return max(1, min(POOL_BATCH_BYTES, sum(plan.sizes.values()) // (4 * workers)))
+
+
 def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
     """The plan on this machine: inline, or on a pool of ``workers`` processes."""
-    units = _units(plan, workers, split_bytes)
+    units = _units(plan, workers, split_bytes, pool_batch_bytes(plan, workers))
     pooled = min(workers, sum(unit.calls for unit in units))
     if pooled <= 1:
         for job in plan.jobs:
@@ -369,6 +382,7 @@ __all__ = [
     "CLUSTER_BATCH_BYTES",
     "CLUSTER_CALLS_PER_WORKER",
     "DEFAULT_CHUNK",
+    "POOL_BATCH_BYTES",
     "JobResult",
     "JobUnit",
     "Plan",
@@ -382,5 +396,6 @@ __all__ = [
     "needs_worker",
     "nonfinite_note",
     "plan_jobs",
+    "pool_batch_bytes",
     "run_job",
 ]

@@ -49,6 +49,10 @@ from .metrics import dtype_problem
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
+# A dump file up to this size is read whole with one read per job (HeaderCache.data), not
+# mapped and opened again per tensor: at ~100 KB a tensor the opens and maps cost more than the
+# bytes. Bounded so a worker holds at most this much of a file at a time.
+SMALL_DUMP_BYTES = 16 << 20
 
 
 class Buffers:
@@ -182,6 +186,7 @@ class DeviceRows(Source):
 
     tensor: DumpTensor | None = None
     origin: str | None = None
+    raw: np.ndarray | None = None  # the flat device tensor in memory (a small file), or None: read
 
     @property
     def unit(self) -> int:
@@ -200,15 +205,20 @@ class DeviceRows(Source):
         row_shape = t.shape[1:]
         device_row = math.prod(row_shape)
         block = max(1, chunk // self.unit) * device_row
-        for raw in _read_flat(
-            t.path,
-            t.offset + first * device_row * t.dtype.itemsize,
-            t.dtype,
-            (last - first) * device_row,
-            block,
-            buffers,
-            role + ".device",
-        ):
+        if self.raw is not None:  # the same blocks, sliced from memory instead of read
+            stop = last * device_row
+            pieces = (self.raw[at : min(at + block, stop)] for at in range(first * device_row, stop, block))
+        else:
+            pieces = _read_flat(
+                t.path,
+                t.offset + first * device_row * t.dtype.itemsize,
+                t.dtype,
+                (last - first) * device_row,
+                block,
+                buffers,
+                role + ".device",
+            )
+        for raw in pieces:
             device = raw.reshape(-1, *row_shape)
             host_shape = (device.shape[0], *self.shape[1:])
             out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
@@ -336,10 +346,44 @@ def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
 
 
 class HeaderCache:
-    """Dump headers read once per job: consecutive tasks of one dump file share it."""
+    """Dump headers read once per job: consecutive tasks of one dump file share it; so do the
+    bytes of a small dump file (:meth:`data`)."""
 
     def __init__(self) -> None:
         self._dumps: dict[Path, DumpFile] = {}
+        self._data: tuple[Path | None, np.ndarray | None] = (None, None)
+        self._pt = None
+
+    def pt_reader(self):
+        """The job's :class:`~precision_tool.formats.torch_file.PtReader` (made on first use)."""
+        if self._pt is None:
+            from ..formats.torch_file import PtReader  # msprobe dumps only
+
+            self._pt = PtReader()
+        return self._pt
+
+    def data(self, t: DumpTensor) -> np.ndarray | None:
+        """The bytes of the dump file holding ``t`` (up to its last tensor's end), read with one
+        read for all the tensors of a job, when the file is at most :data:`SMALL_DUMP_BYTES`;
+        None for larger files (streamed from disk). Only the last file read is kept: a job's
+        tasks read one dump file. PrecisionToolError when the file is shorter than its header
+        says (truncated since the header was read)."""
+        path, data = self._data
+        if path == t.path:
+            return data
+        dump = self.dump(t.path)
+        end = max((x.offset + x.size for x in dump.tensors), default=0)
+        if end > SMALL_DUMP_BYTES:
+            return None
+        data = np.empty(end, np.uint8)
+        try:
+            with open_regular(t.path, "dump file", buffering=0) as handle:
+                _read_exact(handle, data, t.path)
+        except OSError as exc:
+            raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", t.path) from None
+        data.flags.writeable = False  # as the read-only map it replaces
+        self._data = (t.path, data)
+        return data
 
     def dump(self, path: Path) -> DumpFile:
         """The header of the dump at ``path``; PrecisionToolError when unreadable."""
@@ -377,6 +421,19 @@ def _format_note(t: DumpTensor) -> str:
     return f"{t.name}: unsupported format {t.format}, compared in its stored order."
 
 
+def _in_memory(t: DumpTensor, headers: HeaderCache) -> np.ndarray | None:
+    """The device tensor as a view of its small dump file's bytes (:meth:`HeaderCache.data`),
+    or None: the file is large, or the tensor is empty or has no shape (read as before)."""
+    if not t.shape or not t.size:
+        return None
+    data = headers.data(t)
+    if data is None:
+        return None
+    if t.offset + t.size > data.size:
+        raise PrecisionToolError(f"{t.name}: the file ended before the tensor did (truncated?)", t.path)
+    return data[t.offset : t.offset + t.size].view(t.dtype).reshape(t.shape)
+
+
 def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem."""
     t = headers.tensor(side)
@@ -387,10 +444,13 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     check_numeric(t.dtype, t.name, t.path)
     origin = t.origin_format(side.origin_format)
     packed = dump_dtype(t.data_type).packed
-    device = t.device()
+    device = None if packed else _in_memory(t, headers)
+    if device is None:
+        device = t.device()
     if not packed and _row_separable(t, device.shape):
         # the layout code always returns exactly the original shape (or raises, per block)
-        return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin, **common)
+        raw = device.reshape(-1) if not isinstance(device, np.memmap) else None
+        return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin, raw=raw, **common)
     try:
         host = layouts.to_host(device, t.format, t.original_shape, origin, groups=max(t.sub_format, 1))
     except PrecisionToolError as exc:
@@ -429,12 +489,18 @@ def open_npy_side(side: NpySide) -> Source:
     return ArrayBlocks(array=array, **common)
 
 
-def open_tensor_file_side(side: TensorFileSide) -> Source:
+def open_tensor_file_side(side: TensorFileSide, headers: HeaderCache | None = None) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
-    ``dump.json`` dtype; PrecisionToolError names the problem."""
-    from ..formats.msprobe_dump import read_tensor_file
+    ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the job's
+    reader (``headers``), so the files of a job share its memo of their ``data.pkl``."""
+    if Path(side.path).suffix == ".pt" and headers is not None:
+        from ..formats.torch_file import read_pt
 
-    array = read_tensor_file(side.path, side.dtype_name)
+        array = read_pt(side.path, headers.pt_reader())
+    else:
+        from ..formats.msprobe_dump import read_tensor_file
+
+        array = read_tensor_file(side.path, side.dtype_name)
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
@@ -448,7 +514,7 @@ def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
     if isinstance(side, TensorFileSide):
-        return open_tensor_file_side(side)
+        return open_tensor_file_side(side, headers)
     if isinstance(side, NpySide):
         return open_npy_side(side)
     raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")

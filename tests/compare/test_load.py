@@ -1,4 +1,5 @@
-"""load.open_npy_side: a C-order .npy is opened from its header alone, other files are mapped.
+"""load: a C-order .npy is opened from its header alone, other files are mapped; a small
+dump file is read whole, once a job.
 
 Expected offsets come from the file size and the saved array's byte count; expected values from
 the array that was saved.
@@ -53,3 +54,71 @@ def test_truncated_and_text_files_are_one_line_errors(tmp_path):
         with pytest.raises(PrecisionToolError) as caught:
             open_npy_side(NpySide(tmp_path / name))
         assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --- small dump files: read whole, once per job ---------------------------------------------------
+
+
+def _three_tensor_dump(path):
+    from precision_tool.formats.dump_write import TensorSpec, write_dump
+
+    arrays = [np.arange(n, dtype=np.float32) * (i + 1) for i, n in enumerate((6, 10, 4))]
+    return write_dump(
+        path, "op", [TensorSpec(arrays[0], "FLOAT")], [TensorSpec(a, "FLOAT") for a in arrays[1:]]
+    ), arrays
+
+
+def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_data(tmp_path, monkeypatch):
+    from precision_tool.compare import load
+    from precision_tool.compare.golden_pairing import DumpSide
+    from precision_tool.formats import dump as dump_module
+
+    path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
+    opened = []
+    for module in (load, dump_module):
+        real = module.open_regular
+        monkeypatch.setattr(
+            module, "open_regular", lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k)
+        )
+    headers = load.HeaderCache()
+    sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
+    for side, array in zip(sides, arrays):
+        source = load.open_dump_side(side, headers)
+        assert isinstance(source, ArrayBlocks)
+        np.testing.assert_array_equal(_values(source), array)
+    assert opened == [path, path]  # the header, then every tensor's bytes in one read
+
+
+def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp_path):
+    from precision_tool.compare import load
+    from precision_tool.compare.golden_pairing import DumpSide
+
+    path, _ = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
+    headers = load.HeaderCache()
+    headers.dump(path)  # the header, read while the file was whole
+    path.write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(PrecisionToolError) as caught:
+        load.open_dump_side(DumpSide(path, "output", 1), headers)
+    assert "truncated" in str(caught.value) and "\n" not in str(caught.value)
+    assert str(path) in str(caught.value) or path.name in str(caught.value)
+
+
+def test_the_pt_files_of_one_job_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
+    import struct
+
+    from precision_tool.compare import load
+    from precision_tool.compare.golden_pairing import TensorFileSide
+    from precision_tool.formats import torch_file
+    from tests.formats.test_torch_file import build_pt, tensor_pickle
+
+    pickle = tensor_pickle(("torch", "FloatStorage"), 3, 0, (3,), (1,))
+    first = build_pt(tmp_path / "a.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
+    second = build_pt(tmp_path / "b.pt", pickle, {"0": struct.pack("<3f", 4, 5, 6)}, prefix="other")
+    runs = []
+    interpret = torch_file.read_tensor_pickle
+    monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    headers = load.HeaderCache()  # one job
+    values = [_values(load.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
+    assert values == [[1, 2, 3], [4, 5, 6]] and runs == [first]
+    load.open_side(TensorFileSide(first, "torch.float32"), load.HeaderCache())  # another job: its own
+    assert runs == [first, first]

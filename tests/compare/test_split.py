@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool import read_dump
-from precision_tool.compare import engine, split
+from precision_tool.compare import engine, load, split
 from precision_tool.compare.engine import compare_tasks, plan_jobs
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.load import Buffers, HeaderCache, open_dump_side, open_npy_side, range_extent
@@ -86,7 +86,17 @@ def sources(tmp_path_factory):
         "DeviceRows (FRACTAL_NZ 3-D)": _dump(tmp, "nz", nhwc[0], "FRACTAL_NZ", host_format="ND"),
         "ArrayBlocks (NCHW dump, NHWC host)": _dump(tmp, "view", nhwc, "NCHW", host_format="NHWC"),
     }
-    opened = {kind: open_dump_side(side, HeaderCache()) for kind, side in sides.items()}
+    saved = load.SMALL_DUMP_BYTES
+    try:  # these small files streamed from disk, as large ones are ...
+        load.SMALL_DUMP_BYTES = 0
+        opened = {kind: open_dump_side(side, HeaderCache()) for kind, side in sides.items()}
+    finally:
+        load.SMALL_DUMP_BYTES = saved
+    # ... and read whole into memory, as small ones are
+    sides["ArrayBlocks (ND dump in memory)"] = sides["FileRegion (ND dump)"]
+    sides["DeviceRows (NC1HWC0 in memory)"] = sides["DeviceRows (NC1HWC0, padded)"]
+    for kind in ("ArrayBlocks (ND dump in memory)", "DeviceRows (NC1HWC0 in memory)"):
+        opened[kind] = open_dump_side(sides[kind], HeaderCache())
     wholes = {kind: read_dump(side.path).outputs[0].host().reshape(-1) for kind, side in sides.items()}
     fortran = np.asfortranarray(rng.standard_normal((6, 7, 5)).astype(np.float32))
     np.save(tmp / "fortran.npy", fortran)
