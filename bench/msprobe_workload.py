@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also when loaded by path
+from generated import clear_generated  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LAYOUT_VERSION = "msprobe-bench-1"  # changes when the workload changes
@@ -268,7 +270,7 @@ def prepare(workdir: Path, params: dict) -> Path:
         and {k: v for k, v in json.loads(marker.read_text(encoding="utf-8")).items() if k != "layers"} == wanted
     ):
         return root
-    shutil.rmtree(root, ignore_errors=True)
+    clear_generated(root, "bench.json")
     start, layers = time.perf_counter(), layers_for(params)
     for run in RUNS:  # one side at a time: only its tensors are in memory
         location = {"npu": "npu:0", "bench": "cuda:0"}[run] if params["framework"] == "pytorch" else "cpu"

@@ -78,6 +78,7 @@ def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsy
             "noise_calibration.py",
             "verdict_tables.py",
             "ge_network.py",
+            "generated.py",
         )
     ],
     ids=lambda p: p.name,
@@ -87,3 +88,23 @@ def test_every_bench_writes_its_figures_to_docs_performance(script):
         [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
     )
     assert "--write" in done.stdout and "performance.md" in " ".join(done.stdout.split())
+
+
+def test_a_bench_never_clears_a_directory_it_did_not_generate(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        from generated import clear_generated
+    finally:
+        sys.path.remove(str(BENCH))
+    theirs = tmp_path / "someones_data"
+    (theirs / "npu").mkdir(parents=True)
+    (theirs / "npu" / "keep.bin").write_bytes(b"x")
+    with pytest.raises(SystemExit, match="holds files no bench generated .no bench.json."):
+        clear_generated(theirs, "bench.json")
+    assert (theirs / "npu" / "keep.bin").read_bytes() == b"x"
+    ours = tmp_path / "generated"
+    (ours / "npu").mkdir(parents=True)
+    (ours / "bench.json").write_text("{}")
+    clear_generated(ours, "bench.json")
+    clear_generated(tmp_path / "absent", "bench.json")
+    assert not ours.exists()
