@@ -113,7 +113,7 @@ def _read_exact(handle, out: np.ndarray, path: Path) -> None:
     while done < len(view):
         got = handle.readinto(view[done:])
         if not got:
-            raise PrecisionToolError("the file ended before the tensor did (truncated?)", path)
+            raise PrecisionToolError("the file ended before the tensor did: truncated since its header was read?", path)
         done += got
 
 
@@ -430,7 +430,9 @@ def _in_memory(t: DumpTensor, headers: HeaderCache) -> np.ndarray | None:
     if data is None:
         return None
     if t.offset + t.size > data.size:
-        raise PrecisionToolError(f"{t.name}: the file ended before the tensor did (truncated?)", t.path)
+        raise PrecisionToolError(
+            f"{t.name}: the file ended before the tensor did: truncated since its header was read?", t.path
+        )
     return data[t.offset : t.offset + t.size].view(t.dtype).reshape(t.shape)
 
 
