@@ -83,17 +83,25 @@ def _metric_cells(mode: str, row: CompareRow, pair) -> list[str]:
     return [pair.npu.md5 or N_A, pair.bench.md5 if pair.bench is not None and pair.bench.md5 else N_A]
 
 
-def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
+def _identity(pair) -> tuple[str, str, str, str, str, str]:
+    """Both sides' names, dtypes and shapes as msprobe's columns spell them (N/A for no bench)."""
     npu, bench = pair.npu, pair.bench
-    summary = _summary(npu).cells()
-    bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
-    return ApiRow(
+    return (
         pair.npu_name,
         pair.bench_name or N_A,
         npu.dtype or N_A,
         bench.dtype if bench is not None and bench.dtype else N_A,
         shape_text(npu.shape),
         shape_text(bench.shape) if bench is not None else N_A,
+    )
+
+
+def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
+    npu, bench = pair.npu, pair.bench
+    summary = _summary(npu).cells()
+    bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
+    return ApiRow(
+        *_identity(pair),
         npu.requires_grad,
         bench.requires_grad if bench is not None else None,
         summary[0],
@@ -124,12 +132,7 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[st
         )
         lines.append(
             [
-                pair.npu_name,
-                pair.bench_name or N_A,
-                npu.dtype or N_A,
-                bench.dtype if bench is not None and bench.dtype else N_A,
-                shape_text(npu.shape),
-                shape_text(bench.shape) if bench is not None else N_A,
+                *_identity(pair),
                 _cell(npu.requires_grad),
                 _cell(bench.requires_grad) if bench is not None else N_A,
                 *metric_cells.values(),
