@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .registry import Command, CommandParser, CommandResult
+from .registry import Command, CommandParser, CommandResult, add_graph_argument
 
 if TYPE_CHECKING:  # the listing loads the graph readers: only when ls runs
     from ..context import Context
@@ -23,13 +23,7 @@ def _add_arguments(parser: CommandParser) -> None:
         metavar="DEBUG_DIR",
         help="only this NPU debug dir (debug_0, debug_1; on an msprobe data root npu or bench)",
     )
-    parser.add_argument(
-        "-g",
-        "--graph",
-        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
-        "a graph or model name, a graph file name, a graph id, or a stage "
-        "other than Build (PreRunBegin...)",
-    )
+    add_graph_argument(parser)
 
 
 def run(args, context: Context) -> CommandResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..render.limits import FULL_FLAG, LIST_LIMIT
-from .registry import Command, CommandParser, CommandResult, UsageError
+from .registry import Command, CommandParser, CommandResult, UsageError, add_graph_argument
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -15,13 +15,7 @@ if TYPE_CHECKING:
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument("name", nargs="?", help="op name: exact, '/'-'_' equivalent, or a substring")
     parser.add_argument("-n", "--name", dest="name_opt", metavar="NAME", help="the op name (same as the positional)")
-    parser.add_argument(
-        "-g",
-        "--graph",
-        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
-        "a graph or model name, a graph file name, a graph id, or a stage "
-        "other than Build (PreRunBegin...)",
-    )
+    add_graph_argument(parser)
     parser.add_argument(
         "-a",
         "--all",

@@ -44,6 +44,17 @@ class CommandParser(argparse.ArgumentParser):
         raise UsageError(message or f"{self.prog}: exited", self.format_usage().strip())
 
 
+def add_graph_argument(parser: CommandParser) -> None:
+    """``-g/--graph``: which graph a command reads (``ls``, ``ni``), spelled once."""
+    parser.add_argument(
+        "-g",
+        "--graph",
+        help="only this graph: a graph file's path (a GE dump, atc JSON, an .om), "
+        "a graph or model name, a graph file name, a graph id, or a stage "
+        "other than Build (PreRunBegin...)",
+    )
+
+
 def setting_arg(name: str):
     """An argparse type for a flag standing for setting ``name`` (``vcs -c`` for
     COSINE_THRESHOLD): the value is checked by the setting's own rule in :mod:`..config`, the
