@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -109,7 +111,23 @@ def session(tmp_path_factory):
     work = base / "cwd"
     work.mkdir()
     context, buffer = make_context(data, width=120, WORKERS=1)
-    return context, buffer, work
+    yield context, buffer, work
+    _stop_servers_under(base)
+
+
+def _stop_servers_under(base) -> None:
+    """End the Model Explorer servers a fuzzed ``explore`` line started (they outlive the command
+    by design, and would outlive the suite)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"precision_tool.model_explorer.serve" in argv and any(str(base).encode() in a for a in argv):
+            try:
+                os.kill(int(proc.name), signal.SIGTERM)
+            except OSError:
+                pass
 
 
 def _exits(line: str) -> bool:
