@@ -14,7 +14,8 @@ archive of one folder (``archive/`` by default; torch reads any name, the first 
 
 The archive's directory is read straight from its bytes (:mod:`.torch_zip`; zipfile for an
 archive torch's writer would not write, which then names any problem). The pickle is small and
-read up front, and a :class:`PtReader` interprets each distinct one once. A file of up to
+read up front, and a :class:`PtReader` interprets each distinct one once (the process's
+reader, :data:`PROCESS_READER`, for as long as the process lives: a worker's every job). A file of up to
 :data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
 out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
 the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6
@@ -75,8 +76,10 @@ class _Layout:
 class PtReader:
     """Reads ``.pt`` files, interpreting each distinct ``data.pkl`` once: msprobe's files of one
     kind of tensor (same dtype, shape and device) hold byte-identical pickles (44 distinct ones
-    in 3,108 files of a 500 MB dump), so whoever reads many files (a run, a side) keeps one
-    reader. The records it remembers are immutable; at most :data:`PICKLES_KEPT` are kept.
+    in 3,108 files of a 500 MB dump), so whoever reads many files shares one reader
+    (:data:`PROCESS_READER` by default). The records it remembers are immutable, keyed by the
+    pickle's bytes alone, so a record serves any file; at most :data:`PICKLES_KEPT` are kept. A
+    refusal is never remembered: it is raised again, naming the file, for each file holding it.
     """
 
     def __init__(self) -> None:
@@ -123,6 +126,9 @@ class PtReader:
         return found, _storage(handle, None, found, path)
 
 
+PROCESS_READER = PtReader()  # lives as long as the process: one pool worker reads many jobs' files
+
+
 def _fetcher(handle: BinaryIO, data: bytes | None):
     if data is not None:
         return lambda offset, count: data[offset : offset + count]
@@ -133,19 +139,20 @@ def _fetcher(handle: BinaryIO, data: bytes | None):
 def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[np.dtype, tuple[int, ...]]:
     """The dtype and shape of the tensor in the ``.pt`` file ``path``, from its zip directory
     and ``data.pkl`` alone (no tensor data is read), with every check :func:`read_pt` makes on
-    them; ``reader`` remembers pickles across calls (a fresh one by default).
+    them; ``reader`` remembers pickles across calls (:data:`PROCESS_READER` by default).
 
     Raises:
         PrecisionToolError: as :func:`read_pt`.
     """
-    return (reader or PtReader()).header(path)
+    return (reader or PROCESS_READER).header(path)
 
 
 def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarray:
     """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array (bfloat16 and
     float8 as ml_dtypes' types): a file of up to :data:`WHOLE_LIMIT` bytes is read in one
     read, a larger one memory-mapped (a copy only for a deflated storage or a byte order other
-    than this machine's). ``reader`` remembers pickles across calls (a fresh one by default).
+    than this machine's). ``reader`` remembers pickles across calls (:data:`PROCESS_READER` by
+    default).
 
     Raises:
         PrecisionToolError: naming ``path``: not a regular file, not a torch zip archive (or a
@@ -153,7 +160,7 @@ def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarr
             (the refused global or opcode is named), a missing or short storage record, or a
             shape, offset or stride that reaches outside the storage.
     """
-    return (reader or PtReader()).read(path)
+    return (reader or PROCESS_READER).read(path)
 
 
 def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:

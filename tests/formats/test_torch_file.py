@@ -152,6 +152,42 @@ def test_a_reader_refuses_a_shared_hostile_pickle_for_every_file(tmp_path):
         assert _one_line(exc, path) == f"refuses to run os.system: {ONLY}"
 
 
+def test_the_process_reader_refuses_a_hostile_pickle_for_each_file_naming_it_and_remembers_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    pickle = b"\x80\x02" + _global("os", "system") + _text("true") + b"\x85R."
+    for name in ("a.pt", "b.pt"):
+        path = build_pt(tmp_path / name, pickle, {"0": b"\0" * 4})
+        with pytest.raises(PrecisionToolError) as exc:
+            read_pt(path)  # the process's reader, by default
+        assert _one_line(exc, path) == f"refuses to run os.system: {ONLY}"
+    assert torch_file.PROCESS_READER._records == {}
+
+
+def test_a_remembered_pickle_still_has_each_files_storage_checked_and_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    pickle = tensor_pickle(("torch", "FloatStorage"), 4, 0, (4,), (1,))
+    whole = build_pt(tmp_path / "whole.pt", pickle, {"0": struct.pack("<4f", 1, 2, 3, 4)})
+    short = build_pt(tmp_path / "short.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
+    assert read_pt(whole).tolist() == [1, 2, 3, 4]
+    assert len(torch_file.PROCESS_READER._records) == 1
+    with pytest.raises(PrecisionToolError) as exc:
+        read_pt(short)
+    assert _one_line(exc, short) == "truncated: record archive/data/0 holds 12 bytes, the tensor's storage is 16"
+    assert read_pt(whole).tolist() == [1, 2, 3, 4]
+
+
+def test_a_remembered_record_cannot_be_changed(tmp_path):
+    metadata = {"npu_format_/ND": True}
+    pickle = tensor_pickle(("torch", "FloatStorage"), 1, 0, (1,), (1,), metadata=metadata)
+    path = build_pt(tmp_path / "m.pt", pickle, {"0": b"\0" * 4})
+    record = PtReader().record(pickle, path)
+    assert record.metadata == metadata
+    with pytest.raises(TypeError):
+        record.metadata["npu_format_/ND"] = False
+
+
 def test_the_legacy_format_is_named_and_refused():
     with pytest.raises(PrecisionToolError) as exc:
         read_pt(DATA / "legacy.pt")
