@@ -73,6 +73,26 @@ class _Layout:
     elements: int  # elements of the tensor's dtype the storage holds
 
 
+@dataclass(frozen=True)
+class _Known:
+    """A ``data.pkl``'s record and what it says of its storage, worked out once per distinct
+    pickle; :func:`_check_extent` holds each file's storage record to it."""
+
+    record: TensorRecord
+    problem: str  # the shape's (:func:`.shape_problem`), raised for every file that holds it
+    storage_bytes: int
+    elements: int  # elements of the tensor's dtype the storage holds
+    last: int  # the tensor's last element in its storage; -1 when it has none
+
+    @classmethod
+    def of(cls, record: TensorRecord) -> _Known:
+        storage_bytes = record.storage.numel * record.storage.dtype.itemsize
+        empty = math.prod(record.shape) == 0
+        last = -1 if empty else record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
+        problem = shape_problem(record.shape, record.dtype.itemsize) or ""
+        return cls(record, problem, storage_bytes, storage_bytes // record.dtype.itemsize, last)
+
+
 class PtReader:
     """Reads ``.pt`` files, interpreting each distinct ``data.pkl`` once: msprobe's files of one
     kind of tensor (same dtype, shape and device) hold byte-identical pickles (44 distinct ones
@@ -83,14 +103,17 @@ class PtReader:
     """
 
     def __init__(self) -> None:
-        self._records: dict[bytes, TensorRecord] = {}
+        self._records: dict[bytes, _Known] = {}
 
     def record(self, data: bytes, path) -> TensorRecord:
         """What the ``data.pkl`` bytes ``data`` rebuild (:func:`.read_tensor_pickle`); a
         refusal is raised for every file that holds it, naming that file."""
+        return self._known(data, path).record
+
+    def _known(self, data: bytes, path) -> _Known:
         found = self._records.get(data)
         if found is None:
-            found = read_tensor_pickle(data, path)
+            found = _Known.of(read_tensor_pickle(data, path))
             if len(self._records) < PICKLES_KEPT:
                 self._records[data] = found
         return found
@@ -111,7 +134,9 @@ class PtReader:
         """The layout and (``whole``: wanted) the storage; one read of a file up to
         :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write."""
         size = os.fstat(handle.fileno()).st_size
-        data = handle.read() if whole and size <= WHOLE_LIMIT else None
+        # the size fstat gave, which the directory is found from: one read (read() would stat
+        # and read again to find the end)
+        data = handle.read(size) if whole and size <= WHOLE_LIMIT else None
         fetch = _fetcher(handle, data)
         found = _fast_layout(self, fetch, size, path)
         if found is None:
@@ -218,14 +243,15 @@ def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
             f"({info.file_size:,} bytes): not one tensor's",
             path,
         )
-    record = reader.record(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    known = reader._known(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    record = known.record
     byteorder = _byteorder(archive, prefix, path)
     name = f"{prefix}/data/{record.storage.key}"
     try:
         member = archive.getinfo(name)
     except KeyError:
         raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing", path) from None
-    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path))
 
 
 def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
@@ -241,7 +267,8 @@ def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
     data = record_bytes(fetch, info, PICKLE_LIMIT)
     if data is None:
         return None
-    record = reader.record(data, path)
+    known = reader._known(data, path)
+    record = known.record
     byteorder = "little"
     if f"{prefix}/byteorder" in entries:
         order = stored_record(fetch, entries, f"{prefix}/byteorder", size)
@@ -252,7 +279,7 @@ def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
     member = stored_record(fetch, entries, f"{prefix}/data/{record.storage.key}", size)
     if member is None:
         return None
-    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path))
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, path) -> bytes:
@@ -278,35 +305,31 @@ def _checked_order(raw: bytes, path) -> str:
     return order
 
 
-def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
+def _check_extent(known: _Known, member: zipfile.ZipInfo, path) -> int:
     """The elements of the tensor's dtype in its storage, once the storage record is known to
     hold the storage and the tensor's last element is known to lie inside it."""
-    problem = shape_problem(record.shape, record.dtype.itemsize)
-    if problem:
-        raise PrecisionToolError(problem, path)
+    if known.problem:
+        raise PrecisionToolError(known.problem, path)
     if member.flag_bits & 0x1:
         raise PrecisionToolError(f"record {shown(member.filename)} is encrypted: not read", path)
-    storage_bytes = record.storage.numel * record.storage.dtype.itemsize
     held = (
         member.file_size if member.compress_type != zipfile.ZIP_STORED else min(member.file_size, member.compress_size)
     )  # a stored record's bytes are both
-    if held < storage_bytes:
+    if held < known.storage_bytes:
         raise PrecisionToolError(
-            f"truncated: record {shown(member.filename)} holds {held} bytes, the tensor's storage is {storage_bytes}",
+            f"truncated: record {shown(member.filename)} holds {held} bytes, the tensor's storage is "
+            f"{known.storage_bytes}",
             path,
         )
-    elements = storage_bytes // record.dtype.itemsize
-    if math.prod(record.shape) == 0:
-        return elements
-    last = record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
-    if last >= elements:
+    if known.last >= known.elements:
+        record = known.record
         raise PrecisionToolError(
             f"tensor of shape {shape_text(record.shape)}, stride {shape_text(record.stride)} at "
-            f"offset {record.offset} reaches element {last} of a storage of {elements}: out of "
+            f"offset {record.offset} reaches element {known.last} of a storage of {known.elements}: out of "
             "bounds",
             path,
         )
-    return elements
+    return known.elements
 
 
 def _raw_type(layout: _Layout) -> tuple[np.dtype, bool]:
