@@ -71,6 +71,7 @@ class _Layout:
     member: zipfile.ZipInfo
     byteorder: str
     elements: int  # elements of the tensor's dtype the storage holds
+    plain: bool  # the whole storage in C order (:attr:`_Known.plain`)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class _Known:
     storage_bytes: int
     elements: int  # elements of the tensor's dtype the storage holds
     last: int  # the tensor's last element in its storage; -1 when it has none
+    plain: bool  # the tensor is its whole storage in C order (the usual file): reshaped, not strided
 
     @classmethod
     def of(cls, record: TensorRecord) -> _Known:
@@ -90,7 +92,14 @@ class _Known:
         empty = math.prod(record.shape) == 0
         last = -1 if empty else record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
         problem = shape_problem(record.shape, record.dtype.itemsize) or ""
-        return cls(record, problem, storage_bytes, storage_bytes // record.dtype.itemsize, last)
+        elements = storage_bytes // record.dtype.itemsize
+        plain = (
+            not problem
+            and record.offset == 0
+            and elements == math.prod(record.shape)
+            and record.stride == _contiguous(record.shape)
+        )
+        return cls(record, problem, storage_bytes, elements, last, plain)
 
 
 class PtReader:
@@ -128,7 +137,7 @@ class PtReader:
         """As :func:`read_pt`."""
         with open_regular(path, KIND) as handle:
             layout, storage = self._open(handle, path, whole=True)
-        return _strided(storage, layout.record)
+        return _strided(storage, layout.record, layout.plain)
 
     def _open(self, handle: BinaryIO, path, whole: bool) -> tuple[_Layout, np.ndarray | None]:
         """The layout and (``whole``: wanted) the storage; one read of a file up to
@@ -188,11 +197,11 @@ def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarr
     return (reader or PROCESS_READER).read(path)
 
 
-def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
+def _strided(storage: np.ndarray, record: TensorRecord, plain: bool) -> np.ndarray:
     """The tensor's view of its storage. as_strided goes through the array interface, which
     cannot name ml_dtypes' 8-bit floats: those are strided as bytes and viewed back."""
     dtype, itemsize = storage.dtype, storage.dtype.itemsize
-    if record.offset == 0 and storage.size == math.prod(record.shape) and record.stride == _contiguous(record.shape):
+    if plain:
         view = storage.reshape(record.shape)  # the usual file: the whole storage, C order
         view.flags.writeable = False
         return view
@@ -251,7 +260,7 @@ def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
         member = archive.getinfo(name)
     except KeyError:
         raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing", path) from None
-    return _Layout(record, member, byteorder, _check_extent(known, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path), known.plain)
 
 
 def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
@@ -279,7 +288,7 @@ def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
     member = stored_record(fetch, entries, f"{prefix}/data/{record.storage.key}", size)
     if member is None:
         return None
-    return _Layout(record, member, byteorder, _check_extent(known, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path), known.plain)
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, path) -> bytes:
