@@ -15,9 +15,9 @@ archive of one folder (``archive/`` by default; torch reads any name, the first 
 The archive's directory is read straight from its bytes (:mod:`.torch_zip`; zipfile for an
 archive torch's writer would not write, which then names any problem). The pickle is small and
 read up front, and a :class:`PtReader` interprets each distinct one once (the process's
-reader, :data:`PROCESS_READER`, for as long as the process lives: a worker's every job). A file of up to
-:data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
-out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
+reader, :data:`PROCESS_READER`, for as long as the process lives: a worker's every job). A
+file of up to :data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is
+memory-mapped straight out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
 the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6
 ("legacy") format, a bare pickle stream, is refused: msprobe supports torch 2.1 and later, whose
 ``torch.save`` never writes it.
@@ -80,7 +80,7 @@ class _Known:
     pickle; :func:`_check_extent` holds each file's storage record to it."""
 
     record: TensorRecord
-    problem: str  # the shape's (:func:`.shape_problem`), raised for every file that holds it
+    problem: str  # the shape's (:func:`.shape_problem`): such a record is never remembered
     storage_bytes: int
     elements: int  # elements of the tensor's dtype the storage holds
     last: int  # the tensor's last element in its storage; -1 when it has none
@@ -123,7 +123,7 @@ class PtReader:
         found = self._records.get(data)
         if found is None:
             found = _Known.of(read_tensor_pickle(data, path))
-            if len(self._records) < PICKLES_KEPT:
+            if len(self._records) < PICKLES_KEPT and not found.problem:  # no refusal is kept
                 self._records[data] = found
         return found
 

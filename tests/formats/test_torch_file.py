@@ -165,6 +165,18 @@ def test_the_process_reader_refuses_a_hostile_pickle_for_each_file_naming_it_and
     assert torch_file.PROCESS_READER._records == {}
 
 
+def test_a_shape_no_array_can_have_is_refused_for_each_file_naming_it_and_not_remembered(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    huge = (1 << 40, 1 << 40)
+    pickle = tensor_pickle(("torch", "FloatStorage"), 1, 0, huge, (1 << 40, 1))
+    for name in ("a.pt", "b.pt"):
+        path = build_pt(tmp_path / name, pickle, {"0": b"\0" * 4})
+        with pytest.raises(PrecisionToolError) as exc:
+            read_pt(path)
+        assert _one_line(exc, path).startswith(f"shape [{1 << 40},{1 << 40}] of 4-byte elements is too big")
+    assert torch_file.PROCESS_READER._records == {}
+
+
 def test_a_remembered_pickle_still_has_each_files_storage_checked_and_named(tmp_path, monkeypatch):
     monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
     pickle = tensor_pickle(("torch", "FloatStorage"), 4, 0, (4,), (1,))
