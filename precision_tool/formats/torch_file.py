@@ -48,6 +48,9 @@ PICKLE_LIMIT = 1 << 20  # a tensor's data.pkl is a few hundred bytes
 # (msprobe's .pt files are mostly tens to hundreds of kilobytes)
 WHOLE_LIMIT = 1 << 20
 PICKLES_KEPT = 4096  # distinct data.pkl a PtReader remembers (each a few hundred bytes)
+# and at most this many bytes of them: the process's reader lives as long as a worker, and a
+# pickle may be up to PICKLE_LIMIT
+PICKLE_BYTES_KEPT = 16 << 20
 # a legacy torch.save stream begins with the pickle of its magic number 0x1950a86a20f9469cfc6c
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra length
@@ -107,12 +110,14 @@ class PtReader:
     kind of tensor (same dtype, shape and device) hold byte-identical pickles (44 distinct ones
     in 3,108 files of a 500 MB dump), so whoever reads many files shares one reader
     (:data:`PROCESS_READER` by default). The records it remembers are immutable, keyed by the
-    pickle's bytes alone, so a record serves any file; at most :data:`PICKLES_KEPT` are kept. A
-    refusal is never remembered: it is raised again, naming the file, for each file holding it.
+    pickle's bytes alone, so a record serves any file; at most :data:`PICKLES_KEPT` are kept, of
+    :data:`PICKLE_BYTES_KEPT` bytes in all. A refusal is never remembered: it is raised again,
+    naming the file, for each file holding it.
     """
 
     def __init__(self) -> None:
         self._records: dict[bytes, _Known] = {}
+        self._kept_bytes = 0
 
     def record(self, data: bytes, path) -> TensorRecord:
         """What the ``data.pkl`` bytes ``data`` rebuild (:func:`.read_tensor_pickle`); a
@@ -123,8 +128,10 @@ class PtReader:
         found = self._records.get(data)
         if found is None:
             found = _Known.of(read_tensor_pickle(data, path))
-            if len(self._records) < PICKLES_KEPT and not found.problem:  # no refusal is kept
-                self._records[data] = found
+            kept = self._kept_bytes + len(data)
+            if len(self._records) < PICKLES_KEPT and kept <= PICKLE_BYTES_KEPT and not found.problem:
+                self._records[data] = found  # no refusal is kept
+                self._kept_bytes = kept
         return found
 
     def header(self, path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:

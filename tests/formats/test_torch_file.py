@@ -190,6 +190,17 @@ def test_a_remembered_pickle_still_has_each_files_storage_checked_and_named(tmp_
     assert read_pt(whole).tolist() == [1, 2, 3, 4]
 
 
+def test_a_reader_remembers_at_most_its_bound_of_pickle_bytes(tmp_path, monkeypatch):
+    reader = PtReader()
+    pickles = [tensor_pickle(("torch", "FloatStorage"), n, 0, (n,), (1,)) for n in (1, 2, 3)]
+    monkeypatch.setattr(torch_file, "PICKLE_BYTES_KEPT", len(pickles[0]) + len(pickles[1]))
+    for n, pickle in zip((1, 2, 3), pickles):
+        path = build_pt(tmp_path / f"{n}.pt", pickle, {"0": b"\0" * 4 * n})
+        assert read_pt(path, reader).shape == (n,)
+    assert list(reader._records) == pickles[:2]  # the third would pass the bound: read, not kept
+    assert read_pt(tmp_path / "3.pt", reader).shape == (3,)
+
+
 def test_a_remembered_record_cannot_be_changed(tmp_path):
     metadata = {"npu_format_/ND": True}
     pickle = tensor_pickle(("torch", "FloatStorage"), 1, 0, (1,), (1,), metadata=metadata)
