@@ -355,11 +355,12 @@ class HeaderCache:
         self._pt = None
 
     def pt_reader(self):
-        """The job's :class:`~precision_tool.formats.torch_file.PtReader` (made on first use)."""
+        """The process's :class:`~precision_tool.formats.torch_file.PtReader`: a job is one
+        pair, so only a memo that outlives the job is ever hit."""
         if self._pt is None:
-            from ..formats.torch_file import PtReader  # msprobe dumps only
+            from ..formats.torch_file import PROCESS_READER  # msprobe dumps only
 
-            self._pt = PtReader()
+            self._pt = PROCESS_READER
         return self._pt
 
     def data(self, t: DumpTensor) -> np.ndarray | None:
@@ -495,7 +496,7 @@ def open_tensor_file_side(side: TensorFileSide, headers: HeaderCache | None = No
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
     ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the job's
     reader (``headers``), so the files of a job share its memo of their ``data.pkl``."""
-    if Path(side.path).suffix == ".pt" and headers is not None:
+    if headers is not None and os.fspath(side.path).endswith(".pt"):  # as Path.suffix, no Path made
         from ..formats.torch_file import read_pt
 
         array = read_pt(side.path, headers.pt_reader())

@@ -96,12 +96,19 @@ def _identity(pair) -> tuple[str, str, str, str, str, str]:
     )
 
 
-def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
+def _facts(pair) -> tuple[tuple[str, ...], tuple, tuple | None]:
+    """What a pair's line and its Result judge's row both show, worked out once: the
+    identity (:func:`_identity`) and each side's summary cells (None: no bench)."""
+    bench = pair.bench
+    return _identity(pair), _summary(pair.npu).cells(), _summary(bench).cells() if bench is not None else None
+
+
+def _api_row(pair, facts: tuple, cells: dict[str, str]) -> ApiRow:
     npu, bench = pair.npu, pair.bench
-    summary = _summary(npu).cells()
-    bench_summary = _summary(bench).cells() if bench is not None else (N_A,) * 4
+    identity, summary, bench_summary = facts
+    bench_summary = bench_summary if bench_summary is not None else (N_A,) * 4
     return ApiRow(
-        *_identity(pair),
+        *identity,
         npu.requires_grad,
         bench.requires_grad if bench is not None else None,
         summary[0],
@@ -119,20 +126,21 @@ def _api_row(mode: str, pair, cells: dict[str, str]) -> ApiRow:
 def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
     """The lines of one call's rows, its Result and Err_message judged over all of them."""
     cells = [dict(zip(MODE_COLUMNS[mode], _metric_cells(mode, row, pair))) for row, pair in rows]
-    verdicts = judge_api([_api_row(mode, pair, c) for (_, pair), c in zip(rows, cells)], mode)
+    facts = [_facts(pair) for _, pair in rows]
+    verdicts = judge_api([_api_row(pair, f, c) for (_, pair), f, c in zip(rows, facts, cells)], mode)
     lines = []
-    for (row, pair), metric_cells, verdict in zip(rows, cells, verdicts):
+    for (row, pair), (identity, summary, bench_summary), metric_cells, verdict in zip(rows, facts, cells, verdicts):
         npu, bench = pair.npu, pair.bench
         consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
         stats = (
             []
             if mode == "md5"
-            else [_cell(v) for v in _summary(npu).cells()]
-            + ([_cell(v) for v in _summary(bench).cells()] if bench is not None else [N_A] * 4)
+            else [_cell(v) for v in summary]
+            + ([_cell(v) for v in bench_summary] if bench_summary is not None else [N_A] * 4)
         )
         lines.append(
             [
-                *_identity(pair),
+                *identity,
                 _cell(npu.requires_grad),
                 _cell(bench.requires_grad) if bench is not None else N_A,
                 *metric_cells.values(),

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -78,6 +79,7 @@ def format_value(value: float) -> float:
     return float(f"{float(value):.12f}")
 
 
+@lru_cache(maxsize=64)  # asked twice a pair, and numpy's dtype.name is made in Python each time
 def msprobe_dtype(dtype) -> str:
     """The dtype as msprobe's readers hand it to the comparison: bfloat16 and fp8 as float32."""
     name = np.dtype(dtype).name
@@ -135,8 +137,10 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
         stats.extra[GROUP] = replace(state, mismatch=True)
         return
     sum_xy, sum_xx, sum_yy, sum_sq, max_abs, rel_max, below = part
-    stats.extra[GROUP] = replace(
-        state,
+    # every field spelt out: dataclasses.replace looks the fields up anew each block
+    stats.extra[GROUP] = MsprobeSums(
+        dtypes=state.dtypes,
+        first=state.first,
         sum_xy=state.sum_xy + sum_xy,
         sum_xx=state.sum_xx + sum_xx,
         sum_yy=state.sum_yy + sum_yy,
@@ -144,6 +148,8 @@ def _fold(stats: Stats, x: np.ndarray, y: np.ndarray) -> None:
         max_abs=_max(state.max_abs, max_abs),
         rel_max=_max(state.rel_max, rel_max),
         below=(state.below[0] + below[0], state.below[1] + below[1]),
+        mismatch=state.mismatch,
+        relative=state.relative,
     )
 
 

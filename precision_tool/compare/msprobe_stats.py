@@ -56,11 +56,13 @@ class Summary:
 
     def cells(self) -> tuple[Value, Value, Value, Value]:
         """msprobe's ``max``, ``min``, ``mean``, ``l2norm`` cells of this tensor."""
-        return tuple(summary_cell(getattr(self, name)) for name in STAT_NAMES)
+        return summary_cell(self.max), summary_cell(self.min), summary_cell(self.mean), summary_cell(self.norm)
 
 
 def summary_cell(value: Value) -> Value:
     """A statistic as msprobe shows it: bools and null as text, every NaN as ``"Nan"``."""
+    if type(value) is float:  # the usual cell: only NaN's text is "nan", and it is not itself
+        return NAN_TEXT if value != value else value
     if isinstance(value, bool) or value is None:
         value = str(value)
     return NAN_TEXT if str(value).lower() == "nan" else value

@@ -33,6 +33,7 @@ Tensor bytes are never read here: :func:`tensor_path` says where they are.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,6 +248,13 @@ def _call(key: CallKey, order: int, entry: dict[str, Any]) -> Call:
     return Call(key, order, tuple(leaves), recompute if isinstance(recompute, bool) else None)
 
 
+@functools.lru_cache(maxsize=64)
+def _tensor_dir(rank_dir: str | os.PathLike) -> Path:
+    """``{rank_dir}/dump_tensor_data``, made once per rank: a plan asks it for every tensor,
+    and each Path made costs a parse of its parts."""
+    return Path(rank_dir) / TENSOR_DIR
+
+
 def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
     """Where ``tensor``'s file is: ``{rank_dir}/dump_tensor_data/{data_name}`` (``.pt`` for
     PyTorch, ``.npy`` for MindSpore). Nothing is opened: the file may be missing.
@@ -256,7 +264,7 @@ def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
             would leave ``dump_tensor_data`` (a path separator, ``..``, a NUL).
     """
     name = tensor.data_name
-    where = Path(rank_dir) / TENSOR_DIR
+    where = _tensor_dir(rank_dir)
     if name is None:
         why = f"{tensor.name!r} has no tensor file (the dump holds statistics only)"
         raise PrecisionToolError(why, where)

@@ -14,9 +14,10 @@ archive of one folder (``archive/`` by default; torch reads any name, the first 
 
 The archive's directory is read straight from its bytes (:mod:`.torch_zip`; zipfile for an
 archive torch's writer would not write, which then names any problem). The pickle is small and
-read up front, and a :class:`PtReader` interprets each distinct one once. A file of up to
-:data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is memory-mapped straight
-out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
+read up front, and a :class:`PtReader` interprets each distinct one once (the process's
+reader, :data:`PROCESS_READER`, for as long as the process lives: a worker's every job). A
+file of up to :data:`WHOLE_LIMIT` bytes is read in one read; a larger one's storage is
+memory-mapped straight out of the zip (a stored member's bytes are contiguous in the file). The storage is viewed with
 the tensor's offset, size and strides, checked to stay inside the storage. The pre-1.6
 ("legacy") format, a bare pickle stream, is refused: msprobe supports torch 2.1 and later, whose
 ``torch.save`` never writes it.
@@ -47,6 +48,9 @@ PICKLE_LIMIT = 1 << 20  # a tensor's data.pkl is a few hundred bytes
 # (msprobe's .pt files are mostly tens to hundreds of kilobytes)
 WHOLE_LIMIT = 1 << 20
 PICKLES_KEPT = 4096  # distinct data.pkl a PtReader remembers (each a few hundred bytes)
+# and at most this many bytes of them: the process's reader lives as long as a worker, and a
+# pickle may be up to PICKLE_LIMIT
+PICKLE_BYTES_KEPT = 16 << 20
 # a legacy torch.save stream begins with the pickle of its magic number 0x1950a86a20f9469cfc6c
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra length
@@ -70,26 +74,64 @@ class _Layout:
     member: zipfile.ZipInfo
     byteorder: str
     elements: int  # elements of the tensor's dtype the storage holds
+    plain: bool  # the whole storage in C order (:attr:`_Known.plain`)
+
+
+@dataclass(frozen=True)
+class _Known:
+    """A ``data.pkl``'s record and what it says of its storage, worked out once per distinct
+    pickle; :func:`_check_extent` holds each file's storage record to it."""
+
+    record: TensorRecord
+    problem: str  # the shape's (:func:`.shape_problem`): such a record is never remembered
+    storage_bytes: int
+    elements: int  # elements of the tensor's dtype the storage holds
+    last: int  # the tensor's last element in its storage; -1 when it has none
+    plain: bool  # the tensor is its whole storage in C order (the usual file): reshaped, not strided
+
+    @classmethod
+    def of(cls, record: TensorRecord) -> _Known:
+        storage_bytes = record.storage.numel * record.storage.dtype.itemsize
+        empty = math.prod(record.shape) == 0
+        last = -1 if empty else record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
+        problem = shape_problem(record.shape, record.dtype.itemsize) or ""
+        elements = storage_bytes // record.dtype.itemsize
+        plain = (
+            not problem
+            and record.offset == 0
+            and elements == math.prod(record.shape)
+            and record.stride == _contiguous(record.shape)
+        )
+        return cls(record, problem, storage_bytes, elements, last, plain)
 
 
 class PtReader:
     """Reads ``.pt`` files, interpreting each distinct ``data.pkl`` once: msprobe's files of one
     kind of tensor (same dtype, shape and device) hold byte-identical pickles (44 distinct ones
-    in 3,108 files of a 500 MB dump), so whoever reads many files (a run, a side) keeps one
-    reader. The records it remembers are immutable; at most :data:`PICKLES_KEPT` are kept.
+    in 3,108 files of a 500 MB dump), so whoever reads many files shares one reader
+    (:data:`PROCESS_READER` by default). The records it remembers are immutable, keyed by the
+    pickle's bytes alone, so a record serves any file; at most :data:`PICKLES_KEPT` are kept, of
+    :data:`PICKLE_BYTES_KEPT` bytes in all. A refusal is never remembered: it is raised again,
+    naming the file, for each file holding it.
     """
 
     def __init__(self) -> None:
-        self._records: dict[bytes, TensorRecord] = {}
+        self._records: dict[bytes, _Known] = {}
+        self._kept_bytes = 0
 
     def record(self, data: bytes, path) -> TensorRecord:
         """What the ``data.pkl`` bytes ``data`` rebuild (:func:`.read_tensor_pickle`); a
         refusal is raised for every file that holds it, naming that file."""
+        return self._known(data, path).record
+
+    def _known(self, data: bytes, path) -> _Known:
         found = self._records.get(data)
         if found is None:
-            found = read_tensor_pickle(data, path)
-            if len(self._records) < PICKLES_KEPT:
-                self._records[data] = found
+            found = _Known.of(read_tensor_pickle(data, path))
+            kept = self._kept_bytes + len(data)
+            if len(self._records) < PICKLES_KEPT and kept <= PICKLE_BYTES_KEPT and not found.problem:
+                self._records[data] = found  # no refusal is kept
+                self._kept_bytes = kept
         return found
 
     def header(self, path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:
@@ -102,13 +144,15 @@ class PtReader:
         """As :func:`read_pt`."""
         with open_regular(path, KIND) as handle:
             layout, storage = self._open(handle, path, whole=True)
-        return _strided(storage, layout.record)
+        return _strided(storage, layout.record, layout.plain)
 
     def _open(self, handle: BinaryIO, path, whole: bool) -> tuple[_Layout, np.ndarray | None]:
         """The layout and (``whole``: wanted) the storage; one read of a file up to
         :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write."""
         size = os.fstat(handle.fileno()).st_size
-        data = handle.read() if whole and size <= WHOLE_LIMIT else None
+        # the size fstat gave, which the directory is found from: one read (read() would stat
+        # and read again to find the end)
+        data = handle.read(size) if whole and size <= WHOLE_LIMIT else None
         fetch = _fetcher(handle, data)
         found = _fast_layout(self, fetch, size, path)
         if found is None:
@@ -123,6 +167,9 @@ class PtReader:
         return found, _storage(handle, None, found, path)
 
 
+PROCESS_READER = PtReader()  # lives as long as the process: one pool worker reads many jobs' files
+
+
 def _fetcher(handle: BinaryIO, data: bytes | None):
     if data is not None:
         return lambda offset, count: data[offset : offset + count]
@@ -133,19 +180,20 @@ def _fetcher(handle: BinaryIO, data: bytes | None):
 def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[np.dtype, tuple[int, ...]]:
     """The dtype and shape of the tensor in the ``.pt`` file ``path``, from its zip directory
     and ``data.pkl`` alone (no tensor data is read), with every check :func:`read_pt` makes on
-    them; ``reader`` remembers pickles across calls (a fresh one by default).
+    them; ``reader`` remembers pickles across calls (:data:`PROCESS_READER` by default).
 
     Raises:
         PrecisionToolError: as :func:`read_pt`.
     """
-    return (reader or PtReader()).header(path)
+    return (reader or PROCESS_READER).header(path)
 
 
 def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarray:
     """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array (bfloat16 and
     float8 as ml_dtypes' types): a file of up to :data:`WHOLE_LIMIT` bytes is read in one
     read, a larger one memory-mapped (a copy only for a deflated storage or a byte order other
-    than this machine's). ``reader`` remembers pickles across calls (a fresh one by default).
+    than this machine's). ``reader`` remembers pickles across calls (:data:`PROCESS_READER` by
+    default).
 
     Raises:
         PrecisionToolError: naming ``path``: not a regular file, not a torch zip archive (or a
@@ -153,14 +201,14 @@ def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarr
             (the refused global or opcode is named), a missing or short storage record, or a
             shape, offset or stride that reaches outside the storage.
     """
-    return (reader or PtReader()).read(path)
+    return (reader or PROCESS_READER).read(path)
 
 
-def _strided(storage: np.ndarray, record: TensorRecord) -> np.ndarray:
+def _strided(storage: np.ndarray, record: TensorRecord, plain: bool) -> np.ndarray:
     """The tensor's view of its storage. as_strided goes through the array interface, which
     cannot name ml_dtypes' 8-bit floats: those are strided as bytes and viewed back."""
     dtype, itemsize = storage.dtype, storage.dtype.itemsize
-    if record.offset == 0 and storage.size == math.prod(record.shape) and record.stride == _contiguous(record.shape):
+    if plain:
         view = storage.reshape(record.shape)  # the usual file: the whole storage, C order
         view.flags.writeable = False
         return view
@@ -211,14 +259,15 @@ def _layout(reader: PtReader, archive: zipfile.ZipFile, path) -> _Layout:
             f"({info.file_size:,} bytes): not one tensor's",
             path,
         )
-    record = reader.record(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    known = reader._known(_read_member(archive, info, PICKLE_LIMIT, path), path)
+    record = known.record
     byteorder = _byteorder(archive, prefix, path)
     name = f"{prefix}/data/{record.storage.key}"
     try:
         member = archive.getinfo(name)
     except KeyError:
         raise PrecisionToolError(f"has no record {shown(name)}: the tensor's storage is missing", path) from None
-    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path), known.plain)
 
 
 def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
@@ -234,7 +283,8 @@ def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
     data = record_bytes(fetch, info, PICKLE_LIMIT)
     if data is None:
         return None
-    record = reader.record(data, path)
+    known = reader._known(data, path)
+    record = known.record
     byteorder = "little"
     if f"{prefix}/byteorder" in entries:
         order = stored_record(fetch, entries, f"{prefix}/byteorder", size)
@@ -245,7 +295,7 @@ def _fast_layout(reader: PtReader, fetch, size: int, path) -> _Layout | None:
     member = stored_record(fetch, entries, f"{prefix}/data/{record.storage.key}", size)
     if member is None:
         return None
-    return _Layout(record, member, byteorder, _check_extent(record, member, path))
+    return _Layout(record, member, byteorder, _check_extent(known, member, path), known.plain)
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, path) -> bytes:
@@ -271,35 +321,31 @@ def _checked_order(raw: bytes, path) -> str:
     return order
 
 
-def _check_extent(record: TensorRecord, member: zipfile.ZipInfo, path) -> int:
+def _check_extent(known: _Known, member: zipfile.ZipInfo, path) -> int:
     """The elements of the tensor's dtype in its storage, once the storage record is known to
     hold the storage and the tensor's last element is known to lie inside it."""
-    problem = shape_problem(record.shape, record.dtype.itemsize)
-    if problem:
-        raise PrecisionToolError(problem, path)
+    if known.problem:
+        raise PrecisionToolError(known.problem, path)
     if member.flag_bits & 0x1:
         raise PrecisionToolError(f"record {shown(member.filename)} is encrypted: not read", path)
-    storage_bytes = record.storage.numel * record.storage.dtype.itemsize
     held = (
         member.file_size if member.compress_type != zipfile.ZIP_STORED else min(member.file_size, member.compress_size)
     )  # a stored record's bytes are both
-    if held < storage_bytes:
+    if held < known.storage_bytes:
         raise PrecisionToolError(
-            f"truncated: record {shown(member.filename)} holds {held} bytes, the tensor's storage is {storage_bytes}",
+            f"truncated: record {shown(member.filename)} holds {held} bytes, the tensor's storage is "
+            f"{known.storage_bytes}",
             path,
         )
-    elements = storage_bytes // record.dtype.itemsize
-    if math.prod(record.shape) == 0:
-        return elements
-    last = record.offset + sum((d - 1) * s for d, s in zip(record.shape, record.stride))
-    if last >= elements:
+    if known.last >= known.elements:
+        record = known.record
         raise PrecisionToolError(
             f"tensor of shape {shape_text(record.shape)}, stride {shape_text(record.stride)} at "
-            f"offset {record.offset} reaches element {last} of a storage of {elements}: out of "
+            f"offset {record.offset} reaches element {known.last} of a storage of {known.elements}: out of "
             "bounds",
             path,
         )
-    return elements
+    return known.elements
 
 
 def _raw_type(layout: _Layout) -> tuple[np.dtype, bool]:

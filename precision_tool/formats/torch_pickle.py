@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import ml_dtypes
 import numpy as np
@@ -176,7 +178,8 @@ class StorageRef:
 
 @dataclass(frozen=True)
 class TensorRecord:
-    """One rebuilt tensor: a strided view of ``offset`` elements into a storage."""
+    """One rebuilt tensor: a strided view of ``offset`` elements into a storage. Immutable
+    (``metadata`` a read-only mapping), so one record may serve every file of its pickle."""
 
     storage: StorageRef
     dtype: np.dtype
@@ -184,7 +187,7 @@ class TensorRecord:
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     requires_grad: bool = False
-    metadata: dict = field(default_factory=dict)
+    metadata: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
 
 class _Machine:
@@ -346,7 +349,7 @@ def _tensor(machine: _Machine, args: tuple, kind: str) -> TensorRecord:
         shape,
         stride,
         len(args) > 4 and args[4] is True,
-        metadata if isinstance(metadata, dict) else {},
+        MappingProxyType(dict(metadata) if isinstance(metadata, dict) else {}),
     )
 
 

@@ -103,7 +103,7 @@ def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp
     assert str(path) in str(caught.value) or path.name in str(caught.value)
 
 
-def test_the_pt_files_of_one_job_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
+def test_the_pt_files_of_every_job_of_a_process_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
     import struct
 
     from precision_tool.compare import load
@@ -117,8 +117,10 @@ def test_the_pt_files_of_one_job_share_its_reader_so_a_shared_pickle_is_read_onc
     runs = []
     interpret = torch_file.read_tensor_pickle
     monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    monkeypatch.setattr(torch_file, "PROCESS_READER", torch_file.PtReader())  # a fresh process
     headers = load.HeaderCache()  # one job
     values = [_values(load.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
     assert values == [[1, 2, 3], [4, 5, 6]] and runs == [first]
-    load.open_side(TensorFileSide(first, "torch.float32"), load.HeaderCache())  # another job: its own
-    assert runs == [first, first]
+    # another job (a job is one pair): the memo outlives it
+    assert _values(load.open_side(TensorFileSide(second, "torch.float32"), load.HeaderCache())).tolist() == [4, 5, 6]
+    assert runs == [first]

@@ -152,6 +152,65 @@ def test_a_reader_refuses_a_shared_hostile_pickle_for_every_file(tmp_path):
         assert _one_line(exc, path) == f"refuses to run os.system: {ONLY}"
 
 
+def test_the_process_reader_refuses_a_hostile_pickle_for_each_file_naming_it_and_remembers_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    pickle = b"\x80\x02" + _global("os", "system") + _text("true") + b"\x85R."
+    for name in ("a.pt", "b.pt"):
+        path = build_pt(tmp_path / name, pickle, {"0": b"\0" * 4})
+        with pytest.raises(PrecisionToolError) as exc:
+            read_pt(path)  # the process's reader, by default
+        assert _one_line(exc, path) == f"refuses to run os.system: {ONLY}"
+    assert torch_file.PROCESS_READER._records == {}
+
+
+def test_a_shape_no_array_can_have_is_refused_for_each_file_naming_it_and_not_remembered(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    huge = (1 << 40, 1 << 40)
+    pickle = tensor_pickle(("torch", "FloatStorage"), 1, 0, huge, (1 << 40, 1))
+    for name in ("a.pt", "b.pt"):
+        path = build_pt(tmp_path / name, pickle, {"0": b"\0" * 4})
+        with pytest.raises(PrecisionToolError) as exc:
+            read_pt(path)
+        assert _one_line(exc, path).startswith(f"shape [{1 << 40},{1 << 40}] of 4-byte elements is too big")
+    assert torch_file.PROCESS_READER._records == {}
+
+
+def test_a_remembered_pickle_still_has_each_files_storage_checked_and_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch_file, "PROCESS_READER", PtReader())
+    pickle = tensor_pickle(("torch", "FloatStorage"), 4, 0, (4,), (1,))
+    whole = build_pt(tmp_path / "whole.pt", pickle, {"0": struct.pack("<4f", 1, 2, 3, 4)})
+    short = build_pt(tmp_path / "short.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
+    assert read_pt(whole).tolist() == [1, 2, 3, 4]
+    assert len(torch_file.PROCESS_READER._records) == 1
+    with pytest.raises(PrecisionToolError) as exc:
+        read_pt(short)
+    assert _one_line(exc, short) == "truncated: record archive/data/0 holds 12 bytes, the tensor's storage is 16"
+    assert read_pt(whole).tolist() == [1, 2, 3, 4]
+
+
+def test_a_reader_remembers_at_most_its_bound_of_pickle_bytes(tmp_path, monkeypatch):
+    reader = PtReader()
+    pickles = [tensor_pickle(("torch", "FloatStorage"), n, 0, (n,), (1,)) for n in (1, 2, 3)]
+    monkeypatch.setattr(torch_file, "PICKLE_BYTES_KEPT", len(pickles[0]) + len(pickles[1]))
+    for n, pickle in zip((1, 2, 3), pickles):
+        path = build_pt(tmp_path / f"{n}.pt", pickle, {"0": b"\0" * 4 * n})
+        assert read_pt(path, reader).shape == (n,)
+    assert list(reader._records) == pickles[:2]  # the third would pass the bound: read, not kept
+    assert read_pt(tmp_path / "3.pt", reader).shape == (3,)
+
+
+def test_a_remembered_record_cannot_be_changed(tmp_path):
+    metadata = {"npu_format_/ND": True}
+    pickle = tensor_pickle(("torch", "FloatStorage"), 1, 0, (1,), (1,), metadata=metadata)
+    path = build_pt(tmp_path / "m.pt", pickle, {"0": b"\0" * 4})
+    record = PtReader().record(pickle, path)
+    assert record.metadata == metadata
+    with pytest.raises(TypeError):
+        record.metadata["npu_format_/ND"] = False
+
+
 def test_the_legacy_format_is_named_and_refused():
     with pytest.raises(PrecisionToolError) as exc:
         read_pt(DATA / "legacy.pt")

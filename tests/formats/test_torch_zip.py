@@ -3,6 +3,7 @@ same files (torch's own files in tests/data/torch), and the layouts it leaves to
 
 from __future__ import annotations
 
+import struct
 import zipfile
 import zlib
 from pathlib import Path
@@ -98,3 +99,22 @@ def test_any_cut_or_flipped_archive_reads_as_zipfile_or_is_left_to_it(name, data
         if record is not None:
             assert record.start + record.file_size <= len(raw)
             assert raw[record.header_offset : record.header_offset + 4] == b"PK\x03\x04"
+
+
+@pytest.mark.parametrize("local_name", [b"archive/data.pkX", b"archive/data.pk"])
+def test_a_local_header_naming_another_record_gives_none(tmp_path, local_name):
+    """The name after the local header must be the directory's, byte for byte and in length
+    (zipfile's check), else the record is left to zipfile. A shorter name is given the byte it
+    lost as extra field, so nothing after it moves."""
+    data = _archive(tmp_path)
+    at = data.index(b"PK\x03\x04")  # the first local header: archive/data.pkl's
+    name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
+    assert data[at + 30 : at + 30 + name_length] == b"archive/data.pkl" and extra_length == 0
+    lost = name_length - len(local_name)
+    changed = data[: at + 26] + struct.pack("<HH", len(local_name), lost) + local_name + b"\0" * lost
+    changed += data[at + 30 + name_length :]
+    assert len(changed) == len(data)
+    entries = read_directory(_fetch(changed), len(changed))
+    assert stored_record(_fetch(changed), entries, "archive/data.pkl", len(changed)) is None
+    entries = read_directory(_fetch(data), len(data))
+    assert stored_record(_fetch(data), entries, "archive/data.pkl", len(data)).start == at + 30 + name_length
