@@ -364,7 +364,7 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     ``name`` is the file's real name when ``path`` is an alias from ``mapping.csv``.
     Raises PrecisionToolError naming the file for anything that is not a well-formed dump.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         with open_regular(path, "dump file") as handle:
             header = _read_either(path, handle)

@@ -194,7 +194,7 @@ def npy_header_and_bytes(path: str | os.PathLike, limit: int) -> tuple[NpyHeader
     (None for a larger one): a small file is opened once for both, not once for its header
     and again for its data. PrecisionToolError when the file is shorter than its header says
     (truncated since it was checked)."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     with open_regular(path, "golden file") as handle:
         header = _read_npy_header(handle, path)
         check_npy_header(header, path)
