@@ -240,7 +240,7 @@ def _readable_pairs(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray, 
 
 
 def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> Stats:
-    total = Stats()
+    total = None
     for xb, yb in _readable_pairs(x, y):
         xv, yv = kernel_operand(xb), kernel_operand(yb)
         out = np.zeros(len(FUSED_FIELDS))
@@ -252,8 +252,10 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> St
             part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
             _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
-        total = combine(total, part)
-    return total
+        # a kernel's sums start at +0.0, so merging a first part into empty statistics would
+        # give it back unchanged: it is taken as it is
+        total = part if total is None else combine(total, part)
+    return Stats() if total is None else total
 
 
 def _count_nonfinite(kernels, s: Stats, xv: np.ndarray, yv: np.ndarray) -> None:
@@ -312,7 +314,12 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     if not sums_finite(part):  # a NaN or Inf, or an overflow
         counted = (fused and not _cosine_only(builtin)) or any(g.name == "range" for g in builtin)
         part = refold_if_overflowed(part, x, y, builtin, partial(fresh_fold, kernels=kernels), counted)
-    return part if in_place else combine(stats, part, () if fused else custom + stored)
+    if in_place:
+        return part
+    if fused and not stats.count:  # the first chunk: its built-in fields are part's (as above)
+        part.extra = dict(stats.extra)
+        return part
+    return combine(stats, part, () if fused else custom + stored)
 
 
 def _fold_stored(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup]) -> None:

@@ -43,7 +43,7 @@ from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.files import open_regular
-from ..formats.golden import load_npy, npy_header
+from ..formats.golden import load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
 from .metrics import dtype_problem
 
@@ -53,6 +53,9 @@ _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
 # mapped and opened again per tensor: at ~100 KB a tensor the opens and maps cost more than the
 # bytes. Bounded so a worker holds at most this much of a file at a time.
 SMALL_DUMP_BYTES = 16 << 20
+# A C-order .npy up to this size is read with its header, in one open (open_npy_side); a larger
+# one is read block by block into the reused buffers.
+SMALL_NPY_BYTES = 1 << 20
 
 
 class Buffers:
@@ -466,12 +469,18 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
 def open_npy_side(side: NpySide) -> Source:
     """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem.
 
-    A C-order file (what every dumper writes) is read from its header alone: its blocks are
-    read with ``readinto`` anyway, so mapping it first would cost a memory map a file for
-    nothing. Fortran order is mapped and copied out block by block."""
-    header = npy_header(side.path)
-    if not header.fortran_order and math.prod(header.shape):
+    A C-order file (what every dumper writes) is not mapped: one of up to
+    :data:`SMALL_NPY_BYTES` is read whole with its header, a larger one's blocks are read with
+    ``readinto`` (mapping it first would cost a memory map a file for nothing). Fortran order
+    is mapped and copied out block by block."""
+    header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES)
+    count = math.prod(header.shape)
+    if not header.fortran_order and count:
         check_numeric(header.dtype, side.path.name, side.path)
+        if data is not None:  # a small file: already read with its header
+            array = np.frombuffer(data, header.dtype, count).reshape(header.shape)
+            common = dict(dtype=header.dtype, dtype_name=header.dtype.name, nbytes=header.file_size)
+            return ArrayBlocks(shape=tuple(header.shape), array=array, **common)
         return FileRegion(
             shape=tuple(header.shape),
             dtype=header.dtype,

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -181,6 +182,22 @@ def _groups(metrics: Sequence[Metric]) -> tuple[StatGroup, ...]:
     return tuple(seen.values())
 
 
+@lru_cache(maxsize=64)
+def _group_plan(
+    metrics: tuple[Metric, ...], scalar: bool, boolean: bool
+) -> tuple[frozenset[str], tuple[StatGroup, ...], tuple[StatGroup, ...]]:
+    """(the group names, the first pass's groups, the second's) of an Accumulator. Worked out
+    once per choice of metrics: every tensor pair makes an Accumulator, and a group, once
+    registered, never changes."""
+    # a scalar's cosine is not computed; a bool pair computes only the bool-capable metrics
+    active = [m for m in metrics if (m.bool_ok or not boolean) and not (scalar and m.name == "CosineSimilarity")]
+    groups = _groups(active)
+    first = tuple(g for g in groups if not g.needs_ranges)
+    if any(g.needs_ranges for g in groups) and not any(g.name == "range" for g in first):
+        first += (stat_groups.stat_group("range"),)
+    return frozenset(g.name for g in groups), first, tuple(g for g in groups if g.needs_ranges)
+
+
 class Accumulator:
     """Accumulates the selected metrics' statistics over flat chunks of a tensor pair.
 
@@ -208,16 +225,7 @@ class Accumulator:
     ) -> None:
         self.metrics = tuple(metrics)
         self.scalar, self.boolean = scalar, boolean
-        # a scalar's cosine is not computed; a bool pair computes only the bool-capable metrics
-        active = [
-            m for m in self.metrics if (m.bool_ok or not boolean) and not (scalar and m.name == "CosineSimilarity")
-        ]
-        groups = _groups(active)
-        self.groups = frozenset(g.name for g in groups)
-        self.first = tuple(g for g in groups if not g.needs_ranges)
-        if any(g.needs_ranges for g in groups) and not any(g.name == "range" for g in self.first):
-            self.first += (stat_groups.stat_group("range"),)
-        self.second = tuple(g for g in groups if g.needs_ranges)
+        self.groups, self.first, self.second = _group_plan(self.metrics, scalar, boolean)
         self.kernels = kernels.numba_for(size, numba)
         self.stats = Stats()
 

@@ -22,6 +22,7 @@ import math
 import os
 import struct
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -72,18 +73,20 @@ class DumpTensor:
     defect: str | None = None  # a device shape no array can have (the shapes are left empty)
     original_defect: str | None = None  # an original shape no array can have (left empty)
     foreign_type: str | None = None  # a nano data type OutputDataType lacks ("HIFLOAT4 (nano 42)")
+    # dtype, dtype_name, problem and host_problem are cached: they depend on the fields alone,
+    # and a comparison asks for them several times a tensor
 
     @property
     def name(self) -> str:
         """``{kind}:{index}``, as in a TensorIndex."""
         return f"{self.kind}:{self.index}"
 
-    @property
+    @cached_property
     def dtype(self) -> np.dtype:
         """The numpy dtype of the elements (after unpacking sub-byte types)."""
         return self._dump_dtype().dtype
 
-    @property
+    @cached_property
     def dtype_name(self) -> str:
         """How the data type is shown: ``float16``, ``bfloat16``, or the enum name if unsupported."""
         try:
@@ -91,7 +94,7 @@ class DumpTensor:
         except PrecisionToolError:
             return self.foreign_type or data_type_name(self.data_type)
 
-    @property
+    @cached_property
     def problem(self) -> str | None:
         """Why this tensor cannot be read (in its device layout), or None when it can; the text
         starts with the tensor's name (``output:0: ...``)."""
@@ -101,7 +104,7 @@ class DumpTensor:
             return exc.problem
         return None
 
-    @property
+    @cached_property
     def host_problem(self) -> str | None:
         """Why this tensor cannot be read in host layout before any conversion is tried (its
         :attr:`problem`, or an original shape no array can have), or None."""
@@ -361,7 +364,7 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     ``name`` is the file's real name when ``path`` is an alias from ``mapping.csv``.
     Raises PrecisionToolError naming the file for anything that is not a well-formed dump.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         with open_regular(path, "dump file") as handle:
             header = _read_either(path, handle)

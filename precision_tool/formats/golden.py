@@ -186,16 +186,38 @@ def npy_header(path: str | os.PathLike) -> NpyHeader:
     """The checked header of a ``.npy`` file (as :func:`load_npy` checks it), a sub-array
     element type folded into the shape as numpy maps it; nothing is mapped, so a caller that
     reads the data itself pays only for the header. Bad files raise PrecisionToolError."""
-    path = Path(path)
+    return npy_header_and_bytes(path, 0)[0]
+
+
+def npy_header_and_bytes(path: str | os.PathLike, limit: int) -> tuple[NpyHeader, bytes | None]:
+    """:func:`npy_header`, and the bytes of the data when the file is at most ``limit`` bytes
+    (None for a larger one): a small file is opened once for both, not once for its header
+    and again for its data. PrecisionToolError when the file is shorter than its header says
+    (truncated since it was checked)."""
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     with open_regular(path, "golden file") as handle:
         header = _read_npy_header(handle, path)
-    check_npy_header(header, path)
+        check_npy_header(header, path)
+        data = None
+        if header.file_size <= limit:
+            try:
+                data = handle.read(header.file_size - header.offset)
+            except OSError as exc:
+                raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from None
+            if len(data) < _data_bytes(header):
+                raise PrecisionToolError(
+                    "the file ended before the tensor did: truncated since its header was read?", path
+                )
     dtype = header.dtype
     if dtype.subdtype is not None and dtype.names is None:
         header = NpyHeader(
             header.shape + dtype.subdtype[1], dtype.subdtype[0], header.fortran_order, header.offset, header.file_size
         )
-    return header
+    return header, data
+
+
+def _data_bytes(header: NpyHeader) -> int:
+    return math.prod(header.shape) * header.dtype.itemsize
 
 
 # The header numpy's writer makes for a plain array (np.save, every TF dumper): parsed here

@@ -69,12 +69,19 @@ def shape_problem(shape: Sequence[int], itemsize: int) -> str | None:
     problem = rank_problem(len(shape))
     if problem:
         return problem
-    shown = shape_text(shape) if len(shape) <= _SHOWN_DIMS else f"of {len(shape)} dimensions"
     if any(d < 0 for d in shape):
-        return f"shape {shown} has a negative dimension"
+        return f"shape {_shown(shape)} has a negative dimension"
     nbytes = max(itemsize, 1)
     for d in shape:
         nbytes *= d or 1
         if nbytes > MAX_BYTES:
-            return f"shape {shown} of {itemsize}-byte elements is too big for any array (more than {MAX_BYTES} bytes)"
+            return (
+                f"shape {_shown(shape)} of {itemsize}-byte elements is too big for any array "
+                f"(more than {MAX_BYTES} bytes)"
+            )
     return None
+
+
+def _shown(shape: Sequence[int]) -> str:
+    # written only for a problem: every tensor's shape is checked, few have one
+    return shape_text(shape) if len(shape) <= _SHOWN_DIMS else f"of {len(shape)} dimensions"

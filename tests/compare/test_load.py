@@ -1,5 +1,5 @@
-"""load: a C-order .npy is opened from its header alone, other files are mapped; a small
-dump file is read whole, once a job.
+"""load: a small C-order .npy is read with its header in one open, a larger one is opened from
+its header alone, other files are mapped; a small dump file is read whole, once a job.
 
 Expected offsets come from the file size and the saved array's byte count; expected values from
 the array that was saved.
@@ -12,17 +12,44 @@ import os
 import numpy as np
 import pytest
 
+from precision_tool.compare import load
 from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion, open_npy_side
 from precision_tool.errors import PrecisionToolError
+from precision_tool.formats import golden
 
 
 def _values(source) -> np.ndarray:
     return np.concatenate([b.copy() for b in source.blocks(5, Buffers(), "x")])
 
 
-def test_c_order_file_is_a_region_of_the_file(tmp_path, monkeypatch):
+def test_small_c_order_file_is_read_with_its_header(tmp_path):
+    array = np.arange(24, dtype=">f4").reshape(2, 3, 4)  # a byte order other than this machine's
+    np.save(tmp_path / "g.npy", array)
+    source = open_npy_side(NpySide(tmp_path / "g.npy"))
+    assert isinstance(source, ArrayBlocks) and not source.array.flags.writeable
+    assert source.shape == (2, 3, 4) and source.dtype == np.dtype(">f4") and source.dtype_name == "float32"
+    assert source.nbytes == os.path.getsize(tmp_path / "g.npy")
+    np.testing.assert_array_equal(_values(source), array.ravel())
+
+
+def test_small_file_cut_after_its_header_was_checked_is_one_line(tmp_path, monkeypatch):
+    np.save(tmp_path / "g.npy", np.arange(100_000, dtype=np.float32))  # beyond the first buffered read
+    checked = golden.check_npy_header
+
+    def cut_after_check(header, path):
+        checked(header, path)
+        path.write_bytes(path.read_bytes()[:-8])  # the writer was still writing
+
+    monkeypatch.setattr(golden, "check_npy_header", cut_after_check)
+    with pytest.raises(PrecisionToolError) as caught:
+        open_npy_side(NpySide(tmp_path / "g.npy"))
+    assert "truncated since its header was read" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_larger_c_order_file_is_a_region_of_the_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(load, "SMALL_NPY_BYTES", 64)  # smaller than this file: read block by block
     array = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     np.save("g.npy", array)
     source = open_npy_side(NpySide(tmp_path.joinpath("g.npy").relative_to(tmp_path)))

@@ -1,7 +1,7 @@
 """The binary cache of parsed graph dumps: used when fresh, ignored when stale or broken.
 
 It is kept for graphs read through a ``ModelDef`` -- atc's JSON here, and TextFormat the fast
-reader leaves to protobuf; TextFormat the fast reader takes is read again instead. A cache is
+reader leaves to protobuf -- and for TextFormat the fast reader takes (the model it read). A cache is
 found by what the graph file is (:mod:`~precision_tool.formats.file_identity`), so a graph
 rewritten with its size and modification time put back is parsed again.
 """
@@ -9,17 +9,23 @@ rewritten with its size and modification time put back is parsed again.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from precision_tool.formats import file_identity, graph_cache
-from precision_tool.formats.graph import read_graph
+from precision_tool.formats.graph import load_graph, read_graph
 from precision_tool.formats.graph_cache import cache_path, read_graph_cached
 from precision_tool.formats.graph_write import (
     OpSpec,
     build_model,
     write_graph_json,
     write_graph_text,
+)
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+REAL_TEXT_GRAPHS = sorted(
+    str(p.relative_to(REAL)) for p in REAL.rglob("*") if p.is_file() and p.name.endswith("_Build.txt")
 )
 
 
@@ -31,11 +37,26 @@ def _graph(tmp_path, ops: int = 3):
     return write_graph_json(_model(ops), tmp_path / "ge_proto_00000001_Build.txt.json")
 
 
-def test_text_the_fast_reader_takes_is_not_cached(tmp_path, monkeypatch):
+def test_text_the_fast_reader_takes_is_cached_as_the_model_it_read(tmp_path, monkeypatch):
     path, cache = tmp_path / "ge_proto_00000001_Build.txt", tmp_path / "cache"
     write_graph_text(_model(3), path)
-    assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)
-    assert not cache.exists()
+    first = read_graph_cached(path, cache, min_bytes=0)
+    assert first == read_graph(path) and len(list(cache.glob("*.pb"))) == 1
+    monkeypatch.setattr(graph_cache, "load_graph", lambda *a, **k: 1 / 0)  # must not parse
+    assert read_graph_cached(path, cache, min_bytes=0) == first
+
+
+@pytest.mark.parametrize("name", REAL_TEXT_GRAPHS)
+def test_a_real_graph_read_back_from_its_cache_equals_the_fast_readers(tmp_path, monkeypatch, name):
+    """GE's own printer output (tests/data/real, SOURCES.md there): what the cache holds for a
+    graph the fast reader took comes back as the very model that reader made."""
+    path = REAL / name
+    parsed, proto = load_graph(path)
+    assert proto is None  # taken by the fast reader: the case the model is stored for
+    cache = tmp_path / "cache"
+    assert read_graph_cached(path, cache, min_bytes=0) == parsed
+    monkeypatch.setattr(graph_cache, "load_graph", lambda *a, **k: 1 / 0)  # must not parse
+    assert read_graph_cached(path, cache, min_bytes=0) == parsed
 
 
 def test_text_left_to_protobuf_is_cached(tmp_path, monkeypatch):
