@@ -503,8 +503,9 @@ def open_npy_side(side: NpySide) -> Source:
 
 def open_tensor_file_side(side: TensorFileSide, headers: HeaderCache | None = None) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
-    ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the job's
-    reader (``headers``), so the files of a job share its memo of their ``data.pkl``."""
+    ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the
+    process's reader (``headers.pt_reader()``), so the files of a run share its memo of their
+    ``data.pkl``."""
     if headers is not None and os.fspath(side.path).endswith(".pt"):  # as Path.suffix, no Path made
         from ..formats.torch_file import read_pt
 
