@@ -107,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     text = plain_help(args.command) if args.execute is None else None
     if text is not None:
         return int(write_plain(text))
+    from precision_tool.compare.numba_load import claim_process
     from precision_tool.config import load_config
     from precision_tool.context import Context
     from precision_tool.render.theme import make_console
 
+    claim_process()  # the CLI and its shell run no one else's numba code: its BLAS probe is skipped
     console = make_console()
     try:
         config = load_config(

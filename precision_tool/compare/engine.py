@@ -184,9 +184,11 @@ def _mp_context():
     return get_context("spawn")
 
 
-def _init_worker(parent_pid: int) -> None:
+def _init_worker(parent_pid: int, claimed: bool = False) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
     init_worker_lifetime(parent_pid)  # ... and however it ends, we end with it
+    if claimed:  # a worker of the tool's own process is its own too (a spawned one must be told)
+        kernels.claim_process()
 
 
 @contextmanager
@@ -369,7 +371,9 @@ def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> It
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(), kernels.process_claimed())
+        )
         try:
             yield from stream_units(units, executor.submit, window, tracker.emit)
         except BaseException:
