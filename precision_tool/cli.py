@@ -127,13 +127,18 @@ def main(argv: list[str] | None = None) -> int:
         from precision_tool.shell.app import run_shell
 
         return int(run_shell(Context(config, console)))
-    from precision_tool.commands import build_registry
+    from precision_tool.commands import UsageError, build_registry
     from precision_tool.commands.dispatch import ExitShell, execute_line
+    from precision_tool.commands.registry import split_commands
 
     context = Context(config, console, error_console=make_console(stderr=True))
     line = args.execute if args.execute is not None else shlex.join(args.command)
     try:
-        return int(execute_line(line, build_registry(), context))
+        needed = [words[0] for words in split_commands(line)]  # only their modules are imported
+    except UsageError:
+        needed = None  # execute_line says what is wrong with the line
+    try:
+        return int(execute_line(line, build_registry(needed), context))
     except ExitShell as leave:
         return int(leave.status or ExitStatus.OK)
 
