@@ -7,10 +7,10 @@ exits 0 (fine), 1 (suspicious operators found), 2 (usage or input error).
 from __future__ import annotations
 
 import argparse
-import atexit
-import gc
+import os
 import shlex
 import sys
+import threading
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: python3 ./precision_tool/cli.py
@@ -103,27 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_EXIT = {"quick": False}
-
-
-def _quick_exit() -> None:
-    """At the interpreter's exit, skip the last garbage collection over what the run loaded.
-
-    numba's and LLVM's objects are mostly in reference cycles, so the final collection of a
-    run that loaded numba frees them one by one: 0.3-0.4 s of a run measured (docs/performance.md,
-    "Fixed cost"), for memory the system takes back at once. Registered at exit (it runs after
-    the handlers registered later, ours and the libraries': logs, temporary files, pools), so a
-    caller of :func:`main` in a longer-lived process collects as usual until its own exit.
-    """
-    if not _EXIT["quick"]:
-        _EXIT["quick"] = True
-        atexit.register(gc.freeze)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the tool; returns the exit status."""
     args = build_parser().parse_args(argv)  # --version and --help end here, before the imports
-    _quick_exit()
     text = plain_help(args.command) if args.execute is None else None
     if text is not None:
         return int(write_plain(text))
@@ -163,5 +145,31 @@ def main(argv: list[str] | None = None) -> int:
         return int(leave.status or ExitStatus.OK)
 
 
+def entry() -> None:
+    """The program (``precision-tool``, ``python -m precision_tool``): :func:`main`, then the
+    process ends with its status without the interpreter's teardown.
+
+    Freeing what a run loaded, one object at a time, is most of a second once numba and LLVM
+    are in (0.5-0.9 s of wall time after the last exit handler on the msprobe 500M pair,
+    measured; docs/performance.md, "Fixed cost"), for memory the system takes back at once.
+    Nothing is lost: the exit handlers run first (logs, temporary files, pools, a coverage
+    tool's), then the standard streams are flushed. With another thread still running the
+    interpreter ends as usual, so that thread is waited for as before.
+    """
+    status = main()
+    if threading.active_count() > 1:
+        sys.exit(status)
+    import atexit
+
+    atexit._run_exitfuncs()  # what sys.exit would run, in the same order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
