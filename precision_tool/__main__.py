@@ -1,7 +1,5 @@
 """``python -m precision_tool``."""
 
-import sys
+from precision_tool.cli import entry
 
-from precision_tool.cli import main
-
-sys.exit(main())
+entry()

@@ -7,8 +7,10 @@ exits 0 (fine), 1 (suspicious operators found), 2 (usage or input error).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
+import threading
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: python3 ./precision_tool/cli.py
@@ -107,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     text = plain_help(args.command) if args.execute is None else None
     if text is not None:
         return int(write_plain(text))
+    from precision_tool.compare.numba_load import claim_process
     from precision_tool.config import load_config
     from precision_tool.context import Context
     from precision_tool.render.theme import make_console
 
+    claim_process()  # the CLI and its shell run no one else's numba code: its BLAS probe is skipped
     console = make_console()
     try:
         config = load_config(
@@ -125,16 +129,47 @@ def main(argv: list[str] | None = None) -> int:
         from precision_tool.shell.app import run_shell
 
         return int(run_shell(Context(config, console)))
-    from precision_tool.commands import build_registry
+    from precision_tool.commands import UsageError, build_registry
     from precision_tool.commands.dispatch import ExitShell, execute_line
+    from precision_tool.commands.registry import split_commands
 
     context = Context(config, console, error_console=make_console(stderr=True))
     line = args.execute if args.execute is not None else shlex.join(args.command)
     try:
-        return int(execute_line(line, build_registry(), context))
+        needed = [words[0] for words in split_commands(line)]  # only their modules are imported
+    except UsageError:
+        needed = None  # execute_line says what is wrong with the line
+    try:
+        return int(execute_line(line, build_registry(needed), context))
     except ExitShell as leave:
         return int(leave.status or ExitStatus.OK)
 
 
+def entry() -> None:
+    """The program (``precision-tool``, ``python -m precision_tool``): :func:`main`, then the
+    process ends with its status without the interpreter's teardown.
+
+    Freeing what a run loaded, one object at a time, is most of a second once numba and LLVM
+    are in (0.5-0.9 s of wall time after the last exit handler on the msprobe 500M pair,
+    measured; docs/performance.md, "Fixed cost"), for memory the system takes back at once.
+    Nothing is lost: the exit handlers run first (logs, temporary files, pools, a coverage
+    tool's), then the standard streams are flushed. With another thread still running the
+    interpreter ends as usual, so that thread is waited for as before.
+    """
+    status = main()
+    if threading.active_count() > 1:
+        sys.exit(status)
+    import atexit
+
+    atexit._run_exitfuncs()  # what sys.exit would run, in the same order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

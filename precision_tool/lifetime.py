@@ -25,8 +25,6 @@ in the command and in its workers.
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import sys
@@ -75,6 +73,8 @@ def _death_signal() -> bool:
 
 def watch_parent(parent_pid: int) -> threading.Thread:
     """Start a daemon thread that ends this process as soon as its parent has ended."""
+    import multiprocessing  # here, in a worker: the parent's stop_on_signals has no use for it
+
     parent = multiprocessing.parent_process()
     sentinel = getattr(parent, "sentinel", None)
     target = (_wait_for_sentinel, (sentinel,)) if sentinel is not None else (_poll_parent, (parent_pid,))
@@ -84,6 +84,8 @@ def watch_parent(parent_pid: int) -> threading.Thread:
 
 
 def _wait_for_sentinel(sentinel) -> None:
+    import multiprocessing.connection
+
     multiprocessing.connection.wait([sentinel])
     os._exit(1)
 

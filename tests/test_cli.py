@@ -150,3 +150,42 @@ def test_help_of_an_unknown_command_names_close_ones(workdir):
     listing = _run([_script(), "help"], workdir)
     assert listing.returncode == 0 and listing.stdout.startswith("commands (help CMD for details)")
     assert "  vc " in listing.stdout and "  exit " in listing.stdout
+
+
+def _entry(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``code`` then :func:`precision_tool.cli.entry` in a fresh interpreter, with ``args``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    program = code + "\nfrom precision_tool.cli import entry\nentry()"
+    return subprocess.run([sys.executable, "-c", program, *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_program_ends_after_its_exit_handlers_with_its_status_and_all_its_output(sample_data, tmp_path):
+    """entry() skips only the interpreter's teardown: the exit handlers run (the one registered
+    first, last), the output is flushed, the CSV is complete, the status is main's. numba is on
+    for the run and loaded in this process (the sample is compared inline)."""
+    pytest.importorskip("numba")
+    code = (
+        "import atexit, sys\nfrom precision_tool.compare import kernels\n"
+        "kernels.numba_pays_off = lambda *a: True\n"
+        "atexit.register(lambda: print('handler ran; numba loaded:', 'numba' in sys.modules))"
+    )
+    out = tmp_path / "out"
+    done = _entry(code, "--data", str(sample_data), "vc", "--fresh", "-o", str(out))
+    assert done.returncode in (0, 1), done.stderr
+    assert done.stdout.splitlines()[-1] == "handler ran; numba loaded: True"
+    csvs = list(out.glob("result_*.csv"))
+    assert len(csvs) == 1 and str(csvs[0]) in done.stdout
+    lines = csvs[0].read_text().splitlines()
+    assert len(lines) > 1 and lines[-1].count(",") == lines[0].count(",")
+    assert _entry("", "--data", str(tmp_path / "none"), "vc").returncode == 2  # an input error's status
+
+
+def test_with_another_thread_running_the_program_ends_as_usual(tmp_path):
+    """A thread still running at the end is waited for (the interpreter's own exit)."""
+    code = (
+        "import threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread finished', flush=True))).start()"
+    )
+    done = _entry(code, "--data", str(tmp_path), "vc")
+    assert done.returncode == 2 and done.stdout.splitlines()[-1] == "thread finished", done.stderr

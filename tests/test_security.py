@@ -244,7 +244,7 @@ WRITES_ELSEWHERE = {
     "compare/row_cache.py",
     # numba's compiled kernels: the tool's own state in the user's cache dir (as
     # the shell history), used only when private to the user
-    "compare/kernels.py",
+    "compare/numba_load.py",
 }
 WRITING_FUNCTIONS = {
     "os.replace",

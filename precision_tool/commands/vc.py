@@ -41,11 +41,11 @@ class Summary:
 
     def add(self, row) -> None:
         """Count one :class:`~precision_tool.compare.result.CompareRow`."""
-        from ..compare.cluster_preflight import UNREADABLE
-
         if row.compared:
             self.compared += 1
         elif row.tensor_index:
+            from ..compare.cluster_preflight import UNREADABLE  # only for rows not compared
+
             self.not_compared += 1
             self.unreadable += row.fail_reason.startswith(UNREADABLE)
         diverges = self.rule.diverges(row.cosine, row.metric("RelativeEuclideanDistance"), row.npu_nonfinite)

@@ -40,10 +40,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing import get_context
+from typing import TYPE_CHECKING
 
 from ..lifetime import init_worker_lifetime
 from . import kernels
@@ -54,6 +53,9 @@ from .pair_compare import base_row, clear_buffers, compare_sources, compare_task
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
+
+if TYPE_CHECKING:  # multiprocessing loads only when a pool starts: an inline run has no use for it
+    from concurrent.futures import ProcessPoolExecutor
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -179,14 +181,18 @@ def _mp_context():
     so a live display or a threaded caller gets the slower but always safe spawn (about half a
     second: each worker imports numpy and the readers again).
     """
+    from multiprocessing import get_context
+
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return get_context("fork")
     return get_context("spawn")
 
 
-def _init_worker(parent_pid: int) -> None:
+def _init_worker(parent_pid: int, claimed: bool = False) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
     init_worker_lifetime(parent_pid)  # ... and however it ends, we end with it
+    if claimed:  # a worker of the tool's own process is its own too (a spawned one must be told)
+        kernels.claim_process()
 
 
 @contextmanager
@@ -362,6 +368,8 @@ def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> I
 
 
 def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> Iterator[CompareRow]:
+    from concurrent.futures import ProcessPoolExecutor
+
     window = 2 * workers
     context = _mp_context()
     if context.get_start_method() == "fork" and job_args[2]:
@@ -369,7 +377,9 @@ def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> It
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
     with _single_threaded_children():
-        executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(), kernels.process_claimed())
+        )
         try:
             yield from stream_units(units, executor.submit, window, tracker.emit)
         except BaseException:

@@ -35,136 +35,24 @@ one test per chunk) is folded again at scaled magnitudes (:mod:`.scaled_sums`).
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
-import stat
-import tempfile
-import warnings
 from collections.abc import Iterable, Sequence
-from functools import lru_cache, partial
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 
 from .metric_data import Range, StatGroup, Stats
+from .numba_load import FUSED_FIELDS, claim_process, kernel_operand, numba_cache_dir, numba_kernels, process_claimed
 from .scaled_sums import refold_if_overflowed
 from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
 
 BLOCK = 1 << 15  # numpy path: elements per step, so the float64 buffers stay in the cache
 NUMBA_MIN_SIZE = 1 << 18  # smaller tensors take the numpy path: no numba import for them
 _PIECE = 1 << 16  # elements converted at a time for dtypes the numba kernels do not read
-_CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
-FUSED_FIELDS = (
-    "count",
-    "sum_xy",
-    "sum_xx",
-    "sum_yy",
-    "sum_x",
-    "sum_y",
-    "m2_x",
-    "m2_y",
-    "max_abs",
-    "sum_abs",
-    "sum_sq",
-    "rel_sum",
-    "rel_max",
-    "x_lo",
-    "x_hi",
-    "y_lo",
-    "y_hi",
-    "nan_x",
-    "nan_y",
-    "inf_x",
-    "inf_y",
-)
 COUNTS = frozenset({"count", "nan_x", "nan_y", "inf_x", "inf_y"})
 
 
 # --- the numba backend ------------------------------------------------------------------------
-
-
-def numba_cache_dir() -> Path | None:
-    """A private directory for numba's compiled kernels, outside any data; None if none is.
-
-    ``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/precision_tool/numba`` (``~/.cache``
-    by default), else one under the system's temporary directory. numba loads what it finds
-    there, so a directory is used only when it is a real directory (no link), owned by this
-    user and writable by nobody else: another user of a shared server cannot plant kernels.
-    """
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    user = os.getuid() if hasattr(os, "getuid") else "user"
-    for candidate in (
-        Path(base) / "precision_tool" / "numba",
-        Path(tempfile.gettempdir()) / f"precision_tool-numba-{user}",
-    ):
-        try:
-            candidate.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if _private_dir(candidate):
-            return candidate
-    return None
-
-
-def _private_dir(path: Path) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022:
-        return False
-    return not hasattr(os, "getuid") or info.st_uid == os.getuid()
-
-
-@lru_cache(maxsize=1)
-def numba_kernels():
-    """The compiled-kernel module, or None when numba is off, missing or broken (once per process)."""
-    switched_off = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
-    if switched_off or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":  # interpreted "kernels": too slow
-        return None
-    cache = numba_cache_dir()
-    if cache is not None:
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
-    try:
-        kernels_numba = importlib.import_module(".kernels_numba", __package__)
-        _check(kernels_numba)
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("numba", "llvmlite"):  # not installed: the numpy path, silently
-            _warn(exc)
-        return None
-    except Exception as exc:  # numba or LLVM failing to compile or run here
-        _warn(exc)
-        return None
-    return kernels_numba
-
-
-def _warn(exc: BaseException) -> None:
-    warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy", RuntimeWarning, stacklevel=3)
-
-
-def _check(module) -> None:
-    """Run the kernels once on known data, so a broken numba fails here and not mid-run.
-
-    Every float16 and bfloat16 bit pattern must widen exactly as numpy and ml_dtypes widen it.
-    """
-    import ml_dtypes
-
-    patterns = np.arange(1 << 16, dtype=np.uint16)
-    for dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)):
-        out = np.empty(patterns.size)
-        module.widen(kernel_operand(patterns.view(dtype)), out)
-        with np.errstate(invalid="ignore"):
-            expected = patterns.view(dtype).astype(np.float64)
-        if not np.array_equal(out, expected, equal_nan=True):
-            raise RuntimeError(f"the kernels widen {dtype} differently from numpy")
-    x = np.array([1.0, -2.0, 3.0], np.float32)
-    out = np.zeros(len(FUSED_FIELDS))
-    module.fused(x, x, out)
-    if out[0] != 3 or out[1] != 14.0:
-        raise RuntimeError("the fused kernel gave wrong sums on a check")
 
 
 def numba_for(size: int | None, wanted: bool | None = None):
@@ -187,21 +75,6 @@ def numba_pays_off(data_bytes: int, cosine_only: bool) -> bool:
     files, at about 2.5 GB with cosine alone (whose numpy path is already cheap).
     """
     return data_bytes >= (2.5e9 if cosine_only else 5e8)
-
-
-def kernel_operand(block: np.ndarray) -> np.ndarray | None:
-    """``block`` as the kernels read it, or None for dtypes they do not read (see kernels_numba).
-
-    float32/float64 as they are; float16 as uint16 bits, bfloat16 as int16 bits (widened by the
-    CPU). Everything else (integers, bool, fp8...) is converted to float64 a piece at a time.
-    """
-    if block.dtype == np.float32 or block.dtype == np.float64:
-        return block
-    if block.dtype == np.float16:
-        return block.view(np.uint16)
-    if block.dtype.name == "bfloat16":
-        return block.view(np.int16)
-    return None
 
 
 def _float64_pieces(x: np.ndarray, y: np.ndarray, step: int) -> Iterable[tuple[np.ndarray, np.ndarray]]:
@@ -396,6 +269,7 @@ __all__ = [
     "FUSED_FIELDS",
     "NUMBA_MIN_SIZE",
     "as_float64",
+    "claim_process",
     "fold_first",
     "fold_second",
     "fresh_fold",
@@ -405,4 +279,5 @@ __all__ = [
     "numba_for",
     "numba_kernels",
     "numba_pays_off",
+    "process_claimed",
 ]

@@ -49,6 +49,35 @@ def test_every_module_command_is_registered_with_help_and_a_test():
             assert test_file.exists(), f"{command.name} has no {test_file.name}"
 
 
+def test_each_command_module_holds_the_command_of_its_name():
+    """build_registry(needed) imports a module by the command's name: they must agree."""
+    import importlib
+
+    for name in COMMAND_MODULES:
+        command = importlib.import_module(f"precision_tool.commands.{name}").COMMAND
+        assert command.name == name and not command.aliases, name
+
+
+def test_a_one_shot_line_imports_only_its_commands_modules():
+    """A fresh interpreter: ``vc`` alone leaves explore's web client and report's modules out;
+    a mistyped name, help or an exit word gets the whole registry, so the nearest name is found."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from precision_tool.commands import build_registry;"
+        "r = build_registry(['vc', 'vcs']); print(sorted(c.name for c in r));"
+        "print(sorted(m for m in ('precision_tool.commands.explore', 'precision_tool.commands.report',"
+        " 'urllib.request') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert done.stdout.splitlines() == ["['vc', 'vcs']", "[]"]
+    for needed in (["vsc"], ["help"], ["vc", "exit"], None):
+        assert {c.name for c in build_registry(needed)} == set(COMMAND_MODULES) | {"help"}, needed
+    with pytest.raises(UsageError, match="did you mean 'vcs'"):
+        build_registry(["vsc"]).get("vsc", ["-c", "0.9"])
+
+
 def test_help_flag_returns_the_usage_without_running(sample_data):
     context, _ = make_context(sample_data)
     result = run_words(build_registry(), ["ls", "--help"], context)

@@ -381,11 +381,11 @@ def test_kl_over_subnormal_zero_and_infinite_ranges(kernel_backend, values):
 def test_the_numba_cache_dir_must_be_private(tmp_path, monkeypatch):
     import os
 
-    from precision_tool.compare import kernels
+    from precision_tool.compare import kernels, numba_load
 
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(kernels.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    monkeypatch.setattr(numba_load.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     assert kernels.numba_cache_dir() == tmp_path / "cache" / "precision_tool" / "numba"
     shared = tmp_path / "cache" / "precision_tool" / "numba"
     shared.chmod(0o777)  # writable by others: another user could plant kernels there

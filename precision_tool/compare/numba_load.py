@@ -1,0 +1,184 @@
+"""Loading the numba kernels (:mod:`.kernels_numba`) once a process, checked before use.
+
+numba's load is a run's largest fixed cost (its import, its registries, the first cached
+kernel's dispatch: about a second of CPU); :mod:`.kernels` decides when a run pays it. The
+compiled kernels are cached in a private directory (:func:`numba_cache_dir`), never inside the
+user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
+:data:`FUSED_FIELDS`). In the tool's own processes (:func:`claim_process`) numba's probe for BLAS, which
+imports scipy.linalg, is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+import sys
+import tempfile
+import warnings
+from contextlib import contextmanager, nullcontext
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+_CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
+_OWN = {"process": False}  # set by claim_process: no one else's numba code runs in this process
+FUSED_FIELDS = (  # the fused kernel's output, slot by slot
+    "count",
+    "sum_xy",
+    "sum_xx",
+    "sum_yy",
+    "sum_x",
+    "sum_y",
+    "m2_x",
+    "m2_y",
+    "max_abs",
+    "sum_abs",
+    "sum_sq",
+    "rel_sum",
+    "rel_max",
+    "x_lo",
+    "x_hi",
+    "y_lo",
+    "y_hi",
+    "nan_x",
+    "nan_y",
+    "inf_x",
+    "inf_y",
+)
+
+
+def kernel_operand(block: np.ndarray) -> np.ndarray | None:
+    """``block`` as the kernels read it, or None for dtypes they do not read (see kernels_numba).
+
+    float32/float64 as they are; float16 as uint16 bits, bfloat16 as int16 bits (widened by the
+    CPU). Everything else (integers, bool, fp8...) is converted to float64 a piece at a time.
+    """
+    if block.dtype == np.float32 or block.dtype == np.float64:
+        return block
+    if block.dtype == np.float16:
+        return block.view(np.uint16)
+    if block.dtype.name == "bfloat16":
+        return block.view(np.int16)
+    return None
+
+
+def numba_cache_dir() -> Path | None:
+    """A private directory for numba's compiled kernels, outside any data; None if none is.
+
+    ``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/precision_tool/numba`` (``~/.cache``
+    by default), else one under the system's temporary directory. numba loads what it finds
+    there, so a directory is used only when it is a real directory (no link), owned by this
+    user and writable by nobody else: another user of a shared server cannot plant kernels.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    for candidate in (
+        Path(base) / "precision_tool" / "numba",
+        Path(tempfile.gettempdir()) / f"precision_tool-numba-{user}",
+    ):
+        try:
+            candidate.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if _private_dir(candidate):
+            return candidate
+    return None
+
+
+def _private_dir(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022:
+        return False
+    return not hasattr(os, "getuid") or info.st_uid == os.getuid()
+
+
+@lru_cache(maxsize=1)
+def numba_kernels():
+    """The compiled-kernel module, or None when numba is off, missing or broken (once per process)."""
+    switched_off = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
+    if switched_off or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":  # interpreted "kernels": too slow
+        return None
+    cache = numba_cache_dir()
+    if cache is not None:
+        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
+    try:
+        with _without_scipy() if _OWN["process"] else nullcontext():
+            kernels_numba = importlib.import_module(".kernels_numba", __package__)
+            _check(kernels_numba)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("numba", "llvmlite"):  # not installed: the numpy path, silently
+            _warn(exc)
+        return None
+    except Exception as exc:  # numba or LLVM failing to compile or run here
+        _warn(exc)
+        return None
+    return kernels_numba
+
+
+def claim_process() -> None:
+    """Mark this process as the tool's own: the ``precision-tool`` CLI and its shell, and the
+    pool workers they start (:mod:`.engine` passes the mark on). Only there is numba's BLAS
+    probe skipped (:func:`_without_scipy`): no code but these kernels compiles numba code in
+    such a process (config.py is read as data, custom metrics come only through the API), so
+    nothing can miss the BLAS. A program that calls the API never claims its process, and its
+    numba keeps the probe."""
+    _OWN["process"] = True
+
+
+def process_claimed() -> bool:
+    """Whether :func:`claim_process` was called in this process (or the one it forked from)."""
+    return _OWN["process"]
+
+
+@contextmanager
+def _without_scipy():
+    """scipy hidden while numba loads: numba's first compile or cache load imports scipy.linalg
+    (0.3-0.6 s of a run) only to learn whether BLAS is there for the ``np.convolve`` and
+    ``np.correlate`` it compiles; these kernels use no BLAS. numba keeps the answer for the
+    process, hence only in a claimed process (:func:`claim_process`). scipy imports as usual
+    afterwards; nothing is hidden when it is already imported."""
+    if "scipy" in sys.modules:
+        yield
+        return
+    sys.modules["scipy"] = None  # its import raises ModuleNotFoundError (an ImportError), as numba expects
+    try:
+        yield
+    finally:
+        if "scipy" in sys.modules and sys.modules["scipy"] is None:
+            del sys.modules["scipy"]
+
+
+def _warn(exc: BaseException) -> None:
+    warnings.warn(f"numba kernels unavailable ({type(exc).__name__}: {exc}); using numpy", RuntimeWarning, stacklevel=3)
+
+
+def _check(module) -> None:
+    """Run the kernels once on known data, so a broken numba fails here and not mid-run.
+
+    Every float16 and bfloat16 bit pattern must widen exactly as numpy and ml_dtypes widen it.
+    """
+    import ml_dtypes
+
+    patterns = np.arange(1 << 16, dtype=np.uint16)
+    for dtype in (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)):
+        out = np.empty(patterns.size)
+        module.widen(kernel_operand(patterns.view(dtype)), out)
+        with np.errstate(invalid="ignore"):
+            expected = patterns.view(dtype).astype(np.float64)
+        if not np.array_equal(out, expected, equal_nan=True):
+            raise RuntimeError(f"the kernels widen {dtype} differently from numpy")
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    out = np.zeros(len(FUSED_FIELDS))
+    module.fused(x, x, out)
+    if out[0] != 3 or out[1] != 14.0:
+        raise RuntimeError("the fused kernel gave wrong sums on a check")
+
+
+__all__ = ["FUSED_FIELDS", "claim_process", "kernel_operand", "numba_cache_dir", "numba_kernels", "process_claimed"]
