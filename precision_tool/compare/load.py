@@ -355,16 +355,6 @@ class HeaderCache:
     def __init__(self) -> None:
         self._dumps: dict[Path, DumpFile] = {}
         self._data: tuple[Path | None, np.ndarray | None] = (None, None)
-        self._pt = None
-
-    def pt_reader(self):
-        """The process's :class:`~precision_tool.formats.torch_file.PtReader`: a job is one
-        pair, so only a memo that outlives the job is ever hit."""
-        if self._pt is None:
-            from ..formats.torch_file import PROCESS_READER  # msprobe dumps only
-
-            self._pt = PROCESS_READER
-        return self._pt
 
     def data(self, t: DumpTensor) -> np.ndarray | None:
         """The bytes of the dump file holding ``t`` (up to its last tensor's end), read with one
@@ -501,19 +491,14 @@ def open_npy_side(side: NpySide) -> Source:
     return ArrayBlocks(array=array, **common)
 
 
-def open_tensor_file_side(side: TensorFileSide, headers: HeaderCache | None = None) -> Source:
+def open_tensor_file_side(side: TensorFileSide) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
     ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the
-    process's reader (``headers.pt_reader()``), so the files of a run share its memo of their
-    ``data.pkl``."""
-    if headers is not None and os.fspath(side.path).endswith(".pt"):  # as Path.suffix, no Path made
-        from ..formats.torch_file import read_pt
+    process's reader (:data:`~precision_tool.formats.torch_file.PROCESS_READER`), so the files
+    of a run share its memo of their ``data.pkl``."""
+    from ..formats.msprobe_dump import read_tensor_file  # msprobe dumps only
 
-        array = read_pt(side.path, headers.pt_reader())
-    else:
-        from ..formats.msprobe_dump import read_tensor_file
-
-        array = read_tensor_file(side.path, side.dtype_name)
+    array = read_tensor_file(side.path, side.dtype_name)
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
@@ -527,7 +512,7 @@ def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
     if isinstance(side, TensorFileSide):
-        return open_tensor_file_side(side, headers)
+        return open_tensor_file_side(side)
     if isinstance(side, NpySide):
         return open_npy_side(side)
     raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")
