@@ -105,9 +105,7 @@ def numba_kernels():
     switched_off = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
     if switched_off or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":  # interpreted "kernels": too slow
         return None
-    cache = numba_cache_dir()
-    if cache is not None:
-        os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
+    _use_cache_dir(numba_cache_dir())
     try:
         with _without_scipy() if _OWN["process"] else nullcontext():
             kernels_numba = importlib.import_module(".kernels_numba", __package__)
@@ -120,6 +118,22 @@ def numba_kernels():
         _warn(exc)
         return None
     return kernels_numba
+
+
+def _use_cache_dir(cache: Path | None) -> None:
+    """Point numba at ``cache`` unless the user chose a directory (``$NUMBA_CACHE_DIR``).
+
+    numba reads its environment once, at its import: when a caller imported numba first, the
+    setting must go into numba's config too, else the kernels would be cached beside the
+    package's source (its ``__pycache__``) instead.
+    """
+    if cache is None or os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    os.environ["NUMBA_CACHE_DIR"] = str(cache)
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        config.CACHE_DIR = str(cache)
 
 
 def claim_process() -> None:

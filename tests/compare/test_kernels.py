@@ -378,6 +378,43 @@ def test_kl_over_subnormal_zero_and_infinite_ranges(kernel_backend, values):
         assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12, abs=1e-300), name
 
 
+_NUMBA_FIRST = """
+import sys, numba
+from pathlib import Path
+from precision_tool.compare import numba_load
+numba_load._use_cache_dir(Path(sys.argv[1]))
+sys.path.insert(0, sys.argv[2])
+import cached_probe
+print(cached_probe.twice(2.0))
+"""
+
+
+def test_kernels_are_cached_outside_the_package_when_numba_was_imported_first(tmp_path):
+    """numba reads NUMBA_CACHE_DIR at its import; a caller that imported numba before the tool
+    still gets the private directory, not a cache beside the source (a real numba compile)."""
+    import os
+    import subprocess
+    import sys
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "cached_probe.py").write_text(
+        "import numba\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    run = subprocess.run(
+        [sys.executable, "-c", _NUMBA_FIRST, str(tmp_path / "cache"), str(source)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "4.0"
+    assert list((tmp_path / "cache").rglob("*.nbi")), "nothing was cached in the private directory"
+    assert not list(source.rglob("*.nbi")), "the kernel was cached beside its source"
+
+
 def test_the_numba_cache_dir_must_be_private(tmp_path, monkeypatch):
     import os
 
