@@ -188,10 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", type=Path, help="the data root to write (npu/ and the goldens)")
     parser.add_argument("--gb", type=float, default=0.01, help="size of the dumps in GB (default 0.01)")
     args = parser.parse_args(argv)
-    step_dir = Path("npu/debug_0/dump/20260101000000/0/ge_default/1/0")
-    ops = generate(
-        args.root, args.gb, step_dir, args.root / "npu/debug_0/graph/ge_proto_00000001_Build.txt", "ge_default"
-    )
+    from compare_bench import GRAPH, MODEL, STEP_DIR  # beside this file: the bench's own layout
+
+    ops = generate(args.root, args.gb, STEP_DIR, args.root / GRAPH, MODEL)
     print(f"{ops} ops written under {args.root}")
     return 0
 

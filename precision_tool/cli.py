@@ -111,36 +111,47 @@ def main(argv: list[str] | None = None) -> int:
         return int(write_plain(text))
     from precision_tool.compare.numba_load import claim_process
     from precision_tool.config import load_config
-    from precision_tool.context import Context
-    from precision_tool.render.theme import make_console
 
     claim_process()  # the CLI and its shell run no one else's numba code: its BLAS probe is skipped
-    console = make_console()
     try:
         config = load_config(
             {"DATA_ROOT_DIR": args.data, "OUTPUT_ROOT": args.out, "DEBUG": args.debug or None}, args.config
         )
     except PrecisionToolError as exc:
         from precision_tool.render.lines import OneLine
+        from precision_tool.render.theme import make_console
 
         make_console(stderr=True).print(OneLine(f"error: {exc}"), crop=False)  # never wrapped
         return ExitStatus.ERROR
     if args.execute is None and not args.command:
+        from precision_tool.context import Context
+        from precision_tool.render.theme import make_console
         from precision_tool.shell.app import run_shell
 
-        return int(run_shell(Context(config, console)))
-    from precision_tool.commands import UsageError, build_registry
-    from precision_tool.commands.dispatch import ExitShell, execute_line
-    from precision_tool.commands.registry import split_commands
+        return int(run_shell(Context(config, make_console())))
+    return _one_shot(args.execute if args.execute is not None else shlex.join(args.command), config)
 
-    context = Context(config, console, error_console=make_console(stderr=True))
-    line = args.execute if args.execute is not None else shlex.join(args.command)
+
+def _one_shot(line: str, config) -> int:
+    """Run a ``-e`` line or the command given after the options. Each command may first start
+    what it will need (vc: the pool's fork server), before the rest of the tool loads."""
+    from precision_tool.commands import UsageError, build_registry
+    from precision_tool.commands.registry import prepare_words, split_commands
+
     try:
-        needed = [words[0] for words in split_commands(line)]  # only their modules are imported
+        commands = split_commands(line)
     except UsageError:
-        needed = None  # execute_line says what is wrong with the line
+        commands = None  # execute_line says what is wrong with the line
+    registry = build_registry(None if commands is None else [words[0] for words in commands])  # only theirs
+    for words in commands or ():
+        prepare_words(registry, words, config)
+    from precision_tool.commands.dispatch import ExitShell, execute_line
+    from precision_tool.context import Context
+    from precision_tool.render.theme import make_console
+
+    context = Context(config, make_console(), error_console=make_console(stderr=True))
     try:
-        return int(execute_line(line, build_registry(needed), context))
+        return int(execute_line(line, registry, context))
     except ExitShell as leave:
         return int(leave.status or ExitStatus.OK)
 

@@ -9,7 +9,8 @@ tied to its parent's life:
   moment the parent ends, SIGKILL included. The parent may have died between ``fork`` and the
   ``prctl`` call, in which case no signal will come: the worker then checks that its parent is
   still the process that started it, and exits when it is not.
-* Elsewhere: a watchdog thread waits on ``multiprocessing.parent_process().sentinel`` (a pipe
+* A worker forked by the pool's fork server (:mod:`.compare.pool_server`), and any worker
+  elsewhere: a watchdog thread waits on ``multiprocessing.parent_process().sentinel`` (a pipe
   whose other end only the parent and later-forked siblings hold, or the parent's process handle
   on Windows) and exits the worker when it fires; without a sentinel it polls ``getppid``.
 
@@ -49,11 +50,17 @@ class Stopped(KeyboardInterrupt):
 # --- workers ---------------------------------------------------------------------------------
 
 
-def init_worker_lifetime(parent_pid: int) -> None:
-    """In a new worker: default stop signals, and death with ``parent_pid`` (module doc)."""
+def init_worker_lifetime(parent_pid: int | None) -> None:
+    """In a new worker: default stop signals, and death with the command ``parent_pid`` that
+    forked it (module doc). None: a fork server forked it (:mod:`.compare.pool_server`), whose
+    life the kernel's death signal would follow, and which lives as long as any worker does;
+    such a worker watches its sentinel, a pipe from the command, instead."""
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:  # under nohup hangups stay ignored
             signal.signal(signum, signal.SIG_DFL)
+    if parent_pid is None:
+        watch_parent(None)
+        return
     if not _death_signal():
         watch_parent(parent_pid)
     if os.getppid() != parent_pid:  # orphaned before the death signal was armed
@@ -71,13 +78,14 @@ def _death_signal() -> bool:
         return False
 
 
-def watch_parent(parent_pid: int) -> threading.Thread:
+def watch_parent(parent_pid: int | None) -> threading.Thread:
     """Start a daemon thread that ends this process as soon as its parent has ended."""
     import multiprocessing  # here, in a worker: the parent's stop_on_signals has no use for it
 
     parent = multiprocessing.parent_process()
     sentinel = getattr(parent, "sentinel", None)
-    target = (_wait_for_sentinel, (sentinel,)) if sentinel is not None else (_poll_parent, (parent_pid,))
+    polled = os.getppid() if parent_pid is None else parent_pid
+    target = (_wait_for_sentinel, (sentinel,)) if sentinel is not None else (_poll_parent, (polled,))
     thread = threading.Thread(target=target[0], args=target[1], daemon=True, name="precision-tool-parent-watch")
     thread.start()
     return thread

@@ -95,6 +95,9 @@ class Command:
     completions: dict[str, str] = field(default_factory=dict)
     description: str | Callable[[], str] = ""  # a callable is called when the help is shown
     flag_hints: dict[str, str] = field(default_factory=dict)  # option string -> said on its errors
+    # called with the parsed words and the settings before a one-shot line runs, to start what
+    # the command will need while the rest loads (vc: the pool's fork server)
+    prepare: Callable[[argparse.Namespace, Any], None] | None = None
 
     def hint_for(self, argument_name: str | None) -> str:
         """What ``flag_hints`` says about the option an argparse error names (``-d/--debug``),
@@ -206,6 +209,21 @@ def split_commands(line: str) -> list[list[str]]:
         raise UsageError(f"cannot parse the command line: {exc}") from None
     commands.append(words)
     return [c for c in commands if c]
+
+
+def prepare_words(registry: Registry, words: list[str], config) -> None:
+    """Let the command of ``words`` start what it will need (:attr:`Command.prepare`), before a
+    one-shot line runs. Words that do not parse are left for the run to report: nothing here
+    says anything."""
+    command = registry._names.get(words[0]) if words else None
+    if command is None or command.prepare is None:
+        return
+    try:
+        args = command.parser().parse_args(words[1:])
+    except (argparse.ArgumentError, UsageError):
+        return
+    if not args.help:
+        command.prepare(args, config)
 
 
 def run_words(registry: Registry, words: list[str], context: Context) -> CommandResult:

@@ -462,6 +462,32 @@ def run(args, context: Context) -> CommandResult:
     )
 
 
+def prepare(args, config) -> None:
+    """Before the run imports or reads anything: start the pool's fork server when this run
+    will use a pool and numba's kernels, so numba loads while the graph is read and the run
+    planned (:mod:`~precision_tool.compare.pool_server`). A guess from the words and the sizes
+    of the files (at a stat each); the run decides again once planned, and a wrong guess costs
+    only the server's load, on another core."""
+    from ..compare import pool_server
+    from ..compare.kernels import needs_cosine_sums_only, numba_enabled, numba_min_bytes
+
+    if args.resume or args.scheduler or config.scheduler or config.worker_count < 2 or not numba_enabled():
+        return  # a resumed run's options are in its directory; a cluster has its own workers
+    from ..compare.metrics import select_metrics
+    from ..formats.files import bytes_under
+
+    try:
+        enough = numba_min_bytes(needs_cosine_sums_only(select_metrics(args.alg)))
+    except PrecisionToolError:
+        return  # the run says what is wrong with -alg
+    inputs = [path for path in (args.left, args.right) if path] or [config.data_root_dir]
+    if bytes_under(inputs, skip=[config.temp_dir], enough=enough) >= enough:
+        try:
+            pool_server.start(numba=True)
+        except OSError:  # no process to be had now: the pool forks or spawns as without it
+            pass
+
+
 def _add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "-lt",
@@ -549,6 +575,7 @@ COMMAND = Command(
     summary="vector compare: every NPU tensor against its golden tensor, into result CSVs",
     add_arguments=_add_arguments,
     run=run,
+    prepare=prepare,
     completions={
         "-lt": "path",
         "--left": "path",

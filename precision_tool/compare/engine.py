@@ -40,7 +40,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,6 +49,7 @@ from .golden_pairing import DumpSide, FileSide, PairTask
 from .load import DEFAULT_CHUNK, HeaderCache
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
+from .pool_server import parent_of_workers, server_context, single_threaded_children, workers_have_numba
 from .result import CompareRow
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
@@ -58,7 +58,6 @@ if TYPE_CHECKING:  # multiprocessing loads only when a pool starts: an inline ru
     from concurrent.futures import ProcessPoolExecutor
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # A Dask call costs a round trip through the scheduler (207 calls/s measured on 2 shared cores,
 # docs/scaling.md), a pool call a tenth of that: on a cluster, consecutive small jobs travel as
 # one call of up to this many file bytes, so a run of many small dump files is not bound by the
@@ -165,17 +164,14 @@ def file_sizes(tasks: Sequence[PairTask]) -> dict:
     return sizes
 
 
-def _cosine_only(metrics: Sequence[Metric]) -> bool:
-    return all(group.name in ("xy", "xx", "yy") for metric in metrics for group in metric.groups)
-
-
 def needs_worker(job: Sequence[PairTask]) -> bool:
     """Whether a job reads tensor data (else it runs where it is: nothing to send away)."""
     return any(task.comparable for task in job)
 
 
 def _mp_context():
-    """Fork (instant start) on Linux when this process runs no other thread; else spawn.
+    """The fork server's when one was started (:mod:`.pool_server`); else fork (instant start)
+    on Linux when this process runs no other thread; else spawn.
 
     Forking a multi-threaded process can deadlock the child on a lock some other thread held,
     so a live display or a threaded caller gets the slower but always safe spawn (about half a
@@ -183,31 +179,18 @@ def _mp_context():
     """
     from multiprocessing import get_context
 
+    if server_context() is not None:
+        return server_context()
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return get_context("fork")
     return get_context("spawn")
 
 
-def _init_worker(parent_pid: int, claimed: bool = False) -> None:
+def _init_worker(parent_pid: int | None, claimed: bool = False) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends us
     init_worker_lifetime(parent_pid)  # ... and however it ends, we end with it
     if claimed:  # a worker of the tool's own process is its own too (a spawned one must be told)
         kernels.claim_process()
-
-
-@contextmanager
-def _single_threaded_children():
-    """Worker processes are single-threaded by design: no BLAS/OpenMP thread pools in them."""
-    saved = {name: os.environ.get(name) for name in _THREAD_VARS}
-    os.environ.update({name: "1" for name in _THREAD_VARS})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _terminate(executor: ProcessPoolExecutor) -> None:
@@ -254,7 +237,8 @@ class Plan:
 def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) -> Plan:
     """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
     sizes = file_sizes(tasks)
-    numba = kernels.numba_pays_off(sum(sizes.values()), _cosine_only(metrics))
+    # numba's load pays for the run, or is paid already: its pool's workers come with it
+    numba = kernels.numba_pays_off(sum(sizes.values()), kernels.needs_cosine_sums_only(metrics)) or workers_have_numba()
     return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba), sizes)
 
 
@@ -360,7 +344,7 @@ def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> I
     checked first: the same units and window as the pool."""
     from .cluster import Session
 
-    with Session(scheduler, _single_threaded_children) as session:
+    with Session(scheduler, single_threaded_children) as session:
         session.check(plan.sizes, bool(plan.job_args[2]))
         batch = cluster_batch_bytes(sum(plan.sizes.values()), session.workers)
         units = _units(plan, session.workers, split_bytes, batch)
@@ -376,9 +360,12 @@ def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> It
         # load numba and the compiled kernels once, here: forked workers inherit them instead of
         # each importing numba (a quarter to half a second, and its memory, per worker)
         kernels.numba_kernels()
-    with _single_threaded_children():
+    with single_threaded_children():
         executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(), kernels.process_claimed())
+            workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(parent_of_workers(context), kernels.process_claimed()),
         )
         try:
             yield from stream_units(units, executor.submit, window, tracker.emit)

@@ -42,7 +42,15 @@ from functools import partial
 import numpy as np
 
 from .metric_data import Range, StatGroup, Stats
-from .numba_load import FUSED_FIELDS, claim_process, kernel_operand, numba_cache_dir, numba_kernels, process_claimed
+from .numba_load import (
+    FUSED_FIELDS,
+    claim_process,
+    kernel_operand,
+    numba_cache_dir,
+    numba_enabled,
+    numba_kernels,
+    process_claimed,
+)
 from .scaled_sums import refold_if_overflowed
 from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
 
@@ -74,7 +82,18 @@ def numba_pays_off(data_bytes: int, cosine_only: bool) -> bool:
     docs/performance.md, "Figures behind design choices"), and the line is drawn at 500 MB of
     files, at about 2.5 GB with cosine alone (whose numpy path is already cheap).
     """
-    return data_bytes >= (2.5e9 if cosine_only else 5e8)
+    return data_bytes >= numba_min_bytes(cosine_only)
+
+
+def numba_min_bytes(cosine_only: bool) -> float:
+    """The size of data from which a run loads numba (:func:`numba_pays_off`)."""
+    return 2.5e9 if cosine_only else 5e8
+
+
+def needs_cosine_sums_only(metrics) -> bool:
+    """Whether the metrics need cosine's three sums alone (:func:`numba_pays_off`'s
+    ``cosine_only``)."""
+    return _cosine_only([group for metric in metrics for group in metric.groups])
 
 
 def _float64_pieces(x: np.ndarray, y: np.ndarray, step: int) -> Iterable[tuple[np.ndarray, np.ndarray]]:
@@ -276,8 +295,11 @@ __all__ = [
     "kernel_operand",
     "kl_scaling",
     "numba_cache_dir",
+    "numba_enabled",
     "numba_for",
     "numba_kernels",
+    "needs_cosine_sums_only",
+    "numba_min_bytes",
     "numba_pays_off",
     "process_claimed",
 ]

@@ -102,8 +102,7 @@ def _private_dir(path: Path) -> bool:
 @lru_cache(maxsize=1)
 def numba_kernels():
     """The compiled-kernel module, or None when numba is off, missing or broken (once per process)."""
-    switched_off = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
-    if switched_off or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0":  # interpreted "kernels": too slow
+    if _switched_off():
         return None
     _use_cache_dir(numba_cache_dir())
     try:
@@ -118,6 +117,20 @@ def numba_kernels():
         _warn(exc)
         return None
     return kernels_numba
+
+
+def _switched_off() -> bool:
+    """``PRECISION_TOOL_KERNELS=numpy``, or numba's JIT off (interpreted "kernels": too slow)."""
+    chosen = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
+    return chosen or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"
+
+
+def numba_enabled() -> bool:
+    """Whether :func:`numba_kernels` would try to load numba: installed and not switched off
+    (nothing is imported to tell)."""
+    from importlib.util import find_spec
+
+    return not _switched_off() and find_spec("numba") is not None
 
 
 def _use_cache_dir(cache: Path | None) -> None:
@@ -195,4 +208,12 @@ def _check(module) -> None:
         raise RuntimeError("the fused kernel gave wrong sums on a check")
 
 
-__all__ = ["FUSED_FIELDS", "claim_process", "kernel_operand", "numba_cache_dir", "numba_kernels", "process_claimed"]
+__all__ = [
+    "FUSED_FIELDS",
+    "claim_process",
+    "kernel_operand",
+    "numba_cache_dir",
+    "numba_enabled",
+    "numba_kernels",
+    "process_claimed",
+]

@@ -154,3 +154,29 @@ def _read_at_most(handle: BinaryIO, size: int, most: int) -> bytes:
         total += len(part)
         ask = _BLOCK
     return b"".join(parts)
+
+
+def bytes_under(paths, skip=(), enough: float = float("inf")) -> int:
+    """The bytes of the regular files at and under ``paths`` (files or directories), leaving out
+    the directories ``skip``; links to directories are not followed (no loop), a file that
+    cannot be read is left out. Stops once ``enough`` is reached: an estimate of a data set's
+    size before it is read, at a stat per file."""
+    skipped = {os.path.realpath(p) for p in skip}
+    total, stack = 0, [os.fspath(p) for p in paths]
+    while stack and total < enough:
+        path = stack.pop()
+        try:
+            if os.path.isfile(path):
+                total += os.stat(path).st_size
+                continue
+            if os.path.realpath(path) in skipped:
+                continue
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file():
+                        total += entry.stat().st_size
+        except OSError:
+            continue
+    return total

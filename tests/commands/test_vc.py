@@ -232,3 +232,74 @@ def test_csv_names_from_long_model_names_are_capped(sample_data):
     csvs = _csvs(sample_data)
     assert len(csvs) == 2 and all(len(p.name) <= 255 for p in csvs), out.getvalue()
     assert csvs[0].name != csvs[1].name
+
+
+# --- starting the pool's fork server before the run ------------------------------------------
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The fork server's start, recorded instead of made; numba's line drawn at 1000 bytes
+    (20,000 with cosine alone) so small data crosses it."""
+    from precision_tool.compare import kernels, pool_server
+
+    calls: list[bool] = []
+    monkeypatch.setattr(pool_server, "start", lambda numba: calls.append(numba) or True)
+    monkeypatch.setattr(kernels, "numba_min_bytes", lambda cosine_only: 20_000.0 if cosine_only else 1000.0)
+    monkeypatch.setattr(kernels, "numba_enabled", lambda: True)
+    return calls
+
+
+def _prepare(data: Path, line: str, **settings) -> None:
+    from dataclasses import replace
+
+    from precision_tool.commands import build_registry
+    from precision_tool.commands.registry import prepare_words
+    from precision_tool.config import Config
+
+    config = replace(Config(), data_root_dir=data, **{"workers": 2, **settings})
+    prepare_words(build_registry(["vc"]), line.split(), config)
+
+
+def _bytes(path: Path, size: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\0" * size)
+
+
+def test_vc_starts_the_fork_server_when_its_data_will_want_numba(tmp_path, started):
+    data = tmp_path / "precision_data"
+    _bytes(data / "npu/a.bin", 600)
+    _prepare(data, "vc")
+    assert started == []  # 600 bytes: under the line
+    _bytes(data / "temp/vector_compare/old.csv", 5000)  # the output root's files are not data
+    _prepare(data, "vc")
+    assert started == []
+    _bytes(data / "tf/b.npy", 600)
+    _prepare(data, "vc --fresh")
+    assert started == [True]
+    _prepare(data, "vc -alg 0")  # cosine alone draws its line further
+    assert started == [True]
+
+
+def test_vc_with_left_and_right_measures_those_directories(tmp_path, started):
+    left, right = tmp_path / "left", tmp_path / "right"
+    _bytes(left / "x.bin", 700)
+    _bytes(right / "y.npy", 700)
+    _prepare(tmp_path / "empty_root", f"vc -lt {left} -rt {right}")
+    assert started == [True]
+
+
+def test_vc_starts_no_server_where_it_would_not_serve(tmp_path, started, monkeypatch):
+    from precision_tool.compare import kernels
+
+    data = tmp_path / "precision_data"
+    _bytes(data / "npu/a.bin", 50_000)
+    _prepare(data, "vc", workers=1)  # no pool
+    _prepare(data, "vc --resume")  # the resumed run's options are its own
+    _prepare(data, "vc --scheduler local:2")  # a cluster's workers
+    _prepare(data, "vc -alg nonsense")  # the run says what is wrong
+    _prepare(data, "vc --no-such-flag")
+    _prepare(data, "vc --help")
+    monkeypatch.setattr(kernels, "numba_enabled", lambda: False)  # switched off or not installed
+    _prepare(data, "vc")
+    assert started == []

@@ -111,6 +111,16 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def descendants(pid: int) -> list[int]:
+    """The live processes under ``pid``: its children, theirs (a fork server's workers) ..."""
+    found, todo = [], [pid]
+    while todo:
+        below = children(todo.pop())
+        found += below
+        todo += below
+    return found
+
+
 def wait_for(condition, what: str):
     """Poll ``condition()`` until it returns something true; fail after BOUND_S."""
     deadline = time.monotonic() + BOUND_S
@@ -168,18 +178,31 @@ def big_root(tmp_path_factory) -> Path:
     return big_chain(tmp_path_factory.mktemp("big") / "precision_data")
 
 
+# The big data wants numba, so vc forks its workers from a fork server it starts first
+# (compare.pool_server): the workers are the server's children. With the kernels switched off
+# no server starts and vc forks them itself.
+_POOLS = {"server": {}, "fork": {"PRECISION_TOOL_KERNELS": "numpy"}}
+
+
 @pytest.mark.parametrize(
-    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=["SIGTERM", "SIGHUP", "SIGKILL"]
+    ("signum", "pool"),
+    [
+        (signal.SIGTERM, "server"),
+        (signal.SIGHUP, "server"),
+        (signal.SIGKILL, "server"),
+        (signal.SIGTERM, "fork"),
+        (signal.SIGKILL, "fork"),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGKILL", "SIGTERM-forked", "SIGKILL-forked"],
 )
-def test_a_killed_vc_leaves_no_worker_and_its_reader_gets_eof(big_root, tmp_path, signum):
+def test_a_killed_vc_leaves_no_worker_and_its_reader_gets_eof(big_root, tmp_path, signum, pool):
     temp = tmp_path / "out"
-    tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", env=_env(PRECISION_TOOL_WORKERS="2"))
+    tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", env=_env(PRECISION_TOOL_WORKERS="2", **_POOLS[pool]))
     workers: list[int] = []
     try:
-        workers += wait_for(
-            lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)), "vc's two worker processes"
-        )
+        workers += wait_for(lambda: _workers(tool.pid, pool), "vc's two worker processes")
         wait_for(lambda: _parts(temp), "vc to start writing its CSV")
+        workers = sorted(set(workers) | set(descendants(tool.pid)))
         os.kill(tool.pid, signum)
         # EOF on both pipes: no worker holds them any more (communicate reads until EOF)
         out, err = tool.communicate(timeout=BOUND_S)
@@ -198,6 +221,17 @@ def test_a_killed_vc_leaves_no_worker_and_its_reader_gets_eof(big_root, tmp_path
         found = interrupted_run(OutputRoot(temp))
         assert found is not None and found[0].path == run_dir  # what vc --resume continues
     _next_run_removes_stale_parts(temp, tmp_path)
+
+
+def _workers(pid: int, pool: str) -> list[int] | None:
+    """The two workers under the tool ``pid`` (with the fork server above them, and the
+    resource tracker multiprocessing starts beside it, when there is one), or None while they
+    are not both there."""
+    below = children(pid)
+    if pool == "server":
+        workers = [worker for child in below for worker in children(child)]
+        return below + workers if len(workers) >= 2 else None
+    return below if len(below) >= 2 else None
 
 
 def _next_run_removes_stale_parts(temp: Path, tmp_path: Path) -> None:
@@ -221,9 +255,7 @@ def test_under_nohup_a_hangup_does_not_stop_vc(big_root, tmp_path):
     tool = _tool(big_root, "--out", str(temp), "vc", "--fresh", sighup="ignore", env=_env(PRECISION_TOOL_WORKERS="2"))
     workers: list[int] = []
     try:
-        workers += wait_for(
-            lambda: (lambda c: c if len(c) >= 2 else None)(children(tool.pid)), "vc's two worker processes"
-        )
+        workers += wait_for(lambda: _workers(tool.pid, "server"), "vc's fork server and its two workers")
         wait_for(lambda: _parts(temp), "vc to start writing its CSV")
         for pid in [tool.pid, *workers]:  # as a terminal's hangup reaches its process group
             os.kill(pid, signal.SIGHUP)

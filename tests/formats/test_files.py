@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.files import open_regular, read_regular, size_text
+from precision_tool.formats.files import bytes_under, open_regular, read_regular, size_text
 from tests.blocking import without_blocking
 
 
@@ -100,3 +100,35 @@ def test_sizes_read_as_people_write_them():
         "1.0 GiB",
         "8 GiB",
     ]
+
+
+def _file(path: Path, size: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.truncate(size)  # sparse: its size is what counts
+    return path
+
+
+def test_bytes_under_adds_the_regular_files_and_leaves_out_what_it_should(tmp_path):
+    root = tmp_path / "data"
+    _file(root / "npu/a.bin", 1000)
+    _file(root / "npu/deep/b.bin", 234)
+    _file(root / "tf/c.npy", 66)
+    _file(root / "temp/old_result.csv", 10**6)  # the output root: not data
+    outside = _file(tmp_path / "outside/big.bin", 10**7)
+    (root / "linked_dir").symlink_to(outside.parent, target_is_directory=True)  # never followed
+    (root / "npu/linked_file.bin").symlink_to(root / "tf/c.npy")  # a link to a file: its target's size
+    os.mkfifo(root / "npu/fifo")  # neither read nor waited for
+    assert (
+        without_blocking(root / "npu/fifo", lambda: bytes_under([root], skip=[root / "temp"])) == 1000 + 234 + 66 + 66
+    )
+    assert bytes_under([root / "npu/a.bin", root / "tf", root / "npu/fifo", tmp_path / "missing"]) == 1000 + 66
+    assert bytes_under([root]) == 1000 + 234 + 66 + 66 + 10**6
+
+
+def test_bytes_under_stops_once_it_has_enough(tmp_path):
+    for k in range(50):
+        _file(tmp_path / f"d{k}" / "x.bin", 100)
+    found = bytes_under([tmp_path], enough=250)
+    assert 250 <= found < 50 * 100  # it stopped early, past the line
+    assert bytes_under([tmp_path]) == 50 * 100
