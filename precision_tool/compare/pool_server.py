@@ -71,9 +71,9 @@ def start(numba: bool) -> bool:
 def _end(server) -> None:
     """At exit, the server killed and waited for rather than left to end on its own: its own
     teardown, numba loaded, takes most of a second, and waited for, its CPU and its workers'
-    (which it waited for) count among this process's children's, as a forked pool's do."""
-    pid = getattr(server, "_forkserver_pid", None)  # multiprocessing has no public name for these
-    address = getattr(server, "_forkserver_address", None)
+    (which it waited for) count among this process's children's, as a forked pool's do. Its
+    socket is in multiprocessing's temporary directory, which multiprocessing removes."""
+    pid = getattr(server, "_forkserver_pid", None)  # multiprocessing has no public name for it
     if pid is None:
         return
     try:
@@ -81,11 +81,6 @@ def _end(server) -> None:
         os.waitpid(pid, 0)
     except OSError:  # already gone and reaped
         pass
-    if isinstance(address, str) and address and not address.startswith("\0"):
-        try:
-            os.unlink(address)  # its socket, where it is a file (not Linux's abstract names)
-        except OSError:
-            pass
 
 
 def server_context():
