@@ -19,6 +19,7 @@ from ..compare.result_csv import NUMERIC_METRICS
 from ..compare.result_view import COSINE, RED, OpRecord, ResultView
 from ..compare.verdict import INTRODUCES, NOT_COMPARED
 from ..render.palette import LEGEND_ORDER, css_class, legend_state, marked
+from .escape import visible
 from .looks import op_state
 from .plot import cosine_axis, mark_shape, quiet, red_axis
 from .table import evidence
@@ -131,7 +132,9 @@ def page_data(view: ResultView) -> dict:
     records = [r for r in view.records if r.outputs]
     states = list(LEGEND_ORDER)
     shown = [op_state(r.op) for r in records]
-    shared, rest = front_code([r.op.name for r in records])
+    # coded as shown: the script's JSON holds visible text, whose escapes are longer than the
+    # characters they stand for, so a prefix counted on the raw names would cut an escape
+    shared, rest = front_code([visible(r.op.name) for r in records])
     types = sorted({r.op.op_type or "?" for r in records})
     type_code = {t: k for k, t in enumerate(types)}
     everyone, text = len(view.records) <= FULL_OPS, _Strings()
