@@ -483,7 +483,7 @@ def prepare(args, config) -> None:
     inputs = [path for path in (args.left, args.right) if path] or [config.data_root_dir]
     if bytes_under(inputs, skip=[config.temp_dir], enough=enough) >= enough:
         try:
-            pool_server.start(numba=True)
+            pool_server.start()
         except OSError:  # no process to be had now: the pool forks or spawns as without it
             pass
 

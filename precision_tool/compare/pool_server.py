@@ -30,7 +30,7 @@ from contextlib import contextmanager
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _PRELOAD = "precision_tool.compare.pool_preload"
 _NUMBA_PRELOAD = "precision_tool.compare.numba_preload"
-_SERVER: dict = {"context": None, "numba": False}  # set once by start(): a fact of this process, like its claim
+_SERVER: dict = {"context": None}  # set once by start(): a fact of this process, like its claim
 
 
 @contextmanager
@@ -49,9 +49,8 @@ def single_threaded_children() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def start(numba: bool) -> bool:
-    """Start the fork server (once a process), loading numba in it when ``numba``; whether one
-    runs. It returns at once: the server loads while this process goes on, and the first
+def start() -> bool:
+    """Start the fork server (once a process), loading numba in it; whether one runs. It returns at once: the server loads while this process goes on, and the first
     worker asked of it waits for the load to end."""
     if _SERVER["context"] is not None:
         return True
@@ -60,10 +59,10 @@ def start(numba: bool) -> bool:
     from multiprocessing import forkserver
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([_PRELOAD, _NUMBA_PRELOAD] if numba else [_PRELOAD])
+    context.set_forkserver_preload([_PRELOAD, _NUMBA_PRELOAD])
     with single_threaded_children():
         forkserver.ensure_running()
-    _SERVER["context"], _SERVER["numba"] = context, numba
+    _SERVER["context"] = context
     atexit.register(_end, forkserver._forkserver)
     return True
 
@@ -89,9 +88,9 @@ def server_context():
 
 
 def workers_have_numba() -> bool:
-    """Whether the workers will come with numba's kernels loaded (the server was started to load
-    them): their load is then paid whether the run uses them or not."""
-    return _SERVER["context"] is not None and _SERVER["numba"]
+    """Whether the workers will come with numba's kernels loaded (a fork server runs, which
+    loads them): their load is then paid whether the run uses them or not."""
+    return _SERVER["context"] is not None
 
 
 def parent_of_workers(context) -> int | None:

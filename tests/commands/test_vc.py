@@ -244,7 +244,7 @@ def started(monkeypatch):
     from precision_tool.compare import kernels, pool_server
 
     calls: list[bool] = []
-    monkeypatch.setattr(pool_server, "start", lambda numba: calls.append(numba) or True)
+    monkeypatch.setattr(pool_server, "start", lambda: calls.append(True) or True)
     monkeypatch.setattr(kernels, "numba_min_bytes", lambda cosine_only: 20_000.0 if cosine_only else 1000.0)
     monkeypatch.setattr(kernels, "numba_enabled", lambda: True)
     return calls

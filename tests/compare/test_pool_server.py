@@ -34,7 +34,7 @@ def what_it_has(_):
 if __name__ == "__main__":
     from precision_tool.compare import engine, pool_server
     assert pool_server.server_context() is None
-    assert pool_server.start(numba=sys.argv[1] == "numba")
+    assert pool_server.start()
     context = engine._mp_context()
     tie = pool_server.parent_of_workers(context)
     with ProcessPoolExecutor(2, mp_context=context, initializer=engine._init_worker, initargs=(tie, False)) as pool:
@@ -51,12 +51,11 @@ def _env(**extra: str) -> dict:
     return env
 
 
-@pytest.mark.parametrize("numba", ["numba", "plain"])
-def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path, numba):
+def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path):
     script = tmp_path / "pool.py"
     script.write_text(_POOL)
     done = subprocess.run(
-        [sys.executable, str(script), numba], capture_output=True, text=True, timeout=300, env=_env(), cwd=tmp_path
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env(), cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
@@ -65,7 +64,7 @@ def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path, numba):
     assert found["server"] not in (None, found["me"])
     for parent, has_numba, has_jobs, claimed in found["seen"]:
         assert parent == found["server"]  # forked by the server, not by this process
-        assert has_numba == (numba == "numba") and has_jobs  # loaded there, before any job
+        assert has_numba and has_jobs  # loaded there, before any job
         assert claimed  # the server's preload marks its processes as the tool's
 
 
@@ -76,7 +75,7 @@ import sys
 from precision_tool.compare import kernels, pool_server
 kernels.numba_min_bytes = lambda cosine_only: 1.0
 if sys.argv[1] == "fork":
-    pool_server.start = lambda numba: False
+    pool_server.start = lambda: False
 from precision_tool import cli
 status = cli.main(sys.argv[2:])
 print("server" if pool_server.server_context() is not None else "no server", file=sys.stderr)
@@ -117,8 +116,5 @@ def test_a_run_whose_workers_come_with_numba_uses_it(monkeypatch, fixture_data):
     tasks = plan_comparisons(make_context(fixture_data)[0])[0].tasks
     metrics = select_metrics(None)
     assert engine.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is False  # a few KB: numpy
-    monkeypatch.setitem(pool_server._SERVER, "context", object())
-    monkeypatch.setitem(pool_server._SERVER, "numba", True)
+    monkeypatch.setitem(pool_server._SERVER, "context", object())  # a server runs: numba is loaded
     assert engine.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is True
-    monkeypatch.setitem(pool_server._SERVER, "numba", False)  # a server without numba changes nothing
-    assert engine.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is False
