@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     text = plain_help(args.command) if args.execute is None else None
     if text is not None:
         return int(write_plain(text))
-    from precision_tool.compare.numba_load import claim_process
+    from precision_tool.compare.numba_line import claim_process
     from precision_tool.config import load_config
 
     claim_process()  # the CLI and its shell run no one else's numba code: its BLAS probe is skipped

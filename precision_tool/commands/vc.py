@@ -125,12 +125,12 @@ class CompareProgress:
 
 
 def _write_all(
-    plans, root, paths: list[Path], metrics, config, rule, display, cache, scheduler
+    plans, root, paths: list[Path], metrics, config, rule, display, cache, scheduler, collectors
 ) -> tuple[list[Summary], dict]:
     """Every plan's rows into its CSV, from one run of the engine (one pool for all devices,
-    sub-graphs and steps: local workers, or the cluster of ``config.scheduler``); every CSV
-    appears only once all are complete. Returns the summaries and how many rows were reused
-    from ``cache`` and computed."""
+    sub-graphs and steps: local workers, or the cluster of ``config.scheduler``), and into its
+    collector of ``collectors`` (msprobe's lines, or None); every CSV appears only once all are
+    complete. Returns the summaries and how many rows were reused from ``cache`` and computed."""
     from contextlib import ExitStack
 
     from ..compare.api import run_comparisons
@@ -157,6 +157,8 @@ def _write_all(
         ):
             writers[owner].write(row)
             summaries[owner].add(row)
+            if collectors[owner] is not None:
+                collectors[owner].add(row)
     return summaries, counts
 
 
@@ -368,6 +370,11 @@ def _run_into(
     from ..compare.row_cache import RowCache
 
     paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
+    collectors: list = [None] * len(plans)
+    if any(plan.msprobe is not None for plan in plans):  # imported only for msprobe dumps
+        from ..compare.msprobe_files import msprobe_lines, write_msprobe_files
+
+        collectors = msprobe_lines(plans)
     switched = False
     try:
         cache = RowCache(context.output, read=reuse, since=directory.fresh_since)
@@ -377,15 +384,22 @@ def _run_into(
             cache if cache is not None else nullcontext(),
         ):
             found = _write_all(
-                plans, directory.root, paths, metrics, config, FlagRule.from_config(config), display, cache, spec
+                plans,
+                directory.root,
+                paths,
+                metrics,
+                config,
+                FlagRule.from_config(config),
+                display,
+                cache,
+                spec,
+                collectors,
             )
         if cache is not None and cache.warning:  # read after the last flush, at the with's end
             found[1]["cache_warning"] = cache.warning
         write_manifest(directory.root, directory.path, [csv_info(p.name, plan) for p, plan in zip(paths, plans)])
-        if any(plan.msprobe is not None for plan in plans):  # imported only for msprobe dumps
-            from ..compare.msprobe_files import write_msprobe_files
-
-            write_msprobe_files(directory.root, directory.path, plans, paths)
+        if any(collectors):
+            write_msprobe_files(directory.root, directory.path, plans, collectors)
         switched = True
         directory.replace_previous(paths)
         directory.mark(COMPLETE, options)
@@ -468,16 +482,14 @@ def prepare(args, config) -> None:
     planned (:mod:`~precision_tool.compare.pool_server`). A guess from the words and the sizes
     of the files (at a stat each); the run decides again once planned, and a wrong guess costs
     only the server's load, on another core."""
-    from ..compare import pool_server
-    from ..compare.kernels import needs_cosine_sums_only, numba_enabled, numba_min_bytes
+    from ..compare import numba_line, pool_server
 
-    if args.resume or args.scheduler or config.scheduler or config.worker_count < 2 or not numba_enabled():
+    if args.resume or args.scheduler or config.scheduler or config.worker_count < 2 or not numba_line.numba_enabled():
         return  # a resumed run's options are in its directory; a cluster has its own workers
-    from ..compare.metrics import select_metrics
     from ..formats.files import bytes_under
 
-    try:
-        enough = numba_min_bytes(needs_cosine_sums_only(select_metrics(args.alg)))
+    try:  # the default metrics are more than cosine's: told without importing them (nor numpy)
+        enough = numba_line.numba_min_bytes(args.alg is not None and _cosine_only(args.alg))
     except PrecisionToolError:
         return  # the run says what is wrong with -alg
     inputs = [path for path in (args.left, args.right) if path] or [config.data_root_dir]
@@ -486,6 +498,13 @@ def prepare(args, config) -> None:
             pool_server.start()
         except OSError:  # no process to be had now: the pool forks or spawns as without it
             pass
+
+
+def _cosine_only(algorithms: str) -> bool:
+    from ..compare.kernels import needs_cosine_sums_only
+    from ..compare.metrics import select_metrics
+
+    return needs_cosine_sums_only(select_metrics(algorithms))
 
 
 def _add_arguments(parser: CommandParser) -> None:

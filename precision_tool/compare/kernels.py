@@ -42,15 +42,8 @@ from functools import partial
 import numpy as np
 
 from .metric_data import Range, StatGroup, Stats
-from .numba_load import (
-    FUSED_FIELDS,
-    claim_process,
-    kernel_operand,
-    numba_cache_dir,
-    numba_enabled,
-    numba_kernels,
-    process_claimed,
-)
+from .numba_line import claim_process, numba_enabled, numba_min_bytes, numba_pays_off, process_claimed
+from .numba_load import FUSED_FIELDS, kernel_operand, numba_cache_dir, numba_kernels
 from .scaled_sums import refold_if_overflowed
 from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
 
@@ -72,22 +65,6 @@ def numba_for(size: int | None, wanted: bool | None = None):
     if wanted is False or wanted is None and size is not None and size < NUMBA_MIN_SIZE:
         return None
     return numba_kernels()
-
-
-def numba_pays_off(data_bytes: int, cosine_only: bool) -> bool:
-    """Whether loading numba (a fixed cost once: its import and first dispatch) pays for a run.
-
-    The kernels are several times faster per element pair than numpy, so past some size of data
-    they win back numba's load; where that size lies was measured end to end (the figures are in
-    docs/performance.md, "Figures behind design choices"), and the line is drawn at 500 MB of
-    files, at about 2.5 GB with cosine alone (whose numpy path is already cheap).
-    """
-    return data_bytes >= numba_min_bytes(cosine_only)
-
-
-def numba_min_bytes(cosine_only: bool) -> float:
-    """The size of data from which a run loads numba (:func:`numba_pays_off`)."""
-    return 2.5e9 if cosine_only else 5e8
 
 
 def needs_cosine_sums_only(metrics) -> bool:

@@ -7,8 +7,13 @@ with the results they had.
 The columns are msprobe's, in its order, for the dump's task: tensor (``Cosine`` ...
 ``Five Thousandths Err Ratio``), statistics (``Max diff`` ... ``NormRelativeErr``) or md5
 (``NPU MD5``, ``BENCH MD5``). A metric cell holds our value when the row computed it under
-msprobe's name, else ``N/A``; the statistics come from ``dump.json``; ``Result`` and
-``Err_message`` are msprobe's per-call verdict (:func:`.msprobe_result.judge_api`).
+msprobe's name (as computed, at msprobe's precision: not the result CSV's six decimals), else
+msprobe's text for it (``unsupported``, ``Nan``, ``shape unmatched``, ``N/A``); the statistics
+come from ``dump.json``; ``Result`` and ``Err_message`` are msprobe's per-call verdict
+(:func:`.msprobe_result.judge_api`). The lines are made from the rows as the run yields them
+(:class:`MsprobeLines`), not read back from the result CSV. msprobe also lists a call's
+non-tensor arguments (an ``int`` of ``input_args``, its value as each statistic): those lines
+are not written here.
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
 from ..formats.output_root import OutputRoot
+from .msprobe_metrics import text_cell
 from .msprobe_result import ApiRow, judge_api, shape_text
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
 from .result import CompareRow
-from .result_csv import iter_result_csv, neutralise
+from .result_csv import neutralise
 
 MSPROBE_DIR = "msprobe"
 BASIC = [
@@ -75,12 +82,21 @@ def _summary(tensor: Tensor | None) -> Summary | None:
     return None if tensor is None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
 
 
-def _metric_cells(mode: str, row: CompareRow, pair) -> list[str]:
+def _metric_values(mode: str, row: CompareRow, pair) -> list:
+    """The row's metric columns for ``mode``: in tensor mode the numbers, where a column has
+    none msprobe's text (:func:`~.msprobe_metrics.text_cell`; the judge reads numbers and
+    skips texts); else the cells."""
     if mode == "tensor":
-        return [repr(float(row.metrics[n])) if n in row.metrics else N_A for n in TENSOR_METRICS]
+        return [_tensor_value(row, pair, name) for name in TENSOR_METRICS]
     if mode == "statistics":
         return list(compare_summaries(_summary(pair.npu), _summary(pair.bench)).columns().values())
     return [pair.npu.md5 or N_A, pair.bench.md5 if pair.bench is not None and pair.bench.md5 else N_A]
+
+
+def _tensor_value(row: CompareRow, pair, name: str) -> float | str:
+    if name in row.metrics:
+        return float(row.metrics[name])
+    return text_cell(name, row.fail_reason) if pair.bench is not None else N_A
 
 
 def _identity(pair) -> tuple[str, str, str, str, str, str]:
@@ -125,11 +141,11 @@ def _api_row(pair, facts: tuple, cells: dict[str, str]) -> ApiRow:
 
 def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
     """The lines of one call's rows, its Result and Err_message judged over all of them."""
-    cells = [dict(zip(MODE_COLUMNS[mode], _metric_cells(mode, row, pair))) for row, pair in rows]
+    cells = [dict(zip(MODE_COLUMNS[mode], _metric_values(mode, row, pair))) for row, pair in rows]
     facts = [_facts(pair) for _, pair in rows]
     verdicts = judge_api([_api_row(pair, f, c) for (_, pair), f, c in zip(rows, facts, cells)], mode)
     lines = []
-    for (row, pair), (identity, summary, bench_summary), metric_cells, verdict in zip(rows, facts, cells, verdicts):
+    for (_, pair), (identity, summary, bench_summary), metric_cells, verdict in zip(rows, facts, cells, verdicts):
         npu, bench = pair.npu, pair.bench
         consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
         stats = (
@@ -143,11 +159,11 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[st
                 *identity,
                 _cell(npu.requires_grad),
                 _cell(bench.requires_grad) if bench is not None else N_A,
-                *metric_cells.values(),
+                *(repr(v) if isinstance(v, float) else v for v in metric_cells.values()),
                 *stats,
                 consistent,
                 verdict.result,
-                verdict.err_message if verdict.messages else row.fail_reason,
+                verdict.err_message,  # msprobe's judge replaces the comparison's messages
             ]
         )
     return lines
@@ -170,29 +186,66 @@ def dump_mode(sides) -> str:
     return "tensor" if (sides.npu.header.task or "tensor") == "tensor" else "statistics"
 
 
+class MsprobeLines:
+    """msprobe's compare-result lines of one rank pair (``sides``: its
+    :class:`~.msprobe_plan.MsprobeSides`), built as its rows arrive (:meth:`add`): msprobe
+    judges a call over all its tensors, so a call's lines are made once its last row has come,
+    while the run still compares, and only the calls whose rows did not all come wait for
+    :meth:`text`. Lines keep the order of the calls' first rows."""
+
+    def __init__(self, sides) -> None:
+        from .msprobe_plan import tensor_names
+
+        self._pairs, self._mode = tensor_names(sides), dump_mode(sides)
+        self._expected = Counter(pair.npu_call.key.text for pair in self._pairs.values())
+        self._calls: dict[str, list[tuple[CompareRow, object]]] = {}
+        self._lines: dict[str, list[list[str]]] = {}
+
+    def add(self, row: CompareRow) -> None:
+        pair = self._pairs.get(row.tensor_index or "")
+        if pair is None:
+            return
+        call = pair.npu_call.key.text
+        rows = self._calls.setdefault(call, [])
+        rows.append((row, pair))
+        if len(rows) == self._expected[call]:
+            self._lines[call] = _lines(self._mode, rows)
+
+    def text(self) -> str:
+        """The CSV of every row added."""
+        lines = (
+            line
+            for call, rows in self._calls.items()
+            for line in (self._lines[call] if len(rows) == self._expected[call] else _lines(self._mode, rows))
+        )
+        return _csv_text(header(self._mode), lines)
+
+
+def msprobe_lines(plans: Sequence) -> list[MsprobeLines | None]:
+    """A collector for each msprobe plan of ``plans`` (None for the others)."""
+    return [MsprobeLines(plan.msprobe) if getattr(plan, "msprobe", None) is not None else None for plan in plans]
+
+
 def msprobe_csv_text(rows: Iterable[CompareRow], sides) -> str:
-    """The compare_result CSV of one rank pair (``sides``: its :class:`~.msprobe_plan.MsprobeSides`)."""
-    from .msprobe_plan import tensor_names
-
-    pairs, mode = tensor_names(sides), dump_mode(sides)
-    by_call: dict[str, list[tuple[CompareRow, object]]] = {}
+    """The compare_result CSV of one rank pair's ``rows``."""
+    lines = MsprobeLines(sides)
     for row in rows:
-        pair = pairs.get(row.tensor_index or "")
-        if pair is not None:
-            by_call.setdefault(pair.npu_call.key.text, []).append((row, pair))
-    return _csv_text(header(mode), (line for group in by_call.values() for line in _lines(mode, group)))
+        lines.add(row)
+    return lines.text()
 
 
-def write_msprobe_files(root: OutputRoot, directory: Path, plans: Sequence, csvs: Sequence[Path]) -> list[Path]:
-    """For each msprobe plan (its result CSV in ``csvs``): the mapping file and msprobe's
-    columns, in ``directory/msprobe/``; returns the files written (none for other plans)."""
+def write_msprobe_files(
+    root: OutputRoot, directory: Path, plans: Sequence, collected: Sequence[MsprobeLines | None]
+) -> list[Path]:
+    """For each msprobe plan (its rows' lines in ``collected``, from :func:`msprobe_lines`): the
+    mapping file and msprobe's columns, in ``directory/msprobe/``; returns the files written."""
     written = []
-    for plan, csv_path in zip(plans, csvs):
-        sides = getattr(plan, "msprobe", None)
-        if sides is None:
+    for plan, lines in zip(plans, collected):
+        if lines is None:
             continue
         where = directory / MSPROBE_DIR
-        written.append(root.write_text(where / f"mapping_{plan.tag}.yaml", mapping_text(sides.pairing.mapping())))
-        text = msprobe_csv_text(iter_result_csv(csv_path), sides)
-        written.append(root.write_text(where / f"compare_result_{plan.tag}.csv", text))
+        written.append(
+            root.write_text(where / f"mapping_{plan.tag}.yaml", mapping_text(plan.msprobe.pairing.mapping()))
+        )
+        written.append(root.write_text(where / f"compare_result_{plan.tag}.csv", lines.text()))
     return written

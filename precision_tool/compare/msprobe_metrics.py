@@ -318,6 +318,28 @@ def squeezed(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in shape if int(d) != 1)
 
 
+_TEXT_CELLS = (  # (msprobe's message, the columns it leaves a text in (None: all), that text)
+    (EMPTY_TEXT, None, UNSUPPORTED),
+    (SHAPE_TEXT, None, SHAPE_UNMATCHED),
+    (POSITIONS_TEXT, None, NOT_AVAILABLE),
+    (ZERO_D_TEXT, (COSINE, EUC_DIST, ONE_THOUSANDTH, FIVE_THOUSANDTHS), UNSUPPORTED),
+    (COSINE_ZERO_TEXT.partition("{side}")[0], (COSINE,), NAN_TEXT),
+    (COSINE_NAN_TEXT, (COSINE,), NAN_TEXT),
+    (MAX_ABS_NAN_TEXT, (MAX_ABS,), NAN_TEXT),
+    (MAX_REL_NAN_TEXT, (MAX_REL,), NAN_TEXT),
+)
+
+
+def text_cell(column: str, reason: str) -> str:
+    """msprobe's text in ``column`` of a row that holds no number there, from the row's reason
+    (a row keeps numbers only; the messages above say which text each column had): ``N/A``
+    when no message names one (no bench, or a pair that was not compared)."""
+    for message, columns, text in _TEXT_CELLS:
+        if message in reason and (columns is None or column in columns):
+            return text
+    return NOT_AVAILABLE
+
+
 def precheck(
     npu_shape: Sequence[int], bench_shape: Sequence[int], metrics: Sequence[Metric] = MSPROBE_METRICS
 ) -> MetricResult | None:
@@ -350,6 +372,7 @@ __all__ = [
     "format_value",
     "msprobe_dtype",
     "precheck",
+    "text_cell",
     "relative_type",
     "select_msprobe",
     "squeezed",

@@ -4,7 +4,7 @@ numba's load is a run's largest fixed cost (its import, its registries, the firs
 kernel's dispatch: about a second of CPU); :mod:`.kernels` decides when a run pays it. The
 compiled kernels are cached in a private directory (:func:`numba_cache_dir`), never inside the
 user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
-:data:`FUSED_FIELDS`). In the tool's own processes (:func:`claim_process`) numba's probe for BLAS, which
+:data:`FUSED_FIELDS`). In the tool's own processes (:func:`~.numba_line.claim_process`) numba's probe for BLAS, which
 imports scipy.linalg, is skipped.
 """
 
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-_CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
-_OWN = {"process": False}  # set by claim_process: no one else's numba code runs in this process
+from .numba_line import process_claimed, switched_off
+
 FUSED_FIELDS = (  # the fused kernel's output, slot by slot
     "count",
     "sum_xy",
@@ -102,11 +102,11 @@ def _private_dir(path: Path) -> bool:
 @lru_cache(maxsize=1)
 def numba_kernels():
     """The compiled-kernel module, or None when numba is off, missing or broken (once per process)."""
-    if _switched_off():
+    if switched_off():
         return None
     _use_cache_dir(numba_cache_dir())
     try:
-        with _without_scipy() if _OWN["process"] else nullcontext():
+        with _without_scipy() if process_claimed() else nullcontext():
             kernels_numba = importlib.import_module(".kernels_numba", __package__)
             _check(kernels_numba)
     except ModuleNotFoundError as exc:
@@ -117,20 +117,6 @@ def numba_kernels():
         _warn(exc)
         return None
     return kernels_numba
-
-
-def _switched_off() -> bool:
-    """``PRECISION_TOOL_KERNELS=numpy``, or numba's JIT off (interpreted "kernels": too slow)."""
-    chosen = os.environ.get(_CHOICE_ENV, "").strip().lower() == "numpy"
-    return chosen or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"
-
-
-def numba_enabled() -> bool:
-    """Whether :func:`numba_kernels` would try to load numba: installed and not switched off
-    (nothing is imported to tell)."""
-    from importlib.util import find_spec
-
-    return not _switched_off() and find_spec("numba") is not None
 
 
 def _use_cache_dir(cache: Path | None) -> None:
@@ -149,27 +135,12 @@ def _use_cache_dir(cache: Path | None) -> None:
         config.CACHE_DIR = str(cache)
 
 
-def claim_process() -> None:
-    """Mark this process as the tool's own: the ``precision-tool`` CLI and its shell, and the
-    pool workers they start (:mod:`.engine` passes the mark on). Only there is numba's BLAS
-    probe skipped (:func:`_without_scipy`): no code but these kernels compiles numba code in
-    such a process (config.py is read as data, custom metrics come only through the API), so
-    nothing can miss the BLAS. A program that calls the API never claims its process, and its
-    numba keeps the probe."""
-    _OWN["process"] = True
-
-
-def process_claimed() -> bool:
-    """Whether :func:`claim_process` was called in this process (or the one it forked from)."""
-    return _OWN["process"]
-
-
 @contextmanager
 def _without_scipy():
     """scipy hidden while numba loads: numba's first compile or cache load imports scipy.linalg
     (0.3-0.6 s of a run) only to learn whether BLAS is there for the ``np.convolve`` and
     ``np.correlate`` it compiles; these kernels use no BLAS. numba keeps the answer for the
-    process, hence only in a claimed process (:func:`claim_process`). scipy imports as usual
+    process, hence only in a claimed process (:func:`~.numba_line.claim_process`). scipy imports as usual
     afterwards; nothing is hidden when it is already imported."""
     if "scipy" in sys.modules:
         yield
@@ -210,10 +181,7 @@ def _check(module) -> None:
 
 __all__ = [
     "FUSED_FIELDS",
-    "claim_process",
     "kernel_operand",
     "numba_cache_dir",
-    "numba_enabled",
     "numba_kernels",
-    "process_claimed",
 ]

@@ -1,7 +1,7 @@
 """What the pool's fork server (:mod:`.pool_server`) imports before it forks a worker: the
 modules a job runs, so every worker starts with them loaded. Imported for that alone.
 
-The process is marked as the tool's own (:func:`~.numba_load.claim_process`), as the CLI that
+The process is marked as the tool's own (:func:`~.numba_line.claim_process`), as the CLI that
 started it is, so numba's BLAS probe is skipped there too.
 """
 
@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from ..formats import msprobe_dump, npy_file, torch_file  # noqa: F401  (msprobe dumps' tensors)
 from . import engine, pair_compare  # noqa: F401  (every job)
-from .numba_load import claim_process
+from .numba_line import claim_process
 
 claim_process()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import shutil
 from pathlib import Path
 
@@ -241,12 +243,12 @@ def test_csv_names_from_long_model_names_are_capped(sample_data):
 def started(monkeypatch):
     """The fork server's start, recorded instead of made; numba's line drawn at 1000 bytes
     (20,000 with cosine alone) so small data crosses it."""
-    from precision_tool.compare import kernels, pool_server
+    from precision_tool.compare import numba_line, pool_server
 
     calls: list[bool] = []
     monkeypatch.setattr(pool_server, "start", lambda: calls.append(True) or True)
-    monkeypatch.setattr(kernels, "numba_min_bytes", lambda cosine_only: 20_000.0 if cosine_only else 1000.0)
-    monkeypatch.setattr(kernels, "numba_enabled", lambda: True)
+    monkeypatch.setattr(numba_line, "numba_min_bytes", lambda cosine_only: 20_000.0 if cosine_only else 1000.0)
+    monkeypatch.setattr(numba_line, "numba_enabled", lambda: True)
     return calls
 
 
@@ -290,7 +292,7 @@ def test_vc_with_left_and_right_measures_those_directories(tmp_path, started):
 
 
 def test_vc_starts_no_server_where_it_would_not_serve(tmp_path, started, monkeypatch):
-    from precision_tool.compare import kernels
+    from precision_tool.compare import numba_line
 
     data = tmp_path / "precision_data"
     _bytes(data / "npu/a.bin", 50_000)
@@ -300,6 +302,36 @@ def test_vc_starts_no_server_where_it_would_not_serve(tmp_path, started, monkeyp
     _prepare(data, "vc -alg nonsense")  # the run says what is wrong
     _prepare(data, "vc --no-such-flag")
     _prepare(data, "vc --help")
-    monkeypatch.setattr(kernels, "numba_enabled", lambda: False)  # switched off or not installed
+    monkeypatch.setattr(numba_line, "numba_enabled", lambda: False)  # switched off or not installed
     _prepare(data, "vc")
     assert started == []
+
+
+# A one-shot vc in a fresh interpreter, numba's line at one byte: what is imported when the
+# fork server would start (recorded, not made).
+_AT_START = """
+import sys
+from precision_tool.compare import numba_line, pool_server
+numba_line.numba_min_bytes = lambda cosine_only: 1.0
+numba_line.numba_enabled = lambda: True
+pool_server.start = lambda: print("numpy imported" if "numpy" in sys.modules else "no numpy", flush=True) or False
+from precision_tool import cli
+cli.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize(("words", "seen"), [((), "no numpy"), (("-alg", "0"), "numpy imported")])
+def test_the_fork_server_starts_before_numpy_is_imported(tmp_path, words, seen):
+    """The server's load is what the pool waits for: with the default metrics the decision
+    imports no numpy (it costs a tenth of a second); ``-alg`` must read the metrics first."""
+    data = tmp_path / "precision_data"
+    _bytes(data / "npu/a.bin", 600)
+    done = subprocess.run(
+        [sys.executable, "-c", _AT_START, "--data", str(data), "vc", *words],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PRECISION_TOOL_WORKERS": "2"},
+        cwd=tmp_path,
+    )
+    assert done.stdout.splitlines()[:1] == [seen], done.stdout + done.stderr

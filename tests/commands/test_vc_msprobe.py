@@ -42,6 +42,13 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / np.sqrt((a @ a) * (b @ b)))
 
 
+def _number(cell: str) -> float | None:
+    try:
+        return float(cell) if cell.lower() not in ("nan", "inf", "-inf") else None
+    except ValueError:
+        return None
+
+
 def _rows(csv_path: Path) -> list[dict]:
     with open(csv_path, newline="") as handle:
         return list(csv.DictReader(handle))
@@ -190,3 +197,38 @@ def test_ac_runs_the_checks_that_apply_and_finds_inf_from_the_files(tmp_path):
     assert item["tensor_index"] == "Functional.mul.0.forward:output:0"
     assert (item["npu"]["inf"], item["npu"]["nan"]) == (1, 1)  # counted in the file
     assert doc["checks"]["overflow"]["flagged"] is True and done.returncode == 1
+
+
+def test_msprobes_columns_hold_the_values_msprobe_wrote_for_the_same_dumps(tmp_path):
+    """Against msprobe's own CSV for tests/data/msprobe_metrics/tensor_mode (mindstudio-probe
+    wrote it): every metric cell at msprobe's precision (12 decimals, not the result CSV's 6),
+    and each call's Result and Err_message."""
+    data = Path(__file__).resolve().parent.parent / "data" / "msprobe_metrics" / "tensor_mode"
+    out = tmp_path / "out"
+    args = ("-lt", str(data / "npu"), "-rt", str(data / "bench"), "-o", str(out))
+    done = _tool(tmp_path, "--data", str(tmp_path), "vc", *args)
+    assert done.returncode in (0, 1), done.stderr
+    (table,) = (out / "msprobe").glob("compare_result_*.csv")
+    ours = {r["NPU Name"]: r for r in _rows(table)}
+    everything = json.loads((data / "expected.json").read_text())["rows"]
+    expected = [r for r in everything if r["NPU Name"] in ours]
+    # the one line of msprobe's not written: a non-tensor argument (no tensor file, "-1")
+    assert [r["Data_name"] for r in everything if r["NPU Name"] not in ours] == ["['-1', '-1']"]
+    assert len(ours) == len(expected) == 14
+    columns = [
+        "Cosine",
+        "EucDist",
+        "MaxAbsErr",
+        "MaxRelativeErr",
+        "One Thousandth Err Ratio",
+        "Five Thousandths Err Ratio",
+    ]
+    for row in expected:
+        mine = ours[row["NPU Name"]]
+        for column in columns:
+            where = (row["NPU Name"], column, mine[column], row[column])
+            if _number(row[column]) is None:  # msprobe's texts: unsupported, Nan, N/A
+                assert mine[column] == row[column], where
+            else:
+                assert _number(mine[column]) == pytest.approx(float(row[column]), rel=1e-12, abs=1.5e-12), where
+        assert (mine["Result"], mine["Err_message"]) == (row["Result"], row["Err_message"]), row["NPU Name"]

@@ -26,7 +26,14 @@ from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.golden_pairing import NpySide, PairTask
 from precision_tool.compare.load import ArrayBlocks, HeaderCache, open_side
 from precision_tool.compare.metrics import METRICS, Accumulator
-from precision_tool.compare.msprobe_metrics import EUC_DIST, MSPROBE_COLUMNS, MSPROBE_METRICS, precheck, select_msprobe
+from precision_tool.compare.msprobe_metrics import (
+    EUC_DIST,
+    MSPROBE_COLUMNS,
+    MSPROBE_METRICS,
+    precheck,
+    select_msprobe,
+    text_cell,
+)
 from precision_tool.compare.stat_groups import combine
 from precision_tool.errors import PrecisionToolError
 
@@ -102,6 +109,18 @@ def test_one_pass_gives_msprobes_cells_and_messages(name):
     result = _compared(case)
     _assert_cells(result.values, case)
     _assert_message(result.reasons, case)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_column_without_a_number_gets_msprobes_text_from_the_message(name):
+    """A row keeps numbers only: the text msprobe wrote in a column comes back from the
+    message alone, msprobe's own (and ours, which the test above shows are msprobe's)."""
+    case = CASES[name]
+    reasons = " ".join(_compared(case).reasons)
+    for column, cell in case["cells"].items():
+        expected = _expected_value(cell)
+        if isinstance(expected, str) and expected not in ("inf", "-inf"):
+            assert (text_cell(column, case["message"]), text_cell(column, reasons)) == (expected, expected), column
 
 
 def _in_ranges(case: dict, pieces: int, chunk: int = 700):

@@ -53,16 +53,16 @@ def test_the_api_path_leaves_numbas_blas_alone():
 
 
 def test_a_claimed_process_skips_the_probe_and_still_imports_scipy():
-    seen = _probe("from precision_tool.compare.numba_load import claim_process; claim_process()")
+    seen = _probe("from precision_tool.compare.numba_line import claim_process; claim_process()")
     assert seen == {"blas": False, "scipy_loaded": False, "scipy_after": True}
 
 
 def test_the_cli_claims_its_process(monkeypatch, tmp_path):
     """cli.main claims the process before it runs a command (here one that fails on its input)."""
     from precision_tool import cli
-    from precision_tool.compare import numba_load
+    from precision_tool.compare import numba_line
 
-    monkeypatch.setitem(numba_load._OWN, "process", False)
+    monkeypatch.setitem(numba_line._OWN, "process", False)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["--data", str(tmp_path), "vc"]) == 2  # no dumps here: one line, status 2
     assert kernels.process_claimed()
@@ -70,11 +70,11 @@ def test_the_cli_claims_its_process(monkeypatch, tmp_path):
 
 def test_pool_workers_take_the_claim_from_their_parent(monkeypatch):
     """A spawned worker is told (a forked one inherits the flag); an API caller's are not claimed."""
-    from precision_tool.compare import numba_load
+    from precision_tool.compare import numba_line
 
     monkeypatch.setattr(engine, "init_worker_lifetime", lambda pid: None)
     monkeypatch.setattr(engine.signal, "signal", lambda *a: None)
-    monkeypatch.setitem(numba_load._OWN, "process", False)
+    monkeypatch.setitem(numba_line._OWN, "process", False)
     engine._init_worker(os.getpid(), False)
     assert not kernels.process_claimed()
     engine._init_worker(os.getpid(), True)

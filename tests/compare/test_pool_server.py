@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 
 def what_it_has(_):
-    from precision_tool.compare.numba_load import process_claimed
+    from precision_tool.compare.numba_line import process_claimed
     return [os.getppid(), "precision_tool.compare.kernels_numba" in sys.modules,
             "precision_tool.compare.pair_compare" in sys.modules, process_claimed()]
 
@@ -72,8 +72,8 @@ def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path):
 # wants it; "fork" keeps the server from starting, for the same run through a forked pool.
 _VC = """
 import sys
-from precision_tool.compare import kernels, pool_server
-kernels.numba_min_bytes = lambda cosine_only: 1.0
+from precision_tool.compare import numba_line, pool_server
+numba_line.numba_min_bytes = lambda cosine_only: 1.0
 if sys.argv[1] == "fork":
     pool_server.start = lambda: False
 from precision_tool import cli
