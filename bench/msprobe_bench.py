@@ -229,7 +229,6 @@ def msprobe_csv(out: Path, executable: str) -> Path:
 # --- agreement -----------------------------------------------------------------------------------
 
 METRICS = ("Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio")
-FALLBACK = {"Cosine": "CosineSimilarity", "MaxAbsErr": "MaxAbsoluteError"}  # our result CSV's, same definitions
 
 
 def _number(text: str | None) -> float | None:
@@ -246,34 +245,34 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def our_rows(out: Path) -> tuple[dict, dict]:
-    """NPU Name -> (Bench Name, {metric: value}) of our run, and where each metric came from.
-
-    Our msprobe-columns CSV is the result CSV's rows in the same order (with msprobe's names);
-    a metric it leaves N/A is taken from the result CSV where that has it under its own name."""
+def our_rows(out: Path) -> list[dict]:
+    """The lines of our run's msprobe-columns CSV (``msprobe/compare_result_*.csv``)."""
     (ms_path,) = (out / "msprobe").glob("compare_result_*.csv")
-    (result_path,) = out.glob("result_*.csv")
-    ms, ours = _rows(ms_path), _rows(result_path)
-    if len(ms) != len(ours) or any(not m["NPU Name"].startswith(r["NPUDump"] + ".") for m, r in zip(ms, ours)):
-        raise SystemExit(f"{ms_path} and {result_path} do not hold the same rows in the same order")
-    rows, sources = {}, {}
-    for m, r in zip(ms, ours):
-        values = {}
-        for metric in METRICS:
-            value = _number(m.get(metric))
-            if value is None and metric in FALLBACK:
-                value = _number(r.get(FALLBACK[metric]))
-                sources[metric] = f"result CSV {FALLBACK[metric]}" if value is not None else sources.get(metric)
-            elif value is not None:
-                sources[metric] = f"msprobe/ {metric}"
-            values[metric] = value
-        rows[m["NPU Name"]] = (m["Bench Name"], values)
-    return rows, sources
+    return _rows(ms_path)
 
 
-def their_rows(path: Path) -> dict:
-    """NPU Name -> (Bench Name, {metric: value}) of msprobe's result."""
-    return {r["NPU Name"]: (r["Bench Name"], {m: _number(r.get(m)) for m in METRICS}) for r in _rows(path)}
+def by_name(lines: list[dict]) -> dict:
+    """NPU Name -> (Bench Name, {metric: value})."""
+    return {r["NPU Name"]: (r["Bench Name"], {m: _number(r.get(m)) for m in METRICS}) for r in lines}
+
+
+def line_notes(ours: list[dict], theirs: list[dict]) -> tuple[list[str], bool]:
+    """How the two CSVs agree line by line: the same lines in the same order, and which
+    columns beside the metrics hold another text (every cell is compared as text)."""
+    same_order = [r["NPU Name"] for r in ours] == [r["NPU Name"] for r in theirs]
+    mine = {r["NPU Name"]: r for r in ours}
+    differing: dict[str, int] = {}
+    for row in theirs:
+        other = mine.get(row["NPU Name"])
+        for column, cell in (other or {}).items():
+            if column not in METRICS and column in row and cell != row[column]:
+                differing[column] = differing.get(column, 0) + 1
+    notes = [
+        f"lines: {len(ours)} ours, {len(theirs)} msprobe's, in {'the same' if same_order else 'another'} order; "
+        "columns beside the metrics with another text: "
+        + (", ".join(f"{c} ({n} lines)" for c, n in differing.items()) or "none")
+    ]
+    return notes, same_order and not differing
 
 
 def _within(metric: str, mine: float, theirs: float) -> bool:
@@ -291,7 +290,7 @@ def agreement(ours: dict, theirs: dict) -> tuple[list[str], list[list[str]], boo
     alike = [n for n in common if ours[n][0] == theirs[n][0]]
     only_ours = sorted(set(ours) - set(theirs))
     notes = [
-        f"rows: {len(ours)} ours, {len(theirs)} msprobe's (it also lists non-tensor arguments); "
+        f"rows: {len(ours)} ours, {len(theirs)} msprobe's; "
         f"{len(common)} in both, {len(alike)} paired alike (same Bench Name), {len(only_ours)} ours only"
         + (f" (first {only_ours[0]})" if only_ours else "")
     ]
@@ -449,15 +448,11 @@ def measure_all(args, root: Path, scratch: Path) -> tuple[list[str], list[list[s
     rows = run_rows(runners, data_bytes, raw)
     if ms is None:
         return notes, rows, [f"agreement: not measured: {why}"], [], True
-    ours, sources = our_rows(scratch / "vc_all")
-    theirs = their_rows(msprobe_csv(ms.out, args.msprobe))
-    a_notes, a_rows, agreed = agreement(ours, theirs)
-    a_notes.append(
-        "ours from: "
-        + ", ".join(f"{m} <- {s}" for m, s in sources.items() if s)
-        + f"; limits: Cosine |diff| <= {COSINE_LIMIT:g}, others |diff| <= 1e-6 or 1e-5 relative"
-    )
-    return notes, rows, a_notes, a_rows, agreed
+    ours, theirs = our_rows(scratch / "vc_all"), _rows(msprobe_csv(ms.out, args.msprobe))
+    a_notes, a_rows, agreed = agreement(by_name(ours), by_name(theirs))
+    lines, alike = line_notes(ours, theirs)
+    a_notes += lines + [f"limits: Cosine |diff| <= {COSINE_LIMIT:g}, others |diff| <= 1e-6 or 1e-5 relative"]
+    return notes, rows, a_notes, a_rows, agreed and alike
 
 
 def prepare_in_child(args, workdir: Path) -> Path:

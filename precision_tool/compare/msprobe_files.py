@@ -11,9 +11,10 @@ msprobe's name (as computed, at msprobe's precision: not the result CSV's six de
 msprobe's text for it (``unsupported``, ``Nan``, ``shape unmatched``, ``N/A``); the statistics
 come from ``dump.json``; ``Result`` and ``Err_message`` are msprobe's per-call verdict
 (:func:`.msprobe_result.judge_api`). The lines are made from the rows as the run yields them
-(:class:`MsprobeLines`), not read back from the result CSV. msprobe also lists a call's
-non-tensor arguments (an ``int`` of ``input_args``, its value as each statistic): those lines
-are not written here.
+(:class:`MsprobeLines`), not read back from the result CSV. Like msprobe's, the CSV has a line
+for each of a call's other arguments too (an ``int``, a ``str``, ``None``, a ``torch.Size``:
+:mod:`.msprobe_values`), and a call's lines are in msprobe's order (inputs, parameters,
+outputs).
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
 from ..formats.output_root import OutputRoot
-from .msprobe_metrics import text_cell
+from .msprobe_metrics import UNSUPPORTED, text_cell
 from .msprobe_result import ApiRow, judge_api, shape_text
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
+from .msprobe_values import ValuePair, ValueSide, listed, msprobe_order, value_pair
 from .result import CompareRow
 from .result_csv import neutralise
 
@@ -78,7 +79,11 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _summary(tensor: Tensor | None) -> Summary | None:
+def _grad_cell(value: bool | None) -> str:
+    return N_A if value is None else str(value)
+
+
+def _summary(tensor: Tensor | ValueSide | None) -> Summary | None:
     return None if tensor is None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
 
 
@@ -93,10 +98,14 @@ def _metric_values(mode: str, row: CompareRow, pair) -> list:
     return [pair.npu.md5 or N_A, pair.bench.md5 if pair.bench is not None and pair.bench.md5 else N_A]
 
 
-def _tensor_value(row: CompareRow, pair, name: str) -> float | str:
+def _tensor_value(row: CompareRow | None, pair, name: str) -> float | str:
+    if pair.bench is None:
+        return N_A
+    if row is None:  # a non-tensor line: nothing to compute
+        return UNSUPPORTED
     if name in row.metrics:
         return float(row.metrics[name])
-    return text_cell(name, row.fail_reason) if pair.bench is not None else N_A
+    return text_cell(name, row.fail_reason)
 
 
 def _identity(pair) -> tuple[str, str, str, str, str, str]:
@@ -107,9 +116,13 @@ def _identity(pair) -> tuple[str, str, str, str, str, str]:
         pair.bench_name or N_A,
         npu.dtype or N_A,
         bench.dtype if bench is not None and bench.dtype else N_A,
-        shape_text(npu.shape),
-        shape_text(bench.shape) if bench is not None else N_A,
+        _shape_cell(npu.shape),
+        _shape_cell(bench.shape) if bench is not None else N_A,
     )
+
+
+def _shape_cell(shape) -> str:
+    return shape if isinstance(shape, str) else shape_text(shape)  # a value's is msprobe's text
 
 
 def _facts(pair) -> tuple[tuple[str, ...], tuple, tuple | None]:
@@ -139,8 +152,10 @@ def _api_row(pair, facts: tuple, cells: dict[str, str]) -> ApiRow:
     )
 
 
-def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[str]]:
-    """The lines of one call's rows, its Result and Err_message judged over all of them."""
+def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[list]:
+    """The lines of one call (its tensors' rows and pairs, and ``(None, ValuePair)`` for its
+    other arguments), Result and Err_message judged over all of them; the statistics cells
+    are left as values (:func:`_rendered` writes them)."""
     cells = [dict(zip(MODE_COLUMNS[mode], _metric_values(mode, row, pair))) for row, pair in rows]
     facts = [_facts(pair) for _, pair in rows]
     verdicts = judge_api([_api_row(pair, f, c) for (_, pair), f, c in zip(rows, facts, cells)], mode)
@@ -148,17 +163,12 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow, object]]) -> list[list[st
     for (_, pair), (identity, summary, bench_summary), metric_cells, verdict in zip(rows, facts, cells, verdicts):
         npu, bench = pair.npu, pair.bench
         consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
-        stats = (
-            []
-            if mode == "md5"
-            else [_cell(v) for v in summary]
-            + ([_cell(v) for v in bench_summary] if bench_summary is not None else [N_A] * 4)
-        )
+        stats = [] if mode == "md5" else [*summary, *(bench_summary if bench_summary is not None else [N_A] * 4)]
         lines.append(
             [
                 *identity,
-                _cell(npu.requires_grad),
-                _cell(bench.requires_grad) if bench is not None else N_A,
+                _grad_cell(npu.requires_grad),
+                _grad_cell(bench.requires_grad) if bench is not None else N_A,
                 *(repr(v) if isinstance(v, float) else v for v in metric_cells.values()),
                 *stats,
                 consistent,
@@ -188,37 +198,84 @@ def dump_mode(sides) -> str:
 
 class MsprobeLines:
     """msprobe's compare-result lines of one rank pair (``sides``: its
-    :class:`~.msprobe_plan.MsprobeSides`), built as its rows arrive (:meth:`add`): msprobe
-    judges a call over all its tensors, so a call's lines are made once its last row has come,
-    while the run still compares, and only the calls whose rows did not all come wait for
-    :meth:`text`. Lines keep the order of the calls' first rows."""
+    :class:`~.msprobe_plan.MsprobeSides`), built as its rows arrive (:meth:`add`). msprobe
+    judges a call over all its lines, tensors and other arguments (:mod:`.msprobe_values`), so
+    a call's lines are made once its last tensor's row has come, while the run still compares;
+    only calls whose rows did not all come wait for :meth:`text`. Calls keep the order of their
+    first tensor in the pairing, lines within a call msprobe's order."""
 
     def __init__(self, sides) -> None:
         from .msprobe_plan import tensor_names
 
         self._pairs, self._mode = tensor_names(sides), dump_mode(sides)
-        self._expected = Counter(pair.npu_call.key.text for pair in self._pairs.values())
-        self._calls: dict[str, list[tuple[CompareRow, object]]] = {}
-        self._lines: dict[str, list[list[str]]] = {}
+        by_call: dict[int, list] = {}
+        for pair in sides.pairing.pairs:
+            by_call.setdefault(id(pair.npu_call), []).append(pair)
+        self._entries = {call: _call_entries(pairs) for call, pairs in by_call.items()}
+        self._tensors = {call: sum(not isinstance(e, ValuePair) for e in es) for call, es in self._entries.items()}
+        self._rows: dict[int, dict[int, CompareRow]] = {}
+        self._lines: dict[int, list[list]] = {}
 
     def add(self, row: CompareRow) -> None:
         pair = self._pairs.get(row.tensor_index or "")
         if pair is None:
             return
-        call = pair.npu_call.key.text
-        rows = self._calls.setdefault(call, [])
-        rows.append((row, pair))
-        if len(rows) == self._expected[call]:
-            self._lines[call] = _lines(self._mode, rows)
+        call = id(pair.npu_call)
+        rows = self._rows.setdefault(call, {})
+        rows[id(pair)] = row
+        if len(rows) == self._tensors[call]:
+            self._lines[call] = self._call_lines(call)
+
+    def _call_lines(self, call: int) -> list[list]:
+        rows = self._rows.get(call, {})
+        entries = [
+            (rows.get(id(entry)), entry)
+            for entry in self._entries[call]
+            if isinstance(entry, ValuePair) or id(entry) in rows
+        ]
+        return _lines(self._mode, entries)
 
     def text(self) -> str:
-        """The CSV of every row added."""
-        lines = (
+        """The CSV of every row added (a call none of whose rows came is left out)."""
+        lines = [
             line
-            for call, rows in self._calls.items()
-            for line in (self._lines[call] if len(rows) == self._expected[call] else _lines(self._mode, rows))
-        )
-        return _csv_text(header(self._mode), lines)
+            for call in self._entries
+            if call in self._rows
+            for line in (self._lines.get(call) or self._call_lines(call))
+        ]
+        return _csv_text(header(self._mode), _rendered(self._mode, lines))
+
+
+def _call_entries(pairs: list) -> list:
+    """A call's lines in msprobe's order: its tensors' pairs and :class:`ValuePair` lines for
+    its other arguments (against the bench call its tensors were paired with)."""
+    call = pairs[0].npu_call
+    bench_call = next((p.bench_call for p in pairs if p.bench_call is not None), None)
+    by_tensor = {id(p.npu): p for p in pairs}
+    entries = []
+    for leaf in msprobe_order(call.leaves):
+        if isinstance(leaf, Tensor):
+            if id(leaf) in by_tensor:
+                entries.append(by_tensor.pop(id(leaf)))
+        elif listed(leaf):
+            entries.append(value_pair(call, leaf, bench_call))
+    return entries + list(by_tensor.values())  # a pair whose tensor is no leaf of the call
+
+
+def _rendered(mode: str, lines: list[list]) -> list[list[str]]:
+    """The statistics cells as text the way msprobe's table writes them: a column of numbers
+    alone is a float column (an ``int`` argument shows as ``3.0``); one with any text keeps
+    each value as it is (``3``)."""
+    if mode == "md5":
+        return lines
+    start = len(BASIC) + len(MODE_COLUMNS[mode])
+    columns = range(start, start + len(SUMMARY))
+    floats = {i for i in columns if all(isinstance(line[i], (int, float)) for line in lines)}
+    for line in lines:
+        for i in columns:
+            value = line[i]
+            line[i] = _cell(float(value) if i in floats else value)
+    return lines
 
 
 def msprobe_lines(plans: Sequence) -> list[MsprobeLines | None]:
