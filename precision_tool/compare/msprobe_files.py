@@ -76,7 +76,9 @@ def _cell(value) -> str:
         return "None"
     if isinstance(value, float) and math.isnan(value):
         return "nan"
-    return str(value)
+    if isinstance(value, float) and math.isinf(value):  # msprobe's, so a spreadsheet reads no #NAME?
+        return " inf" if value > 0 else " -inf"
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _grad_cell(value: bool | None) -> str:
@@ -84,7 +86,11 @@ def _grad_cell(value: bool | None) -> str:
 
 
 def _summary(tensor: Tensor | ValueSide | None) -> Summary | None:
-    return None if tensor is None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
+    """A side's statistics as msprobe reads them: as the file has them (``Tensor.written``)."""
+    if tensor is None:
+        return None
+    written = getattr(tensor, "written", None)
+    return Summary(*written) if written is not None else Summary(tensor.max, tensor.min, tensor.mean, tensor.norm)
 
 
 def _metric_values(mode: str, row: CompareRow, pair) -> list:
@@ -162,14 +168,15 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[
     lines = []
     for (_, pair), (identity, summary, bench_summary), metric_cells, verdict in zip(rows, facts, cells, verdicts):
         npu, bench = pair.npu, pair.bench
-        consistent = N_A if bench is None else str(npu.requires_grad == bench.requires_grad)
+        # msprobe compares the two columns after its merge: no bench reads as no requires_grad
+        consistent = str(npu.requires_grad == (bench.requires_grad if bench is not None else None))
         stats = [] if mode == "md5" else [*summary, *(bench_summary if bench_summary is not None else [N_A] * 4)]
         lines.append(
             [
                 *identity,
                 _grad_cell(npu.requires_grad),
                 _grad_cell(bench.requires_grad) if bench is not None else N_A,
-                *(repr(v) if isinstance(v, float) else v for v in metric_cells.values()),
+                *(_cell(v) if isinstance(v, float) else v for v in metric_cells.values()),
                 *stats,
                 consistent,
                 verdict.result,

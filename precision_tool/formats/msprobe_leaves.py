@@ -26,8 +26,9 @@ class Tensor:
 
     ``max``/``min``/``mean``/``norm`` are floats or None (absent, null, or text that is no
     number); a bool tensor's true/false become 1.0/0.0, ``"inf"`` and ``"nan"`` become floats.
-    ``md5`` is the checksum text, ``data_name`` the file under ``dump_tensor_data`` (None when
-    msprobe saved none).
+    ``written`` keeps the four as the file has them (an int stays an int, text stays text), which
+    msprobe's own table shows. ``md5`` is the checksum text, ``data_name`` the file under
+    ``dump_tensor_data`` (None when msprobe saved none).
     """
 
     path: tuple[Step, ...]
@@ -41,6 +42,7 @@ class Tensor:
     md5: str | None = None
     requires_grad: bool | None = None
     data_name: str | None = None
+    written: tuple[Any, Any, Any, Any] | None = None  # Max, Min, Mean, Norm as the file has them
 
     @property
     def name(self) -> str:
@@ -136,6 +138,7 @@ def _tensor(value: dict[str, Any], path: tuple[Step, ...]) -> Tensor:
         md5 if isinstance(md5, str) and md5 else None,
         grad if isinstance(grad, bool) else None,
         data_name if isinstance(data_name, str) and data_name else None,
+        tuple(_freeze(value.get(k)) for k in _STATS),
     )
 
 

@@ -240,13 +240,25 @@ def test_msprobes_columns_are_the_lines_msprobe_wrote_for_the_same_dumps(tmp_pat
     )
 
 
-def test_msprobes_columns_of_a_mindspore_pair_are_the_lines_msprobe_wrote(tmp_path):
-    """The same against msprobe's CSV for tests/data/msprobe_metrics/tensor_mode (MindSpore
-    .npy files): an int argument in a column of numbers alone is written as a float (3.0)."""
-    data = Path(__file__).resolve().parent.parent / "data" / "msprobe_metrics" / "tensor_mode"
+@pytest.mark.parametrize("mode", ["tensor_mode", "md5"])
+def test_msprobes_columns_of_a_mindspore_pair_are_the_lines_msprobe_wrote(tmp_path, mode):
+    """The same against msprobe's CSVs for tests/data/msprobe_metrics/{tensor_mode,md5}
+    (MindSpore dumps): an int argument in a column of numbers alone is written as a float
+    (3.0), an infinite float as " inf" (msprobe's, for spreadsheets), the checksums of the
+    arguments are msprobe's CRC-32 of their text."""
+    data = Path(__file__).resolve().parent.parent / "data" / "msprobe_metrics" / mode
     ours = _msprobes_csv_again(tmp_path, data / "npu", data / "bench")
-    theirs = json.loads((data / "expected.json").read_text())["rows"]
-    # msprobe writes this infinite maximum with a leading space; we write "inf"
-    quirk = {("Functional.infnan.0.forward.output.0", "NPU max"): "inf"}
-    _assert_lines_are_msprobes(ours, theirs, quirk)
-    assert {r["NPU Name"]: r["NPU max"] for r in ours}["Functional.param.0.forward.input.1"] == "3.0"
+    _assert_lines_are_msprobes(ours, json.loads((data / "expected.json").read_text())["rows"])
+    if mode == "tensor_mode":
+        assert {r["NPU Name"]: r["NPU max"] for r in ours}["Functional.param.0.forward.input.1"] == "3.0"
+
+
+def test_msprobes_statistics_lines_are_the_lines_msprobe_wrote(tmp_path):
+    """Statistics mode against msprobe's CSV for tests/data/msprobe_metrics/statistics, whose
+    tensor records hold statistics of every kind on purpose (3 for 3.0, true, null, "cpu",
+    "inf" as text): msprobe shows them, and computes its differences, as the file has them, and
+    so do we (``Tensor.written``; the verdict reads them as numbers)."""
+    data = Path(__file__).resolve().parent.parent / "data" / "msprobe_metrics" / "statistics"
+    ours = _msprobes_csv_again(tmp_path, data / "npu", data / "bench")
+    _assert_lines_are_msprobes(ours, json.loads((data / "expected.json").read_text())["rows"])
+    assert {r["NPU Name"]: r["Bench l2norm"] for r in ours}["Functional.cells.0.forward.input.1"] == "True"
