@@ -25,12 +25,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import torch
-
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "msprobe_args"
 
 
-def _tensor(data_dir: Path, name: str, value: torch.Tensor) -> dict:
+def _tensor(data_dir: Path, name: str, value) -> dict:
+    import torch
+
     torch.save(value.clone(), data_dir / f"{name}.pt")
     as_float = value.float()
     return {
@@ -49,6 +49,8 @@ def _tensor(data_dir: Path, name: str, value: torch.Tensor) -> dict:
 def _calls(run: str) -> list[tuple[str, list, dict, list, dict]]:
     """(key, input_args, input_kwargs, output, parameters) in call order; a tensor is a torch
     tensor, anything else the leaf as msprobe writes it."""
+    import torch  # the msprobe venv's: not a dependency of the tool
+
     torch.manual_seed(7)
     dtype = torch.bfloat16 if run == "npu" else torch.float32
     x = torch.randn(4, 8).to(dtype)
@@ -84,6 +86,8 @@ def _calls(run: str) -> list[tuple[str, list, dict, list, dict]]:
 
 
 def _write_rank(root: Path, run: str) -> Path:
+    import torch
+
     rank = root / run / "step0" / "rank0"
     data_dir = rank / "dump_tensor_data"
     data_dir.mkdir(parents=True)

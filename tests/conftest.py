@@ -24,6 +24,15 @@ def skips_fail() -> bool:
     return os.environ.get(NO_SKIPS) == "1"
 
 
+@pytest.fixture(autouse=True)
+def _terminal_size_not_from_the_runner(monkeypatch):
+    """No COLUMNS or LINES from whatever runs the tests: pytest-xdist's workers export
+    COLUMNS=80 and LINES=24, which a serial run does not have, and the CLI's layout follows
+    COLUMNS (a test that wants a width sets it in the command's environment)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """Under the no-skip rule, name each skipped test and its reason, and fail the run."""

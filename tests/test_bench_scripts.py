@@ -73,6 +73,7 @@ def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsy
         not in (
             "perf_doc.py",
             "msprobe_reference.py",
+            "msprobe_args_reference.py",
             "msprobe_workload.py",
             "check_torch_write.py",
             "noise_calibration.py",
