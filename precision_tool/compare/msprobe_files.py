@@ -269,7 +269,7 @@ def _call_entries(pairs: list) -> list:
     return entries + list(by_tensor.values())  # a pair whose tensor is no leaf of the call
 
 
-def _rendered(mode: str, lines: list[list]) -> list[list[str]]:
+def _rendered(mode: str, lines: list[list]) -> list[list]:
     """The statistics cells as text the way msprobe's table writes them: a column of numbers
     alone is a float column (an ``int`` argument shows as ``3.0``); one with any text keeps
     each value as it is (``3``)."""
@@ -278,24 +278,15 @@ def _rendered(mode: str, lines: list[list]) -> list[list[str]]:
     start = len(BASIC) + len(MODE_COLUMNS[mode])
     columns = range(start, start + len(SUMMARY))
     floats = {i for i in columns if all(isinstance(line[i], (int, float)) for line in lines)}
-    for line in lines:
-        for i in columns:
-            value = line[i]
-            line[i] = _cell(float(value) if i in floats else value)
-    return lines
+    return [
+        [_cell(float(cell) if i in floats else cell) if i in columns else cell for i, cell in enumerate(line)]
+        for line in lines
+    ]
 
 
 def msprobe_lines(plans: Sequence) -> list[MsprobeLines | None]:
     """A collector for each msprobe plan of ``plans`` (None for the others)."""
     return [MsprobeLines(plan.msprobe) if getattr(plan, "msprobe", None) is not None else None for plan in plans]
-
-
-def msprobe_csv_text(rows: Iterable[CompareRow], sides) -> str:
-    """The compare_result CSV of one rank pair's ``rows``."""
-    lines = MsprobeLines(sides)
-    for row in rows:
-        lines.add(row)
-    return lines.text()
 
 
 def write_msprobe_files(
