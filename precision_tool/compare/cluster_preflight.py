@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrecisionToolError
+from .numba_line import switched_off
 
 HEAD_BYTES = 64  # bytes compared per sampled file: a dump's header differs from file to file
 MAX_SAMPLES = 64  # directories sampled at most (spread over the run's files)
 MALLOC_VARIABLE = "MALLOC_TRIM_THRESHOLD_"
-KERNELS_VARIABLE = "PRECISION_TOOL_KERNELS"  # kernels.py's switch: "numpy" turns numba off
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 _MMAP_THRESHOLD = 32 << 20  # DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: where the adaptive rule stops
 INSTALL = "pip install 'precision-tool[cluster]'"
@@ -88,7 +88,7 @@ def probe(samples: Sequence[Sample], need_numba: bool) -> Report:
     from .. import __version__
 
     report = Report(__version__, malloc_trim=os.environ.get(MALLOC_VARIABLE))
-    if need_numba and os.environ.get(KERNELS_VARIABLE, "").strip().lower() != "numpy":
+    if need_numba and not switched_off():
         from . import kernels  # numba switched off there on purpose is no lack: numpy computes the same
 
         report.numba = kernels.numba_kernels() is not None
