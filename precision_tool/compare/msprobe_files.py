@@ -14,7 +14,9 @@ come from ``dump.json``; ``Result`` and ``Err_message`` are msprobe's per-call v
 (:class:`MsprobeLines`), not read back from the result CSV. Like msprobe's, the CSV has a line
 for each of a call's other arguments too (an ``int``, a ``str``, ``None``, a ``torch.Size``:
 :mod:`.msprobe_values`), and a call's lines are in msprobe's order (inputs, parameters,
-outputs).
+outputs). As msprobe's compare does, the table ends with ``NPU_Stack_Info`` (the call's stack
+from ``stack.json``, on its first line) when the NPU dump has one, and ``Data_name`` (both
+sides' tensor files) in tensor mode.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..errors import PrecisionToolError
 from ..formats.msprobe_leaves import Tensor
 from ..formats.msprobe_mapping import mapping_text
+from ..formats.msprobe_side import read_stack
 from ..formats.output_root import OutputRoot
 from .msprobe_metrics import UNSUPPORTED, text_cell
 from .msprobe_result import ApiRow, judge_api, shape_text
@@ -61,14 +65,17 @@ MODE_COLUMNS = {
     "statistics": [*DIFF_COLUMNS, *RELATIVE_COLUMNS],
     "md5": ["NPU MD5", "BENCH MD5"],
 }
+STACK, DATA_NAME = "NPU_Stack_Info", "Data_name"
 N_A = "N/A"
-_TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message"})
+NO_FILE = "-1"  # msprobe's Data_name of a line with no tensor file
+_TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message", STACK, DATA_NAME})
 
 
-def header(mode: str) -> list[str]:
-    """msprobe's columns for ``mode`` (``tensor``, ``statistics``, ``md5``)."""
+def header(mode: str, stack: bool = False) -> list[str]:
+    """msprobe's columns for ``mode`` (``tensor``, ``statistics``, ``md5``); ``stack``: the NPU
+    dump has a ``stack.json``, which msprobe's compare shows (``NPU_Stack_Info``)."""
     summary = SUMMARY if mode != "md5" else []
-    return BASIC + MODE_COLUMNS[mode] + summary + EXTRACT
+    return BASIC + MODE_COLUMNS[mode] + summary + EXTRACT + [STACK] * stack + [DATA_NAME] * (mode == "tensor")
 
 
 def _cell(value) -> str:
@@ -222,6 +229,8 @@ class MsprobeLines:
         self._tensors = {call: sum(not isinstance(e, ValuePair) for e in es) for call, es in self._entries.items()}
         self._rows: dict[int, dict[int, CompareRow]] = {}
         self._lines: dict[int, list[list]] = {}
+        self._stacks = _stacks(sides.npu_rank)
+        self._keys = {id(pairs[0].npu_call): pairs[0].npu_call.key.text for pairs in by_call.values()}
 
     def add(self, row: CompareRow) -> None:
         pair = self._pairs.get(row.tensor_index or "")
@@ -240,7 +249,15 @@ class MsprobeLines:
             for entry in self._entries[call]
             if isinstance(entry, ValuePair) or id(entry) in rows
         ]
-        return _lines(self._mode, entries)
+        lines = _lines(self._mode, entries)
+        if self._stacks is not None:  # the call's stack on its first line, as msprobe shows it
+            frames = self._stacks.get(self._keys[call])
+            for i, line in enumerate(lines):
+                line.append(str(list(frames)) if i == 0 and frames is not None else N_A)
+        if self._mode == "tensor":
+            for line, (_, entry) in zip(lines, entries):
+                line.append(_data_names(entry))
+        return lines
 
     def text(self) -> str:
         """The CSV of every row added (a call none of whose rows came is left out)."""
@@ -250,7 +267,26 @@ class MsprobeLines:
             if call in self._rows
             for line in (self._lines.get(call) or self._call_lines(call))
         ]
-        return _csv_text(header(self._mode), _rendered(self._mode, lines))
+        return _csv_text(header(self._mode, self._stacks is not None), _rendered(self._mode, lines))
+
+
+def _stacks(rank) -> dict[str, tuple[str, ...]] | None:
+    """The NPU rank's stacks by call key; None without a ``stack.json`` (msprobe's compare then
+    has no stack column), empty when it cannot be read (the shell's ``ni`` says why)."""
+    if not rank.stack_json.is_file():
+        return None
+    try:
+        return read_stack(rank.stack_json).frames
+    except PrecisionToolError:
+        return {}
+
+
+def _data_names(entry) -> str:
+    """msprobe's Data_name cell: both sides' tensor files (``-1`` for none, ``N/A`` for no bench)."""
+    if isinstance(entry, ValuePair):
+        return str([NO_FILE, NO_FILE if entry.bench is not None else N_A])
+    bench = entry.bench
+    return str([entry.npu.data_name or NO_FILE, (bench.data_name or NO_FILE) if bench is not None else N_A])
 
 
 def _call_entries(pairs: list) -> list:

@@ -208,14 +208,14 @@ def _msprobes_csv_again(tmp_path: Path, npu: Path, bench: Path) -> list[dict]:
     return _rows(table)
 
 
-def _assert_lines_are_msprobes(ours: list[dict], theirs: list[dict], quirks: dict | None = None) -> None:
-    """Line for line and cell for cell what msprobe wrote, in its order; EucDist to 1e-12
-    (summed in another order); ``quirks``: cells msprobe writes in a way not reproduced."""
+def _assert_lines_are_msprobes(ours: list[dict], theirs: list[dict]) -> None:
+    """Line for line and cell for cell what msprobe wrote, in its order, with its columns;
+    EucDist to 1e-12 (summed in another order)."""
     assert [r["NPU Name"] for r in ours] == [r["NPU Name"] for r in theirs]
-    assert list(ours[0]) == [c for c in theirs[0] if c not in ("Data_name", "NPU_Stack_Info")]
+    assert list(ours[0]) == list(theirs[0])  # msprobe's columns, NPU_Stack_Info and Data_name included
     for mine, row in zip(ours, theirs):
         for column, cell in mine.items():
-            expected = (quirks or {}).get((row["NPU Name"], column), row[column])
+            expected = row[column]
             where = (row["NPU Name"], column, cell, row[column])
             if column == "EucDist" and _number(expected) is not None:
                 assert _number(cell) == pytest.approx(float(expected), rel=1e-12, abs=1.5e-12), where
