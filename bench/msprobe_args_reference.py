@@ -8,8 +8,9 @@ It writes tests/data/msprobe_args/: ``npu/step0/rank0`` and ``bench/step0/rank0`
 stack.json, construct.json and the ``.pt`` files torch.save wrote) and ``expected.csv``, the
 compare_result CSV of ``msprobe compare -tp npu/step0 -gp bench/step0``. The calls hold the
 argument kinds msprobe lists besides tensors (None, int, float, bool, str, torch.Size, slice),
-a module with a parameter (msprobe puts parameters before outputs), one scalar argument that
-differs between the runs (msprobe's "scalar parameters" error) and one output that drifts.
+a module with a parameter (msprobe puts parameters before outputs), a call with no tensor (a
+barrier on a process group), one scalar argument that differs between the runs (msprobe's
+"scalar parameters" error) and one output that drifts.
 
 Nothing of precision_tool is imported: the dumps are written with torch and json, the expected
 CSV is msprobe's alone. Not a benchmark; it lives here because it needs msprobe to run.
@@ -82,6 +83,13 @@ def _calls(run: str) -> list[tuple[str, list, dict, list, dict]]:
             {},
         ),
         ("Tensor.__getitem__.0.forward", [flat, {"type": "slice", "value": [0, 1, None]}], {}, [flat[0:1]], {}),
+        (  # a call with no tensor at all
+            "Distributed.barrier.0.forward",
+            [],
+            {"group": {"type": "torch.ProcessGroup", "group_ranks": [0, 1], "group_id": 7}},
+            [None],
+            {},
+        ),
     ]
 
 

@@ -215,8 +215,8 @@ class MsprobeLines:
     :class:`~.msprobe_plan.MsprobeSides`), built as its rows arrive (:meth:`add`). msprobe
     judges a call over all its lines, tensors and other arguments (:mod:`.msprobe_values`), so
     a call's lines are made once its last tensor's row has come, while the run still compares;
-    only calls whose rows did not all come wait for :meth:`text`. Calls keep the order of their
-    first tensor in the pairing, lines within a call msprobe's order."""
+    only calls whose rows did not all come wait for :meth:`text`. Calls are in dump.json's
+    order (a call with no tensor included), lines within a call in msprobe's order."""
 
     def __init__(self, sides) -> None:
         from .msprobe_plan import tensor_names
@@ -225,12 +225,18 @@ class MsprobeLines:
         by_call: dict[int, list] = {}
         for pair in sides.pairing.pairs:
             by_call.setdefault(id(pair.npu_call), []).append(pair)
-        self._entries = {call: _call_entries(pairs) for call, pairs in by_call.items()}
+        # in dump.json's order, as msprobe lists them; a call with no tensor has no pair, so
+        # its bench call is the one of the same key
+        bench_calls = {call.key.text: call for call in sides.bench.calls}
+        calls = [c for c in sides.npu.calls if id(c) in by_call or not c.tensors]
+        listed_calls = {id(c) for c in calls}
+        calls += [pairs[0].npu_call for key, pairs in by_call.items() if key not in listed_calls]
+        self._entries = {id(c): _call_entries(c, by_call.get(id(c), []), bench_calls) for c in calls}
         self._tensors = {call: sum(not isinstance(e, ValuePair) for e in es) for call, es in self._entries.items()}
         self._rows: dict[int, dict[int, CompareRow]] = {}
         self._lines: dict[int, list[list]] = {}
         self._stacks = _stacks(sides.npu_rank)
-        self._keys = {id(pairs[0].npu_call): pairs[0].npu_call.key.text for pairs in by_call.values()}
+        self._keys = {id(c): c.key.text for c in calls}
 
     def add(self, row: CompareRow) -> None:
         pair = self._pairs.get(row.tensor_index or "")
@@ -264,7 +270,7 @@ class MsprobeLines:
         lines = [
             line
             for call in self._entries
-            if call in self._rows
+            if call in self._rows or not self._tensors[call]
             for line in (self._lines.get(call) or self._call_lines(call))
         ]
         return _csv_text(header(self._mode, self._stacks is not None), _rendered(self._mode, lines))
@@ -289,11 +295,13 @@ def _data_names(entry) -> str:
     return str([entry.npu.data_name or NO_FILE, (bench.data_name or NO_FILE) if bench is not None else N_A])
 
 
-def _call_entries(pairs: list) -> list:
+def _call_entries(call, pairs: list, bench_calls: dict) -> list:
     """A call's lines in msprobe's order: its tensors' pairs and :class:`ValuePair` lines for
-    its other arguments (against the bench call its tensors were paired with)."""
-    call = pairs[0].npu_call
+    its other arguments (against the bench call its tensors were paired with; for a call with
+    no tensor paired, the bench's call of the same key)."""
     bench_call = next((p.bench_call for p in pairs if p.bench_call is not None), None)
+    if bench_call is None and not pairs:
+        bench_call = bench_calls.get(call.key.text)
     by_tensor = {id(p.npu): p for p in pairs}
     entries = []
     for leaf in msprobe_order(call.leaves):
