@@ -263,3 +263,19 @@ def test_msprobes_statistics_lines_are_the_lines_msprobe_wrote(tmp_path):
     ours = _msprobes_csv_again(tmp_path, data / "npu", data / "bench")
     _assert_lines_are_msprobes(ours, json.loads((data / "expected.json").read_text())["rows"])
     assert {r["NPU Name"]: r["Bench l2norm"] for r in ours}["Functional.cells.0.forward.input.1"] == "True"
+
+
+def test_a_damaged_stack_json_leaves_the_stacks_out_and_the_run_goes_on(tmp_path):
+    """A stack.json that is no JSON: vc compares and writes msprobe's table as usual, its
+    NPU_Stack_Info cells N/A (``ni`` says what is wrong with the file)."""
+    import shutil
+
+    source = Path(__file__).resolve().parent.parent / "data" / "msprobe_args"
+    data = tmp_path / "msprobe_args"
+    shutil.copytree(source, data)
+    (data / "npu" / "step0" / "rank0" / "stack.json").write_text("{ not json", encoding="utf-8")
+    ours = _msprobes_csv_again(tmp_path, data / "npu" / "step0", data / "bench" / "step0")
+    expected = _rows(source / "expected.csv")
+    assert [r["NPU Name"] for r in ours] == [r["NPU Name"] for r in expected]
+    assert {r["NPU_Stack_Info"] for r in ours} == {"N/A"}
+    assert [r["Result"] for r in ours] == [r["Result"] for r in expected]
