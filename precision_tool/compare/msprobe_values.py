@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..formats.msprobe_leaves import Tensor, Value
+from .msprobe_stats import NA
 
-NA = "N/A"
 _SECTION_ORDER = {"parameters": 1, "output": 2, "parameters_grad": 3}  # inputs (0) first
 _PEER_NAMES = frozenset({"src", "dst", "group_src", "group_dst"})
 _NO_STATS = (None, None, None, None)
