@@ -35,6 +35,7 @@ from ..formats.output_root import OutputRoot
 from .msprobe_metrics import UNSUPPORTED, text_cell
 from .msprobe_result import ApiRow, judge_api, shape_text
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
+from .msprobe_stats import NA as N_A
 from .msprobe_values import ValuePair, ValueSide, listed, msprobe_order, value_pair
 from .result import CompareRow
 from .result_csv import neutralise
@@ -66,7 +67,6 @@ MODE_COLUMNS = {
     "md5": ["NPU MD5", "BENCH MD5"],
 }
 STACK, DATA_NAME = "NPU_Stack_Info", "Data_name"
-N_A = "N/A"
 NO_FILE = "-1"  # msprobe's Data_name of a line with no tensor file
 _TEXT = frozenset({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "Err_message", STACK, DATA_NAME})
 
@@ -85,7 +85,7 @@ def _cell(value) -> str:
         return "nan"
     if isinstance(value, float) and math.isinf(value):  # msprobe's, so a spreadsheet reads no #NAME?
         return " inf" if value > 0 else " -inf"
-    return repr(value) if isinstance(value, float) else str(value)
+    return str(value)
 
 
 def _grad_cell(value: bool | None) -> str:
@@ -183,7 +183,7 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[
                 *identity,
                 _grad_cell(npu.requires_grad),
                 _grad_cell(bench.requires_grad) if bench is not None else N_A,
-                *(_cell(v) if isinstance(v, float) else v for v in metric_cells.values()),
+                *(_cell(v) for v in metric_cells.values()),
                 *stats,
                 consistent,
                 verdict.result,

@@ -8,7 +8,7 @@ started it is, so numba's BLAS probe is skipped there too.
 from __future__ import annotations
 
 from ..formats import msprobe_dump, npy_file, torch_file  # noqa: F401  (msprobe dumps' tensors)
-from . import engine, pair_compare  # noqa: F401  (every job)
+from . import engine  # noqa: F401  (every job: the engine imports what a job runs)
 from .numba_line import claim_process
 
 claim_process()

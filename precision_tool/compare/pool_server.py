@@ -27,7 +27,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _PRELOAD = "precision_tool.compare.pool_preload"
 _NUMBA_PRELOAD = "precision_tool.compare.numba_preload"
 _SERVER: dict = {"context": None}  # set once by start(): a fact of this process, like its claim
@@ -37,8 +37,8 @@ _SERVER: dict = {"context": None}  # set once by start(): a fact of this process
 def single_threaded_children() -> Iterator[None]:
     """Worker processes are single-threaded by design: no BLAS/OpenMP thread pools in them
     (what they read at their start, hence set around it)."""
-    saved = {name: os.environ.get(name) for name in THREAD_VARS}
-    os.environ.update({name: "1" for name in THREAD_VARS})
+    saved = {name: os.environ.get(name) for name in _THREAD_VARS}
+    os.environ.update({name: "1" for name in _THREAD_VARS})
     try:
         yield
     finally:
@@ -50,8 +50,9 @@ def single_threaded_children() -> Iterator[None]:
 
 
 def start() -> bool:
-    """Start the fork server (once a process), loading numba in it; whether one runs. It returns at once: the server loads while this process goes on, and the first
-    worker asked of it waits for the load to end."""
+    """Start the fork server (once a process), loading numba in it; whether one runs. It
+    returns at once: the server loads while this process goes on, and the first worker asked
+    of it waits for the load to end."""
     if _SERVER["context"] is not None:
         return True
     if "forkserver" not in multiprocessing.get_all_start_methods():
@@ -90,7 +91,7 @@ def server_context():
 def workers_have_numba() -> bool:
     """Whether the workers will come with numba's kernels loaded (a fork server runs, which
     loads them): their load is then paid whether the run uses them or not."""
-    return _SERVER["context"] is not None
+    return server_context() is not None
 
 
 def parent_of_workers(context) -> int | None:
@@ -101,7 +102,6 @@ def parent_of_workers(context) -> int | None:
 
 
 __all__ = [
-    "THREAD_VARS",
     "parent_of_workers",
     "server_context",
     "single_threaded_children",
