@@ -3,8 +3,9 @@
 :func:`compare_tasks` groups consecutive tasks that read the same NPU dump file into one job
 (the header is parsed once per job), runs the jobs on a pool of worker processes (inline with
 ``workers=1``), and yields each job's rows as soon as it and every job before it are done, so a
-CSV can be written while the comparison runs. At most ``2 * workers`` jobs are in flight, so
-memory stays bounded by a few tensors' blocks per worker whatever the dump size.
+CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
+in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
+so memory stays bounded by a few tensors' blocks per worker whatever the dump size.
 
 A worker compares each pair as :mod:`.pair_compare` says: both sides opened as :class:`~.load.Source`
 streams (host layout, C order), aligned blocks folded into an :class:`~.metrics.Accumulator`
@@ -70,6 +71,11 @@ CLUSTER_BATCH_BYTES = 64 << 20
 # the last calls still spread over the workers.
 POOL_BATCH_BYTES = 4 << 20
 CLUSTER_CALLS_PER_WORKER = 4
+# Pool calls in flight a worker. While this process writes a finished call's rows (CSV lines,
+# the row cache, msprobe's table: about half a millisecond a row) the workers go on only with
+# what was submitted before; with two calls a worker they ran dry, idle a fifth of the run
+# (msprobe 1.5 GB pair, 2 workers: 6.0-7.2 s against 5.6-6.4 s with six; docs/performance.md).
+POOL_WINDOW = 6
 
 
 def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
@@ -354,7 +360,7 @@ def _on_cluster(scheduler, plan: Plan, split_bytes: int, tracker: _Tracker) -> I
 def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> Iterator[CompareRow]:
     from concurrent.futures import ProcessPoolExecutor
 
-    window = 2 * workers
+    window = POOL_WINDOW * workers
     context = _mp_context()
     if context.get_start_method() == "fork" and job_args[2]:
         # load numba and the compiled kernels once, here: forked workers inherit them instead of
@@ -380,6 +386,7 @@ __all__ = [
     "CLUSTER_CALLS_PER_WORKER",
     "DEFAULT_CHUNK",
     "POOL_BATCH_BYTES",
+    "POOL_WINDOW",
     "JobResult",
     "JobUnit",
     "Plan",

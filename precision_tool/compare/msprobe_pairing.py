@@ -183,7 +183,12 @@ def _aligned(
     npu: Sequence[Call], bench: Sequence[Call], signature=_signature
 ) -> Iterable[tuple[str, list[Call], list[Call]]]:
     """Rule 2: ``("equal", npu calls, bench calls)`` runs and the stretches between them."""
-    matcher = SequenceMatcher(None, [signature(c) for c in npu], [signature(c) for c in bench], autojunk=False)
+    left, right = [signature(c) for c in npu], [signature(c) for c in bench]
+    if left == right:  # the usual case: what SequenceMatcher would say, without its index of right
+        if left:
+            yield "equal", list(npu), list(bench)
+        return
+    matcher = SequenceMatcher(None, left, right, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         yield ("equal" if tag == "equal" else "stretch"), list(npu[i1:i2]), list(bench[j1:j2])
 

@@ -27,24 +27,35 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
 
 
-def _sample_digest(handle: BinaryIO, size: int) -> str:
-    """A digest of the whole file when it is small, else of the sampled blocks (see above);
-    seek and read rather than pread, which Windows lacks."""
-    digest = hashlib.sha256()
+def _sample_digest(descriptor: int, size: int) -> str:
+    """A digest of the whole file when it is small, else of the sampled blocks (see above):
+    each block one ``pread`` where the system has it (one call, the file position untouched),
+    else a seek and a read (Windows)."""
     if size <= SAMPLE_BLOCK * SAMPLE_BLOCKS:
-        digest.update(handle.read(size))
-        return digest.hexdigest()
+        return hashlib.sha256(_read_at(descriptor, size, 0)).hexdigest()
     last = size - SAMPLE_BLOCK
-    for k in range(SAMPLE_BLOCKS):
-        handle.seek(last * k // (SAMPLE_BLOCKS - 1))
-        digest.update(handle.read(SAMPLE_BLOCK))
-    return digest.hexdigest()
+    blocks = [_read_at(descriptor, SAMPLE_BLOCK, last * k // (SAMPLE_BLOCKS - 1)) for k in range(SAMPLE_BLOCKS)]
+    return hashlib.sha256(b"".join(blocks)).hexdigest()
+
+
+def _read_at(descriptor: int, count: int, offset: int) -> bytes:
+    if _PREAD is not None:
+        return _PREAD(descriptor, count, offset)
+    os.lseek(descriptor, offset, os.SEEK_SET)
+    return os.read(descriptor, count)
+
+
+_PREAD = getattr(os, "pread", None)
+# O_NONBLOCK: a FIFO put in the regular file's place after its stat would block the open; what
+# was opened is checked with fstat before any read. O_CLOEXEC: a worker started meanwhile does
+# not inherit it.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class FileIdentity(NamedTuple):
@@ -83,15 +94,20 @@ class FileIdentities:
 
     def _identify(self, path: Path) -> FileIdentity | None:
         try:
-            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a device or FIFO is never opened
                 return None
-            with open(path, "rb", buffering=0) as handle:
-                info = os.fstat(handle.fileno())  # of the file opened, whatever the path is now
-                if not stat.S_ISREG(info.st_mode):
-                    return None
-                sample = _sample_digest(handle, info.st_size)
+            descriptor = os.open(path, _OPEN_FLAGS)
         except OSError:
             return None
+        try:
+            info = os.fstat(descriptor)  # of the file opened, whatever the path is now
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            sample = _sample_digest(descriptor, info.st_size)
+        except OSError:
+            return None
+        finally:
+            os.close(descriptor)
         return FileIdentity(
             self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sample
         )

@@ -5,10 +5,12 @@ write; what each pair must be is read off that JSON by hand."""
 from __future__ import annotations
 
 import json
+from difflib import SequenceMatcher
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from precision_tool.compare import msprobe_pairing
 from precision_tool.compare.msprobe_pairing import call_kind, pair_calls
 from precision_tool.formats.msprobe_dump import parse_dump
 
@@ -170,3 +172,19 @@ def test_pairs_keep_kinds_and_order_when_the_bench_drops_calls(names, data):
     bench_orders = [b.order for _, b in paired]
     assert bench_orders == sorted(bench_orders)  # in order
     assert len({id(b) for _, b in paired}) * 2 == len(paired)  # each bench call used once
+
+
+def _difflib_runs(npu: list, bench: list) -> list:
+    """The runs rule 2 takes, straight from difflib (the reference for _aligned)."""
+    matcher = SequenceMatcher(None, npu, bench, autojunk=False)
+    return [
+        ("equal" if t == "equal" else "stretch", npu[i1:i2], bench[j1:j2])
+        for t, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12), st.booleans())
+def test_aligned_runs_are_difflibs_also_for_equal_sequences(npu, bench, same):
+    bench = list(npu) if same else bench  # equal sequences take a shortcut: the same runs
+    assert list(msprobe_pairing._aligned(npu, bench, signature=lambda call: call)) == _difflib_runs(npu, bench)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import random
 import shutil
 
+import pytest
+
+from precision_tool.formats import file_identity
 from precision_tool.formats.file_identity import SAMPLE_BLOCK, FileIdentities
 
 
@@ -77,3 +82,24 @@ def test_what_is_not_a_readable_regular_file_has_no_identity(tmp_path):
     assert identities.of(fifo) is None  # and no hang: a FIFO is never opened
     assert identities.of(tmp_path / "gone.npy") is None
     assert identities.of(tmp_path) is None  # a directory
+
+
+def _expected_sample(data: bytes) -> str:
+    """The documented sample, from the bytes: the whole file up to five blocks, else the first
+    block, blocks at a quarter, half and three quarters, and the last."""
+    if len(data) <= 5 * SAMPLE_BLOCK:
+        return hashlib.sha256(data).hexdigest()
+    last = len(data) - SAMPLE_BLOCK
+    starts = [last * k // 4 for k in range(5)]
+    return hashlib.sha256(b"".join(data[s : s + SAMPLE_BLOCK] for s in starts)).hexdigest()
+
+
+@pytest.mark.parametrize("pread", [True, False], ids=["pread", "seek and read (Windows)"])
+@pytest.mark.parametrize("size", [0, 1, 5 * SAMPLE_BLOCK, 5 * SAMPLE_BLOCK + 1, 64 * SAMPLE_BLOCK + 123])
+def test_the_sample_is_the_documented_blocks_read_either_way(tmp_path, monkeypatch, pread, size):
+    if not pread:
+        monkeypatch.setattr(file_identity, "_PREAD", None)
+    data = bytes(random.Random(size).getrandbits(8) for _ in range(size))
+    path = tmp_path / "t.bin"
+    path.write_bytes(data)
+    assert _identity(path).sample == _expected_sample(data)

@@ -144,32 +144,17 @@ def test_a_cache_the_first_key_format_named_is_not_read_and_is_dropped(tmp_path)
     assert not old.exists() and len(list(cache.glob("*.pb"))) == 1
 
 
-class _CountedReads:
-    """A file opened by :mod:`~precision_tool.formats.file_identity`, counting the bytes read."""
-
-    def __init__(self, handle, counts: list):
-        self._handle, self._counts = handle, counts
-
-    def read(self, size=-1):
-        data = self._handle.read(size)
-        self._counts.append(len(data))
-        return data
-
-    def __getattr__(self, name):
-        return getattr(self._handle, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._handle.close()
-
-
 def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
     path = _graph(tmp_path, ops=20_000)
     assert path.stat().st_size > 2 << 20
     counts: list = []
-    monkeypatch.setattr(file_identity, "open", lambda *a, **k: _CountedReads(open(*a, **k), counts), raising=False)
+
+    def counted(descriptor, count, offset):
+        data = os.pread(descriptor, count, offset)
+        counts.append(len(data))
+        return data
+
+    monkeypatch.setattr(file_identity, "_PREAD", counted)
     assert cache_path(path, tmp_path / "cache", 0) is not None
     assert 0 < sum(counts) <= file_identity.SAMPLE_BLOCKS * file_identity.SAMPLE_BLOCK
 
