@@ -29,6 +29,8 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
+from .files import open_read_only
+
 SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
 
@@ -52,10 +54,6 @@ def _read_at(descriptor: int, count: int, offset: int) -> bytes:
 
 
 _PREAD = getattr(os, "pread", None)
-# O_NONBLOCK: a FIFO put in the regular file's place after its stat would block the open; what
-# was opened is checked with fstat before any read. O_CLOEXEC: a worker started meanwhile does
-# not inherit it.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class FileIdentity(NamedTuple):
@@ -96,7 +94,7 @@ class FileIdentities:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):  # a device or FIFO is never opened
                 return None
-            descriptor = os.open(path, _OPEN_FLAGS)
+            descriptor = open_read_only(path)  # a FIFO put in its place meanwhile: no wait
         except OSError:
             return None
         try:

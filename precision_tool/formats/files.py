@@ -65,9 +65,15 @@ def _open_problem(path: str | os.PathLike, kind: str, exc: OSError) -> Precision
 
 
 def _read_only_nonblocking(path: str, _flags: int) -> int:
-    """The ``opener`` of :func:`open`: the flags of ``"rb"``, spelt out at the call (the write
-    checker of tests/test_security.py reads them there), and: never wait in open, never become a
-    terminal's, never leak to a child process."""
+    """The ``opener`` of :func:`open`: :func:`open_read_only`."""
+    return open_read_only(path)
+
+
+def open_read_only(path: str | os.PathLike) -> int:
+    """A descriptor of ``path`` open for reading: the flags of ``"rb"``, spelt out at the call
+    (the write checker of tests/test_security.py reads them there), and: never wait in open (a
+    FIFO), never become a terminal's, never leak to a child process. What it opened is the
+    caller's to check (``os.fstat``) and close."""
     return os.open(
         path,
         os.O_RDONLY
