@@ -79,6 +79,8 @@ def header(mode: str, stack: bool = False) -> list[str]:
 
 
 def _cell(value) -> str:
+    if value.__class__ is str:  # most cells (one a cell of every line: a hot path)
+        return value
     if value is None:
         return "None"
     if isinstance(value, float) and math.isnan(value):
@@ -199,7 +201,10 @@ def _csv_text(head: list[str], lines: Iterable[list[str]]) -> str:
     writer.writerow(head)
     text = [i for i, name in enumerate(head) if name in _TEXT]
     for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
-        writer.writerow([neutralise(c) if i in text else c for i, c in enumerate(cells)])
+        cells = list(cells)
+        for i in text:
+            cells[i] = neutralise(cells[i])
+        writer.writerow(cells)
     return out.getvalue()
 
 
@@ -320,10 +325,14 @@ def _rendered(mode: str, lines: list[list]) -> list[list]:
     if mode == "md5":
         return lines
     start = len(BASIC) + len(MODE_COLUMNS[mode])
-    columns = range(start, start + len(SUMMARY))
-    floats = {i for i in columns if all(isinstance(line[i], (int, float)) for line in lines)}
+    end = start + len(SUMMARY)
+    floats = [all(isinstance(line[i], (int, float)) for line in lines) for i in range(start, end)]
     return [
-        [_cell(float(cell) if i in floats else cell) if i in columns else cell for i, cell in enumerate(line)]
+        [
+            *line[:start],
+            *(_cell(float(cell) if wide else cell) for cell, wide in zip(line[start:end], floats)),
+            *line[end:],
+        ]
         for line in lines
     ]
 
