@@ -8,9 +8,11 @@ It writes tests/data/msprobe_args/: ``npu/step0/rank0`` and ``bench/step0/rank0`
 stack.json, construct.json and the ``.pt`` files torch.save wrote) and ``expected.csv``, the
 compare_result CSV of ``msprobe compare -tp npu/step0 -gp bench/step0``. The calls hold the
 argument kinds msprobe lists besides tensors (None, int, float, bool, str, torch.Size, slice),
-a module with a parameter (msprobe puts parameters before outputs), a call with no tensor (a
-barrier on a process group), one scalar argument that differs between the runs (msprobe's
-"scalar parameters" error) and one output that drifts.
+an empty list argument (msprobe lists no line for it), a list of tensors (``input.0.0``,
+``input.0.1``), a call whose output is no tensor (``Tensor.size``), a module with a parameter
+(msprobe puts parameters before outputs), a call with no tensor (a barrier on a process group),
+one scalar argument that differs between the runs (msprobe's "scalar parameters" error) and one
+output that drifts.
 
 Nothing of precision_tool is imported: the dumps are written with torch and json, the expected
 CSV is msprobe's alone. Not a benchmark; it lives here because it needs msprobe to run.
@@ -83,6 +85,9 @@ def _calls(run: str) -> list[tuple[str, list, dict, list, dict]]:
             {},
         ),
         ("Tensor.__getitem__.0.forward", [flat, {"type": "slice", "value": [0, 1, None]}], {}, [flat[0:1]], {}),
+        ("Functional.pad.0.forward", [flat, []], {}, [flat], {}),  # an empty list argument
+        ("Torch.cat.0.forward", [[flat, flat]], {"dim": {"type": "int", "value": 0}}, [torch.cat([flat, flat])], {}),
+        ("Tensor.size.0.forward", [flat], {}, [{"type": "torch.Size", "value": [2, 12]}], {}),  # no tensor out
         (  # a call with no tensor at all
             "Distributed.barrier.0.forward",
             [],
@@ -103,6 +108,8 @@ def _write_rank(root: Path, run: str) -> Path:
     for key, args, kwargs, outputs, parameters in _calls(run):
 
         def leaf(part: str, value, key: str = key):
+            if isinstance(value, list):
+                return [leaf(f"{part}.{i}", v) for i, v in enumerate(value)]
             return _tensor(data_dir, f"{key}.{part}", value) if isinstance(value, torch.Tensor) else value
 
         entry = {
