@@ -9,7 +9,8 @@ stack.json, construct.json and the ``.pt`` files torch.save wrote) and ``expecte
 compare_result CSV of ``msprobe compare -tp npu/step0 -gp bench/step0``. The calls hold the
 argument kinds msprobe lists besides tensors (None, int, float, bool, str, torch.Size, slice),
 an empty list argument (msprobe lists no line for it), a list of tensors (``input.0.0``,
-``input.0.1``), a call whose output is no tensor (``Tensor.size``), a module with a parameter
+``input.0.1``), a call whose output is no tensor (``Tensor.size``), a P2POp (its tensor is one
+line named by the P2POp's place), a module with a parameter
 (msprobe puts parameters before outputs), a call with no tensor (a barrier on a process group),
 one scalar argument that differs between the runs (msprobe's "scalar parameters" error) and one
 output that drifts.
@@ -88,6 +89,7 @@ def _calls(run: str) -> list[tuple[str, list, dict, list, dict]]:
         ("Functional.pad.0.forward", [flat, []], {}, [flat], {}),  # an empty list argument
         ("Torch.cat.0.forward", [[flat, flat]], {"dim": {"type": "int", "value": 0}}, [torch.cat([flat, flat])], {}),
         ("Tensor.size.0.forward", [flat], {}, [{"type": "torch.Size", "value": [2, 12]}], {}),  # no tensor out
+        ("Distributed.batch_isend_irecv.0.forward", [[{"p2p": flat}]], {}, [None], {}),
         (  # a call with no tensor at all
             "Distributed.barrier.0.forward",
             [],
@@ -108,6 +110,9 @@ def _write_rank(root: Path, run: str) -> Path:
     for key, args, kwargs, outputs, parameters in _calls(run):
 
         def leaf(part: str, value, key: str = key):
+            if isinstance(value, dict) and "p2p" in value:  # a torch.distributed.P2POp, as msprobe writes one
+                p2p = {"class_type": "torch.distributed.P2POp", "tensor": leaf(part, value["p2p"])}
+                return p2p | {"op": "isend", "peer": 1, "tag": 0, "group_id": 7}
             if isinstance(value, list):
                 return [leaf(f"{part}.{i}", v) for i, v in enumerate(value)]
             return _tensor(data_dir, f"{key}.{part}", value) if isinstance(value, torch.Tensor) else value

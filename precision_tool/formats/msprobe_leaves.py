@@ -4,7 +4,9 @@ A section of a ``dump.json`` entry (``input_args``, ``output``, ...) is a leaf o
 dicts of them, nested; msprobe's test for a leaf is a dict with a string ``type``. A leaf with
 ``dtype`` and ``shape`` (or a ``type`` ending in ``Tensor``, or ``numpy.ndarray``) is a
 :class:`Tensor`; any other is a :class:`Value`, as is ``null``, an empty list or dict (kept so
-:func:`nest` rebuilds a section exactly) and a bare number or string (a P2POp's ``peer``).
+:func:`nest` rebuilds a section exactly) and a bare number or string. A ``torch.distributed.P2POp``
+(a dict with that ``class_type``) is one leaf, its tensor at the P2POp's place, as msprobe's
+compare takes it (its op, peer, tag and group are dropped; :func:`nest` gives the tensor there).
 Paths are the section, then list indices (ints) and dict keys (strings): ``input_args.1.0``,
 ``input_kwargs.weight``, ``parameters.weight``, ``parameters_grad.weight``.
 """
@@ -95,12 +97,25 @@ def flatten(value: Any, path: tuple[Step, ...], out: list[Leaf]) -> None:
     stack: list[tuple[Any, tuple[Step, ...]]] = [(value, path)]
     while stack:
         value, where = stack.pop()
-        if isinstance(value, dict) and value and not _is_leaf(value):
+        if isinstance(value, dict) and value.get("class_type") == P2POP:
+            out.append(_leaf(_p2p_tensor(value), where))  # one leaf: its tensor, at its place
+        elif isinstance(value, dict) and value and not _is_leaf(value):
             stack.extend((item, (*where, str(k))) for k, item in reversed(value.items()))
         elif isinstance(value, list) and value:
             stack.extend((item, (*where, i)) for i, item in reversed(list(enumerate(value))))
         else:
             out.append(_leaf(value, where))
+
+
+P2POP = "torch.distributed.P2POp"  # msprobe's class_type of a point-to-point op argument
+
+
+def _p2p_tensor(value: dict[str, Any]) -> dict[str, Any] | None:
+    """What a P2POp leaf holds, as msprobe's compare takes it: its tensor's record, named by
+    the P2POp's own place (not ``....tensor``); none (a None line) when it has no record. Its
+    op, peer, tag and group are no column of the comparison."""
+    tensor = value.get("tensor")
+    return tensor if isinstance(tensor, dict) and tensor else None
 
 
 def _is_leaf(value: dict[str, Any]) -> bool:
@@ -117,7 +132,7 @@ def _leaf(value: Any, path: tuple[Step, ...]) -> Leaf:
         return Value(path, "None")
     if isinstance(value, (list, dict)):
         return Value(path, type(value).__name__, ())
-    return Value(path, type(value).__name__, value)  # a bare number or string (a P2POp's peer)
+    return Value(path, type(value).__name__, value)  # a bare number or string
 
 
 def _is_tensor(value: dict[str, Any]) -> bool:

@@ -226,7 +226,7 @@ def _assert_lines_are_msprobes(ours: list[dict], theirs: list[dict]) -> None:
 def test_msprobes_columns_are_the_lines_msprobe_wrote_for_the_same_dumps(tmp_path):
     """Against the CSV mindstudio-probe's compare wrote for tests/data/msprobe_args (a PyTorch
     pair with None, int, float, bool, str, torch.Size and slice arguments, an empty list and a
-    list of tensors, an output that is no tensor, a module parameter, a call with no tensor, a
+    list of tensors, an output that is no tensor, a P2POp, a module parameter, a call with no tensor, a
     scalar that differs and an output that drifts;
     bench/msprobe_args_reference.py): every
     line, tensors and other arguments, in msprobe's order, every cell, Result and Err_message

@@ -54,7 +54,11 @@ def calls(n: int) -> str:
 
 def raw_leaves(node: Any, path: tuple) -> list[tuple[tuple, Any]]:
     """(path, raw leaf) of a section: dicts with a string type, null, empty lists and dicts, and
-    bare scalars are leaves; other lists and dicts are walked."""
+    bare scalars are leaves; other lists and dicts are walked. A torch.distributed.P2POp is one
+    leaf, its tensor's record (None without one), as msprobe's compare (op_item_parse) takes it."""
+    if isinstance(node, dict) and node.get("class_type") == "torch.distributed.P2POp":
+        tensor = node.get("tensor")
+        return [(path, tensor if isinstance(tensor, dict) and tensor else None)]
     if isinstance(node, dict) and node and not isinstance(node.get("type"), str):
         return [pair for k, v in node.items() for pair in raw_leaves(v, (*path, k))]
     if isinstance(node, list) and node:
@@ -183,6 +187,25 @@ def test_mindspore_mix_values():
     back = calls["Functional.flash_attention_score.0.backward"]
     assert [leaf.name for leaf in back.inputs] == ["input.0"]
     assert len(back.outputs) == 4
+
+
+def test_a_p2pop_argument_is_one_leaf_its_tensor_at_the_p2pops_place():
+    """msprobe's compare takes a torch.distributed.P2POp as one item named by its place, the
+    tensor's record (its op, peer, tag and group are no column); one without a tensor record is
+    a None item. (tests/data/msprobe_args holds msprobe's own CSV for a P2POp.)"""
+    tensor = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2], "Max": 1.0, "Min": 0.0}
+    tensor |= {"Mean": 0.5, "Norm": 1.0, "requires_grad": False, "data_name": "x.pt"}
+    p2p = {"class_type": "torch.distributed.P2POp", "op": "isend", "peer": 1, "tag": 0, "group_id": 7}
+    doc = {"task": "tensor", "level": "L1", "framework": "pytorch", "dump_data_dir": None, "data": {}}
+    doc["data"]["Distributed.batch_isend_irecv.0.forward"] = {
+        "input_args": [[p2p | {"tensor": tensor}, p2p | {"tensor": None}]],
+        "input_kwargs": {},
+        "output": [None],
+    }
+    (call,) = parse_dump(json.dumps(doc)).calls
+    first, second = call.inputs[:2]  # then input_kwargs, empty
+    assert isinstance(first, Tensor) and first.name == "input_args.0.0" and first.data_name == "x.pt"
+    assert second == Value(("input_args", 0, 1), "None")
 
 
 def test_quick_start_values_and_msprobe_names():
@@ -363,11 +386,11 @@ def test_complex_xor_and_tensor_kinds():
     call = dump.calls[0]
     assert [t.dtype for t in call.tensors] == ["torch.complex64", "torch.bfloat16", "float32", "torch.int64"]
     assert call.tensors[1].md5 == "0x00000000deadbeef"
-    assert call.tensors[3].name == "input_args.8.tensor"
+    assert call.tensors[3].name == "input_args.8"  # the P2POp's tensor, at the P2POp's place
     values = {leaf.name: leaf for leaf in call.leaves if isinstance(leaf, Value)}
     assert values["input_args.4"].value == (None, 4, 2)
     assert values["input_args.5"].fields == (("group_ranks", (0, 1)), ("group_id", "1a2b3c4d"))
-    assert values["input_args.8.peer"] == Value(("input_args", 8, "peer"), "int", 1)
+    assert not any(name.startswith("input_args.8.") for name in values)  # its op and peer: no line
     assert values["input_kwargs.dtype"].value == "torch.float16"
     assert values["output.0"].type == "None"
 
