@@ -72,9 +72,9 @@ CLUSTER_BATCH_BYTES = 64 << 20
 POOL_BATCH_BYTES = 4 << 20
 CLUSTER_CALLS_PER_WORKER = 4
 # Pool calls in flight a worker. While this process writes a finished call's rows (CSV lines,
-# the row cache, msprobe's table: about half a millisecond a row) the workers go on only with
-# what was submitted before; with two calls a worker they ran dry, idle a fifth of the run
-# (msprobe 1.5 GB pair, 2 workers: 6.0-7.2 s against 5.6-6.4 s with six; docs/performance.md).
+# the row cache, msprobe's table) the workers go on only with what was submitted before: with
+# two calls a worker they ran dry on a large msprobe pair (the runs: docs/performance.md,
+# "msprobe dumps"). Calls and rows are small, so more in flight costs no memory to speak of.
 POOL_WINDOW = 6
 
 

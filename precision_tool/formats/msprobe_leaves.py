@@ -91,6 +91,9 @@ def path_name(path: tuple[Step, ...]) -> str:
     return ".".join(str(step) for step in path)
 
 
+P2POP = "torch.distributed.P2POp"  # msprobe's class_type of a point-to-point op argument
+
+
 def flatten(value: Any, path: tuple[Step, ...], out: list[Leaf]) -> None:
     """Append the leaves of ``value`` at ``path`` to ``out``, depth first in file order (with a
     stack of its own: ``json`` has already read whatever depth the file has)."""
@@ -105,9 +108,6 @@ def flatten(value: Any, path: tuple[Step, ...], out: list[Leaf]) -> None:
             stack.extend((item, (*where, i)) for i, item in reversed(list(enumerate(value))))
         else:
             out.append(_leaf(value, where))
-
-
-P2POP = "torch.distributed.P2POp"  # msprobe's class_type of a point-to-point op argument
 
 
 def _p2p_tensor(value: dict[str, Any]) -> dict[str, Any] | None:
