@@ -45,7 +45,7 @@ from .metric_data import Range, StatGroup, Stats
 from .numba_line import claim_process, numba_enabled, numba_min_bytes, numba_pays_off, process_claimed
 from .numba_load import FUSED_FIELDS, kernel_operand, numba_cache_dir, numba_kernels
 from .scaled_sums import refold_if_overflowed
-from .stat_groups import BUILTIN, COSINE_GROUPS, combine, merge_kl, sums_finite
+from .stat_groups import BUILTIN, COSINE_GROUPS, DISTANCE_GROUPS, combine, merge_kl, sums_finite
 
 BLOCK = 1 << 15  # numpy path: elements per step, so the float64 buffers stay in the cache
 NUMBA_MIN_SIZE = 1 << 18  # smaller tensors take the numpy path: no numba import for them
@@ -108,14 +108,23 @@ def _readable_pairs(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray, 
         yield from _float64_pieces(x, y, _PIECE)
 
 
-def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, cosine_only: bool) -> Stats:
+def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup]) -> Stats:
+    """The built-in ``groups``' statistics of a chunk from the kernel that folds the fewest
+    fields holding them: the cosine's sums, those and the difference's, or every field."""
+    names = {g.name for g in groups}
     total = None
     for xb, yb in _readable_pairs(x, y):
         xv, yv = kernel_operand(xb), kernel_operand(yb)
         out = np.zeros(len(FUSED_FIELDS))
-        if cosine_only:
+        if names <= COSINE_GROUPS:
             kernels.cosine(xv, yv, out)
             part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
+        elif names <= DISTANCE_GROUPS:
+            kernels.distance(xv, yv, out)
+            fields = dict(zip(("sum_xy", "sum_xx", "sum_yy", "sum_abs", "sum_sq", "max_abs"), out[:6].tolist()))
+            part = Stats(count=xv.size, **fields)
+            _count_nonfinite(kernels, part, xv, yv)
+            _nan_maxima(part)
         else:
             kernels.fused(xv, yv, out)
             part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
@@ -167,7 +176,7 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     stored = [g for g in groups if g.name not in BUILTIN and g.stored]
     fused = kernels is not None and bool(builtin)
     in_place = not fused and not stats.count  # a first chunk folds into stats: no combine
-    part = _fused_stats(kernels, x, y, _cosine_only(builtin)) if fused else stats if in_place else Stats()
+    part = _fused_stats(kernels, x, y, builtin) if fused else stats if in_place else Stats()
     folds = custom if fused else builtin + custom
     with np.errstate(all="ignore"):
         if stored:  # first: the float64 folds advance part.count block by block
@@ -207,7 +216,7 @@ def fresh_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], kernel
     """The statistics of built-in ``groups`` over one chunk, in a new Stats (with ``kernels``
     from :func:`numba_for`, or numpy when None)."""
     if kernels is not None:
-        return _fused_stats(kernels, x, y, _cosine_only(groups))
+        return _fused_stats(kernels, x, y, groups)
     stats = Stats()
     with np.errstate(all="ignore"):
         for xb, yb in _float64_pieces(x, y, BLOCK):

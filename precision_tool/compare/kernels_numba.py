@@ -230,6 +230,47 @@ def cosine(xv, yv, out):
 
 
 @njit(**FLAGS)
+def distance(xv, yv, out):
+    """out[0:6] = sum xy, sum xx, sum yy, sum |x - y|, sum (x - y)^2, max |x - y| (the cosine's
+    and the difference's groups alone: what msprobe runs' verdict reads), as :func:`fused`
+    folds them. The maximum has a loop of its own over each block (still in the cache), into a
+    maximum of the block's own: with the sums in the same loop, or into the running maximum,
+    LLVM leaves the loop scalar on AVX2 (which has no 64-bit integer maximum) and the pass
+    takes several times as long (docs/performance.md)."""
+    n = xv.size
+    sxy = sxx = syy = sabs = ssq = 0.0
+    dmax = np.int64(-1)
+    for start in range(0, n, BLOCK):
+        stop = min(start + BLOCK, n)
+        bxy = bxx = byy = babs = bsq = 0.0
+        for i in range(start, stop):
+            x = _load(xv, i)
+            y = _load(yv, i)
+            bxy += x * y
+            bxx += x * x
+            byy += y * y
+            d = abs(x - y)
+            babs += d
+            bsq += d * d
+        bmax = np.int64(-1)
+        for i in range(start, stop):
+            k = _bits(abs(_load(xv, i) - _load(yv, i)))
+            bmax = k if k > bmax else bmax
+        dmax = bmax if bmax > dmax else dmax
+        sxy += bxy
+        sxx += bxx
+        syy += byy
+        sabs += babs
+        ssq += bsq
+    out[0] = sxy
+    out[1] = sxx
+    out[2] = syy
+    out[3] = sabs
+    out[4] = ssq
+    out[5] = _float(dmax) if dmax >= 0 else -np.inf
+
+
+@njit(**FLAGS)
 def fused(xv, yv, out):
     """Every first-pass statistic in one pass; ``out`` in :data:`.kernels.FUSED_FIELDS` order.
 

@@ -51,6 +51,7 @@ __all__ = [
 EPS = float(np.finfo(np.float64).eps)
 F32_EPS = float(np.finfo(np.float32).eps)
 COSINE_GROUPS = frozenset({"xy", "xx", "yy"})
+DISTANCE_GROUPS = COSINE_GROUPS | {"diff"}  # what the distance kernel folds (kernels)
 
 
 # --- helpers shared by the folds and the merges -----------------------------------------------

@@ -191,6 +191,43 @@ def test_nan_and_inf_follow_numpy(kernel_backend, where, value):
         assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12), name
 
 
+DISTANCE_METRICS = [
+    m for m in METRICS if m.name in ("CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError")
+]
+DISTANCE_FIELDS = ("count", "sum_xy", "sum_xx", "sum_yy", "sum_abs", "sum_sq", "max_abs")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("chunk", [None, 777, 5000])
+def test_the_cosine_and_difference_groups_alone_match_the_reference(kernel_backend, case, chunk):
+    """The verdict's three metrics (msprobe runs fold them alone: numba's distance kernel, or
+    numpy's folds): their statistics as the float64 reference has them, chunked or not."""
+    x, y = CASES[case](np.random.default_rng(len(case) + 7))
+    acc = Accumulator(DISTANCE_METRICS)
+    chunk = chunk or x.size or 1
+    for start in range(0, x.size, chunk):
+        acc.update(x[start : start + chunk], y[start : start + chunk])
+    expected = reference(x, y)
+    for name in DISTANCE_FIELDS:
+        _agree(name, getattr(acc.stats, name), expected[name], expected["scale"].get(name))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_the_cosine_and_difference_groups_alone_keep_nan_and_inf(kernel_backend, value):
+    x, y = _f16_extremes(np.random.default_rng(9), 10_000)
+    x[[3, 4000]] = value
+    y[[5, 4000]] = value
+    acc = Accumulator(DISTANCE_METRICS)
+    acc.update(x, y)
+    expected = reference(x, y)
+    for name in DISTANCE_FIELDS:
+        ours, theirs = getattr(acc.stats, name), expected[name]
+        assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12), name
+    if kernel_backend == "numba":  # the kernel's sums of squares are not finite: counted after it
+        assert (acc.stats.nan_x, acc.stats.inf_x) == (expected["nan_x"], expected["inf_x"])
+        assert (acc.stats.nan_y, acc.stats.inf_y) == (expected["nan_y"], expected["inf_y"])
+
+
 def test_both_backends_print_the_same_metrics():
     pytest.importorskip("numba", reason="numba is not installed (pip install precision-tool[fast])")
     x, y = _f16_extremes(np.random.default_rng(11), 300_000)
