@@ -43,7 +43,7 @@ import numpy as np
 
 from .metric_data import Range, StatGroup, Stats
 from .numba_line import claim_process, numba_enabled, numba_min_bytes, numba_pays_off, process_claimed
-from .numba_load import FUSED_FIELDS, kernel_operand, numba_cache_dir, numba_kernels
+from .numba_load import DISTANCE_FIELDS, FUSED_FIELDS, kernel_operand, numba_cache_dir, numba_kernels
 from .scaled_sums import refold_if_overflowed
 from .stat_groups import BUILTIN, COSINE_GROUPS, DISTANCE_GROUPS, combine, merge_kl, sums_finite
 
@@ -119,15 +119,13 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGro
         if names <= COSINE_GROUPS:
             kernels.cosine(xv, yv, out)
             part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
-        elif names <= DISTANCE_GROUPS:
-            kernels.distance(xv, yv, out)
-            fields = dict(zip(("sum_xy", "sum_xx", "sum_yy", "sum_abs", "sum_sq", "max_abs"), out[:6].tolist()))
-            part = Stats(count=xv.size, **fields)
-            _count_nonfinite(kernels, part, xv, yv)
-            _nan_maxima(part)
         else:
-            kernels.fused(xv, yv, out)
-            part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
+            if names <= DISTANCE_GROUPS:
+                kernels.distance(xv, yv, out)
+                part = Stats(count=xv.size, **dict(zip(DISTANCE_FIELDS, out.tolist())))
+            else:
+                kernels.fused(xv, yv, out)
+                part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
             _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
         # a kernel's sums start at +0.0, so merging a first part into empty statistics would

@@ -47,6 +47,7 @@ FUSED_FIELDS = (  # the fused kernel's output, slot by slot
     "inf_x",
     "inf_y",
 )
+DISTANCE_FIELDS = ("sum_xy", "sum_xx", "sum_yy", "sum_abs", "sum_sq", "max_abs")  # the distance kernel's
 
 
 def kernel_operand(block: np.ndarray) -> np.ndarray | None:
