@@ -17,6 +17,9 @@ several times slower; docs/performance.md has the figure):
 
 * no stores inside the element loops (a store that might alias an input stops vectorisation),
   so every statistic is a scalar reduction;
+* a block's loop runs over slices of the block (``xv[start : start + BLOCK]`` from index 0),
+  never ``range(start, stop)`` over the whole array: numba 0.68's LLVM leaves that form
+  scalar, several times slower (docs/performance.md, "Figures behind design choices");
 * maxima and minima are taken over integer keys of the bit patterns (:func:`_key`,
   :func:`_range_key`: 32-bit for 16- and 32-bit types), which LLVM vectorises, where a
   floating-point max reduction stays scalar;
@@ -214,10 +217,11 @@ def cosine(xv, yv, out):
     n = xv.size
     sxy = sxx = syy = 0.0
     for start in range(0, n, BLOCK):
+        xb, yb = xv[start : start + BLOCK], yv[start : start + BLOCK]
         bxy = bxx = byy = 0.0
-        for i in range(start, min(start + BLOCK, n)):
-            x = _load(xv, i)
-            y = _load(yv, i)
+        for i in range(xb.size):
+            x = _load(xb, i)
+            y = _load(yb, i)
             bxy += x * y
             bxx += x * x
             byy += y * y
@@ -241,11 +245,11 @@ def distance(xv, yv, out):
     sxy = sxx = syy = sabs = ssq = 0.0
     dmax = np.int64(-1)
     for start in range(0, n, BLOCK):
-        stop = min(start + BLOCK, n)
+        xb, yb = xv[start : start + BLOCK], yv[start : start + BLOCK]
         bxy = bxx = byy = babs = bsq = 0.0
-        for i in range(start, stop):
-            x = _load(xv, i)
-            y = _load(yv, i)
+        for i in range(xb.size):
+            x = _load(xb, i)
+            y = _load(yb, i)
             bxy += x * y
             bxx += x * x
             byy += y * y
@@ -253,8 +257,8 @@ def distance(xv, yv, out):
             babs += d
             bsq += d * d
         bmax = np.int64(-1)
-        for i in range(start, stop):
-            k = _bits(abs(_load(xv, i) - _load(yv, i)))
+        for i in range(xb.size):
+            k = _bits(abs(_load(xb, i) - _load(yb, i)))
             bmax = k if k > bmax else bmax
         dmax = bmax if bmax > dmax else dmax
         sxy += bxy
@@ -285,12 +289,12 @@ def fused(xv, yv, out):
     ylo, yhi = _key_start(yv)
     done = 0
     for start in range(0, n, BLOCK):
-        stop = min(start + BLOCK, n)
-        cx, cy = _load(xv, start), _load(yv, start)  # a shift for the squared deviations
+        xb, yb = xv[start : start + BLOCK], yv[start : start + BLOCK]
+        cx, cy = _load(xb, 0), _load(yb, 0)  # a shift for the squared deviations
         sxy = sxx = syy = sx = sy = qx = qy = s1x = s1y = sabs = ssq = rsum = 0.0
-        for i in range(start, stop):
-            x = _load(xv, i)
-            y = _load(yv, i)
+        for i in range(xb.size):
+            x = _load(xb, i)
+            y = _load(yb, i)
             sxy += x * y
             sxx += x * x
             syy += y * y
@@ -311,13 +315,13 @@ def fused(xv, yv, out):
             rsum += r
             k = _bits(r)
             rmax = k if k > rmax else rmax
-            k = _range_key(xv, i)
+            k = _range_key(xb, i)
             xlo = k if k < xlo else xlo
             xhi = k if k > xhi else xhi
-            k = _range_key(yv, i)
+            k = _range_key(yb, i)
             ylo = k if k < ylo else ylo
             yhi = k if k > yhi else yhi
-        m = stop - start
+        m = xb.size
         # shifted by an element of the block: (c - mean)^2 <= m var, so q - s1^2/m keeps its digits
         m2x, m2y = qx - s1x * s1x / m, qy - s1y * s1y / m
         acc[5] = _chan(done, acc[3], acc[5], m, sx, m2x)
@@ -373,10 +377,11 @@ def kl(xv, x_lo, x_inv, yv, y_lo, y_inv, out):
     n = xv.size
     sp = sq = cross = 0.0
     for start in range(0, n, BLOCK):
+        xb, yb = xv[start : start + BLOCK], yv[start : start + BLOCK]
         bp = bq = bc = 0.0
-        for i in range(start, min(start + BLOCK, n)):
-            p = _normalised(xv, x_lo, x_inv, i)
-            q = _normalised(yv, y_lo, y_inv, i)
+        for i in range(xb.size):
+            p = _normalised(xb, x_lo, x_inv, i)
+            q = _normalised(yb, y_lo, y_inv, i)
             bp += p
             bq += q
             bc += p * _log(p / q)  # one log and one division: ln P - ln Q would take two of each
