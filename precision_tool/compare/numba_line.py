@@ -49,15 +49,15 @@ def numba_pays_off(data_bytes: int, cosine_only: bool) -> bool:
 
     The kernels are several times faster per element pair than numpy, so past some size of data
     they win back numba's load; where that size lies was measured end to end (the figures are in
-    docs/performance.md, "Figures behind design choices"), and the line is drawn at 500 MB of
-    files, at about 2.5 GB with cosine alone (whose numpy path is already cheap).
+    docs/performance.md, "Figures behind design choices"), and the line is drawn at 250 MB of
+    files, at 1 GB with cosine alone (whose numpy path is already cheap).
     """
     return data_bytes >= numba_min_bytes(cosine_only)
 
 
 def numba_min_bytes(cosine_only: bool) -> float:
     """The size of data from which a run loads numba (:func:`numba_pays_off`)."""
-    return 2.5e9 if cosine_only else 5e8
+    return 1e9 if cosine_only else 2.5e8
 
 
 __all__ = [
