@@ -215,13 +215,15 @@ class Workspace:
     def _read_graph(self, path: Path) -> Model:
         """One graph file, through the graph cache of the output root when there is one."""
         from ..formats.graph_cache import CACHE_DIR, read_graph_cached
+        from .numba_line import process_claimed
 
         try:
             root = self.output
         except PrecisionToolError:  # an output root inside the inputs: said when writing
             root = None
         cache = root.path / CACHE_DIR if root is not None else None
-        return read_graph_cached(path, cache, root=root)
+        # the tool's own process writes a new cache from a forked child while it goes on
+        return read_graph_cached(path, cache, root=root, store_behind=process_claimed())
 
     def graph_file(self, path: str | Path) -> Model:
         """The graph file ``path`` (any form :func:`~..formats.graph.read_graph` reads, under any

@@ -9,6 +9,10 @@ takes stores the model it read, made a ``ModelDef`` (:func:`.graph_write.model_t
 adds about a third to the first load, and a later load (protobuf's C parser, then the model)
 takes about a third of the fast reader's time (7.5 MB of GE's printer text: 0.64 s first, 0.23 s
 cached, CPU), which every later ``vc``, ``ac`` or shell session gains before anything else runs.
+In the tool's own process (``store_behind``) that making and writing is done by a forked child
+while the command goes on with the model (on the other core), and the command's exit waits for
+it; a process with other threads running (where a fork may deadlock) or without ``fork`` writes
+it itself, as an API caller's does.
 
 A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
 directories' links resolved, device and inode, size, modification and status-change times in
@@ -30,14 +34,18 @@ link planted in the cache directory is never followed.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
+from ..lifetime import init_worker_lifetime
 from .file_identity import FileIdentities
 from .graph import load_graph, model_from_proto
 from .graph_memory import names_the_file_when_out_of_memory
@@ -98,10 +106,12 @@ def read_graph_cached(
     *,
     min_bytes: int = MIN_BYTES,
     root: OutputRoot | None = None,
+    store_behind: bool = False,
 ) -> Model:
     """:func:`~.graph.read_graph`, through the cache in ``cache_dir`` for graph files of at
     least ``min_bytes`` (see the module doc). ``cache_dir`` lies in ``root`` (defaults to
-    ``cache_dir`` itself); None: no cache."""
+    ``cache_dir`` itself); None: no cache. ``store_behind``: a cache made from the model is
+    written by a forked child (the tool's own processes only: see the module doc)."""
     path = Path(path)
     if cache_dir is None:
         return load_graph(path)[0]
@@ -111,6 +121,40 @@ def read_graph_cached(
     if proto is not None:
         return model_from_proto(proto, path)
     model, proto = load_graph(path)
-    if cached is not None:
-        _store(root, proto if proto is not None else model_to_proto(model), cached)
+    if cached is None:
+        return model
+    if proto is None and store_behind and _store_in_child(root, model, cached):
+        return model
+    _store(root, proto if proto is not None else model_to_proto(model), cached)
     return model
+
+
+def _store_in_child(root: OutputRoot, model: Model, cached: Path) -> bool:
+    """Make and write the cache of ``model`` in a forked child (waited for at this process's
+    exit); False, writing nothing, where no child can be forked safely (another thread runs, or
+    the system has no fork)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
+    parent = os.getpid()
+    try:
+        child = os.fork()
+    except OSError:  # no memory or no process slot for a child: written here instead
+        return False
+    if child == 0:
+        status = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
+            init_worker_lifetime(parent)  # dies with the command, SIGKILL included
+            _store(root, model_to_proto(model), cached)
+            status = 0
+        finally:  # never the parent's exit handlers, buffers or exceptions
+            os._exit(status)
+    atexit.register(_wait_for, child)
+    return True
+
+
+def _wait_for(child: int) -> None:
+    try:
+        os.waitpid(child, 0)
+    except ChildProcessError:  # already reaped
+        pass
