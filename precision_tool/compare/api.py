@@ -22,7 +22,7 @@ from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .engine import compare_tasks
-from .golden_pairing import FileSide, PairTask
+from .golden_pairing import PairTask
 from .metrics import METRICS, Metric, select_metrics
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
@@ -33,18 +33,6 @@ from .workspace import Workspace
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
-
-
-def estimated_bytes(tasks: Iterable[PairTask]) -> int:
-    """The file bytes of every tensor file the comparable tasks read (each file once)."""
-    paths = {side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide)}
-    total = 0
-    for path in paths:
-        try:
-            total += os.stat(path).st_size
-        except OSError:
-            pass
-    return total
 
 
 def run_comparisons(
@@ -72,9 +60,14 @@ def run_comparisons(
     owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
 
     def compute(todo: list[PairTask]) -> Iterator[CompareRow]:
-        pooled = workers if scheduler or estimated_bytes(todo) >= POOL_MIN_BYTES else 1
         return compare_tasks(
-            todo, metrics, workers=pooled, progress=progress, scheduler=scheduler, split_bytes=split_bytes
+            todo,
+            metrics,
+            workers=workers,
+            progress=progress,
+            scheduler=scheduler,
+            split_bytes=split_bytes,
+            pool_min_bytes=POOL_MIN_BYTES,
         )
 
     rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats)

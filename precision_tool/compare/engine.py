@@ -256,6 +256,7 @@ def compare_tasks(
     progress: Progress | None = None,
     scheduler: str | None = None,
     split_bytes: int = 0,
+    pool_min_bytes: int = 0,
 ) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
@@ -272,6 +273,8 @@ def compare_tasks(
         split_bytes: pairs larger than this (both sides' bytes) are compared in ranges of about
             this size on several workers (:mod:`.split`); 0 derives it from the data and the
             workers (:func:`~.split.split_size`). Inline runs (one worker) do not split.
+        pool_min_bytes: a run reading fewer file bytes than this is compared inline (starting
+            workers would cost more than they save); a cluster run is never. Defaults to 0.
 
     Stopping early (an exception in ``progress``, Ctrl-C, or closing the generator) ends the
     worker processes (and cancels a cluster's futures) before the exception propagates.
@@ -282,6 +285,8 @@ def compare_tasks(
 
         tasks = [cluster.absolute_task(task) for task in tasks]  # workers elsewhere: no shared cwd
     plan = plan_jobs(tasks, metrics, chunk)
+    if sum(plan.sizes.values()) < pool_min_bytes:  # the sizes the plan stat'ed, once a run
+        workers = 1
     tracker = _Tracker(len(tasks), progress)
     try:
         if scheduler:

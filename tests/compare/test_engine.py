@@ -77,6 +77,20 @@ def test_one_and_two_workers_write_identical_csvs(sample_data, tmp_path):
     assert one.read_bytes() == two.read_bytes() == whole.read_bytes()
 
 
+def test_a_run_below_pool_min_bytes_starts_no_workers(sample_data, monkeypatch):
+    """The line is drawn on the files' bytes, each file counted once (summed here from stat)."""
+    tasks = _tasks(sample_data)
+    files = {side.path for t in tasks if t.comparable for side in (t.left, t.right)}
+    data_bytes = sum(path.stat().st_size for path in files)
+    pools = []
+    real = engine._pooled
+    monkeypatch.setattr(engine, "_pooled", lambda *args: pools.append(args[2]) or real(*args))
+    inline = list(compare_tasks(tasks, workers=2, pool_min_bytes=data_bytes + 1))
+    assert pools == []
+    pooled = list(compare_tasks(tasks, workers=2, pool_min_bytes=data_bytes))
+    assert pools == [2] and pooled == inline
+
+
 def test_spawned_workers_give_the_same_rows(fixture_data, monkeypatch):
     tasks = _tasks(fixture_data)
     monkeypatch.setattr(engine, "_mp_context", lambda: multiprocessing.get_context("spawn"))
