@@ -285,7 +285,7 @@ def compare_tasks(
 
         tasks = [cluster.absolute_task(task) for task in tasks]  # workers elsewhere: no shared cwd
     plan = plan_jobs(tasks, metrics, chunk)
-    if sum(plan.sizes.values()) < pool_min_bytes:  # the sizes the plan stat'ed, once a run
+    if not scheduler and sum(plan.sizes.values()) < pool_min_bytes:  # the plan's sizes: one stat a file
         workers = 1
     tracker = _Tracker(len(tasks), progress)
     try:
