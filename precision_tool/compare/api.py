@@ -27,7 +27,8 @@ from .metrics import METRICS, Metric, select_metrics
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
-from .row_cache import RowCache, cached_rows, metric_identities
+from .row_cache import RowCache, cached_rows
+from .row_keys import metric_identities
 from .verdict import NOT_COMPARED as NOT_COMPARED_STATE
 from .workspace import Workspace
 
@@ -59,7 +60,7 @@ def run_comparisons(
     tasks = [task for c in comparisons for task in c.tasks]
     owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
 
-    def compute(todo: list[PairTask]) -> Iterator[CompareRow]:
+    def compute(todo: list[PairTask], keyed: bool) -> Iterator[CompareRow]:
         return compare_tasks(
             todo,
             metrics,
@@ -68,9 +69,11 @@ def run_comparisons(
             scheduler=scheduler,
             split_bytes=split_bytes,
             pool_min_bytes=POOL_MIN_BYTES,
+            keyed=keyed,
         )
 
-    rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats)
+    # a cluster's workers may see other devices and paths: its keys are found here, up front
+    rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats, keys_where_read=not scheduler)
     return zip(owners, rows)  # one row per task, in task order
 
 

@@ -52,6 +52,7 @@ from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
 from .pool_server import parent_of_workers, server_context, single_threaded_children, workers_have_numba
 from .result import CompareRow
+from .row_keys import RowKeys
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
 
@@ -117,17 +118,30 @@ def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
 
 
 def run_job(
-    tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int = DEFAULT_CHUNK, numba: bool | None = None
+    tasks: Sequence[PairTask],
+    metrics: Sequence[Metric],
+    chunk: int = DEFAULT_CHUNK,
+    numba: bool | None = None,
+    keyed: bool = False,
 ) -> JobResult:
-    """Compare one job's tasks (in a worker or inline).
+    """Compare one job's tasks (in a worker or inline); ``keyed``: each compared row carries
+    its row-cache key (:func:`compare_tasks`).
 
     The Metric objects themselves travel to the worker (pickled by reference to their
     module-level functions), so a metric defined outside this package computes there too.
     """
+    return compare_job(tasks, metrics, chunk, numba, RowKeys(metrics) if keyed else None)
+
+
+def compare_job(
+    tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int, numba: bool | None, keys: RowKeys | None
+) -> JobResult:
+    """:func:`run_job` with the keys' maker given (an inline run shares one: each directory
+    of its files is resolved once)."""
     headers = HeaderCache()
     rows, total = [], 0
     for task in tasks:
-        row, nbytes = compare_task(task, metrics, chunk, headers, numba)
+        row, nbytes = compare_task(task, metrics, chunk, headers, numba, keys)
         rows.append(row)
         total += nbytes
     return JobResult(rows, total)
@@ -233,19 +247,19 @@ class _Tracker:
 
 @dataclass(frozen=True)
 class Plan:
-    """A run's jobs and what every job call gets: ``job_args`` = (metrics, chunk, numba)."""
+    """A run's jobs and what every job call gets: ``job_args`` = (metrics, chunk, numba, keyed)."""
 
     jobs: list[list[PairTask]]
     job_args: tuple
     sizes: dict  # file path -> bytes
 
 
-def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int) -> Plan:
+def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int, keyed: bool = False) -> Plan:
     """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
     sizes = file_sizes(tasks)
     # numba's load pays for the run, or is paid already: its pool's workers come with it
     numba = kernels.numba_pays_off(sum(sizes.values()), kernels.needs_cosine_sums_only(metrics)) or workers_have_numba()
-    return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba), sizes)
+    return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba, keyed), sizes)
 
 
 def compare_tasks(
@@ -257,6 +271,7 @@ def compare_tasks(
     scheduler: str | None = None,
     split_bytes: int = 0,
     pool_min_bytes: int = 0,
+    keyed: bool = False,
 ) -> Iterator[CompareRow]:
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
@@ -275,6 +290,9 @@ def compare_tasks(
             workers (:func:`~.split.split_size`). Inline runs (one worker) do not split.
         pool_min_bytes: a run reading fewer file bytes than this is compared inline (starting
             workers would cost more than they save); a cluster run is never. Defaults to 0.
+        keyed: each compared row carries its row-cache key
+            (:attr:`~.result.CompareRow.cache_key`), found by whoever reads its files, just
+            before reading them (:mod:`.row_keys`). Defaults to False.
 
     Stopping early (an exception in ``progress``, Ctrl-C, or closing the generator) ends the
     worker processes (and cancels a cluster's futures) before the exception propagates.
@@ -284,7 +302,7 @@ def compare_tasks(
         from . import cluster  # dask is imported only here
 
         tasks = [cluster.absolute_task(task) for task in tasks]  # workers elsewhere: no shared cwd
-    plan = plan_jobs(tasks, metrics, chunk)
+    plan = plan_jobs(tasks, metrics, chunk, keyed)
     if not scheduler and sum(plan.sizes.values()) < pool_min_bytes:  # the plan's sizes: one stat a file
         workers = 1
     tracker = _Tracker(len(tasks), progress)
@@ -344,8 +362,10 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
     units = _units(plan, workers, split_bytes, pool_batch_bytes(plan, workers))
     pooled = min(workers, sum(unit.calls for unit in units))
     if pooled <= 1:
+        metrics, chunk, numba, keyed = plan.job_args
+        keys = RowKeys(metrics) if keyed else None  # one for the run, as the parent's would be
         for job in plan.jobs:
-            yield from tracker.emit(run_job(job, *plan.job_args))
+            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys))
     else:
         yield from _pooled(units, plan.job_args, pooled, tracker)
 

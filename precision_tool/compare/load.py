@@ -42,6 +42,7 @@ from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype
 from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.file_identity import FileIdentities
 from ..formats.files import open_regular
 from ..formats.golden import load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
@@ -491,14 +492,14 @@ def open_npy_side(side: NpySide) -> Source:
     return ArrayBlocks(array=array, **common)
 
 
-def open_tensor_file_side(side: TensorFileSide) -> Source:
+def open_tensor_file_side(side: TensorFileSide, identities: FileIdentities | None = None) -> Source:
     """Open a tensor file of an msprobe dump (``.pt`` or ``.npy``, never unpickled) as its
     ``dump.json`` dtype; PrecisionToolError names the problem. A ``.pt`` is read with the
     process's reader (:data:`~precision_tool.formats.torch_file.PROCESS_READER`), so the files
-    of a run share its memo of their ``data.pkl``."""
+    of a run share its memo of their ``data.pkl``. ``identities``: as :func:`open_side`."""
     from ..formats.msprobe_dump import read_tensor_file  # msprobe dumps only
 
-    array = read_tensor_file(side.path, side.dtype_name)
+    array = read_tensor_file(side.path, side.dtype_name, identities)
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
@@ -507,12 +508,18 @@ def open_tensor_file_side(side: TensorFileSide) -> Source:
     )
 
 
-def open_side(side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache) -> Source:
-    """A :class:`Source` for any kind of side."""
+def open_side(
+    side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache, identities: FileIdentities | None = None
+) -> Source:
+    """A :class:`Source` for any kind of side. ``identities`` (a row cache's, for the row's
+    key: :mod:`.row_keys`) gets the side's file identity, found before its data is read: by
+    the reader from the descriptor it reads (a ``.pt``), else on its own open."""
+    if isinstance(side, TensorFileSide):
+        return open_tensor_file_side(side, identities)
+    if identities is not None and isinstance(side, (DumpSide, NpySide)):
+        identities.of(side.path)
     if isinstance(side, DumpSide):
         return open_dump_side(side, headers)
-    if isinstance(side, TensorFileSide):
-        return open_tensor_file_side(side)
     if isinstance(side, NpySide):
         return open_npy_side(side)
     raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")

@@ -22,6 +22,7 @@ from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_sid
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
+from .row_keys import RowKeys
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
 
@@ -190,23 +191,32 @@ def _compared_fields(x: Source, y: Source, result: MetricResult, note: str) -> d
 
 
 def compare_task(
-    task: PairTask, metrics: Sequence[Metric], chunk: int, headers: HeaderCache, numba: bool | None = None
+    task: PairTask,
+    metrics: Sequence[Metric],
+    chunk: int,
+    headers: HeaderCache,
+    numba: bool | None = None,
+    keys: RowKeys | None = None,
 ) -> tuple[CompareRow, int]:
-    """One row for one task, and the bytes compared (0 when nothing was)."""
+    """One row for one task, and the bytes compared (0 when nothing was). ``keys``: the
+    compared row carries its row-cache key, its files identified as they are opened
+    (:mod:`.row_keys`)."""
     if not task.comparable:
         return not_compared_row(task, headers), 0
     if isinstance(task.left, StatsSide):  # msprobe records: no tensor data to read
         return stats_row(base_row(task, headers), task.left, task.right), 0
+    identities = keys.identities if keys is not None else None
     sides: list[Source] = []
     try:
         for side in (task.left, task.right):
-            sides.append(open_side(side, headers))
+            sides.append(open_side(side, headers, identities))
         x, y = sides
+        key = keys.key(task) if keys is not None else None
         result, note = compare_sources(x, y, metrics, chunk, numba)
     except (PrecisionToolError, MemoryError) as exc:
         return failed_row(base_row(task, headers), sides, failure_reason(exc, task)), 0
     # the row made once (base_row's header facts are all replaced by the sides' own)
-    row = CompareRow(**_task_fields(task), **_compared_fields(x, y, result, note))
+    row = CompareRow(**_task_fields(task), **_compared_fields(x, y, result, note), cache_key=key)
     return row, x.nbytes + y.nbytes
 
 

@@ -42,6 +42,9 @@ class CompareRow:
         golden_address: golden-side address (NPU vs NPU results only), None otherwise.
         overflow: the ``OverFlow`` column text when overflow detection was on, else None.
         op_sequence: the ``OpSequence`` column (range mode), else None.
+        cache_key: the row cache's key of what the row was computed from (:mod:`.row_keys`),
+            when the engine was asked to find it where the files were read; None otherwise.
+            Never shown or written, and not part of a row's equality.
     """
 
     index: int
@@ -59,6 +62,7 @@ class CompareRow:
     golden_address: str | None = None
     overflow: str | None = None
     op_sequence: int | None = None
+    cache_key: str | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def _parts(self) -> tuple[str, str, int] | None:

@@ -9,7 +9,9 @@ differently). So a file rewritten with its size and times restored, or another d
 opened by the same relative path, is compared again; what is trusted is said in that module's
 docstring. Only the comparison's outcome is stored (metrics, StandardDeviation text, reason,
 dtypes and shape); the row's position and names come from the pairing, which is redone on every
-run, so a changed graph re-pairs even when the tensors are cached.
+run, so a changed graph re-pairs even when the tensors are cached. The keys are made in
+:mod:`.row_keys`: here, up front, when the store may hold some of the run's rows; else by the
+engine, where each pair's files are read (:func:`cached_rows`).
 
 The store is one SQLite file under the output root (``temp/row_cache/rows.sqlite``;
 stdlib ``sqlite3``, nothing to install): rows are committed in batches as they come, so a run
@@ -27,7 +29,6 @@ computes only what is missing and still nothing older.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import sys
@@ -35,53 +36,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
-from .. import __version__
 from ..formats.file_identity import FileIdentities
 from ..formats.output_root import OutputError, OutputRoot
-from .golden_pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
+from .golden_pairing import PairTask
 from .result import CompareRow
+from .row_keys import SCHEMA, task_key
 
 CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"
-SCHEMA = 2  # 2: files keyed by what they are (file_identity), not by the path as typed
 _COLUMNS = [("key", 1), ("outcome", 0)]  # (name, primary key) of the one table
 _UNREAD = "every row is computed (remove the file to start a new cache)"
 _NOT_KEPT = "the rows of this run are not kept"
 _BATCH_ROWS = 256
 _BATCH_SECONDS = 2.0
-
-
-def _side_key(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentities) -> list | None:
-    if not isinstance(side, FileSide):  # a record (msprobe statistics): computed anew, cheaply
-        return None
-    identity = identities.of(side.path)
-    if identity is None:
-        return None
-    if isinstance(side, DumpSide):
-        return ["dump", *identity, side.kind, side.index, side.origin_format]
-    if isinstance(side, TensorFileSide):
-        return ["tensor file", *identity, side.dtype_name]
-    return ["npy", *identity]
-
-
-def metric_identities(metrics) -> list[str]:
-    """What identifies each metric in a key: its name and its formula's module and name (a
-    custom metric reusing a built-in's name must not reuse its rows)."""
-    return [
-        f"{m.name}={getattr(m.compute, '__module__', '?')}.{getattr(m.compute, '__qualname__', '?')}" for m in metrics
-    ]
-
-
-def task_key(task: PairTask, metric_names: Sequence[str], identities: FileIdentities | None = None) -> str | None:
-    """The cache key of a comparable task; None when it is not comparable or a file cannot be
-    read. ``identities`` finds each file's identity once (pass one for all of a run's tasks)."""
-    if not task.comparable:
-        return None
-    identities = FileIdentities() if identities is None else identities
-    left, right = _side_key(task.left, identities), _side_key(task.right, identities)
-    if left is None or right is None:
-        return None
-    parts = [SCHEMA, __version__, list(metric_names), left, right]
-    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _outcome(row: CompareRow) -> str:
@@ -229,6 +195,16 @@ class RowCache:
             self._db.close()
             self._db = None
 
+    def may_reuse(self) -> bool:
+        """Whether a lookup could find anything: rows are read and the store holds some."""
+        if not self.read or self._db is None:
+            return False
+        try:
+            return self._db.execute("SELECT 1 FROM rows LIMIT 1").fetchone() is not None
+        except sqlite3.Error as exc:
+            self._off(exc)
+            return False
+
     def get(self, key: str) -> str | None:
         """The stored outcome of ``key`` as stored (unchecked), or None."""
         if self._db is None:
@@ -275,7 +251,7 @@ class RowCache:
         self._last_flush = time.monotonic()
 
 
-Engine = Callable[[list[PairTask]], Iterator[CompareRow]]
+Engine = Callable[[list[PairTask], bool], Iterator[CompareRow]]  # (tasks, keyed): see cached_rows
 
 
 def cached_rows(
@@ -284,23 +260,36 @@ def cached_rows(
     cache: RowCache | None,
     compute: Engine,
     stats: dict | None = None,
+    keys_where_read: bool = False,
 ) -> Iterator[CompareRow]:
     """One row per task, in task order: from ``cache`` where it has the task, else from
     ``compute`` (called once, on the tasks still to do, in order), storing what it computes.
 
-    Each file's identity is found once, however many tasks read it. ``stats`` (if given) gets
-    ``reused`` and ``computed`` counts.
+    ``compute(todo, keyed)``: with ``keyed`` true, each compared row it gives carries its key
+    (:attr:`~.result.CompareRow.cache_key`, :mod:`.row_keys`), found where its files are read.
+    It is asked to when ``keys_where_read`` (the engine's processes see the files as this one
+    does: not a cluster's) and the cache can reuse nothing (``--fresh``, an empty store): the
+    run then starts computing without finding the keys first. Otherwise each file's identity
+    is found here, once, however many tasks read it, before anything is computed. ``stats``
+    (if given) gets ``reused`` and ``computed`` counts.
     """
     tasks = list(tasks)
     if cache is None:
-        yield from compute(tasks)
+        yield from compute(tasks, False)
+        return
+    counts = stats if stats is not None else {}
+    if keys_where_read and not cache.may_reuse():
+        counts.update(reused=0, computed=sum(1 for t in tasks if t.comparable))
+        for row in compute(tasks, True):
+            if row.cache_key is not None and row.compared:
+                cache.put(row.cache_key, row)
+            yield row
         return
     identities = FileIdentities()
     keys = [task_key(task, metric_names, identities) for task in tasks]
     stored = cache.outcomes(keys)
     todo = [task for task, found in zip(tasks, stored) if found is None]
-    fresh = compute(todo)
-    counts = stats if stats is not None else {}
+    fresh = compute(todo, False)
     counts.update(reused=len(tasks) - len(todo), computed=sum(1 for t in todo if t.comparable))
     for task, key, found in zip(tasks, keys, stored):
         if found is not None:

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import PrecisionToolError
 from . import pair_compare
 from .golden_pairing import PairTask
 from .load import HeaderCache, Source, open_side, range_extent
 from .metric_data import Range, Stats
+from .row_keys import RowKeys
 from .stat_groups import combine
 from .window import JobResult, LostWork, Unit
 
@@ -113,7 +114,7 @@ class SplitCompare(Unit):
 
     def __init__(self, task: PairTask, x: Source, y: Source, bounds: list[int], job_args: tuple, row) -> None:
         self.task, self.x, self.y, self.bounds, self.row = task, x, y, bounds, row
-        self.metrics, self.chunk, self.numba = job_args
+        self.metrics, self.chunk, self.numba, _ = job_args
         self.acc = pair_compare.new_accumulator(x, y, self.metrics, self.numba)
         self.phase, self.error, self.counts = FIRST, "", None
         self.futures: list = []
@@ -203,7 +204,10 @@ def _split(
     bounds = split_points(x.size, math.lcm(x.unit, y.unit), math.ceil((x.nbytes + y.nbytes) / split_bytes))
     if len(bounds) < 3:
         return None
-    return SplitCompare(task, x, y, bounds, job_args, pair_compare.base_row(task, headers))
+    row = pair_compare.base_row(task, headers)
+    if job_args[3]:  # keyed: found here, before any range of the pair is read (.row_keys)
+        row = replace(row, cache_key=RowKeys(job_args[0]).key(task))
+    return SplitCompare(task, x, y, bounds, job_args, row)
 
 
 def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dict, split_bytes: int) -> list:

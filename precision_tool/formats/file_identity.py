@@ -18,7 +18,9 @@ So a file's identity is:
 What is trusted: a file whose device, inode, size, both times and sampled bytes are all as they
 were holds what it held. A change inside an unsampled block on a file system that leaves ctime
 untouched is the one change that goes unseen. The cost is a stat, an open, an fstat, at most
-five 1 KiB reads and a SHA-256 of at most 5 KiB a file, found once a run.
+five 1 KiB reads and a SHA-256 of at most 5 KiB a file, found once a run; a reader that has the
+file open already (a ``.pt`` read whole) records it instead (:meth:`FileIdentities.record`): the
+``fstat`` of its descriptor and the sampled blocks of the bytes it read, for the SHA-256 alone.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,22 +38,28 @@ SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
 
 
-def _sample_digest(descriptor: int, size: int) -> str:
-    """A digest of the whole file when it is small, else of the sampled blocks (see above):
-    each block one ``pread`` where the system has it (one call, the file position untouched),
-    else a seek and a read (Windows)."""
+def sample_digest(fetch: Callable[[int, int], bytes], size: int) -> str:
+    """A digest of the whole file when it is small, else of the sampled blocks (see above);
+    ``fetch(offset, count)`` reads the file (:func:`descriptor_fetch`, or slices of bytes a
+    reader holds already)."""
     if size <= SAMPLE_BLOCK * SAMPLE_BLOCKS:
-        return hashlib.sha256(_read_at(descriptor, size, 0)).hexdigest()
+        return hashlib.sha256(fetch(0, size)).hexdigest()
     last = size - SAMPLE_BLOCK
-    blocks = [_read_at(descriptor, SAMPLE_BLOCK, last * k // (SAMPLE_BLOCKS - 1)) for k in range(SAMPLE_BLOCKS)]
+    blocks = [fetch(last * k // (SAMPLE_BLOCKS - 1), SAMPLE_BLOCK) for k in range(SAMPLE_BLOCKS)]
     return hashlib.sha256(b"".join(blocks)).hexdigest()
 
 
-def _read_at(descriptor: int, count: int, offset: int) -> bytes:
+def descriptor_fetch(descriptor: int) -> Callable[[int, int], bytes]:
+    """Reads of an open file: each one ``pread`` where the system has it (one call, the file
+    position untouched), else a seek and a read (Windows)."""
     if _PREAD is not None:
-        return _PREAD(descriptor, count, offset)
-    os.lseek(descriptor, offset, os.SEEK_SET)
-    return os.read(descriptor, count)
+        return lambda offset, count: _PREAD(descriptor, count, offset)
+
+    def seek_and_read(offset: int, count: int) -> bytes:
+        os.lseek(descriptor, offset, os.SEEK_SET)
+        return os.read(descriptor, count)
+
+    return seek_and_read
 
 
 _PREAD = getattr(os, "pread", None)
@@ -90,6 +99,19 @@ class FileIdentities:
             self._directories[directory] = os.path.realpath(directory)
         return os.path.join(self._directories[directory], name)
 
+    def record(self, path: Path, info: os.stat_result, fetch: Callable[[int, int], bytes]) -> FileIdentity:
+        """The identity of ``path`` from a reader that has it open: ``info`` the ``fstat`` of
+        its descriptor (the file it reads, whatever the path is now) and ``fetch`` reads of
+        it; no second open. The first identity of a path found stays, as with :meth:`of`."""
+        if path not in self._files:
+            self._files[path] = self._identity(path, info, sample_digest(fetch, info.st_size))
+        return self._files[path]
+
+    def _identity(self, path: Path, info: os.stat_result, sample: str) -> FileIdentity:
+        return FileIdentity(
+            self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sample
+        )
+
     def _identify(self, path: Path) -> FileIdentity | None:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):  # a device or FIFO is never opened
@@ -101,11 +123,9 @@ class FileIdentities:
             info = os.fstat(descriptor)  # of the file opened, whatever the path is now
             if not stat.S_ISREG(info.st_mode):
                 return None
-            sample = _sample_digest(descriptor, info.st_size)
+            sample = sample_digest(descriptor_fetch(descriptor), info.st_size)
         except OSError:
             return None
         finally:
             os.close(descriptor)
-        return FileIdentity(
-            self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sample
-        )
+        return self._identity(path, info, sample)

@@ -274,9 +274,11 @@ def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
     return where / name
 
 
-def read_tensor_file(path: str | os.PathLike, dtype_name: str | None = None):
+def read_tensor_file(path: str | os.PathLike, dtype_name: str | None = None, identities=None):
     """The array of an msprobe tensor file: ``.npy`` (MindSpore; as the dump.json dtype
     ``dtype_name`` says) or ``.pt`` (PyTorch: torch's zip, read without torch or unpickling).
+    ``identities`` (a :class:`~.file_identity.FileIdentities`) gets the file's identity, found
+    before its data is read (a ``.pt``'s from the descriptor it is read through).
 
     Raises:
         PrecisionToolError: one line naming the file (missing, damaged, refused).
@@ -284,6 +286,8 @@ def read_tensor_file(path: str | os.PathLike, dtype_name: str | None = None):
     from .npy_file import read_npy
     from .torch_file import read_pt
 
-    if Path(path).suffix == ".npy":
+    if os.path.splitext(path)[1] == ".npy":  # as Path.suffix says, without making a Path
+        if identities is not None:
+            identities.of(path)
         return read_npy(path, dtype_name)
-    return read_pt(path)
+    return read_pt(path, identities=identities)

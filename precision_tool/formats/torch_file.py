@@ -36,6 +36,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import PrecisionToolError
+from .file_identity import FileIdentities
 from .files import open_regular, size_text
 from .shapes import shape_problem
 from .text import shape_text
@@ -140,20 +141,26 @@ class PtReader:
             record = self._open(handle, path, whole=False)[0].record
         return record.dtype, record.shape
 
-    def read(self, path: str | os.PathLike) -> np.ndarray:
+    def read(self, path: str | os.PathLike, identities: FileIdentities | None = None) -> np.ndarray:
         """As :func:`read_pt`."""
         with open_regular(path, KIND) as handle:
-            layout, storage = self._open(handle, path, whole=True)
+            layout, storage = self._open(handle, path, whole=True, identities=identities)
         return _strided(storage, layout.record, layout.plain)
 
-    def _open(self, handle: BinaryIO, path, whole: bool) -> tuple[_Layout, np.ndarray | None]:
+    def _open(
+        self, handle: BinaryIO, path, whole: bool, identities: FileIdentities | None = None
+    ) -> tuple[_Layout, np.ndarray | None]:
         """The layout and (``whole``: wanted) the storage; one read of a file up to
-        :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write."""
-        size = os.fstat(handle.fileno()).st_size
+        :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write.
+        ``identities`` records the file's identity from what is read (:func:`read_pt`)."""
+        info = os.fstat(handle.fileno())
+        size = info.st_size
         # the size fstat gave, which the directory is found from: one read (read() would stat
         # and read again to find the end)
         data = handle.read(size) if whole and size <= WHOLE_LIMIT else None
         fetch = _fetcher(handle, data)
+        if identities is not None:
+            identities.record(path, info, fetch)
         found = _fast_layout(self, fetch, size, path)
         if found is None:
             handle.seek(0)
@@ -188,12 +195,16 @@ def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[
     return (reader or PROCESS_READER).header(path)
 
 
-def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarray:
+def read_pt(
+    path: str | os.PathLike, reader: PtReader | None = None, identities: FileIdentities | None = None
+) -> np.ndarray:
     """The tensor ``torch.save`` wrote to ``path``, as a read-only numpy array (bfloat16 and
     float8 as ml_dtypes' types): a file of up to :data:`WHOLE_LIMIT` bytes is read in one
     read, a larger one memory-mapped (a copy only for a deflated storage or a byte order other
     than this machine's). ``reader`` remembers pickles across calls (:data:`PROCESS_READER` by
-    default).
+    default). ``identities`` (a row cache's) records the file's identity
+    (:meth:`.FileIdentities.record`) from the descriptor read and the bytes it gave, before
+    the archive is parsed: no second open, and the identity is of the very bytes compared.
 
     Raises:
         PrecisionToolError: naming ``path``: not a regular file, not a torch zip archive (or a
@@ -201,7 +212,7 @@ def read_pt(path: str | os.PathLike, reader: PtReader | None = None) -> np.ndarr
             (the refused global or opcode is named), a missing or short storage record, or a
             shape, offset or stride that reaches outside the storage.
     """
-    return (reader or PROCESS_READER).read(path)
+    return (reader or PROCESS_READER).read(path, identities)
 
 
 def _strided(storage: np.ndarray, record: TensorRecord, plain: bool) -> np.ndarray:

@@ -170,7 +170,7 @@ def test_a_big_tensor_split_by_the_engine_gives_msprobes_cells():
         x,
         y,
         split.split_points(x.size, 1, 5),
-        (MSPROBE_METRICS, 4096, None),
+        (MSPROBE_METRICS, 4096, None, False),
         pair_compare.base_row(task, HeaderCache()),
     )
 

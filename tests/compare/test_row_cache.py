@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 from precision_tool.compare.result_csv import read_result_csv
-from precision_tool.compare.row_cache import RowCache, cached_rows, task_key
+from precision_tool.compare.row_cache import RowCache, cached_rows
+from precision_tool.compare.row_keys import task_key
 from precision_tool.formats.output_root import OutputError, OutputRoot
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
@@ -111,9 +112,9 @@ def test_cached_rows_keeps_task_order_and_computes_only_what_is_missing(sample_d
     names = [m.name for m in metrics]
     asked = []
 
-    def compute(todo):
+    def compute(todo, keyed):
         asked.append(len(todo))
-        return compare_tasks(todo, metrics)
+        return compare_tasks(todo, metrics, keyed=keyed)
 
     root = OutputRoot(tmp_path / "out")
     with RowCache(root, "cache") as cache:
@@ -145,7 +146,7 @@ def _golden_task(sample_data):
     from precision_tool.compare.golden_pairing import NpySide
     from precision_tool.compare.metrics import select_metrics
     from precision_tool.compare.plan import plan_comparisons
-    from precision_tool.compare.row_cache import metric_identities
+    from precision_tool.compare.row_keys import metric_identities
 
     context, _ = make_context(sample_data)
     task = next(t for t in plan_comparisons(context)[0].tasks if t.comparable and isinstance(t.right, NpySide))
@@ -209,7 +210,11 @@ def test_each_file_is_identified_once_a_run(sample_data, tmp_path, monkeypatch):
 
     monkeypatch.setattr(FileIdentities, "_identify", counted)
     with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
-        rows = list(cached_rows(tasks, [m.name for m in metrics], cache, lambda todo: compare_tasks(todo, metrics)))
+        rows = list(
+            cached_rows(
+                tasks, [m.name for m in metrics], cache, lambda todo, keyed: compare_tasks(todo, metrics, keyed=keyed)
+            )
+        )
     assert len(rows) == len(tasks) and sorted(identified) == sorted(files)
     assert len(files) < sum(1 for t in tasks if t.comparable) * 2  # files are shared by tensors
 
@@ -217,7 +222,7 @@ def test_each_file_is_identified_once_a_run(sample_data, tmp_path, monkeypatch):
 def test_rows_of_an_older_schema_are_dropped_when_the_cache_opens(tmp_path):
     import sqlite3
 
-    from precision_tool.compare.row_cache import SCHEMA
+    from precision_tool.compare.row_keys import SCHEMA
 
     directory = tmp_path / "out" / "cache"
     directory.mkdir(parents=True)
