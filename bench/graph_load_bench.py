@@ -255,9 +255,9 @@ LABELS = {
 
 
 def _load(step: str, path: Path, cache: Path):
+    from precision_tool.collector import gc_paused
     from precision_tool.formats.graph import _graph_text, model_from_proto
     from precision_tool.formats.graph_cache import cache_path, read_graph_cached
-    from precision_tool.formats.graph_convert import gc_paused
     from precision_tool.formats.graph_text_fast import model_from_text
     from precision_tool.formats.proto import ge_ir
 

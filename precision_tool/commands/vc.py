@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..collector import gc_paused
 from ..errors import PrecisionToolError
 from ..status import ExitStatus
 from .registry import Command, CommandParser, CommandResult
@@ -236,6 +237,7 @@ def _cache_lines(counts: dict) -> list:
     return lines
 
 
+@gc_paused()  # its plan and rows: many small objects and no cycles (precision_tool.collector)
 def vector_compare(
     context: Context,
     *,

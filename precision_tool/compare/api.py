@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..collector import gc_paused
 from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
@@ -211,6 +212,7 @@ def _row_verdict(op: OpCosines | None, row: CompareRow) -> tuple[str, str]:
     return (tensor.state(op.rule) if tensor is not None else NOT_COMPARED_STATE), op.state
 
 
+@gc_paused()  # its plan and rows: many small objects and no cycles (precision_tool.collector)
 def compare(
     data_root: str | os.PathLike | None = None,
     *,

@@ -138,20 +138,28 @@ def _use_cache_dir(cache: Path | None) -> None:
 
 @contextmanager
 def _without_scipy():
-    """scipy hidden while numba loads: numba's first compile or cache load imports scipy.linalg
-    (0.3-0.6 s of a run) only to learn whether BLAS is there for the ``np.convolve`` and
-    ``np.correlate`` it compiles; these kernels use no BLAS. numba keeps the answer for the
-    process, hence only in a claimed process (:func:`~.numba_line.claim_process`). scipy imports as usual
-    afterwards; nothing is hidden when it is already imported."""
-    if "scipy" in sys.modules:
-        yield
-        return
-    sys.modules["scipy"] = None  # its import raises ModuleNotFoundError (an ImportError), as numba expects
+    """scipy and cffi hidden while numba loads, in a claimed process only
+    (:func:`~.numba_line.claim_process`): numba keeps for the process what it finds.
+
+    - scipy: numba's first compile or cache load imports scipy.linalg (0.3-0.6 s of a run) only
+      to learn whether BLAS is there for the ``np.convolve`` and ``np.correlate`` it compiles;
+    - cffi: numba's typing imports cffi and its C parser (0.03 s of the fork server's load, on
+      the path of a 500 MB run) to type cffi functions.
+
+    These kernels use neither. Both import as usual afterwards; a module already imported is
+    not hidden."""
+    hidden = [name for name in _HIDDEN_WHILE_LOADING if name not in sys.modules]
+    for name in hidden:  # its import raises ModuleNotFoundError (an ImportError), as numba expects
+        sys.modules[name] = None
     try:
         yield
     finally:
-        if "scipy" in sys.modules and sys.modules["scipy"] is None:
-            del sys.modules["scipy"]
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+_HIDDEN_WHILE_LOADING = ("scipy", "cffi")
 
 
 def _warn(exc: BaseException) -> None:

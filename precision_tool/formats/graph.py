@@ -23,9 +23,10 @@ from typing import Any
 
 from google.protobuf import text_format
 
+from ..collector import gc_paused
 from ..errors import PrecisionToolError
 from .files import open_regular, read_regular
-from .graph_convert import gc_paused, model_from_proto, parse_input, tensor_desc_from_proto
+from .graph_convert import model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
 from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name

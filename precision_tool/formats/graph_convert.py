@@ -25,13 +25,12 @@ nothing set            the attribute is left out (atc writes these as ``"value":
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..collector import gc_paused
 from ..errors import PrecisionToolError
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .proto import ge_ir
@@ -330,34 +329,6 @@ def _graph_from_proto(graph, source: Path | None) -> GraphDesc:
         list(graph.output),
         source,
     )
-
-
-FREEZE_MIN_OBJECTS = 200_000
-"""A load that leaves this many new objects freezes them (see :func:`gc_paused`)."""
-
-
-@contextmanager
-def gc_paused():
-    """The collector off while a graph is built, and kept off its objects after a big one.
-
-    A graph is millions of small objects. The collector's repeated passes over them while they
-    are made, which can free nothing, would double the load time; and its first pass after it
-    is enabled again would walk them all once more (docs/performance.md). So after a load that
-    made at least :data:`FREEZE_MIN_OBJECTS` objects, everything alive is frozen (``gc.freeze``:
-    moved where collections do not look). A model holds no reference cycles, so it is still
-    freed by reference counting when dropped.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    big = False
-    try:
-        yield
-        big = gc.get_count()[0] >= FREEZE_MIN_OBJECTS  # allocations since the last collection
-    finally:
-        if enabled:
-            if big:
-                gc.freeze()
-            gc.enable()
 
 
 def model_from_proto(proto, source_path: str | os.PathLike | None = None) -> Model:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..collector import gc_paused
 from ..errors import PrecisionToolError
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 from .msprobe_dump import Call, MsprobeDump, read_dump
@@ -159,11 +160,9 @@ def _side(path: Path, read, problems: list[str]):
 def build_model(source: MsprobeSource, name: str) -> Model:
     """The model of ``source`` (see the module's docstring), its graph and model called
     ``name``; its ``source_path`` is the ``dump.json``."""
-    from .graph_convert import gc_paused  # protobuf: only once a model is built
-
     builder = _Builder(source.construct)
     frames = source.stacks.frames
-    with gc_paused():  # a model is many small objects and no cycles (see gc_paused)
+    with gc_paused():  # a model is many small objects and no cycles (precision_tool.collector)
         ops = [builder.add(call, frames.get(call.key.text, ())) for call in source.dump.calls]
     graph = GraphDesc(name, ops, {}, [], [])
     return Model(name, [graph], {SOURCE_ATTR: source}, source.dump.path)

@@ -57,6 +57,41 @@ def test_a_claimed_process_skips_the_probe_and_still_imports_scipy():
     assert seen == {"blas": False, "scipy_loaded": False, "scipy_after": True}
 
 
+# a cffi of the test's own, first on the path: numba imports it (and makes its FFI) unless hidden
+FAKE_CFFI = """
+import sys
+sys.path.insert(0, {where!r})
+{setup}
+from precision_tool.compare import kernels
+assert kernels.numba_kernels() is not None
+loaded = "cffi" in sys.modules
+import cffi  # importable as usual afterwards
+print(loaded, cffi.MADE_BY_THE_TEST)
+"""
+
+
+@pytest.mark.parametrize(
+    "setup, loaded",
+    [
+        ("from precision_tool.compare.numba_line import claim_process; claim_process()", False),
+        ("import precision_tool", True),
+    ],
+    ids=["claimed: hidden", "the API: left alone"],
+)
+def test_cffi_is_hidden_while_numba_loads_in_a_claimed_process_only(tmp_path, setup, loaded):
+    package = tmp_path / "cffi"
+    package.mkdir()
+    package.joinpath("__init__.py").write_text(
+        "MADE_BY_THE_TEST = True\nclass FFI:\n    def typeof(self, obj):\n        raise TypeError(obj)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PRECISION_TOOL_KERNELS"}
+    env["PYTHONPATH"] = str(REPO)
+    code = FAKE_CFFI.format(where=str(tmp_path), setup=setup)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(loaded), "True"]
+
+
 def test_the_cli_claims_its_process(monkeypatch, tmp_path):
     """cli.main claims the process before it runs a command (here one that fails on its input)."""
     from precision_tool import cli

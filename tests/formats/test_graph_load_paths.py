@@ -13,8 +13,9 @@ import pytest
 from google.protobuf import text_format
 
 from precision_tool import idle_cores
+from precision_tool.collector import FREEZE_MIN_OBJECTS, gc_paused
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.graph_convert import FREEZE_MIN_OBJECTS, GraphBuilder, gc_paused
+from precision_tool.formats.graph_convert import GraphBuilder
 from precision_tool.formats.proto import ge_ir
 from precision_tool.formats.proto.fast_text import BLOCK_CHURN, BLOCK_VERSIONS
 
