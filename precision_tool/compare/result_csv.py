@@ -96,6 +96,7 @@ def format_shape(shape: tuple[int, ...] | None) -> str:
 
 # A cell a spreadsheet would run as a formula: = + - @ tab or CR first, after any apostrophes.
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_FORMULA_FIRST = frozenset("'=+-@\t\r")  # what _FORMULA's match can start with
 
 
 def neutralise(text: str) -> str:
@@ -103,6 +104,8 @@ def neutralise(text: str) -> str:
     or a CR (after any apostrophes) gets one leading apostrophe more, as OWASP's "CSV Injection"
     advice has it; :func:`restore` undoes it exactly (the apostrophes before the character keep
     the mapping one-to-one, so a name that really starts with ``'=`` survives too)."""
+    if not text or text[0] not in _FORMULA_FIRST:  # most cells: no pattern to run
+        return text
     return "'" + text if _FORMULA.match(text) else text
 
 
