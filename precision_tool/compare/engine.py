@@ -66,11 +66,13 @@ Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done
 # scheduler's call rate; a smaller run is cut into about CLUSTER_CALLS_PER_WORKER calls per
 # worker thread, so every worker gets some.
 CLUSTER_BATCH_BYTES = 64 << 20
-# A pool call costs its pickled tasks and rows and a round trip (about a millisecond of the
-# parent's and the worker's CPU): consecutive small jobs go to a worker as one call of about
-# this many file bytes, so a network of 100 KB tensors is not bound by calls. Small enough that
-# the last calls still spread over the workers.
-POOL_BATCH_BYTES = 4 << 20
+# A pool call costs its pickled tasks and rows and a round trip through the executor's threads
+# (about a millisecond of CPU all told): consecutive small jobs go to a worker as one call of
+# about this many file bytes, so a network of 100 KB tensors is not bound by calls. 4 MiB calls
+# still cost 0.3-0.6 s of CPU at 1.5 GB (372 calls of an msprobe pair: 2.26 -> 2.12 s with
+# 32 MiB; the mixed GE network 3.23 -> 2.87 s; docs/performance.md). The run's share
+# (pool_batch_bytes: at least four calls a worker) keeps the last calls spread over the workers.
+POOL_BATCH_BYTES = 32 << 20
 CLUSTER_CALLS_PER_WORKER = 4
 # Pool calls in flight a worker. While this process writes a finished call's rows (CSV lines,
 # the row cache, msprobe's table) the workers go on only with what was submitted before: with
