@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .file_identity import FileIdentities
-from .files import open_regular, size_text
+from .files import open_regular_descriptor, read_whole, size_text
 from .shapes import shape_problem
 from .text import shape_text
 from .torch_pickle import TensorRecord, read_tensor_pickle, shown
@@ -137,50 +137,60 @@ class PtReader:
 
     def header(self, path: str | os.PathLike) -> tuple[np.dtype, tuple[int, ...]]:
         """As :func:`pt_header`."""
-        with open_regular(path, KIND) as handle:
-            record = self._open(handle, path, whole=False)[0].record
+        descriptor, info = open_regular_descriptor(path, KIND)
+        try:
+            record = self._open(descriptor, info, path, whole=False)[0].record
+        finally:
+            os.close(descriptor)
         return record.dtype, record.shape
 
     def read(self, path: str | os.PathLike, identities: FileIdentities | None = None) -> np.ndarray:
         """As :func:`read_pt`."""
-        with open_regular(path, KIND) as handle:
-            layout, storage = self._open(handle, path, whole=True, identities=identities)
+        descriptor, info = open_regular_descriptor(path, KIND)
+        try:
+            layout, storage = self._open(descriptor, info, path, whole=True, identities=identities)
+        finally:
+            os.close(descriptor)
         return _strided(storage, layout.record, layout.plain)
 
     def _open(
-        self, handle: BinaryIO, path, whole: bool, identities: FileIdentities | None = None
+        self, descriptor: int, info: os.stat_result, path, whole: bool, identities: FileIdentities | None = None
     ) -> tuple[_Layout, np.ndarray | None]:
-        """The layout and (``whole``: wanted) the storage; one read of a file up to
-        :data:`WHOLE_LIMIT` bytes, zipfile for an archive torch's writer would not write.
-        ``identities`` records the file's identity from what is read (:func:`read_pt`)."""
-        info = os.fstat(handle.fileno())
+        """The layout and (``whole``: wanted) the storage of the file open as ``descriptor``
+        (``info`` its fstat); one read of a file up to :data:`WHOLE_LIMIT` bytes, zipfile for an
+        archive torch's writer would not write. ``identities`` records the file's identity from
+        what is read (:func:`read_pt`)."""
         size = info.st_size
-        # the size fstat gave, which the directory is found from: one read (read() would stat
-        # and read again to find the end)
-        data = handle.read(size) if whole and size <= WHOLE_LIMIT else None
-        fetch = _fetcher(handle, data)
+        # the size fstat gave, which the directory is found from: one read
+        data = read_whole(descriptor, size) if whole and size <= WHOLE_LIMIT else None
+        fetch = _fetcher(descriptor, data)
         if identities is not None:
             identities.record(path, info, fetch)
         found = _fast_layout(self, fetch, size, path)
+        if found is None or (whole and data is None):  # zipfile, or a mapping: a file object
+            with open(descriptor, "rb", closefd=False) as handle:
+                return self._open_handle(handle, path, whole, found)
+        if not whole:
+            return found, None
+        return found, _stored_view(data, found, path)
+
+    def _open_handle(self, handle: BinaryIO, path, whole: bool, found: _Layout | None) -> tuple:
+        """:meth:`_open` through a file object: zipfile reads an archive torch's writer would
+        not write (``found`` None), and a larger file's storage is mapped."""
         if found is None:
-            handle.seek(0)
+            handle.seek(0)  # past what was read whole
             with _archive(handle, path) as archive:
                 layout = _layout(self, archive, path)
                 return layout, _storage(handle, archive, layout, path) if whole else None
-        if not whole:
-            return found, None
-        if data is not None:
-            return found, _stored_view(data, found, path)
         return found, _storage(handle, None, found, path)
 
 
 PROCESS_READER = PtReader()  # lives as long as the process: one pool worker reads many jobs' files
 
 
-def _fetcher(handle: BinaryIO, data: bytes | None):
+def _fetcher(descriptor: int, data: bytes | None):
     if data is not None:
         return lambda offset, count: data[offset : offset + count]
-    descriptor = handle.fileno()
     return lambda offset, count: os.pread(descriptor, count, offset)
 
 

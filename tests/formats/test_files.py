@@ -11,8 +11,31 @@ from pathlib import Path
 import pytest
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.files import bytes_under, open_regular, read_regular, size_text
+from precision_tool.formats import files
+from precision_tool.formats.files import (
+    bytes_under,
+    open_regular,
+    open_regular_descriptor,
+    read_regular,
+    read_whole,
+    size_text,
+)
 from tests.blocking import without_blocking
+
+
+class _Descriptor:
+    """open_regular_descriptor's descriptor, closed as a file object is."""
+
+    def __init__(self, path) -> None:
+        self.descriptor, self.info = open_regular_descriptor(path, "side file")
+
+    def close(self) -> None:
+        os.close(self.descriptor)
+
+
+OPENERS = pytest.mark.parametrize(
+    "opener", [lambda p: open_regular(p, "side file"), _Descriptor], ids=["file object", "descriptor"]
+)
 
 
 def _refusal(path: Path, call=lambda p: open_regular(p, "side file")) -> str:
@@ -25,38 +48,43 @@ def _refusal(path: Path, call=lambda p: open_regular(p, "side file")) -> str:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+@OPENERS
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, opener):
     fifo = tmp_path / "mapping.csv"
     os.mkfifo(fifo)
-    assert _refusal(fifo) == "side file is a FIFO (named pipe), not a regular file: not read"
+    assert _refusal(fifo, opener) == "side file is a FIFO (named pipe), not a regular file: not read"
     reading = lambda p: read_regular(p, "mapping.csv", 100)  # noqa: E731
     assert _refusal(fifo, reading) == "mapping.csv is a FIFO (named pipe), not a regular file: not read"
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
-def test_a_device_and_a_link_to_one_are_refused(tmp_path):
+@OPENERS
+def test_a_device_and_a_link_to_one_are_refused(tmp_path, opener):
     link = tmp_path / "mapping.csv"
     link.symlink_to("/dev/zero")
     for path in (Path("/dev/zero"), link):
-        assert _refusal(path) == "side file is a character device, not a regular file: not read"
+        assert _refusal(path, opener) == "side file is a character device, not a regular file: not read"
 
 
-def test_a_directory_is_refused(tmp_path):
-    assert _refusal(tmp_path) == "side file is a directory, not a regular file: not read"
+@OPENERS
+def test_a_directory_is_refused(tmp_path, opener):
+    assert _refusal(tmp_path, opener) == "side file is a directory, not a regular file: not read"
 
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets here")
-def test_a_socket_is_refused(tmp_path):
+@OPENERS
+def test_a_socket_is_refused(tmp_path, opener):
     path = tmp_path / "s"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
-        assert _refusal(path) == "side file is a socket, not a regular file: not read"
+        assert _refusal(path, opener) == "side file is a socket, not a regular file: not read"
 
 
-def test_missing_and_dangling_link_are_not_found(tmp_path):
+@OPENERS
+def test_missing_and_dangling_link_are_not_found(tmp_path, opener):
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     for name in ("nowhere", "dangling"):
-        assert _refusal(tmp_path / name) == "side file not found"
+        assert _refusal(tmp_path / name, opener) == "side file not found"
 
 
 def test_a_link_to_a_regular_file_is_read_and_the_file_is_blocking_again(tmp_path):
@@ -67,6 +95,33 @@ def test_a_link_to_a_regular_file_is_read_and_the_file_is_blocking_again(tmp_pat
             assert os.get_blocking(handle.fileno())
         assert handle.read() == b"1,a\n"
     assert read_regular(tmp_path / "mapping.csv", "mapping.csv", 4) == b"1,a\n"
+
+
+def test_a_descriptor_is_of_the_file_linked_to_blocking_again_with_its_fstat(tmp_path):
+    (tmp_path / "real.pt").write_bytes(b"x" * 300)
+    (tmp_path / "link.pt").symlink_to(tmp_path / "real.pt")
+    descriptor, info = open_regular_descriptor(tmp_path / "link.pt", "tensor file")
+    try:
+        if sys.platform != "win32":
+            assert os.get_blocking(descriptor)
+        assert (info.st_ino, info.st_size) == (os.stat(tmp_path / "real.pt").st_ino, 300)
+        assert read_whole(descriptor, info.st_size) == b"x" * 300
+    finally:
+        os.close(descriptor)
+
+
+def test_read_whole_gathers_short_reads_and_stops_where_the_file_ends(tmp_path, monkeypatch):
+    data = bytes(range(256)) * 40
+    (tmp_path / "t.bin").write_bytes(data)
+    real = os.read
+    monkeypatch.setattr(files.os, "read", lambda fd, n: real(fd, min(n, 1000)))  # a system giving 1000 at a time
+    descriptor = os.open(tmp_path / "t.bin", os.O_RDONLY)
+    try:
+        assert read_whole(descriptor, len(data)) == data
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        assert read_whole(descriptor, len(data) + 5000) == data  # it shrank since fstat: what is there
+    finally:
+        os.close(descriptor)
 
 
 def test_a_file_past_the_limit_is_refused_unread_and_one_at_it_is_read(tmp_path):
