@@ -293,8 +293,8 @@ def compare_tasks(
         pool_min_bytes: a run reading fewer file bytes than this is compared inline (starting
             workers would cost more than they save); a cluster run is never. Defaults to 0.
         keyed: each compared row carries its row-cache key
-            (:attr:`~.result.CompareRow.cache_key`), found by whoever reads its files, just
-            before reading them (:mod:`.row_keys`). Defaults to False.
+            (:attr:`~.result.CompareRow.cache_key`), its files identified by whoever reads
+            them as they are opened (:mod:`.row_keys`). Defaults to False.
 
     Stopping early (an exception in ``progress``, Ctrl-C, or closing the generator) ends the
     worker processes (and cancels a cluster's futures) before the exception propagates.
