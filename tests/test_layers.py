@@ -52,9 +52,9 @@ ALLOWED = {
 }
 
 
-# the package root's constants, the one error type, how worker processes live and die, and
-# how many idle cores there are for them
-EVERYWHERE = {"__version__", "errors", "lifetime", "idle_cores"}
+# the package root's constants, the one error type, how worker processes live and die, how
+# many idle cores there are for them, and when the process's garbage collector is paused
+EVERYWHERE = {"__version__", "errors", "lifetime", "idle_cores", "collector"}
 
 
 def _layer_of(module: str) -> str | None:
