@@ -268,7 +268,7 @@ def tensor_path(rank_dir: str | os.PathLike, tensor: Tensor) -> Path:
     if name is None:
         why = f"{tensor.name!r} has no tensor file (the dump holds statistics only)"
         raise PrecisionToolError(why, where)
-    if any(bad in name for bad in ("/", "\\", "\0")) or name in (".", ".."):
+    if "/" in name or "\\" in name or "\0" in name or name in (".", ".."):
         why = f"data_name {name!r} of {tensor.name!r} leaves the directory: refused"
         raise PrecisionToolError(why, where)
     return where / name

@@ -142,18 +142,19 @@ def _is_tensor(value: dict[str, Any]) -> bool:
 
 
 def _tensor(value: dict[str, Any], path: tuple[Step, ...]) -> Tensor:
-    dtype, md5, data_name = (value.get(k) for k in ("dtype", "md5", "data_name"))
-    grad = value.get("requires_grad")
+    get = value.get  # a dump.json holds thousands of tensors: no generator a field
+    dtype, md5, data_name, grad = get("dtype"), get("md5"), get("data_name"), get("requires_grad")
+    written = tuple(map(get, _STATS))
     return Tensor(
         path,
         value["type"],
         dtype if isinstance(dtype, str) else None,
-        _shape(value.get("shape")),
-        *(_stat(value.get(k)) for k in _STATS),
+        _shape(get("shape")),
+        *map(_stat, written),
         md5 if isinstance(md5, str) and md5 else None,
         grad if isinstance(grad, bool) else None,
         data_name if isinstance(data_name, str) and data_name else None,
-        tuple(_freeze(value.get(k)) for k in _STATS),
+        tuple(map(_freeze, written)),
     )
 
 
