@@ -28,41 +28,24 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from .files import open_read_only
+from .files import Fetch, descriptor_fetch, open_read_only
 
 SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
 
 
-def sample_digest(fetch: Callable[[int, int], bytes], size: int) -> str:
+def sample_digest(fetch: Fetch, size: int) -> str:
     """A digest of the whole file when it is small, else of the sampled blocks (see above);
-    ``fetch(offset, count)`` reads the file (:func:`descriptor_fetch`, or slices of bytes a
+    ``fetch(offset, count)`` reads the file (:func:`.files.descriptor_fetch`, or slices of bytes a
     reader holds already)."""
     if size <= SAMPLE_BLOCK * SAMPLE_BLOCKS:
         return hashlib.sha256(fetch(0, size)).hexdigest()
     last = size - SAMPLE_BLOCK
     blocks = [fetch(last * k // (SAMPLE_BLOCKS - 1), SAMPLE_BLOCK) for k in range(SAMPLE_BLOCKS)]
     return hashlib.sha256(b"".join(blocks)).hexdigest()
-
-
-def descriptor_fetch(descriptor: int) -> Callable[[int, int], bytes]:
-    """Reads of an open file: each one ``pread`` where the system has it (one call, the file
-    position untouched), else a seek and a read (Windows)."""
-    if _PREAD is not None:
-        return lambda offset, count: _PREAD(descriptor, count, offset)
-
-    def seek_and_read(offset: int, count: int) -> bytes:
-        os.lseek(descriptor, offset, os.SEEK_SET)
-        return os.read(descriptor, count)
-
-    return seek_and_read
-
-
-_PREAD = getattr(os, "pread", None)
 
 
 class FileIdentity(NamedTuple):
@@ -99,7 +82,7 @@ class FileIdentities:
             self._directories[directory] = os.path.realpath(directory)
         return os.path.join(self._directories[directory], name)
 
-    def record(self, path: Path, info: os.stat_result, fetch: Callable[[int, int], bytes]) -> FileIdentity:
+    def record(self, path: Path, info: os.stat_result, fetch: Fetch) -> FileIdentity:
         """The identity of ``path`` from a reader that has it open: ``info`` the ``fstat`` of
         its descriptor (the file it reads, whatever the path is now) and ``fetch`` reads of
         it; no second open. The first identity of a path found stays, as with :meth:`of`."""

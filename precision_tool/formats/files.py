@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from typing import BinaryIO
 
 from ..errors import PrecisionToolError
@@ -142,6 +143,25 @@ def _checked_regular(descriptor: int, path: str | os.PathLike, kind: str) -> os.
     if _O_NONBLOCK:
         os.set_blocking(descriptor, True)
     return info
+
+
+Fetch = Callable[[int, int], bytes]  # (offset, count) -> up to count bytes of a file
+
+
+def descriptor_fetch(descriptor: int) -> Fetch:
+    """Reads of an open file by offset: each one ``pread`` where the system has it (one call,
+    the file position untouched), else a seek and a read (Windows)."""
+    if _PREAD is not None:
+        return lambda offset, count: _PREAD(descriptor, count, offset)
+
+    def seek_and_read(offset: int, count: int) -> bytes:
+        os.lseek(descriptor, offset, os.SEEK_SET)
+        return os.read(descriptor, count)
+
+    return seek_and_read
+
+
+_PREAD = getattr(os, "pread", None)
 
 
 def read_whole(descriptor: int, size: int) -> bytes:

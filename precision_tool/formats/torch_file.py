@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .file_identity import FileIdentities
-from .files import open_regular_descriptor, read_whole, size_text
+from .files import Fetch, descriptor_fetch, open_regular_descriptor, read_whole, size_text
 from .shapes import shape_problem
 from .text import shape_text
 from .torch_pickle import TensorRecord, read_tensor_pickle, shown
@@ -188,10 +188,10 @@ class PtReader:
 PROCESS_READER = PtReader()  # lives as long as the process: one pool worker reads many jobs' files
 
 
-def _fetcher(descriptor: int, data: bytes | None):
+def _fetcher(descriptor: int, data: bytes | None) -> Fetch:
     if data is not None:
         return lambda offset, count: data[offset : offset + count]
-    return lambda offset, count: os.pread(descriptor, count, offset)
+    return descriptor_fetch(descriptor)
 
 
 def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[np.dtype, tuple[int, ...]]:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable
 from typing import NamedTuple
+
+from .files import Fetch
 
 # signature, this disk, directory's disk, records here, records, directory size, its offset,
 # comment length
@@ -43,8 +44,6 @@ _END_SIGNATURE, _CENTRAL_SIGNATURE, _LOCAL_SIGNATURE = b"PK\x05\x06", b"PK\x01\x
 _ZIP64 = 0xFFFFFFFF
 _DIRECTORY_LIMIT = 1 << 20  # a tensor's archive has seven records, a few hundred bytes
 _ENCRYPTED = 0x1
-
-Fetch = Callable[[int, int], bytes]  # (offset, count) -> up to count bytes of the file
 
 
 class StoredRecord(NamedTuple):

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from precision_tool.formats import file_identity
+from precision_tool.formats import files
 from precision_tool.formats.file_identity import SAMPLE_BLOCK, FileIdentities
 
 
@@ -98,7 +98,7 @@ def _expected_sample(data: bytes) -> str:
 @pytest.mark.parametrize("size", [0, 1, 5 * SAMPLE_BLOCK, 5 * SAMPLE_BLOCK + 1, 64 * SAMPLE_BLOCK + 123])
 def test_the_sample_is_the_documented_blocks_read_either_way(tmp_path, monkeypatch, pread, size):
     if not pread:
-        monkeypatch.setattr(file_identity, "_PREAD", None)
+        monkeypatch.setattr(files, "_PREAD", None)
     data = bytes(random.Random(size).getrandbits(8) for _ in range(size))
     path = tmp_path / "t.bin"
     path.write_bytes(data)

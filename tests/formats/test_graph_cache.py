@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import file_identity, graph_cache
+from precision_tool.formats import file_identity, files, graph_cache
 from precision_tool.formats.graph import load_graph, read_graph
 from precision_tool.formats.graph_cache import cache_path, read_graph_cached
 from precision_tool.formats.graph_write import (
@@ -154,7 +154,7 @@ def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
         counts.append(len(data))
         return data
 
-    monkeypatch.setattr(file_identity, "_PREAD", counted)
+    monkeypatch.setattr(files, "_PREAD", counted)
     assert cache_path(path, tmp_path / "cache", 0) is not None
     assert 0 < sum(counts) <= file_identity.SAMPLE_BLOCKS * file_identity.SAMPLE_BLOCK
 
