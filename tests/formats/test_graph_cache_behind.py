@@ -29,16 +29,18 @@ import os, sys, threading, time
 from precision_tool.formats import graph_cache
 graph, cache, marker, mode = sys.argv[1:5]
 store = graph_cache._store
-def recorded(*args):
-    with open(marker, "w") as out:
+def mark():  # whole or absent: the test may look at the marker while it is written
+    with open(marker + ".part", "w") as out:
         out.write(str(os.getpid()))
+    os.replace(marker + ".part", marker)
+def recorded(*args):
+    mark()
     return store(*args)
 graph_cache._store = recorded
 if mode == "slow":  # the child says who it is, then sleeps before making the cache
     make = graph_cache.model_to_proto
     def slow(model):
-        with open(marker, "w") as out:
-            out.write(str(os.getpid()))
+        mark()
         time.sleep(60)
         return make(model)
     graph_cache.model_to_proto = slow
