@@ -140,17 +140,32 @@ def dask_cluster(tmp_path_factory):
     running.stop()
 
 
+def _left_behind(before: set[int]) -> list[str]:
+    """The command lines of this process's children not in ``before``, multiprocessing's
+    resource tracker aside (started with the first spawned process, it lives as long as this
+    process). A child an earlier test left as a zombie is in ``before``: never read."""
+    left = []
+    for process in psutil.Process().children(recursive=True):
+        if process.pid in before:
+            continue
+        try:
+            command = " ".join(process.cmdline())
+        except psutil.ZombieProcess:  # ended but not waited for: left behind all the same
+            command = f"zombie {process.pid}"
+        except psutil.NoSuchProcess:  # ended and waited for while being listed
+            continue
+        if "resource_tracker" not in command:
+            left.append(command)
+    return left
+
+
 @pytest.fixture
 def leaves_nothing_behind():
     """After the test: no child process and no thread that was not there before it."""
     threads, children = threading.active_count(), {p.pid for p in psutil.Process().children(recursive=True)}
     yield
-    # multiprocessing's resource tracker (started with the first spawned process) lives as long
-    # as this process, and ends with it
-    left = {
-        p.pid for p in psutil.Process().children(recursive=True) if "resource_tracker" not in " ".join(p.cmdline())
-    } - children
-    assert not left, [psutil.Process(pid).cmdline() for pid in left if psutil.pid_exists(pid)]
+    left = _left_behind(children)
+    assert not left, left
     assert threading.active_count() == threads, [t.name for t in threading.enumerate()]
 
 
