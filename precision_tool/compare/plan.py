@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from ..errors import PrecisionToolError
 from ..formats.dump_names import MAPPING_FILE, DumpListing
 from ..formats.golden import GoldenIndex
-from ..formats.graph import read_graph
 from ..formats.graph_model import GraphDesc, Model, TensorName
 from ..formats.msprobe_tree import is_msprobe_dump
 from ..formats.text import safe_file_name
@@ -79,6 +78,8 @@ def pick_graph(
     """
     if wanted is None:
         return None
+    from ..formats.graph import read_graph  # its readers import protobuf: not for msprobe dumps
+
     read = workspace.graph_file if workspace is not None else read_graph
     if Path(wanted).expanduser().is_file():
         model = read(Path(wanted).expanduser())

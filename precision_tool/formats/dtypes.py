@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import PrecisionToolError
-from .proto.dumpdata import DATA_TYPE_NAMES
+from .proto.dump_enums import DATA_TYPE_NAMES
 
 
 @dataclass(frozen=True)

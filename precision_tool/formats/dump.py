@@ -24,9 +24,9 @@ import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from ..errors import PrecisionToolError
 from . import layouts
@@ -34,8 +34,11 @@ from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_
 from .dump_names import parse_dump_name
 from .files import open_regular
 from .nano_dump import MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano, read_nano_header
-from .proto.dumpdata import FORMAT_NAMES, DumpData
+from .proto.dump_enums import FORMAT_NAMES
 from .shapes import rank_problem, shape_problem
+
+if TYPE_CHECKING:
+    from .proto.dumpdata import DumpData
 
 _DUMPDATA = "DumpData dump: "  # how every error about the DumpData envelope starts
 
@@ -232,6 +235,11 @@ def _read_header(path: Path, handle, file_size: int) -> tuple[DumpData, int]:
     length = struct.unpack("<Q", head)[0]
     if length == 0 or length > min(file_size - 8, MAX_HEADER):
         raise PrecisionToolError(f"{_DUMPDATA}header length {length} does not fit a file of {file_size} bytes", path)
+    # protobuf is imported only here: a run of msprobe dumps reads no DumpData header
+    from google.protobuf.message import DecodeError
+
+    from .proto.dumpdata import DumpData
+
     message = DumpData()
     try:
         message.ParseFromString(handle.read(length))

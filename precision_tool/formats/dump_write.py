@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from .dtypes import dump_dtype, pack_bits
-from .proto.dumpdata import DATA_TYPE_VALUES, FORMAT_VALUES, DumpData
+from .proto.dump_enums import DATA_TYPE_VALUES, FORMAT_VALUES
+from .proto.dumpdata import DumpData
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import PrecisionToolError
-from .proto.dumpdata import DATA_TYPE_VALUES
+from .proto.dump_enums import DATA_TYPE_VALUES
 from .shapes import rank_problem
 
 NANO_MAGIC = 0x5A5A5A5A

@@ -243,7 +243,7 @@ def rewrite_dump(path, mutate):
 
 
 def _data_type(tensor):
-    from precision_tool.formats.proto.dumpdata import DATA_TYPE_NAMES
+    from precision_tool.formats.proto.dump_enums import DATA_TYPE_NAMES
 
     return DATA_TYPE_NAMES[tensor.data_type]
 

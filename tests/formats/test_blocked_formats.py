@@ -19,7 +19,7 @@ from precision_tool.formats.dtypes import dump_dtype
 from precision_tool.formats.dump import read_dump
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from precision_tool.formats.layouts import device_shape, host_layout, to_device, to_host
-from precision_tool.formats.proto.dumpdata import DATA_TYPE_VALUES
+from precision_tool.formats.proto.dump_enums import DATA_TYPE_VALUES
 from tests.formats.test_fractal_z_c04 import oracle as fz_c04_oracle
 from tests.formats.test_layouts import letters, oracle
 

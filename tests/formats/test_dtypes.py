@@ -12,7 +12,7 @@ import pytest
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dtypes import dump_dtype, element_bits, named_dtype
-from precision_tool.formats.proto.dumpdata import DATA_TYPE_VALUES
+from precision_tool.formats.proto.dump_enums import DATA_TYPE_VALUES
 
 BITS = {
     "FLOAT16": 16,

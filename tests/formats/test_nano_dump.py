@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError, read_dump
 from precision_tool.formats.dump_names import list_dump_files
-from precision_tool.formats.proto.dumpdata import FORMAT_NAMES
+from precision_tool.formats.proto.dump_enums import FORMAT_NAMES
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "nano" / "ConcatV2D.concatv2.0.0.550288648"
 NAME = "ConcatV2D.concatv2.0.0.550288648"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import text_format
 
-from .dumpdata import DATA_TYPE_NAMES
+from .dump_enums import DATA_TYPE_NAMES
 from .schema import Enum, Field, Message, ProtoFile, build_classes
 
 LIST_VALUE_TYPES = (
