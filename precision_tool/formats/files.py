@@ -250,6 +250,8 @@ def bytes_under(paths, skip=(), enough: float = float("inf")) -> int:
                         stack.append(entry.path)
                     elif entry.is_file():
                         total += entry.stat().st_size
+                        if total >= enough:  # a dump's directory holds thousands of files
+                            break
         except OSError:
             continue
     return total

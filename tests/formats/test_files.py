@@ -187,3 +187,9 @@ def test_bytes_under_stops_once_it_has_enough(tmp_path):
     found = bytes_under([tmp_path], enough=250)
     assert 250 <= found < 50 * 100  # it stopped early, past the line
     assert bytes_under([tmp_path]) == 50 * 100
+
+
+def test_bytes_under_stops_inside_one_large_directory(tmp_path):
+    for k in range(50):  # a dump's tensor directory: many files side by side
+        _file(tmp_path / f"x{k}.bin", 100)
+    assert bytes_under([tmp_path], enough=250) == 300  # the third file reaches the line
