@@ -36,11 +36,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
-from ..formats.file_identity import FileIdentities
 from ..formats.output_root import OutputError, OutputRoot
 from .golden_pairing import PairTask
 from .result import CompareRow
-from .row_keys import SCHEMA, task_key
+from .row_keys import SCHEMA, RowKeys
 
 CACHE_DIR, CACHE_NAME = "row_cache", "rows.sqlite"
 _COLUMNS = [("key", 1), ("outcome", 0)]  # (name, primary key) of the one table
@@ -285,8 +284,8 @@ def cached_rows(
                 cache.put(row.cache_key, row)
             yield row
         return
-    identities = FileIdentities()
-    keys = [task_key(task, metric_names, identities) for task in tasks]
+    keys_of = RowKeys((), metric_names)
+    keys = [keys_of.key(task) for task in tasks]
     stored = cache.outcomes(keys)
     todo = [task for task, found in zip(tasks, stored) if found is None]
     fresh = compute(todo, False)

@@ -48,14 +48,25 @@ def metric_identities(metrics) -> list[str]:
 def task_key(task: PairTask, metric_names: Sequence[str], identities: FileIdentities | None = None) -> str | None:
     """The cache key of a comparable task; None when it is not comparable or a file cannot be
     read. ``identities`` finds each file's identity once (pass one for all of a run's tasks)."""
+    return _keyed(task, _prefix(metric_names), FileIdentities() if identities is None else identities)
+
+
+def _prefix(metric_names: Sequence[str]):
+    """The digest of what every key of a run begins with: the SHA-256 of the JSON text
+    ``[SCHEMA, version, metric names, left, right]`` is this, fed the sides' text after it."""
+    text = json.dumps([SCHEMA, __version__, list(metric_names)])
+    return hashlib.sha256(f"{text[:-1]}, ".encode("utf-8", "surrogateescape"))
+
+
+def _keyed(task: PairTask, prefix, identities: FileIdentities) -> str | None:
     if not task.comparable:
         return None
-    identities = FileIdentities() if identities is None else identities
     left, right = _side_key(task.left, identities), _side_key(task.right, identities)
     if left is None or right is None:
         return None
-    parts = [SCHEMA, __version__, list(metric_names), left, right]
-    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    digest = prefix.copy()  # the run's part is hashed once, not once a task
+    digest.update(json.dumps([left, right])[1:].encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 class RowKeys:
@@ -63,13 +74,15 @@ class RowKeys:
     once, by whoever reads it first (:func:`~.load.open_side` with :attr:`identities`: a
     ``.pt`` from the descriptor it is read through), so :meth:`key` opens nothing more."""
 
-    def __init__(self, metrics: Sequence) -> None:
-        self.metric_names = metric_identities(metrics)
+    def __init__(self, metrics: Sequence, names: Sequence[str] | None = None) -> None:
+        """``names``: the metrics' :func:`metric_identities`, when the caller has them."""
+        self.metric_names = metric_identities(metrics) if names is None else list(names)
         self.identities = FileIdentities()
+        self._prefix = _prefix(self.metric_names)
 
     def key(self, task: PairTask) -> str | None:
         """The task's key (:func:`task_key`), once its sides are open."""
-        return task_key(task, self.metric_names, self.identities)
+        return _keyed(task, self._prefix, self.identities)
 
 
 __all__ = ["SCHEMA", "RowKeys", "metric_identities", "task_key"]

@@ -35,6 +35,7 @@ from .files import Fetch, descriptor_fetch, open_read_only
 
 SAMPLE_BLOCK = 1024
 SAMPLE_BLOCKS = 5  # the first block, three spread through the file and the last
+_UNKNOWN = object()  # not identified yet (None: found not to be identifiable)
 
 
 def sample_digest(fetch: Fetch, size: int) -> str:
@@ -44,8 +45,10 @@ def sample_digest(fetch: Fetch, size: int) -> str:
     if size <= SAMPLE_BLOCK * SAMPLE_BLOCKS:
         return hashlib.sha256(fetch(0, size)).hexdigest()
     last = size - SAMPLE_BLOCK
-    blocks = [fetch(last * k // (SAMPLE_BLOCKS - 1), SAMPLE_BLOCK) for k in range(SAMPLE_BLOCKS)]
-    return hashlib.sha256(b"".join(blocks)).hexdigest()
+    digest = hashlib.sha256(fetch(0, SAMPLE_BLOCK))
+    for k in range(1, SAMPLE_BLOCKS):  # fed block by block: the digest of the blocks joined
+        digest.update(fetch(last * k // (SAMPLE_BLOCKS - 1), SAMPLE_BLOCK))
+    return digest.hexdigest()
 
 
 class FileIdentity(NamedTuple):
@@ -66,36 +69,45 @@ class FileIdentities:
     the files' directories are resolved once each."""
 
     def __init__(self) -> None:
-        self._files: dict[Path, FileIdentity | None] = {}
-        self._directories: dict[str, str] = {}
+        # keyed by the path's text: a str hashes and compares for less than a Path
+        self._files: dict[str, FileIdentity | None] = {}
+        self._directories: dict[str, str] = {}  # a directory as named -> its links resolved
 
     def of(self, path: Path) -> FileIdentity | None:
         """The identity of ``path`` (see the module docstring); None when it cannot be opened
         or read, or is not a regular file (nothing is then cached for it)."""
-        if path not in self._files:
-            self._files[path] = self._identify(path)
-        return self._files[path]
+        text = os.fspath(path)
+        found = self._files.get(text, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self._files[text] = self._identify(text)
+        return found
 
-    def _resolved(self, path: Path) -> str:
-        directory, name = os.path.split(os.path.abspath(path))
-        if directory not in self._directories:
-            self._directories[directory] = os.path.realpath(directory)
-        return os.path.join(self._directories[directory], name)
+    def _resolved(self, path: str) -> str:
+        directory, name = os.path.split(path)
+        if not os.path.isabs(directory):  # from the working directory of now
+            directory = os.path.abspath(directory)
+        resolved = self._directories.get(directory)
+        if resolved is None:  # the directory's links resolved, "." and ".." too
+            resolved = os.path.join(os.path.realpath(directory), "")  # ends with a separator
+            self._directories[directory] = resolved
+        return resolved + name
 
     def record(self, path: Path, info: os.stat_result, fetch: Fetch) -> FileIdentity:
         """The identity of ``path`` from a reader that has it open: ``info`` the ``fstat`` of
         its descriptor (the file it reads, whatever the path is now) and ``fetch`` reads of
         it; no second open. The first identity of a path found stays, as with :meth:`of`."""
-        if path not in self._files:
-            self._files[path] = self._identity(path, info, sample_digest(fetch, info.st_size))
-        return self._files[path]
+        text = os.fspath(path)
+        found = self._files.get(text)
+        if found is None:
+            found = self._files[text] = self._identity(text, info, sample_digest(fetch, info.st_size))
+        return found
 
-    def _identity(self, path: Path, info: os.stat_result, sample: str) -> FileIdentity:
+    def _identity(self, path: str, info: os.stat_result, sample: str) -> FileIdentity:
         return FileIdentity(
             self._resolved(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sample
         )
 
-    def _identify(self, path: Path) -> FileIdentity | None:
+    def _identify(self, path: str) -> FileIdentity | None:
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):  # a device or FIFO is never opened
                 return None

@@ -215,7 +215,7 @@ def test_each_file_is_identified_once_a_run(sample_data, tmp_path, monkeypatch):
                 tasks, [m.name for m in metrics], cache, lambda todo, keyed: compare_tasks(todo, metrics, keyed=keyed)
             )
         )
-    assert len(rows) == len(tasks) and sorted(identified) == sorted(files)
+    assert len(rows) == len(tasks) and sorted(map(str, identified)) == sorted(map(str, files))
     assert len(files) < sum(1 for t in tasks if t.comparable) * 2  # files are shared by tensors
 
 

@@ -129,3 +129,25 @@ def test_a_pair_compared_in_ranges_is_keyed_before_any_range_is_read(tmp_path):
     assert all(unit.row.cache_key == task_key(unit.task, names) for unit in pieces)
     keys = RowKeys(metrics)
     assert keys.key(pieces[0].task) == task_key(pieces[0].task, names)
+
+
+def test_a_key_is_the_sha256_of_the_json_list_of_what_makes_the_row(tmp_path):
+    """The documented form, spelt out here: a key found by RowKeys (whose run part is hashed
+    once) and by task_key are both the SHA-256 of the JSON text of [schema, version, metric
+    identities, left, right], each side being its kind, its file identity and its dtype."""
+    import hashlib
+    import json
+
+    from precision_tool import __version__
+    from precision_tool.compare.row_keys import SCHEMA
+
+    tasks = _msprobe_tasks(tmp_path)
+    metrics = select_metrics(None)
+    names = metric_identities(metrics)
+    keys = RowKeys(metrics)
+    opened = FileIdentities()
+    for task in tasks:
+        sides = [["tensor file", *opened.of(side.path), side.dtype_name] for side in (task.left, task.right)]
+        text = json.dumps([SCHEMA, __version__, names, *sides])
+        expected = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+        assert keys.key(task) == task_key(task, names) == expected
