@@ -33,6 +33,7 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -503,9 +504,17 @@ def open_tensor_file_side(side: TensorFileSide, identities: FileIdentities | Non
     check_numeric(array.dtype, side.path.name, side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
+    dtype = array.dtype
     return ArrayBlocks(
-        shape=tuple(array.shape), array=array, dtype=array.dtype, dtype_name=array.dtype.name, nbytes=int(array.nbytes)
+        shape=tuple(array.shape), array=array, dtype=dtype, dtype_name=_dtype_name(dtype), nbytes=int(array.nbytes)
     )
+
+
+@lru_cache(maxsize=64)
+def _dtype_name(dtype: np.dtype) -> str:
+    """``dtype.name``, which numpy works out in Python each time it is asked (a few
+    microseconds: a msprobe pair's two files ask for it once each)."""
+    return dtype.name
 
 
 def open_side(

@@ -118,7 +118,7 @@ class RowVerdict:
     @property
     def err_message(self) -> str:
         """The Err_message cell: the messages as a JSON list."""
-        return json.dumps(list(self.messages))
+        return json.dumps(list(self.messages)) if self.messages else "[]"  # most rows: the encoder's setup saved
 
 
 def shape_text(shape: Sequence[int] | None) -> str:
