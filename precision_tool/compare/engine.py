@@ -132,7 +132,7 @@ def run_job(
     The Metric objects themselves travel to the worker (pickled by reference to their
     module-level functions), so a metric defined outside this package computes there too.
     """
-    return compare_job(tasks, metrics, chunk, numba, RowKeys(metrics) if keyed else None)
+    return compare_job(tasks, metrics, chunk, numba, RowKeys.for_metrics(metrics) if keyed else None)
 
 
 def compare_job(
@@ -365,7 +365,7 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
     pooled = min(workers, sum(unit.calls for unit in units))
     if pooled <= 1:
         metrics, chunk, numba, keyed = plan.job_args
-        keys = RowKeys(metrics) if keyed else None  # one for the run, as the parent's would be
+        keys = RowKeys.for_metrics(metrics) if keyed else None  # one for the run, as the parent's would be
         for job in plan.jobs:
             yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys))
     else:

@@ -284,7 +284,7 @@ def cached_rows(
                 cache.put(row.cache_key, row)
             yield row
         return
-    keys_of = RowKeys((), metric_names)
+    keys_of = RowKeys(metric_names)
     keys = [keys_of.key(task) for task in tasks]
     stored = cache.outcomes(keys)
     todo = [task for task, found in zip(tasks, stored) if found is None]

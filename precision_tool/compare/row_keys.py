@@ -74,11 +74,16 @@ class RowKeys:
     once, by whoever reads it first (:func:`~.load.open_side` with :attr:`identities`: a
     ``.pt`` from the descriptor it is read through), so :meth:`key` opens nothing more."""
 
-    def __init__(self, metrics: Sequence, names: Sequence[str] | None = None) -> None:
-        """``names``: the metrics' :func:`metric_identities`, when the caller has them."""
-        self.metric_names = metric_identities(metrics) if names is None else list(names)
+    def __init__(self, metric_names: Sequence[str]) -> None:
+        """``metric_names``: the metrics' :func:`metric_identities`."""
+        self.metric_names = list(metric_names)
         self.identities = FileIdentities()
         self._prefix = _prefix(self.metric_names)
+
+    @classmethod
+    def for_metrics(cls, metrics: Sequence) -> RowKeys:
+        """The keys of tasks compared with ``metrics`` (Metric objects)."""
+        return cls(metric_identities(metrics))
 
     def key(self, task: PairTask) -> str | None:
         """The task's key (:func:`task_key`), once its sides are open."""

@@ -206,7 +206,7 @@ def _split(
         return None
     row = pair_compare.base_row(task, headers)
     if job_args[3]:  # keyed: found here, before any range of the pair is read (.row_keys)
-        row = replace(row, cache_key=RowKeys(job_args[0]).key(task))
+        row = replace(row, cache_key=RowKeys.for_metrics(job_args[0]).key(task))
     return SplitCompare(task, x, y, bounds, job_args, row)
 
 

@@ -127,7 +127,7 @@ def test_a_pair_compared_in_ranges_is_keyed_before_any_range_is_read(tmp_path):
     assert pieces
     names = metric_identities(metrics)
     assert all(unit.row.cache_key == task_key(unit.task, names) for unit in pieces)
-    keys = RowKeys(metrics)
+    keys = RowKeys.for_metrics(metrics)
     assert keys.key(pieces[0].task) == task_key(pieces[0].task, names)
 
 
@@ -144,7 +144,7 @@ def test_a_key_is_the_sha256_of_the_json_list_of_what_makes_the_row(tmp_path):
     tasks = _msprobe_tasks(tmp_path)
     metrics = select_metrics(None)
     names = metric_identities(metrics)
-    keys = RowKeys(metrics)
+    keys = RowKeys.for_metrics(metrics)
     opened = FileIdentities()
     for task in tasks:
         sides = [["tensor file", *opened.of(side.path), side.dtype_name] for side in (task.left, task.right)]
