@@ -44,7 +44,7 @@ from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.file_identity import FileIdentities
-from ..formats.files import open_regular
+from ..formats.files import held_fetch, open_regular
 from ..formats.golden import load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
 from .metrics import dtype_problem
@@ -358,12 +358,13 @@ class HeaderCache:
         self._dumps: dict[Path, DumpFile] = {}
         self._data: tuple[Path | None, np.ndarray | None] = (None, None)
 
-    def data(self, t: DumpTensor) -> np.ndarray | None:
+    def data(self, t: DumpTensor, identities: FileIdentities | None = None) -> np.ndarray | None:
         """The bytes of the dump file holding ``t`` (up to its last tensor's end), read with one
         read for all the tensors of a job, when the file is at most :data:`SMALL_DUMP_BYTES`;
         None for larger files (streamed from disk). Only the last file read is kept: a job's
-        tasks read one dump file. PrecisionToolError when the file is shorter than its header
-        says (truncated since the header was read)."""
+        tasks read one dump file. ``identities`` records the file's identity from that read.
+        PrecisionToolError when the file is shorter than its header says (truncated since the
+        header was read)."""
         path, data = self._data
         if path == t.path:
             return data
@@ -374,7 +375,10 @@ class HeaderCache:
         data = np.empty(end, np.uint8)
         try:
             with open_regular(t.path, "dump file", buffering=0) as handle:
+                info = os.fstat(handle.fileno()) if identities is not None else None  # before the read
                 _read_exact(handle, data, t.path)
+                if identities is not None:
+                    identities.record(t.path, info, held_fetch(data, handle.fileno()))
         except OSError as exc:
             raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", t.path) from None
         data.flags.writeable = False  # as the read-only map it replaces
@@ -417,12 +421,12 @@ def _format_note(t: DumpTensor) -> str:
     return f"{t.name}: unsupported format {t.format}, compared in its stored order."
 
 
-def _in_memory(t: DumpTensor, headers: HeaderCache) -> np.ndarray | None:
+def _in_memory(t: DumpTensor, headers: HeaderCache, identities: FileIdentities | None) -> np.ndarray | None:
     """The device tensor as a view of its small dump file's bytes (:meth:`HeaderCache.data`),
     or None: the file is large, or the tensor is empty or has no shape (read as before)."""
     if not t.shape or not t.size:
         return None
-    data = headers.data(t)
+    data = headers.data(t, identities)
     if data is None:
         return None
     if t.offset + t.size > data.size:
@@ -432,8 +436,9 @@ def _in_memory(t: DumpTensor, headers: HeaderCache) -> np.ndarray | None:
     return data[t.offset : t.offset + t.size].view(t.dtype).reshape(t.shape)
 
 
-def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
-    """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem."""
+def open_dump_side(side: DumpSide, headers: HeaderCache, identities: FileIdentities | None = None) -> Source:
+    """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem.
+    ``identities``: as :func:`open_side` (recorded here when the file is read whole)."""
     t = headers.tensor(side)
     problem = t.host_problem
     if problem:
@@ -442,7 +447,7 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     check_numeric(t.dtype, t.name, t.path)
     origin = t.origin_format(side.origin_format)
     packed = dump_dtype(t.data_type).packed
-    device = None if packed else _in_memory(t, headers)
+    device = None if packed else _in_memory(t, headers, identities)
     if device is None:
         device = t.device()
     if not packed and _row_separable(t, device.shape):
@@ -458,14 +463,14 @@ def open_dump_side(side: DumpSide, headers: HeaderCache) -> Source:
     return ArrayBlocks(shape=host.shape, array=host, **common)
 
 
-def open_npy_side(side: NpySide) -> Source:
+def open_npy_side(side: NpySide, identities: FileIdentities | None = None) -> Source:
     """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem.
 
     A C-order file (what every dumper writes) is not mapped: one of up to
     :data:`SMALL_NPY_BYTES` is read whole with its header, a larger one's blocks are read with
     ``readinto`` (mapping it first would cost a memory map a file for nothing). Fortran order
-    is mapped and copied out block by block."""
-    header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES)
+    is mapped and copied out block by block. ``identities``: as :func:`open_side`."""
+    header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES, identities)
     count = math.prod(header.shape)
     if not header.fortran_order and count:
         check_numeric(header.dtype, side.path.name, side.path)
@@ -521,16 +526,20 @@ def open_side(
     side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache, identities: FileIdentities | None = None
 ) -> Source:
     """A :class:`Source` for any kind of side. ``identities`` (a row cache's, for the row's
-    key: :mod:`.row_keys`) gets the side's file identity, found before its data is read: by
-    the reader from the descriptor it reads (a ``.pt``), else on its own open."""
+    key: :mod:`.row_keys`) gets the side's file identity: recorded by the reader that reads
+    the file whole (a ``.pt``, a small ``.npy`` or dump file: the ``fstat`` of its descriptor
+    before the read, the sample from the bytes read), else found on an open of its own before
+    any of the data is streamed (or after a failed open, as the row says why)."""
     if isinstance(side, TensorFileSide):
         return open_tensor_file_side(side, identities)
-    if identities is not None and isinstance(side, (DumpSide, NpySide)):
-        identities.of(side.path)
-    if isinstance(side, DumpSide):
-        return open_dump_side(side, headers)
-    if isinstance(side, NpySide):
-        return open_npy_side(side)
+    try:
+        if isinstance(side, DumpSide):
+            return open_dump_side(side, headers, identities)
+        if isinstance(side, NpySide):
+            return open_npy_side(side, identities)
+    finally:
+        if identities is not None and isinstance(side, (DumpSide, NpySide)):
+            identities.of(side.path)  # the one recorded, else its own open
     raise PrecisionToolError(f"no tensor data to read: {type(side).__name__}")
 
 

@@ -164,6 +164,20 @@ def descriptor_fetch(descriptor: int) -> Fetch:
 _PREAD = getattr(os, "pread", None)
 
 
+def held_fetch(held, descriptor: int) -> Fetch:
+    """Reads of the open file ``descriptor`` by offset, served from ``held`` (its first bytes,
+    read already: ``bytes`` or a uint8 array) where they fall inside it, else from the file."""
+    held = memoryview(held).cast("B")
+    from_file = descriptor_fetch(descriptor)
+
+    def fetch(offset: int, count: int) -> bytes:
+        if offset + count <= len(held):
+            return held[offset : offset + count].tobytes()
+        return from_file(offset, count)
+
+    return fetch
+
+
 def read_whole(descriptor: int, size: int) -> bytes:
     """The ``size`` bytes an ``fstat`` gave for the open regular file ``descriptor``, from its
     position: one ``read`` as a rule, more if the system returns less; fewer bytes only when the

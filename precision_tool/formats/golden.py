@@ -17,6 +17,7 @@ Decisions (FORMATS.md section 5):
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -29,7 +30,7 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from .dump_names import MAPPING_FILE, read_mapping
-from .files import open_regular
+from .files import held_fetch, open_regular, open_regular_descriptor, read_whole
 from .shapes import element_problem, shape_problem
 from .text import shape_text
 
@@ -161,7 +162,7 @@ def load_npy(path: str | os.PathLike) -> np.ndarray:
     """
     path = Path(path)
     with open_regular(path, "golden file") as handle:
-        header = _read_npy_header(handle, path)
+        header = _read_npy_header(handle, path, os.fstat(handle.fileno()).st_size)
         check_npy_header(header, path)
         try:
             return np.memmap(
@@ -189,31 +190,42 @@ def npy_header(path: str | os.PathLike) -> NpyHeader:
     return npy_header_and_bytes(path, 0)[0]
 
 
-def npy_header_and_bytes(path: str | os.PathLike, limit: int) -> tuple[NpyHeader, bytes | None]:
+def npy_header_and_bytes(path: str | os.PathLike, limit: int, identities=None) -> tuple[NpyHeader, memoryview | None]:
     """:func:`npy_header`, and the bytes of the data when the file is at most ``limit`` bytes
-    (None for a larger one): a small file is opened once for both, not once for its header
-    and again for its data. PrecisionToolError when the file is shorter than its header says
-    (truncated since it was checked)."""
+    (None for a larger one): a small file is read whole with one read, its header parsed from
+    those bytes. ``identities`` (a :class:`~.file_identity.FileIdentities`) records a small
+    file's identity from what was read; a larger one's is left to the caller. PrecisionToolError
+    when the file is shorter than its header says (truncated since it was checked)."""
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
-    with open_regular(path, "golden file") as handle:
-        header = _read_npy_header(handle, path)
-        check_npy_header(header, path)
-        data = None
-        if header.file_size <= limit:
-            try:
-                data = handle.read(header.file_size - header.offset)
-            except OSError as exc:
-                raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from None
-            if len(data) < _data_bytes(header):
-                raise PrecisionToolError(
-                    "the file ended before the tensor did: truncated since its header was read?", path
-                )
+    descriptor, info = open_regular_descriptor(path, "golden file")
+    try:
+        if info.st_size > limit:  # the header alone, through a buffered reader
+            with open(descriptor, "rb", closefd=False) as handle:
+                header, data = _read_npy_header(handle, path, info.st_size), None
+        else:
+            whole = _read_small(descriptor, info.st_size, path)
+            if identities is not None:  # the fstat from before the read, the sample from its bytes
+                identities.record(path, info, held_fetch(whole, descriptor))
+            header = _read_npy_header(io.BytesIO(whole), path, info.st_size)
+            data = memoryview(whole)[header.offset :]
+    finally:
+        os.close(descriptor)
+    check_npy_header(header, path)
+    if data is not None and len(data) < _data_bytes(header):
+        raise PrecisionToolError("the file ended before the tensor did: truncated since its header was read?", path)
     dtype = header.dtype
     if dtype.subdtype is not None and dtype.names is None:
         header = NpyHeader(
             header.shape + dtype.subdtype[1], dtype.subdtype[0], header.fortran_order, header.offset, header.file_size
         )
     return header, data
+
+
+def _read_small(descriptor: int, size: int, path: Path) -> bytes:
+    try:
+        return read_whole(descriptor, size)
+    except OSError as exc:
+        raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from None
 
 
 def _data_bytes(header: NpyHeader) -> int:
@@ -245,16 +257,17 @@ def _plain_header(handle) -> tuple[tuple[int, ...], bool, np.dtype] | None:
     return shape, order == b"True", np.dtype(descr.decode("ascii"))
 
 
-def _read_npy_header(handle, path: Path) -> NpyHeader:
-    """The header of the ``.npy`` file open in ``handle``; PrecisionToolError naming ``path``
-    when it cannot be read or is not a ``.npy`` file."""
+def _read_npy_header(handle, path: Path, size: int) -> NpyHeader:
+    """The header of the ``.npy`` file open in ``handle`` (a file object, or its bytes in a
+    BytesIO), ``size`` bytes long; PrecisionToolError naming ``path`` when it cannot be read or
+    is not a ``.npy`` file."""
     try:
         if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
             raise PrecisionToolError("not a .npy file (bad magic)", path)
         handle.seek(0)
         plain = _plain_header(handle)
         if plain is not None:
-            return NpyHeader(plain[0], plain[2], plain[1], handle.tell(), os.fstat(handle.fileno()).st_size)
+            return NpyHeader(plain[0], plain[2], plain[1], handle.tell(), size)
         handle.seek(0)
         version = np.lib.format.read_magic(handle)
         # 3.0 is 2.0 with a UTF-8 header; reading it as 2.0 only garbles non-Latin-1 field
@@ -262,7 +275,7 @@ def _read_npy_header(handle, path: Path) -> NpyHeader:
         npy = np.lib.format
         read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
         shape, fortran_order, dtype = read(handle)
-        return NpyHeader(tuple(shape), dtype, bool(fortran_order), handle.tell(), os.fstat(handle.fileno()).st_size)
+        return NpyHeader(tuple(shape), dtype, bool(fortran_order), handle.tell(), size)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read golden file: {exc.strerror or exc}", path) from exc
     except (RecursionError, MemoryError):  # a header of at most 10,000 bytes nested that deep

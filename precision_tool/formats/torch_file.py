@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .file_identity import FileIdentities
-from .files import Fetch, descriptor_fetch, open_regular_descriptor, read_whole, size_text
+from .files import held_fetch, open_regular_descriptor, read_whole, size_text
 from .shapes import shape_problem
 from .text import shape_text
 from .torch_pickle import TensorRecord, read_tensor_pickle, shown
@@ -163,7 +163,7 @@ class PtReader:
         size = info.st_size
         # the size fstat gave, which the directory is found from: one read
         data = read_whole(descriptor, size) if whole and size <= WHOLE_LIMIT else None
-        fetch = _fetcher(descriptor, data)
+        fetch = held_fetch(b"" if data is None else data, descriptor)
         if identities is not None:
             identities.record(path, info, fetch)
         found = _fast_layout(self, fetch, size, path)
@@ -186,12 +186,6 @@ class PtReader:
 
 
 PROCESS_READER = PtReader()  # lives as long as the process: one pool worker reads many jobs' files
-
-
-def _fetcher(descriptor: int, data: bytes | None) -> Fetch:
-    if data is not None:
-        return lambda offset, count: data[offset : offset + count]
-    return descriptor_fetch(descriptor)
 
 
 def pt_header(path: str | os.PathLike, reader: PtReader | None = None) -> tuple[np.dtype, tuple[int, ...]]:

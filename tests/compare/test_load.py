@@ -33,15 +33,16 @@ def test_small_c_order_file_is_read_with_its_header(tmp_path):
     np.testing.assert_array_equal(_values(source), array.ravel())
 
 
-def test_small_file_cut_after_its_header_was_checked_is_one_line(tmp_path, monkeypatch):
-    np.save(tmp_path / "g.npy", np.arange(100_000, dtype=np.float32))  # beyond the first buffered read
-    checked = golden.check_npy_header
+def test_small_file_cut_after_it_was_sized_is_one_line(tmp_path, monkeypatch):
+    np.save(tmp_path / "g.npy", np.arange(100_000, dtype=np.float32))
+    opened = golden.open_regular_descriptor
 
-    def cut_after_check(header, path):
-        checked(header, path)
+    def cut_after_fstat(path, kind):
+        found = opened(path, kind)  # the descriptor and its fstat: the size read whole
         path.write_bytes(path.read_bytes()[:-8])  # the writer was still writing
+        return found
 
-    monkeypatch.setattr(golden, "check_npy_header", cut_after_check)
+    monkeypatch.setattr(golden, "open_regular_descriptor", cut_after_fstat)
     with pytest.raises(PrecisionToolError) as caught:
         open_npy_side(NpySide(tmp_path / "g.npy"))
     assert "truncated since its header was read" in str(caught.value) and "\n" not in str(caught.value)

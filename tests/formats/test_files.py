@@ -8,7 +8,10 @@ import socket
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats import files
@@ -193,3 +196,21 @@ def test_bytes_under_stops_inside_one_large_directory(tmp_path):
     for k in range(50):  # a dump's tensor directory: many files side by side
         _file(tmp_path / f"x{k}.bin", 100)
     assert bytes_under([tmp_path], enough=250) == 300  # the third file reaches the line
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(max_size=3000),
+    held=st.integers(0, 3000),
+    reads=st.lists(st.tuples(st.integers(0, 3200), st.integers(0, 1200)), max_size=8),
+)
+def test_a_held_fetch_reads_what_the_file_holds_held_or_not(tmp_path_factory, data, held, reads):
+    path = tmp_path_factory.mktemp("held") / "f.bin"
+    path.write_bytes(data)
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        fetch = files.held_fetch(np.frombuffer(data[:held], np.uint8), descriptor)
+        for offset, count in reads:
+            assert fetch(offset, count) == data[offset : offset + count]
+    finally:
+        os.close(descriptor)
