@@ -125,7 +125,7 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGro
                 part = Stats(count=xv.size, **dict(zip(DISTANCE_FIELDS, out.tolist())))
             else:
                 kernels.fused(xv, yv, out)
-                part = Stats(**{name: int(v) if name in COUNTS else float(v) for name, v in zip(FUSED_FIELDS, out)})
+                part = Stats(**{name: int(v) if name in COUNTS else v for name, v in zip(FUSED_FIELDS, out.tolist())})
             _count_nonfinite(kernels, part, xv, yv)
             _nan_maxima(part)
         # a kernel's sums start at +0.0, so merging a first part into empty statistics would

@@ -33,7 +33,6 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +40,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
-from ..formats.dtypes import dump_dtype
+from ..formats.dtypes import dump_dtype, numpy_name
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.file_identity import FileIdentities
 from ..formats.files import held_fetch, open_regular
@@ -476,12 +475,12 @@ def open_npy_side(side: NpySide, identities: FileIdentities | None = None) -> So
         check_numeric(header.dtype, side.path.name, side.path)
         if data is not None:  # a small file: already read with its header
             array = np.frombuffer(data, header.dtype, count).reshape(header.shape)
-            common = dict(dtype=header.dtype, dtype_name=header.dtype.name, nbytes=header.file_size)
+            common = dict(dtype=header.dtype, dtype_name=numpy_name(header.dtype), nbytes=header.file_size)
             return ArrayBlocks(shape=tuple(header.shape), array=array, **common)
         return FileRegion(
             shape=tuple(header.shape),
             dtype=header.dtype,
-            dtype_name=header.dtype.name,
+            dtype_name=numpy_name(header.dtype),
             nbytes=header.file_size,
             path=Path(os.path.abspath(side.path)),
             offset=header.offset,
@@ -492,7 +491,7 @@ def open_npy_side(side: NpySide, identities: FileIdentities | None = None) -> So
         nbytes = os.stat(side.path).st_size
     except OSError:
         nbytes = array.nbytes
-    common = dict(shape=tuple(array.shape), dtype=array.dtype, dtype_name=array.dtype.name, nbytes=nbytes)
+    common = dict(shape=tuple(array.shape), dtype=array.dtype, dtype_name=numpy_name(array.dtype), nbytes=nbytes)
     if isinstance(array, np.memmap) and array.flags.c_contiguous and array.size:
         return FileRegion(path=Path(array.filename), offset=int(array.offset), **common)
     return ArrayBlocks(array=array, **common)
@@ -511,15 +510,8 @@ def open_tensor_file_side(side: TensorFileSide, identities: FileIdentities | Non
     # read in blocks from the array, whose mapping pages in only what is read
     dtype = array.dtype
     return ArrayBlocks(
-        shape=tuple(array.shape), array=array, dtype=dtype, dtype_name=_dtype_name(dtype), nbytes=int(array.nbytes)
+        shape=tuple(array.shape), array=array, dtype=dtype, dtype_name=numpy_name(dtype), nbytes=int(array.nbytes)
     )
-
-
-@lru_cache(maxsize=64)
-def _dtype_name(dtype: np.dtype) -> str:
-    """``dtype.name``, which numpy works out in Python each time it is asked (a few
-    microseconds: a msprobe pair's two files ask for it once each)."""
-    return dtype.name
 
 
 def open_side(

@@ -9,6 +9,7 @@ and are unpacked to one element per byte on read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
@@ -146,7 +147,14 @@ def _numpy_named(name: str) -> np.dtype:
 
 def display_name(dtype: DumpDType) -> str:
     """How a data type is shown to users: ``float16``, ``bfloat16``, ``int4``..."""
-    return _DISPLAY.get(dtype.name, dtype.dtype.name)
+    return _DISPLAY.get(dtype.name) or numpy_name(dtype.dtype)
+
+
+@lru_cache(maxsize=64)
+def numpy_name(dtype: np.dtype) -> str:
+    """``dtype.name``, which numpy works out in Python each time it is asked (a few
+    microseconds; every tensor a run opens asks it)."""
+    return dtype.name
 
 
 def unpack_bits(raw: np.ndarray, dtype: DumpDType, count: int) -> np.ndarray:
