@@ -108,16 +108,27 @@ def _mode_000(file) -> bool:
 
 @contextmanager
 def as_if_not_root(monkeypatch):
-    """Make opening a mode-000 file fail as it does for anyone but root (root reads anything)."""
-    real_open = builtins.open
+    """Make opening a mode-000 file fail as it does for anyone but root (root reads anything),
+    whether through a file object or a bare descriptor (``os.open``: the readers that read a
+    small file whole)."""
+    real_open, real_os_open = builtins.open, os.open
+
+    def refused(file) -> PermissionError:
+        return PermissionError(errno.EACCES, "Permission denied", os.fsdecode(file))
 
     def guarded(file, *args, **kwargs):
         if _mode_000(file):
-            raise PermissionError(errno.EACCES, "Permission denied", os.fsdecode(file))
+            raise refused(file)
         return real_open(file, *args, **kwargs)
+
+    def guarded_descriptor(file, *args, **kwargs):
+        if _mode_000(file):
+            raise refused(file)
+        return real_os_open(file, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "open", guarded)
     monkeypatch.setattr(io, "open", guarded)
+    monkeypatch.setattr(os, "open", guarded_descriptor)
     try:
         yield
     finally:
