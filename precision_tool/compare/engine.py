@@ -47,12 +47,13 @@ from typing import TYPE_CHECKING
 from ..lifetime import init_worker_lifetime
 from . import kernels
 from .golden_pairing import DumpSide, FileSide, PairTask
-from .load import DEFAULT_CHUNK, HeaderCache
+from .load import DEFAULT_CHUNK
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
 from .pool_server import parent_of_workers, server_context, single_threaded_children, workers_have_numba
 from .result import CompareRow
 from .row_keys import RowKeys
+from .sides import HeaderCache
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
 

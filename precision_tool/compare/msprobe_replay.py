@@ -24,11 +24,11 @@ from ..formats.msprobe_dump import Call, Tensor, Value, nest, read_dump, tensor_
 from ..formats.msprobe_graph import op_type
 from ..formats.npy_file import dump_dtype
 from .golden_pairing import TensorFileSide
-from .load import open_tensor_file_side
 from .manifest import info_of
 from .msprobe_plan import tensor_slots
 from .replay import ReplayError
 from .replay.torch_api import Api, find_api, replay_call
+from .sides import open_tensor_file_side
 
 DUMP_JSON = "dump.json"
 

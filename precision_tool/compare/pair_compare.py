@@ -18,11 +18,12 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .golden_pairing import DumpSide, PairTask
-from .load import DEFAULT_CHUNK, Buffers, HeaderCache, Source, aligned, open_side
+from .load import DEFAULT_CHUNK, Buffers, Source, aligned
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
 from .row_keys import RowKeys
+from .sides import HeaderCache, open_side
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
 

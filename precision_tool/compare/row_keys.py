@@ -71,7 +71,7 @@ def _keyed(task: PairTask, prefix, identities: FileIdentities) -> str | None:
 
 class RowKeys:
     """The keys of one call's tasks, all compared with the same metrics: each file identified
-    once, by whoever reads it first (:func:`~.load.open_side` with :attr:`identities`: a
+    once, by whoever reads it first (:func:`~.sides.open_side` with :attr:`identities`: a
     ``.pt`` from the descriptor it is read through), so :meth:`key` opens nothing more."""
 
     def __init__(self, metric_names: Sequence[str]) -> None:

@@ -4,7 +4,7 @@ A tensor much larger than the others would keep one worker busy while the rest w
 (issue 13 item 7), and a 4 GB tensor is too much for one worker's memory anyway. So the engine
 (:func:`split_units`) cuts such a pair into ranges of its flat C-order elements:
 
-* the parent opens both sides from their headers (:func:`~.load.range_extent`: no tensor data
+* the parent opens both sides from their headers (:func:`~.sides.range_extent`: no tensor data
   is read, and a side whose opening would convert it whole is not split) and cuts the elements
   on row boundaries (:attr:`~.load.Source.unit`), so no piece reads a row another piece reads;
 * round 1: one call per range (:func:`run_piece`) folds the range's blocks into partial
@@ -35,9 +35,10 @@ from dataclasses import dataclass, replace
 from ..errors import PrecisionToolError
 from . import pair_compare
 from .golden_pairing import PairTask
-from .load import HeaderCache, Source, open_side, range_extent
+from .load import Source
 from .metric_data import Range, Stats
 from .row_keys import RowKeys
+from .sides import HeaderCache, open_side, range_extent
 from .stat_groups import combine
 from .window import JobResult, LostWork, Unit
 

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden, read_graph
-from precision_tool.compare import engine, load, pair_compare
+from precision_tool.compare import engine, pair_compare, sides
 from precision_tool.compare.engine import compare_tasks, group_jobs
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
-from precision_tool.compare.load import Buffers, HeaderCache, aligned, open_dump_side
+from precision_tool.compare.load import Buffers, aligned
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
+from precision_tool.compare.sides import HeaderCache, open_dump_side
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.golden import write_golden
@@ -297,7 +298,7 @@ def _every_dump_tensor(root: Path):
 def test_streamed_blocks_equal_the_whole_conversion(request, data, chunk, small, monkeypatch):
     root = request.getfixturevalue(data)
     if small is not None:
-        monkeypatch.setattr(load, "SMALL_DUMP_BYTES", small)
+        monkeypatch.setattr(sides, "SMALL_DUMP_BYTES", small)
     kinds = set()
     for side, tensor in _every_dump_tensor(root):
         source = open_dump_side(side, HeaderCache())
@@ -333,8 +334,8 @@ def test_row_streamed_layouts_match_the_layout_code(tmp_path, fmt, host_format, 
         [],
         [TensorSpec(device, "FLOAT16", fmt, shape, ("x", 0, host_format))],
     )
-    for small in (load.SMALL_DUMP_BYTES, 0):  # rows sliced from memory, and read from the file
-        monkeypatch.setattr(load, "SMALL_DUMP_BYTES", small)
+    for small in (sides.SMALL_DUMP_BYTES, 0):  # rows sliced from memory, and read from the file
+        monkeypatch.setattr(sides, "SMALL_DUMP_BYTES", small)
         source = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
         assert type(source).__name__ == "DeviceRows" and (source.raw is None) == (small == 0)
         for chunk in (1, 50, 10_000):
@@ -354,8 +355,8 @@ def test_aligned_splits_blocks_of_different_sizes():
 @pytest.mark.parametrize("channels", [32, 20])  # unpadded; padded
 def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels, kernel_backend):
     from precision_tool.compare.engine import compare_sources
-    from precision_tool.compare.load import open_npy_side
     from precision_tool.compare.metrics import compare_arrays
+    from precision_tool.compare.sides import open_npy_side
 
     rng = np.random.default_rng(3)
     golden = rng.standard_normal((4, 6, 5, channels)).astype(np.float32)

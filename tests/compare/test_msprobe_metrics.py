@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from precision_tool.compare import pair_compare, split
 from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.golden_pairing import NpySide, PairTask
-from precision_tool.compare.load import ArrayBlocks, HeaderCache, open_side
+from precision_tool.compare.load import ArrayBlocks
 from precision_tool.compare.metrics import METRICS, Accumulator
 from precision_tool.compare.msprobe_metrics import (
     EUC_DIST,
@@ -34,6 +34,7 @@ from precision_tool.compare.msprobe_metrics import (
     select_msprobe,
     text_cell,
 )
+from precision_tool.compare.sides import HeaderCache, open_side
 from precision_tool.compare.stat_groups import combine
 from precision_tool.errors import PrecisionToolError
 

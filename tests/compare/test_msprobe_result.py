@@ -12,10 +12,10 @@ import pytest
 
 from precision_tool.compare import pair_compare
 from precision_tool.compare.golden_pairing import NpySide
-from precision_tool.compare.load import HeaderCache, open_side
 from precision_tool.compare.msprobe_metrics import MSPROBE_COLUMNS, MSPROBE_METRICS, precheck
 from precision_tool.compare.msprobe_result import ApiRow, judge_api
 from precision_tool.compare.msprobe_stats import compare_summaries
+from precision_tool.compare.sides import HeaderCache, open_side
 
 from .msprobe_dumps import DATA, dtype, dump, expected, md5, records, shape, summary
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.compare import engine, load, split
+from precision_tool.compare import engine, sides, split
 from precision_tool.compare.metrics import select_metrics
 from precision_tool.compare.row_cache import RowCache, cached_rows
 from precision_tool.compare.row_keys import RowKeys, metric_identities, task_key
@@ -65,21 +65,21 @@ def test_a_pt_read_records_its_identity_and_the_first_identity_of_a_path_stays(t
     assert identities.of(files[0]) == first != FileIdentities().of(files[0])
 
 
-@pytest.mark.parametrize("npy_limit", [load.SMALL_NPY_BYTES, 0], ids=["goldens read whole", "goldens streamed"])
+@pytest.mark.parametrize("npy_limit", [sides.SMALL_NPY_BYTES, 0], ids=["goldens read whole", "goldens streamed"])
 def test_ge_dump_and_golden_files_are_identified_as_read_and_keyed_as_up_front(tmp_path, monkeypatch, npy_limit):
     """A GE run's dump files and small goldens are read whole: their identities come from that
     read (no open of their own); a golden streamed from disk opens once more, before its data."""
-    monkeypatch.setattr(load, "SMALL_NPY_BYTES", npy_limit)
+    monkeypatch.setattr(sides, "SMALL_NPY_BYTES", npy_limit)
     tasks = _comparable_tasks(write_sample(tmp_path / "precision_data"))
-    sides = [side for task in tasks for side in (task.left, task.right)]
-    assert {type(side).__name__ for side in sides} == {"DumpSide", "NpySide"}
+    opened_sides = [side for task in tasks for side in (task.left, task.right)]
+    assert {type(side).__name__ for side in opened_sides} == {"DumpSide", "NpySide"}
     metrics = select_metrics(None)
     expected = [task_key(task, metric_identities(metrics)) for task in tasks]
     opened = []
     real = FileIdentities._identify
     monkeypatch.setattr(FileIdentities, "_identify", lambda self, path: opened.append(path) or real(self, path))
     rows = engine.run_job(tasks, metrics, keyed=True).rows
-    goldens = {os.fspath(side.path) for side in sides if type(side).__name__ == "NpySide"}
+    goldens = {os.fspath(side.path) for side in opened_sides if type(side).__name__ == "NpySide"}
     assert sorted(opened) == ([] if npy_limit else sorted(goldens))
     assert [row.cache_key for row in rows] == expected and None not in expected
 

@@ -1,4 +1,4 @@
-"""load: a small C-order .npy is read with its header in one open, a larger one is opened from
+"""sides: a small C-order .npy is read with its header in one open, a larger one is opened from
 its header alone, other files are mapped; a small dump file is read whole, once a job.
 
 Expected offsets come from the file size and the saved array's byte count; expected values from
@@ -12,9 +12,10 @@ import os
 import numpy as np
 import pytest
 
-from precision_tool.compare import load
+from precision_tool.compare import sides
 from precision_tool.compare.golden_pairing import NpySide
-from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion, open_npy_side
+from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion
+from precision_tool.compare.sides import open_npy_side
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats import golden
 
@@ -50,7 +51,7 @@ def test_small_file_cut_after_it_was_sized_is_one_line(tmp_path, monkeypatch):
 
 def test_larger_c_order_file_is_a_region_of_the_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(load, "SMALL_NPY_BYTES", 64)  # smaller than this file: read block by block
+    monkeypatch.setattr(sides, "SMALL_NPY_BYTES", 64)  # smaller than this file: read block by block
     array = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     np.save("g.npy", array)
     source = open_npy_side(NpySide(tmp_path.joinpath("g.npy").relative_to(tmp_path)))
@@ -97,36 +98,34 @@ def _three_tensor_dump(path):
 
 
 def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_data(tmp_path, monkeypatch):
-    from precision_tool.compare import load
     from precision_tool.compare.golden_pairing import DumpSide
     from precision_tool.formats import dump as dump_module
 
     path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
     opened = []
-    for module in (load, dump_module):
+    for module in (sides, dump_module):
         real = module.open_regular
         monkeypatch.setattr(
             module, "open_regular", lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k)
         )
-    headers = load.HeaderCache()
-    sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
-    for side, array in zip(sides, arrays):
-        source = load.open_dump_side(side, headers)
+    headers = sides.HeaderCache()
+    dump_sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
+    for side, array in zip(dump_sides, arrays):
+        source = sides.open_dump_side(side, headers)
         assert isinstance(source, ArrayBlocks)
         np.testing.assert_array_equal(_values(source), array)
     assert opened == [path, path]  # the header, then every tensor's bytes in one read
 
 
 def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp_path):
-    from precision_tool.compare import load
     from precision_tool.compare.golden_pairing import DumpSide
 
     path, _ = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
-    headers = load.HeaderCache()
+    headers = sides.HeaderCache()
     headers.dump(path)  # the header, read while the file was whole
     path.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(PrecisionToolError) as caught:
-        load.open_dump_side(DumpSide(path, "output", 1), headers)
+        sides.open_dump_side(DumpSide(path, "output", 1), headers)
     assert "truncated" in str(caught.value) and "\n" not in str(caught.value)
     assert str(path) in str(caught.value) or path.name in str(caught.value)
 
@@ -134,7 +133,6 @@ def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp
 def test_the_pt_files_of_every_job_of_a_process_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
     import struct
 
-    from precision_tool.compare import load
     from precision_tool.compare.golden_pairing import TensorFileSide
     from precision_tool.formats import torch_file
     from tests.formats.test_torch_file import build_pt, tensor_pickle
@@ -146,9 +144,9 @@ def test_the_pt_files_of_every_job_of_a_process_share_its_reader_so_a_shared_pic
     interpret = torch_file.read_tensor_pickle
     monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
     monkeypatch.setattr(torch_file, "PROCESS_READER", torch_file.PtReader())  # a fresh process
-    headers = load.HeaderCache()  # one job
-    values = [_values(load.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
+    headers = sides.HeaderCache()  # one job
+    values = [_values(sides.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
     assert values == [[1, 2, 3], [4, 5, 6]] and runs == [first]
     # another job (a job is one pair): the memo outlives it
-    assert _values(load.open_side(TensorFileSide(second, "torch.float32"), load.HeaderCache())).tolist() == [4, 5, 6]
+    assert _values(sides.open_side(TensorFileSide(second, "torch.float32"), sides.HeaderCache())).tolist() == [4, 5, 6]
     assert runs == [first]

@@ -14,13 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool import read_dump
-from precision_tool.compare import engine, load, split
+from precision_tool.compare import engine, split
+from precision_tool.compare import sides as side_opening
 from precision_tool.compare.engine import compare_tasks, plan_jobs
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
-from precision_tool.compare.load import Buffers, HeaderCache, open_dump_side, open_npy_side, range_extent
+from precision_tool.compare.load import Buffers
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.result_csv import write_result_csv
+from precision_tool.compare.sides import HeaderCache, open_dump_side, open_npy_side, range_extent
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.window import stream_units
 from precision_tool.formats.dump_write import TensorSpec, write_dump
@@ -80,24 +82,24 @@ def sources(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sources")
     rng = np.random.default_rng(5)
     nhwc = rng.standard_normal((3, 5, 4, 20)).astype(np.float16)
-    sides = {
+    by_kind = {
         "FileRegion (ND dump)": _dump(tmp, "nd", nhwc),
         "DeviceRows (NC1HWC0, padded)": _dump(tmp, "rows", nhwc, "NC1HWC0"),
         "DeviceRows (FRACTAL_NZ 3-D)": _dump(tmp, "nz", nhwc[0], "FRACTAL_NZ", host_format="ND"),
         "ArrayBlocks (NCHW dump, NHWC host)": _dump(tmp, "view", nhwc, "NCHW", host_format="NHWC"),
     }
-    saved = load.SMALL_DUMP_BYTES
+    saved = side_opening.SMALL_DUMP_BYTES
     try:  # these small files streamed from disk, as large ones are ...
-        load.SMALL_DUMP_BYTES = 0
-        opened = {kind: open_dump_side(side, HeaderCache()) for kind, side in sides.items()}
+        side_opening.SMALL_DUMP_BYTES = 0
+        opened = {kind: open_dump_side(side, HeaderCache()) for kind, side in by_kind.items()}
     finally:
-        load.SMALL_DUMP_BYTES = saved
+        side_opening.SMALL_DUMP_BYTES = saved
     # ... and read whole into memory, as small ones are
-    sides["ArrayBlocks (ND dump in memory)"] = sides["FileRegion (ND dump)"]
-    sides["DeviceRows (NC1HWC0 in memory)"] = sides["DeviceRows (NC1HWC0, padded)"]
+    by_kind["ArrayBlocks (ND dump in memory)"] = by_kind["FileRegion (ND dump)"]
+    by_kind["DeviceRows (NC1HWC0 in memory)"] = by_kind["DeviceRows (NC1HWC0, padded)"]
     for kind in ("ArrayBlocks (ND dump in memory)", "DeviceRows (NC1HWC0 in memory)"):
-        opened[kind] = open_dump_side(sides[kind], HeaderCache())
-    wholes = {kind: read_dump(side.path).outputs[0].host().reshape(-1) for kind, side in sides.items()}
+        opened[kind] = open_dump_side(by_kind[kind], HeaderCache())
+    wholes = {kind: read_dump(side.path).outputs[0].host().reshape(-1) for kind, side in by_kind.items()}
     fortran = np.asfortranarray(rng.standard_normal((6, 7, 5)).astype(np.float32))
     np.save(tmp / "fortran.npy", fortran)
     opened["ArrayBlocks (Fortran .npy)"] = open_npy_side(NpySide(tmp / "fortran.npy"))

@@ -129,13 +129,13 @@ def test_one_shot_command_line(name, words, expected, text, corpus, tmp_path):
 def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatch):
     """net/relu's dump is cut right after vc has read its header (as when the dumping job
     rewrites it meanwhile): its tensors get a row each with the reason, net/add is compared."""
-    from precision_tool.compare import load
+    from precision_tool.compare import sides
 
     from .base import Case, make_case, step_dir
 
     case_dir = make_case(tmp_path, Case("shrinking", "the base network", lambda c: None, ()))
     victim = step_dir(case_dir) / RELU_FILE
-    read_header = load.HeaderCache.dump
+    read_header = sides.HeaderCache.dump
 
     def dump_then_cut(self, path):
         found = read_header(self, path)
@@ -144,7 +144,7 @@ def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatc
                 handle.truncate(found.inputs[0].offset + 10)
         return found
 
-    monkeypatch.setattr(load.HeaderCache, "dump", dump_then_cut)
+    monkeypatch.setattr(sides.HeaderCache, "dump", dump_then_cut)
     context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
     check = Check("vc", "row", "truncated since its header was read")
     assert_outcome(check, *run_check(context, buffer, check), root_of(case_dir), True)
