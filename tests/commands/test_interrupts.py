@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.commands import ls_listing, vc
+from precision_tool.commands import ls_listing, vc_run
 from precision_tool.compare import api as compare_api
 from precision_tool.formats.output_root import OutputRoot
 from precision_tool.status import ExitStatus
@@ -30,7 +30,7 @@ def _interrupting_progress(monkeypatch, after_rows: int = 1):
 
         return update
 
-    monkeypatch.setattr(vc.CompareProgress, "track", track)
+    monkeypatch.setattr(vc_run.CompareProgress, "track", track)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

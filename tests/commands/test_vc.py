@@ -214,7 +214,7 @@ def test_the_live_display_runs_no_thread_so_workers_can_fork(fixture_data):
     import io
     import threading
 
-    from precision_tool.commands.vc import CompareProgress
+    from precision_tool.commands.vc_run import CompareProgress
 
     console = make_console(file=io.StringIO(), width=120, force_terminal=True)
     with CompareProgress(console) as display:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from precision_tool.commands import vc
+from precision_tool.commands import vc_run
 from precision_tool.compare import manifest
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
@@ -34,7 +34,7 @@ def _interrupt_for_real(monkeypatch, after_rows: int = 10) -> None:
 
         return update
 
-    monkeypatch.setattr(vc.CompareProgress, "track", track)
+    monkeypatch.setattr(vc_run.CompareProgress, "track", track)
 
 
 def _run(context, out, line: str) -> tuple[ExitStatus, str]:

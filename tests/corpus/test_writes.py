@@ -103,17 +103,17 @@ def test_a_link_at_the_graph_file_name_is_replaced_not_followed(sample_data, tmp
 def test_a_result_directory_swapped_for_a_link_mid_run_is_refused(sample_data, tmp_path, monkeypatch):
     """vc made its directory; someone replaces it by a link before the CSV is created: the CSV
     is refused in one line, not written through the link."""
-    from precision_tool.commands import vc
+    from precision_tool.commands import vc_run
 
     outside = _outside(tmp_path)
-    real_write = vc._write_all
+    real_write = vc_run.write_all
 
     def swap_then_write(plans, root, paths, *args):
         os.rename(paths[0].parent, tmp_path / "moved")
         paths[0].parent.symlink_to(outside, target_is_directory=True)
         return real_write(plans, root, paths, *args)
 
-    monkeypatch.setattr(vc, "_write_all", swap_then_write)
+    monkeypatch.setattr(vc_run, "write_all", swap_then_write)
     status, output = _run(sample_data, "vc")
     _one_error(status, output, "is a symbolic link", "vector_compare")
     _untouched(outside)
@@ -339,7 +339,7 @@ def test_two_runs_in_the_same_second_choose_different_directories(sample_data, m
     import datetime as real_datetime
     import threading
 
-    from precision_tool.commands import vc
+    from precision_tool.commands import vc_run
     from precision_tool.compare import result_dir
 
     class Frozen(real_datetime.datetime):
@@ -349,13 +349,13 @@ def test_two_runs_in_the_same_second_choose_different_directories(sample_data, m
 
     monkeypatch.setattr(result_dir, "datetime", Frozen)
     barrier = threading.Barrier(2, timeout=60)
-    real_enter = vc.CompareProgress.__enter__
+    real_enter = vc_run.CompareProgress.__enter__
 
     def enter(self):
         barrier.wait()  # both have chosen where to write; neither has written
         return real_enter(self)
 
-    monkeypatch.setattr(vc.CompareProgress, "__enter__", enter)
+    monkeypatch.setattr(vc_run.CompareProgress, "__enter__", enter)
     statuses = []
     threads = [threading.Thread(target=lambda: statuses.append(_run(sample_data, "vc")[0])) for _ in range(2)]
     for thread in threads:
