@@ -249,7 +249,7 @@ def _read_header(path: Path, handle, file_size: int) -> tuple[DumpData, int]:
 
 
 def _shape(message) -> tuple[int, ...]:
-    return tuple(int(d) for d in message.dim)
+    return tuple(message.dim)  # a repeated int64 field: Python ints already
 
 
 def _original_op(proto) -> OriginalOp | None:
