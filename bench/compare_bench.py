@@ -53,6 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from generated import clear_generated  # noqa: E402
 from perf_doc import add_write_flag, run_writing  # noqa: E402
+from run_env import tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUN, MODEL = "20260101000000", "ge_default_20260101000000_1"
@@ -299,12 +300,6 @@ def _vc_command(root: Path, alg: str, out: Path, code: Path = REPO) -> list[str]
     return command + ([] if alg == "all" else ["-alg", alg])
 
 
-def _vc_env(code: Path, workers: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    env.update(PYTHONPATH=str(code), PRECISION_TOOL_WORKERS=str(workers))
-    return env
-
-
 class Msaccucmp:
     """Huawei's msaccucmp through the runner of ../shared/tools/msaccucmp, when configured."""
 
@@ -462,7 +457,7 @@ def _measure_all(args, root: Path, files: list[Path], ms: Msaccucmp, scratch: Pa
                 for label, code in codes:
                     out = scratch / f"{'vc' if label == 'vc' else 'base'}_{alg}"
                     command = _vc_command(root, alg, out, code)
-                    env = _vc_env(code, args.workers)
+                    env = tool_env(code, scratch / "pycache", PRECISION_TOOL_WORKERS=str(args.workers))
                     if label not in memory:  # the memory run (sampled, not timed); warms the caches
                         memory[label] = measure(command, root.parent, env, ok=(0, 1))
                     if cache == "cold":

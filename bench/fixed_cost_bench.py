@@ -24,18 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
+from run_env import tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FLOOR = "floor: python -c 'import numpy, rich.console'"
 
 
 def _env(code: Path | None) -> dict:
-    env = {
-        k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("PRECISION_TOOL_")
-    }
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
-    return env
+    return tool_env(code)
 
 
 def run_once(command: list[str], env: dict) -> tuple[float, float]:

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from msprobe_workload import RUNS, add_workload_arguments, tensor_files
 from perf_doc import write_doc
+from run_env import tool_env
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MSPROBE = "/tmp/msprobe-venv/bin/msprobe"
@@ -142,11 +143,7 @@ def _vc_env(workers: int, scratch: Path) -> dict:
     """The environment of our runs: this checkout, ``workers``, and bytecode kept (under
     ``scratch``) as an installed package has it; msprobe's venv has its own from pip. (A
     PYTHONDONTWRITEBYTECODE inherited from the shell made every run compile ~120 modules.)"""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_") and k != "PYTHONDONTWRITEBYTECODE"
-    }
-    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers), PYTHONPYCACHEPREFIX=str(scratch / "pycache"))
-    return env
+    return tool_env(REPO, scratch / "pycache", PRECISION_TOOL_WORKERS=str(workers))
 
 
 def our_runners(root: Path, scratch: Path, framework: str, workers: int) -> tuple[list[Runner], str]:

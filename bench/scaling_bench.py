@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_bench import REPO, RUN, data_files, generate, measure, raw_read, with_memory  # noqa: E402
 from generated import clear_generated  # noqa: E402
 from perf_doc import add_write_flag, run_writing  # noqa: E402
+from run_env import tool_env  # noqa: E402
 
 BIG_NAME, BIG_STAMP = "net/huge/op", 1767400000000000
 UNSPLIT = str(1 << 50)
@@ -170,8 +171,7 @@ def print_read_rates(files: list[Path], repeat: int) -> None:
 
 
 def _env(workers: int, split: str | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_")}
-    env.update(PYTHONPATH=str(REPO), PRECISION_TOOL_WORKERS=str(workers))
+    env = tool_env(REPO, PRECISION_TOOL_WORKERS=str(workers))
     if split is not None:
         env["PRECISION_TOOL_SPLIT_BYTES"] = split
     return env

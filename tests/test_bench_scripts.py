@@ -80,6 +80,7 @@ def test_run_writing_records_what_the_bench_printed(tmp_path, monkeypatch, capsy
             "verdict_tables.py",
             "ge_network.py",
             "generated.py",
+            "run_env.py",
         )
     ],
     ids=lambda p: p.name,
@@ -109,3 +110,20 @@ def test_a_bench_never_clears_a_directory_it_did_not_generate(tmp_path):
     clear_generated(ours, "bench.json")
     clear_generated(tmp_path / "absent", "bench.json")
     assert not ours.exists()
+
+
+def test_a_measured_run_keeps_bytecode_and_none_of_the_shells_settings(monkeypatch, tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        from run_env import tool_env
+    finally:
+        sys.path.remove(str(BENCH))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("PRECISION_TOOL_KERNELS", "numpy")
+    monkeypatch.setenv("HOME", "/home/someone")
+    env = tool_env(tmp_path / "code", tmp_path / "pycache", PRECISION_TOOL_WORKERS="2")
+    assert "PYTHONDONTWRITEBYTECODE" not in env and "PRECISION_TOOL_KERNELS" not in env
+    assert env["PRECISION_TOOL_WORKERS"] == "2" and env["HOME"] == "/home/someone"
+    assert env["PYTHONPATH"] == str(tmp_path / "code") and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert "PYTHONPATH" not in tool_env() and "PYTHONPYCACHEPREFIX" not in tool_env()

@@ -1,0 +1,39 @@
+"""The environment of a measured run of the tool, one rule for every bench script.
+
+- The shell's own ``PRECISION_TOOL_*`` settings are left out: a run is what the bench asks for.
+- Bytecode is read and kept as an installed package has it: a ``PYTHONDONTWRITEBYTECODE`` from
+  the shell is dropped (with it, every module changed since bytecode was last written is
+  compiled again at every run: a tenth of a second or more in the parent and again in the
+  pool's fork server). ``pycache`` keeps the bytecode there instead of beside the code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def tool_env(code: Path | None = None, pycache: Path | None = None, **settings: str) -> dict:
+    """``os.environ`` for a run of the checkout ``code`` (None: whatever Python finds), with
+    ``settings`` (``PRECISION_TOOL_WORKERS="2"``...) set."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("PRECISION_TOOL_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    if pycache is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env.update(settings)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Only explains itself: the module is a helper of the other bench scripts."""
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
