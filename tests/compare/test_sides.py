@@ -131,18 +131,11 @@ def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp
 
 
 def test_the_pt_files_of_every_job_of_a_process_share_its_reader_so_a_shared_pickle_is_read_once(tmp_path, monkeypatch):
-    import struct
-
     from precision_tool.compare.golden_pairing import TensorFileSide
     from precision_tool.formats import torch_file
-    from tests.formats.test_torch_file import build_pt, tensor_pickle
+    from tests.formats.test_torch_file import two_files_sharing_a_pickle
 
-    pickle = tensor_pickle(("torch", "FloatStorage"), 3, 0, (3,), (1,))
-    first = build_pt(tmp_path / "a.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
-    second = build_pt(tmp_path / "b.pt", pickle, {"0": struct.pack("<3f", 4, 5, 6)}, prefix="other")
-    runs = []
-    interpret = torch_file.read_tensor_pickle
-    monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    first, second, runs = two_files_sharing_a_pickle(tmp_path, monkeypatch)
     monkeypatch.setattr(torch_file, "PROCESS_READER", torch_file.PtReader())  # a fresh process
     headers = sides.HeaderCache()  # one job
     values = [_values(sides.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]

@@ -128,13 +128,20 @@ def test_a_file_larger_than_one_read_is_mapped(tmp_path):
     assert np.array_equal(array, values) and not array.flags.writeable
 
 
-def test_a_reader_interprets_a_shared_pickle_once_and_reads_each_files_data(tmp_path, monkeypatch):
+def two_files_sharing_a_pickle(tmp_path, monkeypatch) -> tuple[Path, Path, list]:
+    """Two ``.pt`` files (1, 2, 3 and 4, 5, 6) whose ``data.pkl`` is the same bytes, and the
+    list of the files whose pickle torch_file interprets, filled as it does."""
     pickle = tensor_pickle(("torch", "FloatStorage"), 3, 0, (3,), (1,))
     first = build_pt(tmp_path / "a.pt", pickle, {"0": struct.pack("<3f", 1, 2, 3)})
     second = build_pt(tmp_path / "b.pt", pickle, {"0": struct.pack("<3f", 4, 5, 6)}, prefix="other")
     runs = []
     interpret = torch_file.read_tensor_pickle
     monkeypatch.setattr(torch_file, "read_tensor_pickle", lambda data, path: runs.append(path) or interpret(data, path))
+    return first, second, runs
+
+
+def test_a_reader_interprets_a_shared_pickle_once_and_reads_each_files_data(tmp_path, monkeypatch):
+    first, second, runs = two_files_sharing_a_pickle(tmp_path, monkeypatch)
     reader = PtReader()
     assert read_pt(first, reader).tolist() == [1, 2, 3]
     assert read_pt(second, reader).tolist() == [4, 5, 6]
