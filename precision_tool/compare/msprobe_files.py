@@ -21,10 +21,7 @@ sides' tensor files) in tensor mode.
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import PrecisionToolError
@@ -36,9 +33,9 @@ from .msprobe_metrics import UNSUPPORTED, text_cell
 from .msprobe_result import ApiRow, judge_api, shape_text
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries
 from .msprobe_stats import NA as N_A
+from .msprobe_table import TableText, cell_text
 from .msprobe_values import ValuePair, ValueSide, listed, msprobe_order, value_pair
 from .result import CompareRow
-from .result_csv import neutralise
 
 MSPROBE_DIR = "msprobe"
 BASIC = [
@@ -76,22 +73,6 @@ def header(mode: str, stack: bool = False) -> list[str]:
     dump has a ``stack.json``, which msprobe's compare shows (``NPU_Stack_Info``)."""
     summary = SUMMARY if mode != "md5" else []
     return BASIC + MODE_COLUMNS[mode] + summary + EXTRACT + [STACK] * stack + [DATA_NAME] * (mode == "tensor")
-
-
-def _cell(value) -> str:
-    kind = value.__class__
-    if kind is str:  # most cells (fourteen a line: a hot path)
-        return value
-    if kind is float or isinstance(value, float):
-        if value != value:
-            return "nan"
-        if value in _INFINITIES:  # msprobe's, so a spreadsheet reads no #NAME?
-            return " inf" if value > 0 else " -inf"
-        return str(value)
-    return "None" if value is None else str(value)
-
-
-_INFINITIES = (math.inf, -math.inf)
 
 
 def _grad_cell(value: bool | None) -> str:
@@ -174,7 +155,7 @@ def _api_row(pair, facts: tuple, cells: dict[str, str]) -> ApiRow:
 def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[list]:
     """The lines of one call (its tensors' rows and pairs, and ``(None, ValuePair)`` for its
     other arguments), Result and Err_message judged over all of them; the statistics cells
-    are left as values (:func:`_rendered` writes them)."""
+    are left as values (:class:`~.msprobe_table.TableText` writes them)."""
     cells = [dict(zip(MODE_COLUMNS[mode], _metric_values(mode, row, pair))) for row, pair in rows]
     facts = [_facts(pair) for _, pair in rows]
     verdicts = judge_api([_api_row(pair, f, c) for (_, pair), f, c in zip(rows, facts, cells)], mode)
@@ -189,7 +170,7 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[
                 *identity,
                 _grad_cell(npu.requires_grad),
                 _grad_cell(bench.requires_grad) if bench is not None else N_A,
-                *(_cell(v) for v in metric_cells.values()),
+                *(cell_text(v) for v in metric_cells.values()),
                 *stats,
                 consistent,
                 verdict.result,
@@ -197,19 +178,6 @@ def _lines(mode: str, rows: Sequence[tuple[CompareRow | None, object]]) -> list[
             ]
         )
     return lines
-
-
-def _csv_text(head: list[str], lines: Iterable[list[str]]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(head)
-    text = [i for i, name in enumerate(head) if name in _TEXT]
-    for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
-        cells = list(cells)
-        for i in text:
-            cells[i] = neutralise(cells[i])
-        writer.writerow(cells)
-    return out.getvalue()
 
 
 def dump_mode(sides) -> str:
@@ -246,6 +214,10 @@ class MsprobeLines:
         self._lines: dict[int, list[list]] = {}
         self._stacks = _stacks(sides.npu_rank)
         self._keys = {id(c): c.key.text for c in calls}
+        head = header(self._mode, self._stacks is not None)
+        start = len(BASIC) + len(MODE_COLUMNS[self._mode])
+        statistics = range(start, start + len(SUMMARY)) if self._mode != "md5" else range(0)
+        self._table = TableText(head, statistics, _TEXT)
 
     def add(self, row: CompareRow) -> None:
         pair = self._pairs.get(row.tensor_index or "")
@@ -254,8 +226,9 @@ class MsprobeLines:
         call = id(pair.npu_call)
         rows = self._rows.setdefault(call, {})
         rows[id(pair)] = row
-        if len(rows) == self._tensors[call]:
+        if len(rows) == self._tensors[call]:  # the call's lines, and their text, while the run goes on
             self._lines[call] = self._call_lines(call)
+            self._table.add(call, self._lines[call])
 
     def _call_lines(self, call: int) -> list[list]:
         rows = self._rows.get(call, {})
@@ -276,13 +249,12 @@ class MsprobeLines:
 
     def text(self) -> str:
         """The CSV of every row added (a call none of whose rows came is left out)."""
-        lines = [
-            line
+        calls = (
+            (call, self._lines.get(call) or self._call_lines(call))
             for call in self._entries
             if call in self._rows or not self._tensors[call]
-            for line in (self._lines.get(call) or self._call_lines(call))
-        ]
-        return _csv_text(header(self._mode, self._stacks is not None), _rendered(self._mode, lines))
+        )
+        return self._table.text(calls)
 
 
 def _stacks(rank) -> dict[str, tuple[str, ...]] | None:
@@ -320,26 +292,6 @@ def _call_entries(call, pairs: list, bench_calls: dict) -> list:
         elif listed(leaf):
             entries.append(value_pair(call, leaf, bench_call))
     return entries + list(by_tensor.values())  # a pair whose tensor is no leaf of the call
-
-
-def _rendered(mode: str, lines: list[list]) -> list[list]:
-    """The statistics cells as text the way msprobe's table writes them: a column of numbers
-    alone is a float column (an ``int`` argument shows as ``3.0``); one with any text keeps
-    each value as it is (``3``)."""
-    if mode == "md5":
-        return lines
-    start = len(BASIC) + len(MODE_COLUMNS[mode])
-    end = start + len(SUMMARY)
-    floats = [all(isinstance(line[i], (int, float)) for line in lines) for i in range(start, end)]
-    columns = list(zip(range(start, end), floats))
-    rendered = []
-    for line in lines:
-        line = line.copy()
-        for i, wide in columns:
-            cell = line[i]
-            line[i] = _cell(float(cell) if wide else cell)
-        rendered.append(line)
-    return rendered
 
 
 def msprobe_lines(plans: Sequence) -> list[MsprobeLines | None]:

@@ -1,16 +1,23 @@
-"""msprobe's compare-result cells as its table writes them (compare/msprobe_files.py): a float
-as Python prints it, NaN as ``nan``, infinities with a leading space (so a spreadsheet reads
-text, not a #NAME? formula), None as ``None``; numpy's floats the same as Python's."""
+"""msprobe's compare-result table as text (compare/msprobe_table.py): a cell as msprobe's table
+writes it (a float as Python prints it, NaN as ``nan``, infinities with a leading space, None
+as ``None``), and the statistics columns by msprobe's rule over a whole column (numbers alone:
+floats; any text: each value as it is), though the table is rendered a call at a time.
+
+The reference for the rule is written here from its statement, over the whole table at once."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from precision_tool.compare.msprobe_files import _cell, _rendered
 from precision_tool.compare.msprobe_stats import NA
+from precision_tool.compare.msprobe_table import TableText, cell_text
 
 
 @pytest.mark.parametrize(
@@ -31,15 +38,56 @@ from precision_tool.compare.msprobe_stats import NA
     ],
 )
 def test_a_cell_is_written_as_msprobe_writes_it(value, text):
-    assert _cell(value) == text
+    assert cell_text(value) == text
 
 
-def test_a_statistics_column_of_numbers_is_floats_one_with_text_keeps_its_values():
-    # tensor mode: 8 basic columns, 6 metric columns, then the 8 statistics columns
-    numbers = ["n", "b", "float32", "float32", "[2]", "[2]", True, True] + ["0.1"] * 6
-    first = numbers + [3, 1, 2.5, 4.0, 3, 1, 2.5, 4.0] + ["tail"]
-    second = numbers + [3, NA, 2.5, 4.0, 3, 1, math.inf, 4.0] + ["tail"]
-    lines = _rendered("tensor", [first, second])
-    assert lines[0][14:22] == ["3.0", "1", "2.5", "4.0", "3.0", "1.0", "2.5", "4.0"]
-    assert lines[1][14:22] == ["3.0", NA, "2.5", "4.0", "3.0", "1.0", " inf", "4.0"]
-    assert first[14] == 3 and lines[0][22] == "tail"  # the lines given are left as they were
+HEAD = ["NPU Name", "NPU max", "NPU min", "Result"]
+STATISTICS = (1, 2)
+
+
+def _reference(calls: list[list[list]]) -> str:
+    """The whole table by the rule: a column of numbers alone as floats, else as it is."""
+    lines = [line for call in calls for line in call]
+    floats = [all(isinstance(line[i], (int, float)) for line in lines) for i in STATISTICS]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(HEAD)
+    for line in lines:
+        line = list(line)
+        line[0] = "'" + line[0] if line[0][:1] in "=+-@" else line[0]  # a name from the data: no formula
+        for i, wide in zip(STATISTICS, floats):
+            line[i] = cell_text(float(line[i]) if wide else line[i])
+        writer.writerow(line)
+    return out.getvalue()
+
+
+def _table(calls: list[list[list]], added: int) -> str:
+    """The table rendered with the first ``added`` calls given as they came, the rest at the end."""
+    table = TableText(HEAD, STATISTICS, frozenset({"NPU Name"}))
+    for key, lines in enumerate(calls[:added]):
+        table.add(key, [list(line) for line in lines])
+    return table.text((key, [list(line) for line in lines]) for key, lines in enumerate(calls))
+
+
+def test_an_int_is_a_float_in_a_column_of_numbers_and_itself_beside_a_text():
+    numbers = [[["a", 3, 2.5, "pass"]], [["b", 1.0, math.inf, "pass"]]]
+    assert _table(numbers, 2).splitlines()[1:] == ["a,3.0,2.5,pass", "b,1.0, inf,pass"]
+    with_text = [[["a", 3, 2.5, "pass"]], [["b", NA, True, "pass"]]]  # the text comes after the int
+    assert _table(with_text, 2).splitlines()[1:] == ["a,3,2.5,pass", "b,N/A,1.0,pass"]
+
+
+_CELLS = st.one_of(
+    st.integers(-5, 5),
+    st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.sampled_from([NA, "Nan", "None", "=cmd()"]),
+    st.none(),
+)
+_LINES = st.lists(st.tuples(st.sampled_from(["x", "+y", "z,1"]), _CELLS, _CELLS), min_size=0, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(calls=st.lists(_LINES, min_size=1, max_size=5), added=st.integers(0, 5))
+def test_a_table_rendered_call_by_call_is_the_table_the_rule_writes(calls, added):
+    calls = [[[name, a, b, "pass"] for name, a, b in call] for call in calls]
+    assert _table(calls, added) == _reference(calls)
