@@ -4,6 +4,7 @@ otherwise found only by the next person who wants a number."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,16 @@ def test_a_measured_run_keeps_bytecode_and_none_of_the_shells_settings(monkeypat
     assert env["PYTHONPATH"] == str(tmp_path / "code") and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache")
     monkeypatch.delenv("PYTHONPATH", raising=False)
     assert "PYTHONPATH" not in tool_env() and "PYTHONPYCACHEPREFIX" not in tool_env()
+
+
+def test_a_fixed_cost_run_that_fails_stops_the_bench_with_its_error_line():
+    sys.path.insert(0, str(BENCH))
+    try:
+        from fixed_cost_bench import run_once
+    finally:
+        sys.path.remove(str(BENCH))
+    wall, cpu = run_once([sys.executable, "-c", "import sys; sys.exit(1)"], dict(os.environ), ok=(0, 1))
+    assert wall > 0 and cpu >= 0
+    with pytest.raises(SystemExit) as stopped:
+        run_once([sys.executable, "-c", "import sys; sys.exit('error: no NPU dumps here')"], dict(os.environ))
+    assert "ended with status 1: error: no NPU dumps here" in str(stopped.value)
