@@ -30,10 +30,6 @@ REPO = Path(__file__).resolve().parents[1]
 FLOOR = "floor: python -c 'import numpy, rich.console'"
 
 
-def _env(code: Path | None) -> dict:
-    return tool_env(code)
-
-
 def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process and its children) of one run; a run that
     ends with another status than ``ok`` stops the bench with its last error line (a failing
@@ -66,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         for code in codes:
             command = [sys.executable, "-m", "precision_tool", "--data", args.root, "vc", "-o", str(out), "--fresh"]
-            runs[str(code)].append(run_once(command, _env(code), ok=(0, 1)))  # 1: ops flagged
-        runs[FLOOR].append(run_once([sys.executable, "-c", "import numpy, rich.console"], _env(None)))
+            runs[str(code)].append(run_once(command, tool_env(code), ok=(0, 1)))  # 1: ops flagged
+        runs[FLOOR].append(run_once([sys.executable, "-c", "import numpy, rich.console"], tool_env()))
     for label, found in runs.items():
         walls, cpus = [w for w, _ in found], [c for _, c in found]
         print(

@@ -16,7 +16,7 @@ import io
 import math
 from collections.abc import Hashable, Iterable, Sequence
 
-from .result_csv import neutralise as neutralised
+from .result_csv import neutralise
 
 _INFINITIES = (math.inf, -math.inf)
 
@@ -58,6 +58,7 @@ class TableText:
         self._guessed: dict[Hashable, tuple[list[list], list[int]]] = {}
         self._out = io.StringIO()
         self._writer = csv.writer(self._out)
+        self._head_text = self._csv([list(head)])  # column names: nothing to neutralise in them
 
     def add(self, key: Hashable, lines: list[list]) -> None:
         """Render the lines of call ``key`` now (see the class)."""
@@ -80,7 +81,7 @@ class TableText:
             if not all(floats[k] for k in guessed):  # a text came later in one of its columns
                 self._chunks[key] = self._csv(self._rendered(lines, floats))
         rendered = (self._chunks.get(key) or self._csv(self._rendered(lines, floats)) for key, lines in calls)
-        return self._csv([self._head], neutralise=False) + "".join(rendered)
+        return self._head_text + "".join(rendered)
 
     def _floats(self) -> list[bool]:
         return [not text for text in self._texts]
@@ -90,12 +91,11 @@ class TableText:
         ``int`` or a bool in (positions among the statistics columns)."""
         numbers = []
         for k, i in enumerate(self._statistics):
-            for line in lines:
-                cell = line[i]
-                if not isinstance(cell, (int, float)):
-                    self._texts[k] = True
-                elif not isinstance(cell, float) and (not numbers or numbers[-1] != k):
-                    numbers.append(k)
+            cells = [line[i] for line in lines]
+            if any(not isinstance(cell, (int, float)) for cell in cells):
+                self._texts[k] = True
+            if any(isinstance(cell, int) for cell in cells):  # an int or a bool: not a float
+                numbers.append(k)
         return numbers
 
     def _rendered(self, lines: list[list], floats: list[bool]) -> list[list]:
@@ -111,13 +111,12 @@ class TableText:
             rendered.append(line)
         return rendered
 
-    def _csv(self, lines: list[list], neutralise: bool = True) -> str:
+    def _csv(self, lines: list[list]) -> str:
         """The CSV text of ``lines`` (rendered copies: neutralised in place), through the one
         writer of the table, emptied after each use."""
         for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
-            if neutralise:
-                for i in self._neutralised:
-                    cells[i] = neutralised(cells[i])
+            for i in self._neutralised:
+                cells[i] = neutralise(cells[i])
             self._writer.writerow(cells)
         text = self._out.getvalue()
         self._out.seek(0)

@@ -107,7 +107,7 @@ def numba_kernels():
         return None
     _use_cache_dir(numba_cache_dir())
     try:
-        with _without_scipy() if process_claimed() else nullcontext():
+        with _probes_hidden() if process_claimed() else nullcontext():
             kernels_numba = importlib.import_module(".kernels_numba", __package__)
             _check(kernels_numba)
     except ModuleNotFoundError as exc:
@@ -137,7 +137,7 @@ def _use_cache_dir(cache: Path | None) -> None:
 
 
 @contextmanager
-def _without_scipy():
+def _probes_hidden():
     """scipy and cffi hidden while numba loads, in a claimed process only
     (:func:`~.numba_line.claim_process`): numba keeps for the process what it finds.
 

@@ -21,7 +21,7 @@ from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype, numpy_name
 from ..formats.dump import DumpFile, DumpTensor, read_dump
 from ..formats.file_identity import FileIdentities
-from ..formats.files import held_fetch, open_regular
+from ..formats.files import held_fetch, open_regular_descriptor
 from ..formats.golden import load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
 from .load import ArrayBlocks, DeviceRows, FileRegion, Source, read_exact
@@ -71,12 +71,12 @@ class HeaderCache:
         if end > SMALL_DUMP_BYTES:
             return None
         data = np.empty(end, np.uint8)
+        descriptor, info = open_regular_descriptor(t.path, "dump file")  # info: the fstat before the read
         try:
-            with open_regular(t.path, "dump file", buffering=0) as handle:
-                info = os.fstat(handle.fileno()) if identities is not None else None  # before the read
+            with open(descriptor, "rb", buffering=0) as handle:  # closes the descriptor
                 read_exact(handle, data, t.path)
                 if identities is not None:
-                    identities.record(t.path, info, held_fetch(data, handle.fileno()))
+                    identities.record(t.path, info, held_fetch(data, descriptor))
         except OSError as exc:
             raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", t.path) from None
         data.flags.writeable = False  # as the read-only map it replaces

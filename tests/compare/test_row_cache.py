@@ -125,7 +125,9 @@ def test_cached_rows_keeps_task_order_and_computes_only_what_is_missing(sample_d
     assert [r.tensor_index for r in both] == [t.tensor_index for t in tasks]
     assert counts["reused"] == sum(1 for r in first if r.compared) and asked[1] == len(tasks) - counts["reused"]
     assert [r.metrics for r in both[:10]] == [r.metrics for r in first]
-    assert task_key(tasks[0], names) is None or isinstance(task_key(tasks[0], names), str)
+    stored = next(t for t, r in zip(tasks, first) if r.compared)  # a first run's row, under its task's key
+    with RowCache(root, "cache") as cache:
+        assert cache.get(task_key(stored, names)) is not None
 
 
 def test_a_link_planted_at_the_cache_is_refused(sample_data, tmp_path):

@@ -170,7 +170,7 @@ def test_a_key_is_the_sha256_of_the_json_list_of_what_makes_the_row(tmp_path):
     keys = RowKeys.for_metrics(metrics)
     opened = FileIdentities()
     for task in tasks:
-        sides = [["tensor file", *opened.of(side.path), side.dtype_name] for side in (task.left, task.right)]
-        text = json.dumps([SCHEMA, __version__, names, *sides])
+        side_keys = [["tensor file", *opened.of(side.path), side.dtype_name] for side in (task.left, task.right)]
+        text = json.dumps([SCHEMA, __version__, names, *side_keys])
         expected = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
         assert keys.key(task) == task_key(task, names) == expected

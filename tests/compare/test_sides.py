@@ -103,11 +103,9 @@ def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_da
 
     path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
     opened = []
-    for module in (sides, dump_module):
-        real = module.open_regular
-        monkeypatch.setattr(
-            module, "open_regular", lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k)
-        )
+    for module, name in ((dump_module, "open_regular"), (sides, "open_regular_descriptor")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k))
     headers = sides.HeaderCache()
     dump_sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
     for side, array in zip(dump_sides, arrays):
