@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool.compare.msprobe_stats import NA
-from precision_tool.compare.msprobe_table import TableText, cell_text
+from precision_tool.compare.msprobe_table import TableText, cell_text, line_text
 
 
 @pytest.mark.parametrize(
@@ -91,3 +91,26 @@ _LINES = st.lists(st.tuples(st.sampled_from(["x", "+y", "z,1"]), _CELLS, _CELLS)
 def test_a_table_rendered_call_by_call_is_the_table_the_rule_writes(calls, added):
     calls = [[[name, a, b, "pass"] for name, a, b in call] for call in calls]
     assert _table(calls, added) == _reference(calls)
+
+
+def _writer_text(cells: list) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerow(cells)
+    return out.getvalue()
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(["a", " ", ",", '"', "\r", "\n", "'", "=", "\t", "é"]), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cells=st.lists(_TEXTS, min_size=2, max_size=6))
+def test_a_line_is_the_text_the_csv_writer_writes(cells):
+    assert line_text(cells) == _writer_text(cells)
+
+
+@pytest.mark.parametrize("cells", [[""], ["a"], [], ["a", 1.5], ["a", None]])
+def test_a_line_the_join_cannot_write_is_left_to_the_writer(cells):
+    assert line_text(cells) is None
+    table = TableText(["NPU Name", "x"][: max(len(cells), 1)], (), frozenset())
+    table.add(0, [list(cells)])  # through the writer: as it writes the line
+    assert table.text([(0, [list(cells)])]).endswith(_writer_text(cells))
