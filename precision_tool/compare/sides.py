@@ -76,7 +76,7 @@ class HeaderCache:
             with open(descriptor, "rb", buffering=0) as handle:  # closes the descriptor
                 read_exact(handle, data, t.path)
                 if identities is not None:
-                    identities.record(t.path, info, held_fetch(data, descriptor))
+                    identities.record(t.path, info, held_fetch(data, descriptor, copy=False))
         except OSError as exc:
             raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", t.path) from None
         data.flags.writeable = False  # as the read-only map it replaces

@@ -40,8 +40,8 @@ _UNKNOWN = object()  # not identified yet (None: found not to be identifiable)
 
 def sample_digest(fetch: Fetch, size: int) -> str:
     """A digest of the whole file when it is small, else of the sampled blocks (see above);
-    ``fetch(offset, count)`` reads the file (:func:`.files.descriptor_fetch`, or slices of bytes a
-    reader holds already)."""
+    ``fetch(offset, count)`` reads the file (:func:`.files.descriptor_fetch`, or views of bytes a
+    reader holds already: :func:`.files.held_fetch` without copies)."""
     if size <= SAMPLE_BLOCK * SAMPLE_BLOCKS:
         return hashlib.sha256(fetch(0, size)).hexdigest()
     last = size - SAMPLE_BLOCK

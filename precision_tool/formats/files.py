@@ -164,9 +164,11 @@ def descriptor_fetch(descriptor: int) -> Fetch:
 _PREAD = getattr(os, "pread", None)
 
 
-def held_fetch(held, descriptor: int) -> Fetch:
+def held_fetch(held, descriptor: int, copy: bool = True) -> Fetch:
     """Reads of the open file ``descriptor`` by offset, served from ``held`` (its first bytes,
-    read already: ``bytes`` or a uint8 array) where they fall inside it, else from the file."""
+    read already: ``bytes`` or a uint8 array) where they fall inside it, else from the file.
+    ``copy`` False: a read inside ``held`` is a memoryview of it (no copy), for a reader that
+    only looks at the bytes at once, such as a digest (:func:`.file_identity.sample_digest`)."""
     held = memoryview(held).cast("B")
     from_file = descriptor_fetch(descriptor)
 
@@ -175,7 +177,10 @@ def held_fetch(held, descriptor: int) -> Fetch:
             return held[offset : offset + count].tobytes()
         return from_file(offset, count)
 
-    return fetch
+    def view(offset: int, count: int):
+        return held[offset : offset + count] if offset + count <= len(held) else from_file(offset, count)
+
+    return fetch if copy else view
 
 
 def read_whole(descriptor: int, size: int) -> bytes:

@@ -205,7 +205,7 @@ def npy_header_and_bytes(path: str | os.PathLike, limit: int, identities=None) -
         else:
             whole = _read_small(descriptor, info.st_size, path)
             if identities is not None:  # the fstat from before the read, the sample from its bytes
-                identities.record(path, info, held_fetch(whole, descriptor))
+                identities.record(path, info, held_fetch(whole, descriptor, copy=False))
             header = _read_npy_header(io.BytesIO(whole), path, info.st_size)
             data = memoryview(whole)[header.offset :]
     finally:

@@ -163,9 +163,10 @@ class PtReader:
         size = info.st_size
         # the size fstat gave, which the directory is found from: one read
         data = read_whole(descriptor, size) if whole and size <= WHOLE_LIMIT else None
-        fetch = held_fetch(b"" if data is None else data, descriptor)
-        if identities is not None:
-            identities.record(path, info, fetch)
+        held = b"" if data is None else data
+        fetch = held_fetch(held, descriptor)
+        if identities is not None:  # the sample read in place
+            identities.record(path, info, held_fetch(held, descriptor, copy=False))
         found = _fast_layout(self, fetch, size, path)
         if found is None or (whole and data is None):  # zipfile, or a mapping: a file object
             with open(descriptor, "rb", closefd=False) as handle:

@@ -103,3 +103,20 @@ def test_the_sample_is_the_documented_blocks_read_either_way(tmp_path, monkeypat
     path = tmp_path / "t.bin"
     path.write_bytes(data)
     assert _identity(path).sample == _expected_sample(data)
+
+
+@pytest.mark.parametrize("size", [0, 1, 5 * SAMPLE_BLOCK, 5 * SAMPLE_BLOCK + 1, 64 * SAMPLE_BLOCK + 123])
+@pytest.mark.parametrize("held", ["whole", "first block", "nothing"])
+def test_a_reader_records_the_documented_sample_from_views_of_the_bytes_it_holds(tmp_path, size, held):
+    data = bytes(random.Random(size + 1).getrandbits(8) for _ in range(size))
+    path = tmp_path / "t.bin"
+    path.write_bytes(data)
+    kept = {"whole": data, "first block": data[:SAMPLE_BLOCK], "nothing": b""}[held]
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        info = os.fstat(descriptor)
+        recorded = FileIdentities().record(path, info, files.held_fetch(kept, descriptor, copy=False))
+    finally:
+        os.close(descriptor)
+    assert recorded.sample == _expected_sample(data)
+    assert recorded == _identity(path)  # as one found on its own open

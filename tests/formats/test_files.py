@@ -210,7 +210,9 @@ def test_a_held_fetch_reads_what_the_file_holds_held_or_not(tmp_path_factory, da
     descriptor = os.open(path, os.O_RDONLY)
     try:
         fetch = files.held_fetch(np.frombuffer(data[:held], np.uint8), descriptor)
+        view = files.held_fetch(np.frombuffer(data[:held], np.uint8), descriptor, copy=False)
         for offset, count in reads:
             assert fetch(offset, count) == data[offset : offset + count]
+            assert bytes(view(offset, count)) == data[offset : offset + count]  # a view or bytes
     finally:
         os.close(descriptor)
