@@ -31,6 +31,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -131,22 +132,38 @@ def format_row(
 
     Text from the data (names, types, reasons) goes through :func:`neutralise` unless
     ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
-    text = _text if spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
-    cells = [str(row.index)] + ([text(row.op_sequence)] if op_sequence else [])
-    cells += [
-        text(row.op_type),
-        text(row.npu_name),
-        text(row.npu_dtype),
-        text(row.npu_address),
-        text(row.ground_truth),
-        text(row.golden_dtype),
-    ]
-    cells += [text(row.golden_address)] if golden_address else []
-    cells += [text(row.tensor_index), format_shape(row.shape)]
-    cells += [text(row.overflow)] if overflow else []
-    known, extra = _split(metrics)
-    cells += [_metric_cell(row, m) for m in known] + [text(row.fail_reason)]
-    return cells + [_metric_cell(row, m) for m in extra]
+    layout = RowLayout(op_sequence, overflow, golden_address, *_split(metrics), spreadsheet_safe)
+    return layout.cells(row)
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """What :func:`format_row` writes of a row, worked out once for a file's rows: the optional
+    columns, the metrics split as :func:`columns` orders them, and whether text is neutralised."""
+
+    op_sequence: bool
+    overflow: bool
+    golden_address: bool
+    known: list[Metric]
+    extra: list[Metric]
+    spreadsheet_safe: bool = True
+
+    def cells(self, row: CompareRow) -> list[str]:
+        text = _text if self.spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
+        cells = [str(row.index)] + ([text(row.op_sequence)] if self.op_sequence else [])
+        cells += [
+            text(row.op_type),
+            text(row.npu_name),
+            text(row.npu_dtype),
+            text(row.npu_address),
+            text(row.ground_truth),
+            text(row.golden_dtype),
+        ]
+        cells += [text(row.golden_address)] if self.golden_address else []
+        cells += [text(row.tensor_index), format_shape(row.shape)]
+        cells += [text(row.overflow)] if self.overflow else []
+        cells += [_metric_cell(row, m) for m in self.known] + [text(row.fail_reason)]
+        return cells + [_metric_cell(row, m) for m in self.extra]
 
 
 def _metric_cell(row: CompareRow, metric: Metric) -> str:
@@ -220,6 +237,7 @@ class ResultWriter:
         }
         self.rows_written = 0
         self._pending: PendingFile | None = None
+        self._layout = RowLayout(op_sequence, overflow, golden_address, *_split(metrics))  # once, not a row
 
     def open(self) -> ResultWriter:
         """Create the directory and the temporary file, and write the header."""
@@ -240,7 +258,7 @@ class ResultWriter:
         """Append one row."""
         if self._pending is None:
             raise ValueError("ResultWriter.write before open()")
-        self._writerow(format_row(row, **self.flags))
+        self._writerow(self._layout.cells(row))
         self.rows_written += 1
 
     def write_rows(self, rows: Iterable[CompareRow]) -> None:
