@@ -1,7 +1,9 @@
 """Loading the numba kernels (:mod:`.kernels_numba`) once a process, checked before use.
 
 numba's load is a run's largest fixed cost (its import, its registries, the first cached
-kernel's dispatch: about a second of CPU); :mod:`.kernels` decides when a run pays it. The
+kernel's dispatch: about a second of CPU, half that in the tool's own processes, where a
+cached kernel loads without the registries: :func:`_lean_cache_loads`); :mod:`.kernels`
+decides when a run pays it. The
 compiled kernels are cached in a private directory (:func:`numba_cache_dir`), never inside the
 user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
 :data:`FUSED_FIELDS`). In the tool's own processes (:func:`~.numba_line.claim_process`) numba's probe for BLAS, which
@@ -108,6 +110,8 @@ def numba_kernels():
     _use_cache_dir(numba_cache_dir())
     try:
         with _probes_hidden() if process_claimed() else nullcontext():
+            if process_claimed():
+                _lean_cache_loads()
             kernels_numba = importlib.import_module(".kernels_numba", __package__)
             _check(kernels_numba)
     except ModuleNotFoundError as exc:
@@ -118,6 +122,33 @@ def numba_kernels():
         _warn(exc)
         return None
     return kernels_numba
+
+
+def _lean_cache_loads() -> None:
+    """A cached kernel loaded without numba's lowering registries, in a claimed process only.
+
+    Before each load from its cache numba refreshes its CPU target, and the first refresh of a
+    process imports and installs every implementation numba compiles with (numpy's, CPython's,
+    typed containers': 0.25-0.4 s, most of the fork server's load, which a 500 MB run waits
+    for). A cached kernel is machine code: loading and running it needs the runtime (NRT) that
+    the refresh also starts, and the helper symbols the target installs when it is made, not
+    those implementations. So a load starts the runtime alone; a kernel that is not in the
+    cache is compiled as usual, and numba's compiler refreshes the target in full first. Left
+    as it is when numba's cache is not built as this expects (another numba)."""
+    from numba.core import caching
+    from numba.core.runtime import rtsys
+
+    cache = caching.Cache
+    expected = ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    if not all(hasattr(cache, name) for name in expected) or not hasattr(rtsys, "initialize"):
+        return
+
+    def load_overload(self, sig, target_context):
+        rtsys.initialize(target_context)  # what a cached kernel needs of the refresh
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    cache.load_overload = load_overload
 
 
 def _use_cache_dir(cache: Path | None) -> None:

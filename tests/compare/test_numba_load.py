@@ -28,8 +28,9 @@ import json, sys
 {setup}
 from precision_tool.compare import kernels
 assert kernels.numba_kernels() is not None
-import numba.np.arraymath as arraymath
-seen = {{"blas": arraymath._HAVE_BLAS, "scipy_loaded": "scipy.linalg" in sys.modules}}
+seen = {{"registries": "numba.np.arraymath" in sys.modules, "scipy_loaded": "scipy.linalg" in sys.modules}}
+import numba.np.arraymath as arraymath  # its first import (here, or in the kernels' load) probes
+seen["blas"] = arraymath._HAVE_BLAS
 import scipy.linalg  # importable as usual afterwards
 seen["scipy_after"] = "scipy.linalg" in sys.modules
 print(json.dumps(seen))
@@ -49,12 +50,52 @@ def _probe(setup: str) -> dict:
 def test_the_api_path_leaves_numbas_blas_alone():
     """A program importing the public API and loading the kernels: numba probed scipy for BLAS."""
     seen = _probe("import precision_tool; precision_tool.compare  # the API, as a caller has it")
-    assert seen == {"blas": True, "scipy_loaded": True, "scipy_after": True}
+    assert seen == {"registries": True, "blas": True, "scipy_loaded": True, "scipy_after": True}
 
 
-def test_a_claimed_process_skips_the_probe_and_still_imports_scipy():
-    seen = _probe("from precision_tool.compare.numba_line import claim_process; claim_process()")
-    assert seen == {"blas": False, "scipy_loaded": False, "scipy_after": True}
+def test_a_claimed_process_loads_cached_kernels_without_numbas_registries_or_scipy():
+    """The kernels come from the cache (warmed by a first probe) with neither numba's lowering
+    registries (numba.np.arraymath) nor scipy; both import as usual afterwards."""
+    claimed = "from precision_tool.compare.numba_line import claim_process; claim_process()"
+    _probe(claimed)  # the cache holds the kernels from here on
+    seen = _probe(claimed)
+    assert seen == {"registries": False, "blas": True, "scipy_loaded": False, "scipy_after": True}
+
+
+# a claimed process's kernels: whether numba's registries came in, and the fused kernel's sums
+# against numpy's on the same values (float64 sums of float32 values: exact to rounding)
+FUSED_CHECK = """
+import json, sys
+import numpy as np
+from precision_tool.compare.numba_line import claim_process
+claim_process()
+from precision_tool.compare import kernels
+module = kernels.numba_kernels()
+assert module is not None
+registries = "numba.np.arraymath" in sys.modules
+x = np.linspace(-3, 5, 10007, dtype=np.float32)
+y = (x * np.float32(1.25) + np.float32(0.5)).astype(np.float32)
+out = np.zeros(len(kernels.FUSED_FIELDS))
+module.fused(x, y, out)
+xs, ys = x.astype(np.float64), y.astype(np.float64)
+expected = [xs.size, float(xs @ ys), float(xs @ xs), float(ys @ ys)]
+close = bool(np.allclose(out[:4], expected, rtol=1e-12))
+print(json.dumps({"registries": registries, "close": close}))
+"""
+
+
+def test_a_kernel_missing_from_the_cache_is_compiled_with_the_registries_then_loaded_without(tmp_path):
+    """A cold cache (a first run): the compiler refreshes numba's target in full and the kernels
+    compute numpy's sums; the next process loads them from that cache without the registries
+    and computes the same."""
+    env = {k: v for k, v in os.environ.items() if k != "PRECISION_TOOL_KERNELS"}
+    env.update(PYTHONPATH=str(REPO), NUMBA_CACHE_DIR=str(tmp_path / "cold"))
+    seen = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", FUSED_CHECK], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        seen.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert seen == [{"registries": True, "close": True}, {"registries": False, "close": True}]
 
 
 # a cffi of the test's own, first on the path: numba imports it (and makes its FFI) unless hidden

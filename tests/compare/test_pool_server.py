@@ -67,7 +67,7 @@ def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path):
         assert parent == found["server"]  # forked by the server, not by this process
         assert has_numba and has_jobs  # loaded there, before any job
         assert claimed  # the server's preload marks its processes as the tool's
-        assert frozen > 100_000  # what it loaded: the collector's passes in a worker skip it
+        assert frozen > 50_000  # what it loaded (numba, the tool): the collector's passes in a worker skip it
 
 
 # A vc run in a fresh interpreter, with numba's line drawn at one byte so that the small fixture
