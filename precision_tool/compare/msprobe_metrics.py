@@ -213,14 +213,15 @@ def _cosine(s: Stats) -> Outcome:
     if common:
         return common
     state = _state(s)
-    with np.errstate(all="ignore"):
-        norm_x, norm_y = np.sqrt(np.float64(state.sum_xx)), np.sqrt(np.float64(state.sum_yy))
-        if norm_x <= FLOAT64_EPS and norm_y <= FLOAT64_EPS:
-            return _value(s, 1.0)
-        if norm_x <= FLOAT64_EPS or norm_y <= FLOAT64_EPS:
-            side = "npu" if norm_x <= FLOAT64_EPS else "Bench"
-            return Outcome(NAN_TEXT, COSINE_ZERO_TEXT.format(side=side))
-        cos = np.float64(state.sum_xy) / (norm_x * norm_y)
+    # float64 arithmetic as numpy's, in Python floats (each operation rounds alike; a sum of
+    # squares is never below -0.0, whose root is -0.0 in both): no numpy scalars, no errstate
+    norm_x, norm_y = math.sqrt(state.sum_xx), math.sqrt(state.sum_yy)
+    if norm_x <= FLOAT64_EPS and norm_y <= FLOAT64_EPS:
+        return _value(s, 1.0)
+    if norm_x <= FLOAT64_EPS or norm_y <= FLOAT64_EPS:
+        side = "npu" if norm_x <= FLOAT64_EPS else "Bench"
+        return Outcome(NAN_TEXT, COSINE_ZERO_TEXT.format(side=side))
+    cos = state.sum_xy / (norm_x * norm_y)  # both norms above eps: no division by zero
     if math.isnan(cos):
         return Outcome(NAN_TEXT, COSINE_NAN_TEXT)
     value = format_value(cos)

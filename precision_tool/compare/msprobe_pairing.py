@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from functools import cached_property
 
 from ..formats.msprobe_dump import Call, MsprobeDump
 from ..formats.msprobe_leaves import Tensor
@@ -47,7 +48,7 @@ class TensorPair:
     how: str
     reason: str = ""
 
-    @property
+    @cached_property  # asked by the plan, and again by each line of msprobe's table
     def npu_name(self) -> str:
         """msprobe's full name of the NPU tensor (``Functional.linear.0.forward.input.0``)."""
         return self.npu_call.msprobe_name(self.npu)
