@@ -53,7 +53,7 @@ class TensorPair:
         """msprobe's full name of the NPU tensor (``Functional.linear.0.forward.input.0``)."""
         return self.npu_call.msprobe_name(self.npu)
 
-    @property
+    @cached_property
     def bench_name(self) -> str | None:
         """msprobe's full name of the bench tensor, None without one."""
         if self.bench is None or self.bench_call is None:
