@@ -27,7 +27,7 @@ from .golden_pairing import PairTask
 from .metrics import METRICS, Metric, select_metrics
 from .plan import Comparison, plan_comparisons
 from .result import CompareRow
-from .result_csv import NOT_COMPARED, columns, format_row, write_result_csv
+from .result_csv import NOT_COMPARED, columns, row_layout, write_result_csv
 from .row_cache import RowCache, cached_rows
 from .row_keys import metric_identities
 from .verdict import NOT_COMPARED as NOT_COMPARED_STATE
@@ -177,8 +177,9 @@ class CompareResult:
         numbers = {m.name for m in metrics if not m.text}
         numeric = {i for i, name in enumerate(header) if name in numbers}
         records = []
+        layout = row_layout(golden_address=golden_address, metrics=metrics, spreadsheet_safe=False)
         for row in self.rows:
-            cells = format_row(row, golden_address=golden_address, metrics=metrics, spreadsheet_safe=False)
+            cells = layout.cells(row)
             records.append(
                 [float(c) if i in numeric else (None if c == NOT_COMPARED else c) for i, c in enumerate(cells)]
             )

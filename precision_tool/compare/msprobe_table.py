@@ -156,8 +156,8 @@ class TableText:
         return rendered
 
     def _csv(self, lines: list[list]) -> str:
-        """The CSV text of ``lines`` (rendered copies: neutralised in place), through the one
-        writer of the table, emptied after each use."""
+        """The CSV text of ``lines`` (rendered copies: neutralised in place): joined by
+        :func:`line_text`, or through the table's one writer (emptied after each use)."""
         texts = []
         for cells in lines:  # names from the data could start a spreadsheet formula; numbers cannot
             for i in self._neutralised:

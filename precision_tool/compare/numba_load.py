@@ -3,9 +3,8 @@
 numba's load is a run's largest fixed cost (its import, its registries, the first cached
 kernel's dispatch: about a second of CPU, half that in the tool's own processes, where a
 cached kernel loads without the registries: :func:`_lean_cache_loads`); :mod:`.kernels`
-decides when a run pays it. The
-compiled kernels are cached in a private directory (:func:`numba_cache_dir`), never inside the
-user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
+decides when a run pays it. The compiled kernels are cached in a private directory
+(:func:`numba_cache_dir`), never inside the user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
 :data:`FUSED_FIELDS`). In the tool's own processes (:func:`~.numba_line.claim_process`) numba's probe for BLAS, which
 imports scipy.linalg, is skipped.
 """

@@ -132,8 +132,27 @@ def format_row(
 
     Text from the data (names, types, reasons) goes through :func:`neutralise` unless
     ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
-    layout = RowLayout(op_sequence, overflow, golden_address, *_split(metrics), spreadsheet_safe)
-    return layout.cells(row)
+    return row_layout(
+        op_sequence=op_sequence,
+        overflow=overflow,
+        golden_address=golden_address,
+        metrics=metrics,
+        spreadsheet_safe=spreadsheet_safe,
+    ).cells(row)
+
+
+def row_layout(
+    *,
+    op_sequence: bool = False,
+    overflow: bool = False,
+    golden_address: bool = False,
+    metrics: Sequence[Metric] = METRICS,
+    spreadsheet_safe: bool = True,
+) -> RowLayout:
+    """:func:`format_row`'s work for a whole file of rows, done once: its :meth:`RowLayout.cells`
+    gives each row's cells."""
+    known, extra = _split(metrics)
+    return RowLayout(op_sequence, overflow, golden_address, tuple(known), tuple(extra), spreadsheet_safe)
 
 
 @dataclass(frozen=True)
@@ -144,8 +163,8 @@ class RowLayout:
     op_sequence: bool
     overflow: bool
     golden_address: bool
-    known: list[Metric]
-    extra: list[Metric]
+    known: tuple[Metric, ...]
+    extra: tuple[Metric, ...]
     spreadsheet_safe: bool = True
 
     def cells(self, row: CompareRow) -> list[str]:
@@ -237,7 +256,7 @@ class ResultWriter:
         }
         self.rows_written = 0
         self._pending: PendingFile | None = None
-        self._layout = RowLayout(op_sequence, overflow, golden_address, *_split(metrics))  # once, not a row
+        self._layout = row_layout(**self.flags)  # once, not a row
 
     def open(self) -> ResultWriter:
         """Create the directory and the temporary file, and write the header."""
