@@ -29,7 +29,8 @@ def what_it_has(_):
     import gc
     from precision_tool.compare.numba_line import process_claimed
     return [os.getppid(), "precision_tool.compare.kernels_numba" in sys.modules,
-            "precision_tool.compare.pair_compare" in sys.modules, process_claimed(), gc.get_freeze_count()]
+            "precision_tool.compare.pair_compare" in sys.modules, process_claimed(), gc.get_freeze_count(),
+            gc.isenabled(), sum(g["collections"] for g in gc.get_stats())]
 
 
 if __name__ == "__main__":
@@ -63,11 +64,14 @@ def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path):
     assert found["method"] == "forkserver"
     assert found["tie"] is None  # tied to this process through the sentinel, not by pid
     assert found["server"] not in (None, found["me"])
-    for parent, has_numba, has_jobs, claimed, frozen in found["seen"]:
+    for parent, has_numba, has_jobs, claimed, frozen, collecting, passes in found["seen"]:
         assert parent == found["server"]  # forked by the server, not by this process
         assert has_numba and has_jobs  # loaded there, before any job
         assert claimed  # the server's preload marks its processes as the tool's
         assert frozen > 50_000  # what it loaded (numba, the tool): the collector's passes in a worker skip it
+        assert collecting  # on again in the workers
+        # off while the server loaded: its start makes about 30 passes, its preload ~150 more
+        assert passes < 100
 
 
 # A vc run in a fresh interpreter, with numba's line drawn at one byte so that the small fixture
