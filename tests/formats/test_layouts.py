@@ -694,3 +694,30 @@ def test_without_out_a_padded_blocked_format_comes_back_contiguous():
     back = to_host(oracle(host, "NC1HWC0", "NHWC", 16), "NC1HWC0", host.shape, "NHWC")
     assert back.flags.c_contiguous
     np.testing.assert_array_equal(back, host)
+
+
+def _merges_in_place(tiles: np.ndarray) -> bool:
+    """numpy's own answer: whether the two pairs of leading axes merge without a copy."""
+    view = tiles.view()
+    try:
+        view.shape = (tiles.shape[0] * tiles.shape[1], tiles.shape[2] * tiles.shape[3], *tiles.shape[4:])
+    except AttributeError:
+        return False
+    return True
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=st.tuples(*[st.integers(1, 3)] * 5),
+    order=st.permutations(range(5)),
+    step=st.sampled_from([1, 2]),
+)
+def test_tiles_merge_in_place_exactly_when_numpy_merges_them(shape, order, step):
+    from precision_tool.formats.layouts import _merged
+
+    base = np.arange(math.prod(shape) * step, dtype=np.int16)[::step].reshape(shape).transpose(order)
+    merged = _merged(base)
+    assert (merged is not None) == _merges_in_place(base)
+    if merged is not None:
+        assert np.shares_memory(merged, base)
+        np.testing.assert_array_equal(merged, base.reshape(merged.shape))
