@@ -372,7 +372,7 @@ def _repeat(fn, times: int, before=None, label: str = "") -> dict:
 def _agreement(ours_dir: Path, theirs_dir: Path) -> str:
     """Largest cosine difference between our CSV and msaccucmp's, over the rows both compared."""
     sys.path.insert(0, str(REPO))
-    from precision_tool.compare.result_csv import read_result_csv
+    from precision_tool.compare.result_read import read_result_csv
 
     ours = {r.tensor_index: r for r in read_result_csv(next(ours_dir.rglob("*.csv"))) if r.compared}
     theirs = {r.tensor_index: r for r in read_result_csv(next(theirs_dir.glob("*.csv"))) if r.compared}

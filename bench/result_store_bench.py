@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from precision_tool.compare.divergence import analyse  # noqa: E402
 from precision_tool.compare.result import CompareRow  # noqa: E402
-from precision_tool.compare.result_csv import NUMERIC_METRICS, read_result_csv, write_result_csv  # noqa: E402
+from precision_tool.compare.result_csv import NUMERIC_METRICS, write_result_csv  # noqa: E402
+from precision_tool.compare.result_read import read_result_csv  # noqa: E402
 
 
 def synthetic_rows(count: int):

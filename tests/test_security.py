@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool.compare.result import CompareRow
-from precision_tool.compare.result_csv import neutralise, read_result_csv, restore, write_result_csv
+from precision_tool.compare.result_csv import neutralise, restore, write_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.config import load_config
 from precision_tool.formats.dump_names import list_dump_files, read_mapping
 from precision_tool.formats.dump_write import TensorSpec, build_dump

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.compare.result_csv import latest_result_dir, read_result_csv
+from precision_tool.compare.result_csv import latest_result_dir
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.render.palette import LEGEND_ORDER, swatch
 from precision_tool.sample import write_sample
 from precision_tool.sample.defects import DEFECTS, KINDS

@@ -79,7 +79,7 @@ def analyse_results(context: Context, paths: list[Path], rule: FlagRule) -> Summ
     A single CSV that cannot be read raises PrecisionToolError (its one error line then goes
     where errors go); with several, the others are still judged and the error is kept."""
     from ..compare.judged import judged_rows
-    from ..compare.result_csv import read_result_csv
+    from ..compare.result_read import read_result_csv
 
     found = Summaries()
     for path in paths:

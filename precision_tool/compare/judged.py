@@ -33,7 +33,7 @@ from .op_tensors import op_tensors
 from .pair_stats import compare
 from .replay import REGISTRY, ReplayError
 from .replay.launch import GeLaunch
-from .result_csv import read_result_csv
+from .result_read import read_result_csv
 from .verdict import LocalCheck
 from .workspace import Workspace
 

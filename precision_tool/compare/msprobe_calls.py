@@ -18,7 +18,8 @@ from ..formats.msprobe_dump import tensor_path
 from ..formats.msprobe_graph import call_slots, msprobe_source
 from ..formats.msprobe_leaves import Tensor
 from .manifest import read_manifest, result_csvs
-from .result_csv import latest_result_dir, read_result_csv
+from .result_csv import latest_result_dir
+from .result_read import read_result_csv
 from .workspace import MSPROBE_BENCH, OpRef, Workspace
 
 

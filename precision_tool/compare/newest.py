@@ -18,7 +18,8 @@ from ..errors import PrecisionToolError
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .manifest import result_csvs
 from .result import CompareRow
-from .result_csv import latest_result_dir, read_result_csv
+from .result_csv import latest_result_dir
+from .result_read import read_result_csv
 
 Judge = Callable[[Path, list[CompareRow], FlagRule], Divergence]
 

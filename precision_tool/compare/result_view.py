@@ -5,7 +5,7 @@ The verdicts (flagged, introduces, inherits, and what decided) are the divergenc
 built from: the one verdict with its replays (``compare.judged``) when the caller passes it, else
 :func:`~precision_tool.compare.divergence.analyse`'s input rule. This module only attaches the
 CSV's other metrics to its ops, so every number the report shows or plots is a value read from the
-CSV by :func:`~precision_tool.compare.result_csv.read_result_csv`.
+CSV by :func:`~precision_tool.compare.result_read.read_result_csv`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 
 from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
 from .result import CompareRow
-from .result_csv import NUMERIC_METRICS, read_result_csv
+from .result_csv import NUMERIC_METRICS
+from .result_read import read_result_csv
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"

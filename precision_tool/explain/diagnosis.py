@@ -29,7 +29,8 @@ from ..compare.pair_stats import PairStats, coarsest, compare, count_nonfinite, 
 from ..compare.replay import ReplayError
 from ..compare.replay.launch import GeLaunch
 from ..compare.replay.registry import channel_axis
-from ..compare.result_csv import newest_result_csvs, read_result_csv
+from ..compare.result_csv import newest_result_csvs
+from ..compare.result_read import read_result_csv
 from ..compare.verdict import LocalCheck
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError

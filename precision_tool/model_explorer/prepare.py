@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..compare.divergence import FlagRule
 from ..compare.judged import judged_rows
-from ..compare.result_csv import read_result_csv
+from ..compare.result_read import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..compare.workspace import Workspace
 from ..errors import PrecisionToolError

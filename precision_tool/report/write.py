@@ -21,7 +21,7 @@ from rich.console import RenderableType
 
 from ..compare.divergence import FlagRule
 from ..compare.judged import judged_rows
-from ..compare.result_csv import read_result_csv
+from ..compare.result_read import read_result_csv
 from ..compare.result_view import ResultView, build_view
 from ..context import Context
 from ..errors import PrecisionToolError

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.formats.dump_write import TensorSpec, write_dump
 from tests.conftest import REPO_ROOT
 from tests.netdata import SHAPE, STEP_REL, chain, write_net

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from precision_tool.commands.vc import vector_compare
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.render.theme import make_console
 from precision_tool.status import ExitStatus
 from tests.compare.test_engine import assert_agrees_with_reference

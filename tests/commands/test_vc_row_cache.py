@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT
 from tests.test_cli import _run

@@ -12,7 +12,8 @@ from rich.text import Text
 from precision_tool.commands import vcs
 from precision_tool.compare.divergence import analyse
 from precision_tool.compare.result import CompareRow
-from precision_tool.compare.result_csv import read_result_csv, write_result_csv
+from precision_tool.compare.result_csv import write_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.render.palette import swatch
 from precision_tool.render.summary import render_summary
 from precision_tool.render.theme import make_console

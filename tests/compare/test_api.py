@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import precision_tool
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.errors import PrecisionToolError
 from tests.conftest import make_context, run_command
 

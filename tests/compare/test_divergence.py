@@ -8,7 +8,7 @@ import pytest
 
 from precision_tool.compare.divergence import FlagRule, analyse
 from precision_tool.compare.result import CompareRow
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from tests.conftest import FIXTURES
 
 T = 0.98

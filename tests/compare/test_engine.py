@@ -17,7 +17,8 @@ from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, p
 from precision_tool.compare.load import Buffers, aligned
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
-from precision_tool.compare.result_csv import ResultWriter, read_result_csv, write_result_csv
+from precision_tool.compare.result_csv import ResultWriter, write_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.sides import HeaderCache, open_dump_side
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump

@@ -19,11 +19,10 @@ from precision_tool.compare.result_csv import (
     format_shape,
     format_value,
     latest_result_dir,
-    parse_shape,
-    read_result_csv,
     result_path,
     write_result_csv,
 )
+from precision_tool.compare.result_read import parse_shape, read_result_csv
 
 REFERENCE_HEADER = (
     "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,CosineSimilarity,"

@@ -6,7 +6,8 @@ import math
 
 from precision_tool.compare.divergence import analyse
 from precision_tool.compare.divergence import op_key as row_key
-from precision_tool.compare.result_csv import NUMERIC_METRICS, read_result_csv
+from precision_tool.compare.result_csv import NUMERIC_METRICS
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.result_view import read_view
 from tests.report.synthetic import csv_ops, write_chain
 

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from precision_tool.compare.result_csv import read_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows
 from precision_tool.compare.row_keys import task_key
 from precision_tool.formats.output_root import OutputError, OutputRoot

@@ -12,7 +12,8 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 
-from precision_tool.compare.result_csv import latest_result_dir, read_result_csv
+from precision_tool.compare.result_csv import latest_result_dir
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 

@@ -10,11 +10,8 @@ import json
 import math
 import sys
 
-from precision_tool.compare.result_csv import (
-    NUMERIC_METRICS,
-    read_result_csv,
-    write_result_csv,
-)
+from precision_tool.compare.result_csv import NUMERIC_METRICS, write_result_csv
+from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.result_view import read_view
 from precision_tool.formats.graph import read_graph
 from precision_tool.model_explorer.node_data import NodeDataFiles, metric_node_data

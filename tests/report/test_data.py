@@ -46,7 +46,7 @@ def test_inheritors_fold_under_the_introducer_before_them(data_root):
 
 def test_inheritors_before_any_introducer_come_last(data_root):
     from precision_tool.compare.divergence import FlagRule
-    from precision_tool.compare.result_csv import read_result_csv
+    from precision_tool.compare.result_read import read_result_csv
     from precision_tool.compare.result_view import build_view
 
     csv_path = write_many(data_root, 60, (20,), tail=10)

@@ -191,7 +191,8 @@ def test_msaccucmp_csv_without_a_graph_still_reports_with_a_note(data_root, refe
 
 @pytest.mark.parametrize("case", ["nothing flagged", "nothing compared", "header only"])
 def test_results_with_little_in_them_still_make_a_page(data_root, case):
-    from precision_tool.compare.result_csv import columns, read_result_csv, write_result_csv
+    from precision_tool.compare.result_csv import columns, write_result_csv
+    from precision_tool.compare.result_read import read_result_csv
 
     csv_path = write_chain(data_root, 12, 20)  # the drop is past the end: nothing flagged
     if case == "nothing compared":
