@@ -107,28 +107,6 @@ def _text(value: object) -> str:
     return NOT_COMPARED if value is None else neutralise(str(value))
 
 
-def format_row(
-    row: CompareRow,
-    *,
-    op_sequence: bool = False,
-    overflow: bool = False,
-    golden_address: bool = False,
-    metrics: Sequence[Metric] = METRICS,
-    spreadsheet_safe: bool = True,
-) -> list[str]:
-    """The CSV cells of ``row`` for the header :func:`columns` gives with the same arguments.
-
-    Text from the data (names, types, reasons) goes through :func:`neutralise` unless
-    ``spreadsheet_safe`` is False (a DataFrame wants the names themselves)."""
-    return row_layout(
-        op_sequence=op_sequence,
-        overflow=overflow,
-        golden_address=golden_address,
-        metrics=metrics,
-        spreadsheet_safe=spreadsheet_safe,
-    ).cells(row)
-
-
 def row_layout(
     *,
     op_sequence: bool = False,
@@ -137,16 +115,18 @@ def row_layout(
     metrics: Sequence[Metric] = METRICS,
     spreadsheet_safe: bool = True,
 ) -> RowLayout:
-    """:func:`format_row`'s work for a whole file of rows, done once: its :meth:`RowLayout.cells`
-    gives each row's cells."""
+    """How a file's rows are written, worked out once: :meth:`RowLayout.cells` gives a row's
+    cells for the header :func:`columns` gives with the same arguments. Text from the data
+    (names, types, reasons) goes through :func:`neutralise` unless ``spreadsheet_safe`` is
+    False (a DataFrame wants the names themselves)."""
     known, extra = _split(metrics)
     return RowLayout(op_sequence, overflow, golden_address, tuple(known), tuple(extra), spreadsheet_safe)
 
 
 @dataclass(frozen=True)
 class RowLayout:
-    """What :func:`format_row` writes of a row, worked out once for a file's rows: the optional
-    columns, the metrics split as :func:`columns` orders them, and whether text is neutralised."""
+    """What :func:`row_layout` worked out: the optional columns, the metrics split as
+    :func:`columns` orders them, and whether text is neutralised."""
 
     op_sequence: bool
     overflow: bool

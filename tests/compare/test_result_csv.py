@@ -15,11 +15,11 @@ from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_csv import (
     ResultWriter,
     columns,
-    format_row,
     format_shape,
     format_value,
     latest_result_dir,
     result_path,
+    row_layout,
     write_result_csv,
 )
 from precision_tool.compare.result_read import parse_shape, read_result_csv
@@ -112,7 +112,7 @@ def test_rows_built_from_our_metrics_print_like_the_reference(small_case, tmp_pa
     bn = next(r for r in rows if r.tensor_index == "model/bn1/FusedBatchNormV3:input:1")
     x = np.linspace(0.8, 1.2, 8)  # a float32 constant compared with itself: all exact zeros
     ours = bn.with_result(compare_arrays(x, x.copy()))
-    line = ",".join(format_row(ours)).split(",")
+    line = ",".join(row_layout().cells(ours)).split(",")
     assert line[9:14] == ["1.000000", "0.000000", "0.000000", "0.000000", "0.000000"]
 
 
