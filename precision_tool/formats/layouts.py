@@ -251,7 +251,7 @@ def to_host(
     """Convert a device-shaped tensor into its host layout with exactly ``original_shape``.
 
     Blocked formats and FRACTAL_NZ are copied once, tile by tile, straight into the host array
-    (:func:`copy_tiles`); plain layouts are views. Rows of a row-separable device tensor
+    (:func:`.tile_copy.copy_tiles`); plain layouts are views. Rows of a row-separable device tensor
     (NC1HWC0 and friends, FRACTAL_NZ of rank 3 or more) convert on their own: pass the rows and
     ``(rows, *original_shape[1:])``.
 
