@@ -4,9 +4,10 @@ numba's load is a run's largest fixed cost (its import, its registries, the firs
 kernel's dispatch: about a second of CPU, half that in the tool's own processes, where a
 cached kernel loads without the registries: :func:`_lean_cache_loads`); :mod:`.kernels`
 decides when a run pays it. The compiled kernels are cached in a private directory
-(:func:`numba_cache_dir`), never inside the user's data. What the kernels read and write is spelled here too (:func:`kernel_operand`,
-:data:`FUSED_FIELDS`). In the tool's own processes (:func:`~.numba_line.claim_process`) numba's probe for BLAS, which
-imports scipy.linalg, is skipped.
+(:func:`numba_cache_dir`), never inside the user's data. What the kernels read and write is
+spelled here too (:func:`kernel_operand`, :data:`FUSED_FIELDS`). In the tool's own processes
+(:func:`~.numba_line.claim_process`) numba's probe for BLAS, which imports scipy.linalg, is
+skipped.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def numba_kernels():
         return None
     _use_cache_dir(numba_cache_dir())
     try:
-        with _probes_hidden() if process_claimed() else nullcontext():
-            if process_claimed():
+        claimed = process_claimed()
+        with _probes_hidden() if claimed else nullcontext():
+            if claimed:
                 _lean_cache_loads()
             kernels_numba = importlib.import_module(".kernels_numba", __package__)
             _check(kernels_numba)

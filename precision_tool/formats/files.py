@@ -170,17 +170,15 @@ def held_fetch(held, descriptor: int, copy: bool = True) -> Fetch:
     ``copy`` False: a read inside ``held`` is a memoryview of it (no copy), for a reader that
     only looks at the bytes at once, such as a digest (:func:`.file_identity.sample_digest`)."""
     held = memoryview(held).cast("B")
-    from_file = descriptor_fetch(descriptor)
+    size, from_file = len(held), descriptor_fetch(descriptor)
 
     def fetch(offset: int, count: int) -> bytes:
-        if offset + count <= len(held):
-            return held[offset : offset + count].tobytes()
+        if offset + count <= size:
+            part = held[offset : offset + count]
+            return part.tobytes() if copy else part
         return from_file(offset, count)
 
-    def view(offset: int, count: int):
-        return held[offset : offset + count] if offset + count <= len(held) else from_file(offset, count)
-
-    return fetch if copy else view
+    return fetch
 
 
 def read_whole(descriptor: int, size: int) -> bytes:

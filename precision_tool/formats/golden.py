@@ -30,6 +30,7 @@ import numpy as np
 from precision_tool.errors import PrecisionToolError
 
 from .dump_names import MAPPING_FILE, read_mapping
+from .file_identity import FileIdentities
 from .files import held_fetch, open_regular, open_regular_descriptor, read_whole
 from .shapes import element_problem, shape_problem
 from .text import shape_text
@@ -190,7 +191,9 @@ def npy_header(path: str | os.PathLike) -> NpyHeader:
     return npy_header_and_bytes(path, 0)[0]
 
 
-def npy_header_and_bytes(path: str | os.PathLike, limit: int, identities=None) -> tuple[NpyHeader, memoryview | None]:
+def npy_header_and_bytes(
+    path: str | os.PathLike, limit: int, identities: FileIdentities | None = None
+) -> tuple[NpyHeader, memoryview | None]:
     """:func:`npy_header`, and the bytes of the data when the file is at most ``limit`` bytes
     (None for a larger one): a small file is read whole with one read, its header parsed from
     those bytes. ``identities`` (a :class:`~.file_identity.FileIdentities`) records a small
