@@ -53,7 +53,7 @@ from .pair_compare import base_row, clear_buffers, compare_sources, compare_task
 from .pool_server import parent_of_workers, server_context, single_threaded_children, workers_have_numba
 from .result import CompareRow
 from .row_keys import RowKeys
-from .sides import HeaderCache
+from .sides import ReadCache
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
 
@@ -102,8 +102,8 @@ def _dump_files(task: PairTask) -> tuple:
 
 def lost_rows(job: Sequence[PairTask], reason: str) -> JobResult:
     """The rows of a job that could not be computed: named, not compared, with ``reason``."""
-    headers = HeaderCache()
-    return JobResult([base_row(t, headers, t.reason if not t.comparable else reason) for t in job], 0)
+    reads = ReadCache()
+    return JobResult([base_row(t, reads, t.reason if not t.comparable else reason) for t in job], 0)
 
 
 def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
@@ -137,14 +137,20 @@ def run_job(
 
 
 def compare_job(
-    tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int, numba: bool | None, keys: RowKeys | None
+    tasks: Sequence[PairTask],
+    metrics: Sequence[Metric],
+    chunk: int,
+    numba: bool | None,
+    keys: RowKeys | None,
+    reads: ReadCache | None = None,
 ) -> JobResult:
-    """:func:`run_job` with the keys' maker given (an inline run shares one: each directory
-    of its files is resolved once)."""
-    headers = HeaderCache()
+    """:func:`run_job` with the keys' maker given, and the cache of what was read (an inline
+    run shares one of each: each directory of its files is resolved once, and a golden that
+    the next job reads again is not read twice)."""
+    reads = ReadCache() if reads is None else reads
     rows, total = [], 0
     for task in tasks:
-        row, nbytes = compare_task(task, metrics, chunk, headers, numba, keys)
+        row, nbytes = compare_task(task, metrics, chunk, reads, numba, keys)
         rows.append(row)
         total += nbytes
     return JobResult(rows, total)
@@ -367,8 +373,9 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
     if pooled <= 1:
         metrics, chunk, numba, keyed = plan.job_args
         keys = RowKeys.for_metrics(metrics) if keyed else None  # one for the run, as the parent's would be
+        reads = ReadCache()
         for job in plan.jobs:
-            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys))
+            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys, reads))
     else:
         yield from _pooled(units, plan.job_args, pooled, tracker)
 

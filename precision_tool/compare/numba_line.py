@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from .heap_policy import keep_freed_memory
+
 CHOICE_ENV = "PRECISION_TOOL_KERNELS"  # "numpy" switches numba off
 _OWN = {"process": False}  # set by claim_process: no one else's numba code runs in this process
 
@@ -21,8 +23,10 @@ def claim_process() -> None:
     probe skipped (:func:`~.numba_load.numba_kernels`): no code but these kernels compiles numba
     code in such a process (config.py is read as data, custom metrics come only through the
     API), so nothing can miss the BLAS. A program that calls the API never claims its process,
-    and its numba keeps the probe."""
+    and its numba keeps the probe. A claimed process's C heap also keeps what it frees
+    (:mod:`.heap_policy`)."""
     _OWN["process"] = True
+    keep_freed_memory()
 
 
 def process_claimed() -> bool:

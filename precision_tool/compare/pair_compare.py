@@ -23,7 +23,7 @@ from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape
 from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
 from .row_keys import RowKeys
-from .sides import HeaderCache, open_side
+from .sides import ReadCache, open_side
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
 
@@ -130,12 +130,12 @@ def _shape(shape: Sequence[int]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _header_facts(side, headers: HeaderCache) -> tuple[str | None, tuple[int, ...] | None]:
+def _header_facts(side, reads: ReadCache) -> tuple[str | None, tuple[int, ...] | None]:
     """(dtype name, host shape) of a side from its header alone, or Nones."""
     if not isinstance(side, DumpSide):
         return None, None
     try:
-        t = headers.tensor(side)
+        t = reads.tensor(side)
     except PrecisionToolError:
         return None, None
     return t.dtype_name, None if t.defect or t.original_defect else t.original_shape or t.shape
@@ -153,18 +153,18 @@ def _task_fields(task: PairTask) -> dict:
     )
 
 
-def base_row(task: PairTask, headers: HeaderCache, fail_reason: str = "") -> CompareRow:
+def base_row(task: PairTask, reads: ReadCache, fail_reason: str = "") -> CompareRow:
     """A task's row before comparing: names, and dtypes and shape from the headers."""
-    dtype, shape = _header_facts(task.left, headers)
-    golden_dtype, _ = _header_facts(task.right, headers)
+    dtype, shape = _header_facts(task.left, reads)
+    golden_dtype, _ = _header_facts(task.right, reads)
     return CompareRow(
         **_task_fields(task), npu_dtype=dtype, golden_dtype=golden_dtype, shape=shape, fail_reason=fail_reason
     )
 
 
-def not_compared_row(task: PairTask, headers: HeaderCache) -> CompareRow:
+def not_compared_row(task: PairTask, reads: ReadCache) -> CompareRow:
     """The row of a task that is not compared: its reason."""
-    return base_row(task, headers, task.reason)
+    return base_row(task, reads, task.reason)
 
 
 def failed_row(row: CompareRow, sides: Sequence[Source], reason: str) -> CompareRow:
@@ -195,7 +195,7 @@ def compare_task(
     task: PairTask,
     metrics: Sequence[Metric],
     chunk: int,
-    headers: HeaderCache,
+    reads: ReadCache,
     numba: bool | None = None,
     keys: RowKeys | None = None,
 ) -> tuple[CompareRow, int]:
@@ -203,19 +203,19 @@ def compare_task(
     compared row carries its row-cache key, its files identified as they are opened
     (:mod:`.row_keys`)."""
     if not task.comparable:
-        return not_compared_row(task, headers), 0
+        return not_compared_row(task, reads), 0
     if isinstance(task.left, StatsSide):  # msprobe records: no tensor data to read
-        return stats_row(base_row(task, headers), task.left, task.right), 0
+        return stats_row(base_row(task, reads), task.left, task.right), 0
     identities = keys.identities if keys is not None else None
     sides: list[Source] = []
     try:
         for side in (task.left, task.right):
-            sides.append(open_side(side, headers, identities))
+            sides.append(open_side(side, reads, identities))
         x, y = sides
         key = keys.key(task) if keys is not None else None
         result, note = compare_sources(x, y, metrics, chunk, numba)
     except (PrecisionToolError, MemoryError) as exc:
-        return failed_row(base_row(task, headers), sides, failure_reason(exc, task)), 0
+        return failed_row(base_row(task, reads), sides, failure_reason(exc, task)), 0
     # the row made once (base_row's header facts are all replaced by the sides' own)
     row = CompareRow(**_task_fields(task), **_compared_fields(x, y, result, note), cache_key=key)
     return row, x.nbytes + y.nbytes

@@ -1,8 +1,9 @@
 """Opening one side of a tensor pair as a :class:`~.load.Source`: an NPU dump's tensor in host
 layout, a golden ``.npy``, an msprobe tensor file.
 
-A job's tasks share a :class:`HeaderCache`: a dump file's header is read once, and a small dump
-file's bytes are read once, for all its tensors. What kind of source a side becomes is the
+A call's tasks share a :class:`ReadCache`: a dump file's header is read once, and a small dump
+file's bytes are read once, for all its tensors; a small golden read for one task serves the
+next few that name it. What kind of source a side becomes is the
 layout's choice (:mod:`.load` says which streams how); a side that cannot be opened is one line
 naming the file (:class:`~precision_tool.errors.PrecisionToolError`), and the row says why.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -19,22 +21,27 @@ from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype, numpy_name
-from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.dump import DumpFile, DumpTensor, dump_from_bytes, read_dump
 from ..formats.file_identity import FileIdentities
-from ..formats.files import held_fetch, open_regular_descriptor
-from ..formats.golden import load_npy, npy_header_and_bytes
+from ..formats.files import held_fetch, open_regular_descriptor, read_whole
+from ..formats.golden import NpyHeader, load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
-from .load import ArrayBlocks, DeviceRows, FileRegion, Source, read_exact
+from .load import ArrayBlocks, DeviceRows, FileRegion, Source
 from .metrics import dtype_problem
 
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
-# A dump file up to this size is read whole with one read per job (HeaderCache.data), not
+# A dump file up to this size is read whole with one read per job (ReadCache.data), not
 # mapped and opened again per tensor: at ~100 KB a tensor the opens and maps cost more than the
 # bytes. Bounded so a worker holds at most this much of a file at a time.
 SMALL_DUMP_BYTES = 16 << 20
 # A C-order .npy up to this size is read with its header, in one open (open_npy_side); a larger
 # one is read block by block into the reused buffers.
 SMALL_NPY_BYTES = 1 << 20
+# The dump headers and small .npy files read last are kept (ReadCache): an op's output golden is
+# the input golden of the ops that take it, a few tasks later (on the 1.5 GB GE bench network 30%
+# of the golden reads are such repeats at 16 files); a dump's tasks are consecutive. Bounded, so
+# one cache serves a whole run: at most this many times SMALL_NPY_BYTES of goldens held.
+KEPT_FILES = 16
 
 
 def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
@@ -48,46 +55,61 @@ def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
         raise PrecisionToolError(f"{what}: {problem} is not compared", path)
 
 
-class HeaderCache:
-    """Dump headers read once per job: consecutive tasks of one dump file share it; so do the
-    bytes of a small dump file (:meth:`data`)."""
+class ReadCache:
+    """What the engine read last, for a call or an inline run: the last :data:`KEPT_FILES` dump
+    headers (consecutive tasks of one dump file share one read) and small ``.npy`` files
+    (:meth:`npy`); the bytes of the last small dump file (:meth:`data`). Within it a path is
+    one file, as for the row keys (:class:`~precision_tool.formats.file_identity.FileIdentities`)."""
 
     def __init__(self) -> None:
-        self._dumps: dict[Path, DumpFile] = {}
+        self._dumps: OrderedDict[Path, DumpFile] = OrderedDict()
         self._data: tuple[Path | None, np.ndarray | None] = (None, None)
+        self._npys: OrderedDict[Path, tuple[NpyHeader, memoryview]] = OrderedDict()
 
-    def data(self, t: DumpTensor, identities: FileIdentities | None = None) -> np.ndarray | None:
-        """The bytes of the dump file holding ``t`` (up to its last tensor's end), read with one
-        read for all the tensors of a job, when the file is at most :data:`SMALL_DUMP_BYTES`;
-        None for larger files (streamed from disk). Only the last file read is kept: a job's
-        tasks read one dump file. ``identities`` records the file's identity from that read.
-        PrecisionToolError when the file is shorter than its header says (truncated since the
-        header was read)."""
-        path, data = self._data
-        if path == t.path:
+    def data(self, path: Path, identities: FileIdentities | None = None) -> np.ndarray | None:
+        """The bytes of the dump file at ``path`` when it is at most :data:`SMALL_DUMP_BYTES`,
+        read whole with one read for all its tensors, and its header (:meth:`dump`) parsed from
+        those bytes: no second open; None for a larger file (streamed from disk). Only the last
+        file read is kept: a job's tasks read one dump file. ``identities`` records the file's
+        identity from that read. PrecisionToolError names the file when it cannot be read or is
+        not a well-formed dump (one cut since its header was read elsewhere: truncated)."""
+        kept, data = self._data
+        if kept == path:
             return data
-        dump = self.dump(t.path)
-        end = max((x.offset + x.size for x in dump.tensors), default=0)
-        if end > SMALL_DUMP_BYTES:
-            return None
-        data = np.empty(end, np.uint8)
-        descriptor, info = open_regular_descriptor(t.path, "dump file")  # info: the fstat before the read
+        descriptor, info = open_regular_descriptor(path, "dump file")  # info: the fstat before the read
         try:
-            with open(descriptor, "rb", buffering=0) as handle:  # closes the descriptor
-                read_exact(handle, data, t.path)
-                if identities is not None:
-                    identities.record(t.path, info, held_fetch(data, descriptor, copy=False))
+            if info.st_size > SMALL_DUMP_BYTES:
+                return None
+            whole = read_whole(descriptor, info.st_size)
+            if identities is not None:
+                identities.record(path, info, held_fetch(whole, descriptor, copy=False))
         except OSError as exc:
-            raise PrecisionToolError(f"cannot read: {exc.strerror or exc}", t.path) from None
-        data.flags.writeable = False  # as the read-only map it replaces
-        self._data = (t.path, data)
+            raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
+        finally:
+            os.close(descriptor)
+        _keep(self._dumps, path, dump_from_bytes(path, whole))  # the header these bytes hold
+        data = np.frombuffer(whole, np.uint8)  # read-only, as the map it replaces
+        self._data = (path, data)
         return data
+
+    def npy(self, path: Path, identities: FileIdentities | None = None) -> tuple[NpyHeader, memoryview | None]:
+        """:func:`~precision_tool.formats.golden.npy_header_and_bytes` of ``path`` with the
+        limit :data:`SMALL_NPY_BYTES`; a small file this cache read lately is not read again
+        (its identity was recorded by that read)."""
+        kept = _kept(self._npys, path)
+        if kept is not None:
+            return kept
+        header, data = npy_header_and_bytes(path, SMALL_NPY_BYTES, identities)
+        if data is not None:  # read-only: a memoryview of bytes
+            _keep(self._npys, path, (header, data))
+        return header, data
 
     def dump(self, path: Path) -> DumpFile:
         """The header of the dump at ``path``; PrecisionToolError when unreadable."""
-        if path not in self._dumps:
-            self._dumps[path] = read_dump(path)
-        return self._dumps[path]
+        dump = _kept(self._dumps, path)
+        if dump is None:
+            dump = _keep(self._dumps, path, read_dump(path))
+        return dump
 
     def tensor(self, side: DumpSide) -> DumpTensor:
         """The tensor a DumpSide names; PrecisionToolError when the dump lacks it."""
@@ -96,6 +118,22 @@ class HeaderCache:
         if not 0 <= side.index < len(tensors):
             raise PrecisionToolError(f"the dump has no {side.kind} {side.index}", side.path)
         return tensors[side.index]
+
+
+def _kept(kept: OrderedDict, path: Path):
+    """What ``kept`` holds for ``path`` (now its most recent), or None."""
+    found = kept.get(path)
+    if found is not None:
+        kept.move_to_end(path)
+    return found
+
+
+def _keep(kept: OrderedDict, path: Path, value):
+    """``value`` kept for ``path``, the least recent dropped beyond :data:`KEPT_FILES`."""
+    kept[path] = value
+    if len(kept) > KEPT_FILES:
+        kept.popitem(last=False)
+    return value
 
 
 def _row_separable(t: DumpTensor, device_shape: tuple[int, ...]) -> bool:
@@ -119,13 +157,11 @@ def _format_note(t: DumpTensor) -> str:
     return f"{t.name}: unsupported format {t.format}, compared in its stored order."
 
 
-def _in_memory(t: DumpTensor, headers: HeaderCache, identities: FileIdentities | None) -> np.ndarray | None:
-    """The device tensor as a view of its small dump file's bytes (:meth:`HeaderCache.data`),
-    or None: the file is large, or the tensor is empty or has no shape (read as before)."""
-    if not t.shape or not t.size:
-        return None
-    data = headers.data(t, identities)
-    if data is None:
+def _in_memory(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
+    """The device tensor as a view of its small dump file's bytes ``data``
+    (:meth:`ReadCache.data`), or None: the file is large, or the tensor is empty or has no
+    shape (read from the file)."""
+    if data is None or not t.shape or not t.size:
         return None
     if t.offset + t.size > data.size:
         raise PrecisionToolError(
@@ -134,10 +170,11 @@ def _in_memory(t: DumpTensor, headers: HeaderCache, identities: FileIdentities |
     return data[t.offset : t.offset + t.size].view(t.dtype).reshape(t.shape)
 
 
-def open_dump_side(side: DumpSide, headers: HeaderCache, identities: FileIdentities | None = None) -> Source:
+def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities | None = None) -> Source:
     """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem.
     ``identities``: as :func:`open_side` (recorded here when the file is read whole)."""
-    t = headers.tensor(side)
+    data = reads.data(side.path, identities)  # first: a small file's header comes from its bytes
+    t = reads.tensor(side)
     problem = t.host_problem
     if problem:
         raise PrecisionToolError(problem, t.path)
@@ -145,7 +182,7 @@ def open_dump_side(side: DumpSide, headers: HeaderCache, identities: FileIdentit
     check_numeric(t.dtype, t.name, t.path)
     origin = t.origin_format(side.origin_format)
     packed = dump_dtype(t.data_type).packed
-    device = None if packed else _in_memory(t, headers, identities)
+    device = None if packed else _in_memory(t, data)
     if device is None:
         device = t.device()
     if not packed and _row_separable(t, device.shape):
@@ -161,14 +198,18 @@ def open_dump_side(side: DumpSide, headers: HeaderCache, identities: FileIdentit
     return ArrayBlocks(shape=host.shape, array=host, **common)
 
 
-def open_npy_side(side: NpySide, identities: FileIdentities | None = None) -> Source:
+def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads: ReadCache | None = None) -> Source:
     """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem.
 
     A C-order file (what every dumper writes) is not mapped: one of up to
     :data:`SMALL_NPY_BYTES` is read whole with its header, a larger one's blocks are read with
     ``readinto`` (mapping it first would cost a memory map a file for nothing). Fortran order
-    is mapped and copied out block by block. ``identities``: as :func:`open_side`."""
-    header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES, identities)
+    is mapped and copied out block by block. ``identities``: as :func:`open_side`; ``reads``: a
+    call's cache, whose small files are not read again (:meth:`ReadCache.npy`)."""
+    if reads is not None:
+        header, data = reads.npy(side.path, identities)
+    else:
+        header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES, identities)
     count = math.prod(header.shape)
     if not header.fortran_order and count:
         check_numeric(header.dtype, side.path.name, side.path)
@@ -214,7 +255,7 @@ def open_tensor_file_side(side: TensorFileSide, identities: FileIdentities | Non
 
 
 def open_side(
-    side: DumpSide | NpySide | TensorFileSide, headers: HeaderCache, identities: FileIdentities | None = None
+    side: DumpSide | NpySide | TensorFileSide, reads: ReadCache, identities: FileIdentities | None = None
 ) -> Source:
     """A :class:`Source` for any kind of side. ``identities`` (a row cache's, for the row's
     key: :mod:`.row_keys`) gets the side's file identity: recorded by the reader that reads
@@ -225,9 +266,9 @@ def open_side(
         return open_tensor_file_side(side, identities)
     try:
         if isinstance(side, DumpSide):
-            return open_dump_side(side, headers, identities)
+            return open_dump_side(side, reads, identities)
         if isinstance(side, NpySide):
-            return open_npy_side(side, identities)
+            return open_npy_side(side, identities, reads)
     finally:
         if identities is not None and isinstance(side, (DumpSide, NpySide)):
             identities.of(side.path)  # the one recorded, else its own open
@@ -244,15 +285,15 @@ def _converted_whole(t: DumpTensor) -> bool:
     return blocked and not _row_separable(t, tuple(t.shape))
 
 
-def range_extent(side: DumpSide | NpySide, headers: HeaderCache) -> Source | None:
+def range_extent(side: DumpSide | NpySide, reads: ReadCache) -> Source | None:
     """The side opened for reading in ranges, or None when it does not read in ranges cheaply
     (opening would convert it whole, see :func:`_converted_whole`) or cannot be opened (the
     comparison then reports why). Only headers (and memory maps) are read."""
     try:
         if isinstance(side, DumpSide):
-            t = headers.tensor(side)
+            t = reads.tensor(side)
             if t.problem or _converted_whole(t):
                 return None
-        return open_side(side, headers)
+        return open_side(side, reads)
     except PrecisionToolError:
         return None

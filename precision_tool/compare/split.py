@@ -38,7 +38,7 @@ from .golden_pairing import PairTask
 from .load import Source
 from .metric_data import Range, Stats
 from .row_keys import RowKeys
-from .sides import HeaderCache, open_side, range_extent
+from .sides import ReadCache, open_side, range_extent
 from .stat_groups import combine
 from .window import JobResult, LostWork, Unit
 
@@ -94,9 +94,9 @@ def run_piece(
     ``ranges`` (KL), COUNT the NaN/Inf counts. A per-tensor problem (a file truncated or
     unreadable since it was opened) comes back as ``error``.
     """
-    headers = HeaderCache()
+    reads = ReadCache()
     try:
-        x, y = open_side(task.left, headers), open_side(task.right, headers)
+        x, y = open_side(task.left, reads), open_side(task.right, reads)
         if phase == COUNT:
             return PieceResult(counts=pair_compare.nonfinite_counts(x, y, chunk, start, stop))
         acc = pair_compare.new_accumulator(x, y, metrics, numba)
@@ -192,20 +192,20 @@ class SplitCompare(Unit):
 
 
 def _split(
-    task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int, headers: HeaderCache
+    task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int, reads: ReadCache
 ) -> SplitCompare | None:
     """A SplitCompare for a task whose pair is larger than ``split_bytes``, else None."""
     if not task.comparable:
         return None
     if sum(file_sizes.get(getattr(side, "path", None), 0) for side in (task.left, task.right)) <= split_bytes:
         return None  # the files bound the tensors' bytes: no header needs reading
-    x, y = range_extent(task.left, headers), range_extent(task.right, headers)
+    x, y = range_extent(task.left, reads), range_extent(task.right, reads)
     if x is None or y is None or x.size != y.size or x.nbytes + y.nbytes <= split_bytes:
         return None
     bounds = split_points(x.size, math.lcm(x.unit, y.unit), math.ceil((x.nbytes + y.nbytes) / split_bytes))
     if len(bounds) < 3:
         return None
-    row = pair_compare.base_row(task, headers)
+    row = pair_compare.base_row(task, reads)
     if job_args[3]:  # keyed: found here, before any range of the pair is read (.row_keys)
         row = replace(row, cache_key=RowKeys.for_metrics(job_args[0]).key(task))
     return SplitCompare(task, x, y, bounds, job_args, row)
@@ -216,9 +216,9 @@ def split_units(jobs: Sequence[list[PairTask]], job_args: tuple, file_sizes: dic
     :class:`SplitCompare` of its own, in the same order (a job is cut around it)."""
     units: list = []
     for job in jobs:
-        headers, segment = HeaderCache(), []
+        reads, segment = ReadCache(), []
         for task in job:
-            unit = _split(task, job_args, file_sizes, split_bytes, headers)
+            unit = _split(task, job_args, file_sizes, split_bytes, reads)
             if unit is None:
                 segment.append(task)
                 continue

@@ -18,6 +18,7 @@ after the header was read (truncated while being compared).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import struct
@@ -355,9 +356,9 @@ def _nano_file(path: Path, header: NanoHeader, name: str | None) -> DumpFile:
     )
 
 
-def _read_either(path: Path, handle) -> NanoHeader | tuple[DumpData, int, int]:
-    """A nano dump's header, or a DumpData header, where its data starts and the file size."""
-    file_size = os.fstat(handle.fileno()).st_size  # the only bound a header needs
+def _read_either(path: Path, handle, file_size: int) -> NanoHeader | tuple[DumpData, int, int]:
+    """A nano dump's header, or a DumpData header, where its data starts and the file size
+    (``file_size``: the only bound a header needs)."""
     nano = is_nano(handle.read(MAGIC_OFFSET + 4))
     handle.seek(0)
     if nano:
@@ -375,11 +376,24 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         with open_regular(path, "dump file") as handle:
-            header = _read_either(path, handle)
+            header = _read_either(path, handle, os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
     except MemoryError:  # a header length under MAX_HEADER, still more than this machine has
         raise PrecisionToolError("not enough memory to read the dump's header", path) from None
+    return _dump_file(path, header, name)
+
+
+def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | None = None) -> DumpFile:
+    """:func:`read_dump` of a dump file its caller has read whole (``data``: all its bytes, as
+    the file was), for a reader that wants the tensors' bytes too: one read, no second open.
+    Raises PrecisionToolError as :func:`read_dump` does."""
+    path = path if isinstance(path, Path) else Path(path)
+    return _dump_file(path, _read_either(path, io.BytesIO(data), len(data)), name)
+
+
+def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name: str | None) -> DumpFile:
+    """The DumpFile of a header :func:`_read_either` read."""
     if isinstance(header, NanoHeader):
         return _nano_file(path, header, name)
     message, data_start, file_size = header

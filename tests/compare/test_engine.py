@@ -19,7 +19,7 @@ from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.result_csv import ResultWriter, write_result_csv
 from precision_tool.compare.result_read import read_result_csv
-from precision_tool.compare.sides import HeaderCache, open_dump_side
+from precision_tool.compare.sides import ReadCache, open_dump_side
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.golden import write_golden
@@ -302,7 +302,7 @@ def test_streamed_blocks_equal_the_whole_conversion(request, data, chunk, small,
         monkeypatch.setattr(sides, "SMALL_DUMP_BYTES", small)
     kinds = set()
     for side, tensor in _every_dump_tensor(root):
-        source = open_dump_side(side, HeaderCache())
+        source = open_dump_side(side, ReadCache())
         kinds.add(type(source).__name__)
         whole = tensor.host()
         assert source.shape == whole.shape
@@ -337,7 +337,7 @@ def test_row_streamed_layouts_match_the_layout_code(tmp_path, fmt, host_format, 
     )
     for small in (sides.SMALL_DUMP_BYTES, 0):  # rows sliced from memory, and read from the file
         monkeypatch.setattr(sides, "SMALL_DUMP_BYTES", small)
-        source = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
+        source = open_dump_side(DumpSide(path, "output", 0), ReadCache())
         assert type(source).__name__ == "DeviceRows" and (source.raw is None) == (small == 0)
         for chunk in (1, 50, 10_000):
             np.testing.assert_array_equal(_streamed(source, chunk), host.reshape(-1))
@@ -371,7 +371,7 @@ def test_streamed_pair_equals_the_one_shot_metrics(tmp_path, channels, kernel_ba
     gold = write_golden(tmp_path, "x", 0, 1, golden)
     expected = compare_arrays(npu, golden)
     for chunk in (1 << 20, 300, 7):
-        x = open_dump_side(DumpSide(path, "output", 0), HeaderCache())
+        x = open_dump_side(DumpSide(path, "output", 0), ReadCache())
         result, note = compare_sources(x, open_npy_side(NpySide(gold)), chunk=chunk)
         assert note == "" and result.std_text == expected.std_text
         for name, value in expected.numbers.items():

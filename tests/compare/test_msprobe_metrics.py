@@ -34,7 +34,7 @@ from precision_tool.compare.msprobe_metrics import (
     select_msprobe,
     text_cell,
 )
-from precision_tool.compare.sides import HeaderCache, open_side
+from precision_tool.compare.sides import ReadCache, open_side
 from precision_tool.compare.stat_groups import combine
 from precision_tool.errors import PrecisionToolError
 
@@ -50,7 +50,7 @@ def _arrays(case: dict) -> tuple[np.ndarray, np.ndarray]:
 def _sources(case: dict):
     """Both sides as the engine opens them (bfloat16 cases as bfloat16 arrays)."""
     if not case["bfloat16"]:
-        return tuple(open_side(NpySide(DATA / "tensor" / case[side]), HeaderCache()) for side in ("npu", "bench"))
+        return tuple(open_side(NpySide(DATA / "tensor" / case[side]), ReadCache()) for side in ("npu", "bench"))
     sides = []
     for array in _arrays(case):
         values = array.astype(ml_dtypes.bfloat16)
@@ -165,14 +165,14 @@ def test_a_big_tensor_split_by_the_engine_gives_msprobes_cells():
         NpySide(DATA / "tensor" / case["npu"]),
         NpySide(DATA / "tensor" / case["bench"]),
     )
-    x, y = (open_side(side, HeaderCache()) for side in (task.left, task.right))
+    x, y = (open_side(side, ReadCache()) for side in (task.left, task.right))
     unit = split.SplitCompare(
         task,
         x,
         y,
         split.split_points(x.size, 1, 5),
         (MSPROBE_METRICS, 4096, None, False),
-        pair_compare.base_row(task, HeaderCache()),
+        pair_compare.base_row(task, ReadCache()),
     )
 
     class Done:

@@ -15,7 +15,7 @@ from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.msprobe_metrics import MSPROBE_COLUMNS, MSPROBE_METRICS, precheck
 from precision_tool.compare.msprobe_result import ApiRow, judge_api
 from precision_tool.compare.msprobe_stats import compare_summaries
-from precision_tool.compare.sides import HeaderCache, open_side
+from precision_tool.compare.sides import ReadCache, open_side
 
 from .msprobe_dumps import DATA, dtype, dump, expected, md5, records, shape, summary
 
@@ -25,7 +25,7 @@ def _tensor_cells(record: dict, other: dict) -> dict:
     if "data_name" not in record:
         return dict.fromkeys(MSPROBE_COLUMNS, "unsupported")
     x, y = (
-        open_side(NpySide(DATA / "tensor_mode" / side / "dump_tensor_data" / r["data_name"]), HeaderCache())
+        open_side(NpySide(DATA / "tensor_mode" / side / "dump_tensor_data" / r["data_name"]), ReadCache())
         for side, r in (("npu", record), ("bench", other))
     )
     result = precheck(x.shape, y.shape) or pair_compare.compare_sources(x, y, MSPROBE_METRICS)[0]

@@ -97,7 +97,7 @@ def _three_tensor_dump(path):
     ), arrays
 
 
-def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_data(tmp_path, monkeypatch):
+def test_a_small_dump_file_is_opened_once_for_its_header_and_all_its_data(tmp_path, monkeypatch):
     from precision_tool.compare.golden_pairing import DumpSide
     from precision_tool.formats import dump as dump_module
 
@@ -106,24 +106,24 @@ def test_a_small_dump_file_is_opened_once_for_its_header_and_once_for_all_its_da
     for module, name in ((dump_module, "open_regular"), (sides, "open_regular_descriptor")):
         real = getattr(module, name)
         monkeypatch.setattr(module, name, lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k))
-    headers = sides.HeaderCache()
+    reads = sides.ReadCache()
     dump_sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
     for side, array in zip(dump_sides, arrays):
-        source = sides.open_dump_side(side, headers)
+        source = sides.open_dump_side(side, reads)
         assert isinstance(source, ArrayBlocks)
         np.testing.assert_array_equal(_values(source), array)
-    assert opened == [path, path]  # the header, then every tensor's bytes in one read
+    assert opened == [path]  # one read: the header parsed from the bytes every tensor is viewed in
 
 
 def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp_path):
     from precision_tool.compare.golden_pairing import DumpSide
 
     path, _ = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
-    headers = sides.HeaderCache()
-    headers.dump(path)  # the header, read while the file was whole
+    reads = sides.ReadCache()
+    reads.dump(path)  # the header, read while the file was whole
     path.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(PrecisionToolError) as caught:
-        sides.open_dump_side(DumpSide(path, "output", 1), headers)
+        sides.open_dump_side(DumpSide(path, "output", 1), reads)
     assert "truncated" in str(caught.value) and "\n" not in str(caught.value)
     assert str(path) in str(caught.value) or path.name in str(caught.value)
 
@@ -135,9 +135,43 @@ def test_the_pt_files_of_every_job_of_a_process_share_its_reader_so_a_shared_pic
 
     first, second, runs = two_files_sharing_a_pickle(tmp_path, monkeypatch)
     monkeypatch.setattr(torch_file, "PROCESS_READER", torch_file.PtReader())  # a fresh process
-    headers = sides.HeaderCache()  # one job
-    values = [_values(sides.open_side(TensorFileSide(p, "torch.float32"), headers)).tolist() for p in (first, second)]
+    reads = sides.ReadCache()  # one job
+    values = [_values(sides.open_side(TensorFileSide(p, "torch.float32"), reads)).tolist() for p in (first, second)]
     assert values == [[1, 2, 3], [4, 5, 6]] and runs == [first]
     # another job (a job is one pair): the memo outlives it
-    assert _values(sides.open_side(TensorFileSide(second, "torch.float32"), sides.HeaderCache())).tolist() == [4, 5, 6]
+    assert _values(sides.open_side(TensorFileSide(second, "torch.float32"), sides.ReadCache())).tolist() == [4, 5, 6]
     assert runs == [first]
+
+
+def test_a_golden_read_lately_is_served_again_without_an_open_and_an_old_one_is_read_again(tmp_path, monkeypatch):
+    from precision_tool.formats import golden as golden_module
+
+    arrays = [np.full((3, 4), k, np.float32) for k in range(sides.KEPT_FILES + 1)]
+    paths = []
+    for k, array in enumerate(arrays):
+        paths.append(tmp_path / f"g{k}.npy")
+        np.save(paths[-1], array)
+    opened = []
+    real = golden_module.open_regular_descriptor
+    monkeypatch.setattr(golden_module, "open_regular_descriptor", lambda p, *a: opened.append(p) or real(p, *a))
+    reads = sides.ReadCache()
+    for path, array in zip(paths, arrays):  # the last read pushes the first out
+        np.testing.assert_array_equal(_values(open_npy_side(NpySide(path), reads=reads)), array.ravel())
+    for path, array in zip(paths[1:], arrays[1:]):  # the kept ones, from memory
+        np.testing.assert_array_equal(_values(open_npy_side(NpySide(path), reads=reads)), array.ravel())
+    assert opened == paths
+    np.testing.assert_array_equal(_values(open_npy_side(NpySide(paths[0]), reads=reads)), arrays[0].ravel())
+    assert opened == paths + [paths[0]]
+
+
+def test_a_large_golden_is_not_kept(tmp_path, monkeypatch):
+    from precision_tool.formats import golden as golden_module
+
+    np.save(tmp_path / "big.npy", np.zeros(sides.SMALL_NPY_BYTES // 4 + 1, np.float32))
+    opened = []
+    real = golden_module.open_regular_descriptor
+    monkeypatch.setattr(golden_module, "open_regular_descriptor", lambda p, *a: opened.append(p) or real(p, *a))
+    reads = sides.ReadCache()
+    for _ in range(2):
+        assert isinstance(open_npy_side(NpySide(tmp_path / "big.npy"), reads=reads), FileRegion)
+    assert len(opened) == 2

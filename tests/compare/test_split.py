@@ -22,7 +22,7 @@ from precision_tool.compare.load import Buffers
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
 from precision_tool.compare.result_csv import write_result_csv
-from precision_tool.compare.sides import HeaderCache, open_dump_side, open_npy_side, range_extent
+from precision_tool.compare.sides import ReadCache, open_dump_side, open_npy_side, range_extent
 from precision_tool.compare.stat_groups import register_group
 from precision_tool.compare.window import stream_units
 from precision_tool.formats.dump_write import TensorSpec, write_dump
@@ -91,14 +91,14 @@ def sources(tmp_path_factory):
     saved = side_opening.SMALL_DUMP_BYTES
     try:  # these small files streamed from disk, as large ones are ...
         side_opening.SMALL_DUMP_BYTES = 0
-        opened = {kind: open_dump_side(side, HeaderCache()) for kind, side in by_kind.items()}
+        opened = {kind: open_dump_side(side, ReadCache()) for kind, side in by_kind.items()}
     finally:
         side_opening.SMALL_DUMP_BYTES = saved
     # ... and read whole into memory, as small ones are
     by_kind["ArrayBlocks (ND dump in memory)"] = by_kind["FileRegion (ND dump)"]
     by_kind["DeviceRows (NC1HWC0 in memory)"] = by_kind["DeviceRows (NC1HWC0, padded)"]
     for kind in ("ArrayBlocks (ND dump in memory)", "DeviceRows (NC1HWC0 in memory)"):
-        opened[kind] = open_dump_side(by_kind[kind], HeaderCache())
+        opened[kind] = open_dump_side(by_kind[kind], ReadCache())
     wholes = {kind: read_dump(side.path).outputs[0].host().reshape(-1) for kind, side in by_kind.items()}
     fortran = np.asfortranarray(rng.standard_normal((6, 7, 5)).astype(np.float32))
     np.save(tmp / "fortran.npy", fortran)
@@ -178,7 +178,7 @@ def test_only_the_big_tensor_is_split_and_the_job_is_cut_around_it(tmp_path):
 def test_a_side_converted_whole_on_opening_is_not_split(tmp_path):
     weight = np.random.default_rng(1).standard_normal((3, 3, 16, 32)).astype(np.float16)
     side = _dump(tmp_path, "w", weight, "FRACTAL_Z", host_format="HWCN")
-    assert range_extent(side, HeaderCache()) is None
+    assert range_extent(side, ReadCache()) is None
     golden = NpySide(write_golden(tmp_path, "w", 0, 1, weight.astype(np.float32)))
     assert [type(u).__name__ for u in _units(_task(0, "w", side, golden), 100)] == ["list"]
 

@@ -135,7 +135,7 @@ def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatc
 
     case_dir = make_case(tmp_path, Case("shrinking", "the base network", lambda c: None, ()))
     victim = step_dir(case_dir) / RELU_FILE
-    read_header = sides.HeaderCache.dump
+    read_header = sides.ReadCache.dump
 
     def dump_then_cut(self, path):
         found = read_header(self, path)
@@ -144,7 +144,7 @@ def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatc
                 handle.truncate(found.inputs[0].offset + 10)
         return found
 
-    monkeypatch.setattr(sides.HeaderCache, "dump", dump_then_cut)
+    monkeypatch.setattr(sides.ReadCache, "dump", dump_then_cut)
     context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
     check = Check("vc", "row", "truncated since its header was read")
     assert_outcome(check, *run_check(context, buffer, check), root_of(case_dir), True)

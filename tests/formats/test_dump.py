@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError, read_dump
+from precision_tool.formats.dump import dump_from_bytes
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.proto.dumpdata import DumpData
 
 NAME = "Conv2D.model_conv1_Conv2D.12.3.1718170000000074"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _write(tmp_path, inputs, outputs, name=NAME, op_name="model/conv1/Conv2D"):
@@ -267,3 +272,39 @@ def test_unknown_format_host_conversion_fails_when_counts_disagree(tmp_path):
     with pytest.raises(PrecisionToolError) as info:
         read_dump(path).outputs[0].host()
     assert "unsupported format UNKNOWN(200)" in str(info.value) and str(path) in str(info.value)
+
+
+# ---- a dump read whole by its caller: the same DumpFile, the same one-line errors ----
+
+_REAL_DUMPS = sorted(
+    p for p in (DATA / "fixtures").rglob("*") if p.is_file() and p.parent.name == "0" and "." in p.name
+) + [DATA / "nano" / "ConcatV2D.concatv2.0.0.550288648"]
+
+
+def test_the_real_dumps_read_from_their_bytes_are_what_read_dump_reads():
+    assert len(_REAL_DUMPS) >= 14  # the fixture's GE dumps and a nano dump
+    for path in _REAL_DUMPS:
+        assert dump_from_bytes(path, path.read_bytes()) == read_dump(path), path.name
+
+
+def _outcome(read):
+    try:
+        return read()
+    except PrecisionToolError as exc:
+        return ("error", str(exc))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    cut=st.integers(min_value=0, max_value=200),
+    flips=st.lists(st.tuples(st.integers(min_value=0, max_value=199), st.integers(1, 255)), max_size=3),
+    extra=st.binary(max_size=4),
+)
+def test_damaged_bytes_read_whole_fail_or_read_as_from_the_file(tmp_path, cut, flips, extra):
+    data = bytearray(_good_bytes())
+    for at, mask in flips:
+        data[at % len(data)] ^= mask
+    data = bytes(data[: len(data) - cut % len(data)]) + extra
+    path = tmp_path / "Add.op.1.0.1718170000000000"
+    path.write_bytes(data)
+    assert _outcome(lambda: dump_from_bytes(path, data)) == _outcome(lambda: read_dump(path))
