@@ -33,7 +33,7 @@ from ..errors import PrecisionToolError
 from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
 from .dump_names import parse_dump_name
-from .files import open_regular
+from .files import FetchReader, held_fetch, open_regular, open_regular_descriptor
 from .nano_dump import MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano, read_nano_header
 from .proto.dump_enums import FORMAT_NAMES
 from .shapes import rank_problem, shape_problem
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .proto.dumpdata import DumpData
 
 _DUMPDATA = "DumpData dump: "  # how every error about the DumpData envelope starts
+_FIRST_READ = 4096  # read_dump's first read: the header length, a nano dump's magic, the header
 
 
 @dataclass(frozen=True)
@@ -375,8 +376,12 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     """
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
-        with open_regular(path, "dump file") as handle:
-            header = _read_either(path, handle, os.fstat(handle.fileno()).st_size)
+        descriptor, info = open_regular_descriptor(path, "dump file")
+        try:  # one read holds a GE header as a rule; a longer one is read on from the file
+            held = os.read(descriptor, _FIRST_READ)
+            header = _read_either(path, FetchReader(held_fetch(held, descriptor)), info.st_size)
+        finally:
+            os.close(descriptor)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
     except MemoryError:  # a header length under MAX_HEADER, still more than this machine has

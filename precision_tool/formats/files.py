@@ -181,6 +181,27 @@ def held_fetch(held, descriptor: int, copy: bool = True) -> Fetch:
     return fetch
 
 
+class FetchReader:
+    """``read`` and ``seek`` over a :data:`Fetch`, for a parser written for a file object that
+    reads a file's first bytes: a header served from bytes read already
+    (:func:`held_fetch`) costs no buffered file object (its ``isatty`` probe, two ``fstat``
+    calls) and no read but the first."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch, self._at = fetch, 0
+
+    def read(self, count: int) -> bytes:
+        """Up to ``count`` bytes from the position (fewer at the file's end), which moves past them."""
+        data = self._fetch(self._at, count)
+        self._at += len(data)
+        return data
+
+    def seek(self, offset: int) -> int:
+        """Move to ``offset`` from the start."""
+        self._at = offset
+        return offset
+
+
 def read_whole(descriptor: int, size: int) -> bytes:
     """The ``size`` bytes an ``fstat`` gave for the open regular file ``descriptor``, from its
     position: one ``read`` as a rule, more if the system returns less; fewer bytes only when the

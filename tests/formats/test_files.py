@@ -216,3 +216,25 @@ def test_a_held_fetch_reads_what_the_file_holds_held_or_not(tmp_path_factory, da
             assert bytes(view(offset, count)) == data[offset : offset + count]  # a view or bytes
     finally:
         os.close(descriptor)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.binary(max_size=3000),
+    held=st.integers(0, 3000),
+    steps=st.lists(st.one_of(st.integers(0, 1200), st.tuples(st.just("seek"), st.integers(0, 3200))), max_size=10),
+)
+def test_a_fetch_reader_reads_on_as_a_file_object_does(tmp_path_factory, data, held, steps):
+    path = tmp_path_factory.mktemp("reader") / "f.bin"
+    path.write_bytes(data)
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        with open(path, "rb") as handle:  # the reference: Python's own buffered reader
+            reader = files.FetchReader(files.held_fetch(data[:held], descriptor))
+            for step in steps:
+                if isinstance(step, tuple):
+                    assert reader.seek(step[1]) == handle.seek(step[1])
+                else:
+                    assert reader.read(step) == handle.read(step)
+    finally:
+        os.close(descriptor)
