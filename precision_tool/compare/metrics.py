@@ -60,7 +60,7 @@ EPS = float(np.finfo(np.float64).eps)
 # --- the formulas (module-level functions: metrics are sent to worker processes) --------------
 
 
-def _cosine(s: Stats) -> Outcome:
+def _cosine(s: Stats) -> Outcome | float:
     nx, ny = math.sqrt(s.sum_xx), math.sqrt(s.sum_yy)  # the ratio is the same at any scale
     zero_x, zero_y = unscaled(nx, s.scale_x) <= EPS, unscaled(ny, s.scale_y) <= EPS
     if zero_x and zero_y:
@@ -68,7 +68,7 @@ def _cosine(s: Stats) -> Outcome:
     if zero_x or zero_y:
         side = "NPU" if zero_x else "golden"
         return Outcome(None, f"Cannot compare by CosineSimilarity: all data is zero in the {side} tensor.")
-    return Outcome(float(np.minimum(s.sum_xy / (nx * ny), 1.0)))
+    return float(np.minimum(s.sum_xy / (nx * ny), 1.0))
 
 
 def _max_abs(s: Stats) -> float:
@@ -277,19 +277,24 @@ class Accumulator:
         with np.errstate(all="ignore"):  # once for all metrics: entering it costs microseconds
             outcomes = [self._evaluate(metric) for metric in self.metrics]
         for metric, outcome in zip(self.metrics, outcomes):
+            if not isinstance(outcome, Outcome):  # a plain value, the usual case
+                values[metric.name] = outcome
+                continue
             if outcome.value is not None:
                 values[metric.name] = outcome.value
             if outcome.reason and outcome.reason not in reasons:
                 reasons.append(outcome.reason)
         return MetricResult(values, tuple(reasons))
 
-    def _evaluate(self, metric: Metric) -> Outcome:
+    def _evaluate(self, metric: Metric) -> Outcome | float | str:
+        """The metric's Outcome, or its value when there is nothing more to say (a float, or the
+        text of a text metric): a pair's ten metrics make no Outcome as a rule."""
         if self.boolean and not metric.bool_ok:
             return Outcome(None, "Only CosineSimilarity and RelativeEuclideanDistance support bool tensors.")
         if self.scalar and metric.name == "CosineSimilarity":
             return Outcome(1.0, "This tensor is scalar.")
         value = metric.compute(self.stats)  # under result()'s errstate
-        return value if isinstance(value, Outcome) else Outcome(value if metric.text else float(value))
+        return value if isinstance(value, Outcome) or metric.text else float(value)
 
 
 _NOT_NUMBERS = {"M": "dates and times", "m": "durations", "U": "text", "S": "bytes", "O": "Python objects"}
