@@ -127,24 +127,25 @@ def test_one_shot_command_line(name, words, expected, text, corpus, tmp_path):
 
 
 def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatch):
-    """net/relu's dump is cut right after vc has read its header (as when the dumping job
-    rewrites it meanwhile): its tensors get a row each with the reason, net/add is compared."""
-    from precision_tool.compare import sides
+    """net/relu's dump is cut right after the plan has read its header (as when the dumping job
+    rewrites it meanwhile): the comparison reads the file again, header and data in one read,
+    so its tensors get a row each with the reason, and net/add is compared."""
+    from precision_tool.compare import golden_pairing
 
     from .base import Case, make_case, step_dir
 
     case_dir = make_case(tmp_path, Case("shrinking", "the base network", lambda c: None, ()))
     victim = step_dir(case_dir) / RELU_FILE
-    read_header = sides.ReadCache.dump
+    read_header = golden_pairing.read_header
 
-    def dump_then_cut(self, path):
-        found = read_header(self, path)
-        if path == victim:
+    def header_then_cut(ref):
+        found = read_header(ref)
+        if ref.path == victim:
             with open(victim, "r+b") as handle:
-                handle.truncate(found.inputs[0].offset + 10)
+                handle.truncate(found[0].inputs[0].offset + 10)
         return found
 
-    monkeypatch.setattr(sides.ReadCache, "dump", dump_then_cut)
+    monkeypatch.setattr(golden_pairing, "read_header", header_then_cut)
     context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
-    check = Check("vc", "row", "truncated since its header was read")
+    check = Check("vc", "row", "(truncated)")
     assert_outcome(check, *run_check(context, buffer, check), root_of(case_dir), True)
