@@ -78,15 +78,16 @@ class ReadCache:
             return data
         descriptor, info = open_regular_descriptor(path, "dump file")  # info: the fstat before the read
         try:
-            if info.st_size > SMALL_DUMP_BYTES:
-                return None
-            whole = read_whole(descriptor, info.st_size)
-            if identities is not None:
+            whole = read_whole(descriptor, info.st_size) if info.st_size <= SMALL_DUMP_BYTES else None
+            if whole is not None and identities is not None:
                 identities.record(path, info, held_fetch(whole, descriptor, copy=False))
         except OSError as exc:
             raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
         finally:
             os.close(descriptor)
+        if whole is None:  # large: its tensors are read from the file, and it is not opened again here
+            self._data = (path, None)
+            return None
         _keep(self._dumps, path, dump_from_bytes(path, whole))  # the header these bytes hold
         data = np.frombuffer(whole, np.uint8)  # read-only, as the map it replaces
         self._data = (path, data)

@@ -103,7 +103,11 @@ def test_a_small_dump_file_is_opened_once_for_its_header_and_all_its_data(tmp_pa
 
     path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
     opened = []
-    for module, name in ((dump_module, "open_regular"), (sides, "open_regular_descriptor")):
+    for module, name in (
+        (dump_module, "open_regular"),
+        (dump_module, "open_regular_descriptor"),
+        (sides, "open_regular_descriptor"),
+    ):
         real = getattr(module, name)
         monkeypatch.setattr(module, name, lambda p, *a, _real=real, **k: opened.append(p) or _real(p, *a, **k))
     reads = sides.ReadCache()
@@ -113,6 +117,23 @@ def test_a_small_dump_file_is_opened_once_for_its_header_and_all_its_data(tmp_pa
         assert isinstance(source, ArrayBlocks)
         np.testing.assert_array_equal(_values(source), array)
     assert opened == [path]  # one read: the header parsed from the bytes every tensor is viewed in
+
+
+def test_a_large_dump_file_is_sized_once_and_its_header_read_once(tmp_path, monkeypatch):
+    from precision_tool.compare.golden_pairing import DumpSide
+    from precision_tool.formats import dump as dump_module
+
+    path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
+    monkeypatch.setattr(sides, "SMALL_DUMP_BYTES", 64)  # this file is a large one now
+    sized, headed = [], []
+    real_sized, real_headed = sides.open_regular_descriptor, dump_module.open_regular_descriptor
+    monkeypatch.setattr(sides, "open_regular_descriptor", lambda p, *a: sized.append(p) or real_sized(p, *a))
+    monkeypatch.setattr(dump_module, "open_regular_descriptor", lambda p, *a: headed.append(p) or real_headed(p, *a))
+    reads = sides.ReadCache()
+    dump_sides = [DumpSide(path, "input", 0), DumpSide(path, "output", 0), DumpSide(path, "output", 1)]
+    for side, array in zip(dump_sides, arrays):
+        np.testing.assert_array_equal(_values(sides.open_dump_side(side, reads)), array)
+    assert sized == [path] and headed == [path]  # each tensor's data is then read from the file itself
 
 
 def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp_path):
