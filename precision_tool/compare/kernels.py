@@ -260,7 +260,9 @@ def fold_second(
             for xb, yb in _readable_pairs(x, y):
                 out = np.zeros(3)
                 kernels.kl(kernel_operand(xb), *scaling[0], kernel_operand(yb), *scaling[1], out)
-                merge_kl(stats, Stats(kl_sp=out[0], kl_sq=out[1], kl_cross=out[2]))
+                # Python floats: pieces' sums that overflow give inf as numpy's would, without its warning
+                kl_sp, kl_sq, kl_cross = out.tolist()
+                merge_kl(stats, Stats(kl_sp=kl_sp, kl_sq=kl_sq, kl_cross=kl_cross))
             continue
         with np.errstate(all="ignore"):
             for xb, yb in _float64_pieces(x, y, BLOCK):
