@@ -100,10 +100,12 @@ def as_float64(block: np.ndarray) -> np.ndarray:
     return block.astype(np.float64, copy=False)
 
 
-def _readable_pairs(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray, np.ndarray]]:
-    """The chunks as stored when the kernels read both dtypes, else float64 pieces of them."""
-    if kernel_operand(x) is not None and kernel_operand(y) is not None:
-        yield x, y
+def _kernel_operands(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """The chunks as the kernels read them (:func:`kernel_operand`) when they read both dtypes,
+    else float64 pieces of them (which they read as they are)."""
+    xv, yv = kernel_operand(x), kernel_operand(y)
+    if xv is not None and yv is not None:
+        yield xv, yv
     else:
         yield from _float64_pieces(x, y, _PIECE)
 
@@ -113,8 +115,7 @@ def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGro
     fields holding them: the cosine's sums, those and the difference's, or every field."""
     names = {g.name for g in groups}
     total = None
-    for xb, yb in _readable_pairs(x, y):
-        xv, yv = kernel_operand(xb), kernel_operand(yb)
+    for xv, yv in _kernel_operands(x, y):
         out = np.zeros(len(FUSED_FIELDS))
         if names <= COSINE_GROUPS:
             kernels.cosine(xv, yv, out)
@@ -257,9 +258,9 @@ def fold_second(
     scaling = [kl_scaling(rng) for rng in ranges]
     for group in groups:
         if group.name == "kl" and kernels is not None and None not in scaling:
-            for xb, yb in _readable_pairs(x, y):
+            for xv, yv in _kernel_operands(x, y):
                 out = np.zeros(3)
-                kernels.kl(kernel_operand(xb), *scaling[0], kernel_operand(yb), *scaling[1], out)
+                kernels.kl(xv, *scaling[0], yv, *scaling[1], out)
                 # Python floats: pieces' sums that overflow give inf as numpy's would, without its warning
                 kl_sp, kl_sq, kl_cross = out.tolist()
                 merge_kl(stats, Stats(kl_sp=kl_sp, kl_sq=kl_sq, kl_cross=kl_cross))

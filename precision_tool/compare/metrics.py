@@ -97,9 +97,15 @@ def _std_text(s: Stats) -> str:
     n = s.count
     parts = []
     for total, m2, scale in ((s.sum_x, s.m2_x, s.scale_x), (s.sum_y, s.m2_y, s.scale_y)):
-        mean, std = unscaled(total / n, scale), unscaled(float(np.sqrt(m2 / n)), scale)
+        mean, std = unscaled(total / n, scale), unscaled(_sqrt(m2 / n), scale)
         parts.append("(%.3f;%.3f)" % (_zero_small(mean), _zero_small(std)))
     return ",".join(parts)
+
+
+def _sqrt(value: float) -> float:
+    """numpy's square root of one number without its ufunc call: NaN below 0 (a variance that
+    rounding took under 0), the same number otherwise (IEEE square roots are exactly rounded)."""
+    return math.sqrt(value) if value >= 0 else math.nan
 
 
 def _zero_small(value: float) -> float:

@@ -360,3 +360,16 @@ def test_float16_chunks_are_upcast_block_by_block():
     for name in NUMERIC:
         rel = 1e-6 if name == "KullbackLeiblerDivergence" else 1e-9  # its log is taken in float32
         assert narrow.values[name] == pytest.approx(wide.values[name], rel=rel, abs=1e-15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_the_standard_deviation_s_square_root_is_numpy_s(value):
+    from precision_tool.compare.metrics import _sqrt
+
+    with np.errstate(all="ignore"):
+        expected = float(np.sqrt(value))
+    got = _sqrt(value)
+    assert (math.isnan(got) and math.isnan(expected)) or (
+        got == expected and math.copysign(1, got) == math.copysign(1, expected)
+    )
