@@ -139,7 +139,7 @@ def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIn
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
     """The dump header of ``ref``, or None and the problem when it cannot be read."""
     try:
-        return read_dump(ref.path, name=ref.name.file_name), ""
+        return read_dump(ref.path, name=ref.name), ""  # its name as the listing parsed it
     except PrecisionToolError as exc:
         return None, exc.problem
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import PrecisionToolError
 from . import layouts
 from .dtypes import DumpDType, data_type_name, display_name, dump_dtype, unpack_bits
-from .dump_names import parse_dump_name
+from .dump_names import DumpName, parse_dump_name
 from .files import FetchReader, held_fetch, open_regular, open_regular_descriptor
 from .nano_dump import MAGIC_OFFSET, MAX_HEADER, NANO_MAGIC, NanoHeader, NanoTensor, is_nano, read_nano_header
 from .proto.dump_enums import FORMAT_NAMES
@@ -339,11 +339,11 @@ def _nano_tensors(
     return tensors, offset
 
 
-def _nano_file(path: Path, header: NanoHeader, name: str | None) -> DumpFile:
+def _nano_file(path: Path, header: NanoHeader, name: str | DumpName | None) -> DumpFile:
     """A nano dump's DumpFile: its op and time come from the file name only."""
     inputs, offset = _nano_tensors(path, "input", header.inputs, header.data_start)
     outputs, _ = _nano_tensors(path, "output", header.outputs, offset)
-    parsed = parse_dump_name(name or path.name)
+    parsed = _parsed_name(path, name)
     return DumpFile(
         path=path,
         op_type=parsed.op_type if parsed else "",
@@ -357,6 +357,12 @@ def _nano_file(path: Path, header: NanoHeader, name: str | None) -> DumpFile:
     )
 
 
+def _parsed_name(path: Path, name: str | DumpName | None) -> DumpName | None:
+    """The fields of the file's name: ``name`` parsed already, else ``name`` (an alias's real
+    name) or the path's own, parsed here."""
+    return name if isinstance(name, DumpName) else parse_dump_name(name or path.name)
+
+
 def _read_either(path: Path, handle, file_size: int) -> NanoHeader | tuple[DumpData, int, int]:
     """A nano dump's header, or a DumpData header, where its data starts and the file size
     (``file_size``: the only bound a header needs)."""
@@ -367,11 +373,12 @@ def _read_either(path: Path, handle, file_size: int) -> NanoHeader | tuple[DumpD
     return (*_read_header(path, handle, file_size), file_size)
 
 
-def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
+def read_dump(path: str | os.PathLike, name: str | DumpName | None = None) -> DumpFile:
     """Read a dump file's header and index its tensors (their data stays on disk).
 
     Both forms are read, DumpData and nano (told apart by the magic 0x5A5A5A5A at byte 8).
-    ``name`` is the file's real name when ``path`` is an alias from ``mapping.csv``.
+    ``name`` is the file's real name when ``path`` is an alias from ``mapping.csv``, or that
+    name parsed already (a :class:`~.dump_names.DumpName`: a directory listing parsed them all).
     Raises PrecisionToolError naming the file for anything that is not a well-formed dump.
     """
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
@@ -389,7 +396,7 @@ def read_dump(path: str | os.PathLike, name: str | None = None) -> DumpFile:
     return _dump_file(path, header, name)
 
 
-def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | None = None) -> DumpFile:
+def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | DumpName | None = None) -> DumpFile:
     """:func:`read_dump` of a dump file its caller has read whole (``data``: all its bytes, as
     the file was), for a reader that wants the tensors' bytes too: one read, no second open.
     Raises PrecisionToolError as :func:`read_dump` does."""
@@ -397,7 +404,7 @@ def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | None = Non
     return _dump_file(path, _read_either(path, io.BytesIO(data), len(data)), name)
 
 
-def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name: str | None) -> DumpFile:
+def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name: str | DumpName | None) -> DumpFile:
     """The DumpFile of a header :func:`_read_either` read."""
     if isinstance(header, NanoHeader):
         return _nano_file(path, header, name)
@@ -405,7 +412,7 @@ def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name:
     _check_sizes(path, message, data_start, file_size)
     inputs, offset = _tensors(path, "input", message.input, data_start)
     outputs, _ = _tensors(path, "output", message.output, offset)
-    parsed = parse_dump_name(name or path.name)
+    parsed = _parsed_name(path, name)
     return DumpFile(
         path=path,
         op_type=parsed.op_type if parsed else "",

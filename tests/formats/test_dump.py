@@ -308,3 +308,13 @@ def test_damaged_bytes_read_whole_fail_or_read_as_from_the_file(tmp_path, cut, f
     path = tmp_path / "Add.op.1.0.1718170000000000"
     path.write_bytes(data)
     assert _outcome(lambda: dump_from_bytes(path, data)) == _outcome(lambda: read_dump(path))
+
+
+def test_a_name_parsed_already_gives_the_dump_what_its_text_gives(tmp_path):
+    from precision_tool.formats.dump_names import parse_dump_name
+
+    for k, path in enumerate(_REAL_DUMPS):
+        alias = tmp_path / f"a{k}"  # as mapping.csv's short names: the real name is told apart
+        alias.write_bytes(path.read_bytes())
+        parsed = read_dump(alias, name=parse_dump_name(path.name))
+        assert parsed == read_dump(alias, name=path.name) and parsed.op_type, path.name
