@@ -1,7 +1,7 @@
 """The streaming comparison engine: PairTasks in, CompareRows out, in execution order.
 
 :func:`compare_tasks` groups consecutive tasks that read the same NPU dump file into one job
-(the header is parsed once per job), runs the jobs on a pool of worker processes (inline with
+(the header is parsed once per job; :mod:`.jobs` makes the jobs and their batches), runs the jobs on a pool of worker processes (inline with
 ``workers=1``), and yields each job's rows as soon as it and every job before it are done, so a
 CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
 in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
@@ -36,21 +36,20 @@ Decisions:
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..lifetime import init_worker_lifetime
 from . import kernels
-from .golden_pairing import DumpSide, FileSide, PairTask
+from .golden_pairing import PairTask
+from .jobs import Plan, batch_jobs, cluster_batch_bytes, needs_worker, plan_jobs, pool_batch_bytes
 from .load import DEFAULT_CHUNK
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
-from .pool_server import parent_of_workers, server_context, single_threaded_children, workers_have_numba
+from .pool_server import parent_of_workers, server_context, single_threaded_children
 from .result import CompareRow
 from .row_keys import RowKeys
 from .sides import ReadCache
@@ -61,20 +60,6 @@ if TYPE_CHECKING:  # multiprocessing loads only when a pool starts: an inline ru
     from concurrent.futures import ProcessPoolExecutor
 
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
-# A Dask call costs a round trip through the scheduler (207 calls/s measured on 2 shared cores,
-# docs/scaling.md), a pool call a tenth of that: on a cluster, consecutive small jobs travel as
-# one call of up to this many file bytes, so a run of many small dump files is not bound by the
-# scheduler's call rate; a smaller run is cut into about CLUSTER_CALLS_PER_WORKER calls per
-# worker thread, so every worker gets some.
-CLUSTER_BATCH_BYTES = 64 << 20
-# A pool call costs its pickled tasks and rows and a round trip through the executor's threads
-# (about a millisecond of CPU all told): consecutive small jobs go to a worker as one call of
-# about this many file bytes, so a network of 100 KB tensors is not bound by calls. 4 MiB calls
-# still cost 0.3-0.6 s of CPU at 1.5 GB (372 calls of an msprobe pair: 2.26 -> 2.12 s with
-# 32 MiB; the mixed GE network 3.23 -> 2.87 s; docs/performance.md). The run's share
-# (pool_batch_bytes: at least four calls a worker) keeps the last calls spread over the workers.
-POOL_BATCH_BYTES = 32 << 20
-CLUSTER_CALLS_PER_WORKER = 4
 # Pool calls in flight a worker. While this process writes a finished call's rows (CSV lines,
 # the row cache, msprobe's table) the workers go on only with what was submitted before: with
 # two calls a worker they ran dry on a large msprobe pair (the runs: docs/performance.md,
@@ -82,42 +67,10 @@ CLUSTER_CALLS_PER_WORKER = 4
 POOL_WINDOW = 6
 
 
-def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
-    """The file bytes of one call on a cluster of ``workers`` threads for a run of ``data_bytes``."""
-    return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
-
-
-# --- jobs ------------------------------------------------------------------------------------
-
-
-def _task_files(tasks: Sequence[PairTask]) -> list:
-    """Every file the comparable tasks read, once each, in order."""
-    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide))
-    return list(dict.fromkeys(files))
-
-
-def _dump_files(task: PairTask) -> tuple:
-    return tuple(side.path for side in (task.left, task.right) if isinstance(side, DumpSide))
-
-
 def lost_rows(job: Sequence[PairTask], reason: str) -> JobResult:
     """The rows of a job that could not be computed: named, not compared, with ``reason``."""
     reads = ReadCache()
     return JobResult([base_row(t, reads, t.reason if not t.comparable else reason) for t in job], 0)
-
-
-def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
-    """Consecutive tasks that read the same NPU dump file(s) form one job; others are alone."""
-    jobs: list[list[PairTask]] = []
-    last = None
-    for task in tasks:
-        key = _dump_files(task)
-        if jobs and key and key == last:
-            jobs[-1].append(task)
-        else:
-            jobs.append([task])
-        last = key
-    return jobs
 
 
 def run_job(
@@ -182,22 +135,6 @@ class JobUnit(Unit):
             return lost_rows(self.job, lost.reason)
 
 
-def file_sizes(tasks: Sequence[PairTask]) -> dict:
-    """The size of every file the comparable tasks read (each once): what the run will stream."""
-    sizes = {}
-    for path in _task_files(tasks):
-        try:
-            sizes[path] = os.stat(path).st_size
-        except OSError:
-            continue  # reported by the comparison
-    return sizes
-
-
-def needs_worker(job: Sequence[PairTask]) -> bool:
-    """Whether a job reads tensor data (else it runs where it is: nothing to send away)."""
-    return any(task.comparable for task in job)
-
-
 def _mp_context():
     """The fork server's when one was started (:mod:`.pool_server`); else fork (instant start)
     on Linux when this process runs no other thread; else spawn.
@@ -254,23 +191,6 @@ class _Tracker:
             self.progress(self.rows, self.total, self.bytes)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """A run's jobs and what every job call gets: ``job_args`` = (metrics, chunk, numba, keyed)."""
-
-    jobs: list[list[PairTask]]
-    job_args: tuple
-    sizes: dict  # file path -> bytes
-
-
-def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int, keyed: bool = False) -> Plan:
-    """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
-    sizes = file_sizes(tasks)
-    # numba's load pays for the run, or is paid already: its pool's workers come with it
-    numba = kernels.numba_pays_off(sum(sizes.values()), kernels.needs_cosine_sums_only(metrics)) or workers_have_numba()
-    return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba, keyed), sizes)
-
-
 def compare_tasks(
     tasks: Iterable[PairTask],
     metrics: Sequence[Metric] = METRICS,
@@ -324,27 +244,6 @@ def compare_tasks(
         clear_buffers()
 
 
-def batch_jobs(units: Sequence, sizes: dict, batch_bytes: int) -> list:
-    """Consecutive plain jobs (task lists) joined into one of up to about ``batch_bytes`` file
-    bytes; split tensors (:class:`~.window.Unit`) stay where they are. Order is kept, so the
-    rows are the same, in the same order; only the calls are fewer."""
-    batched: list = []
-    pending: list[PairTask] = []
-    pending_bytes = 0
-    for unit in units:
-        if isinstance(unit, Unit):
-            batched += [pending, unit] if pending else [unit]
-            pending, pending_bytes = [], 0
-            continue
-        job_bytes = sum(sizes.get(path, 0) for path in _task_files(unit))
-        if pending and pending_bytes + job_bytes > batch_bytes:
-            batched.append(pending)
-            pending, pending_bytes = [], 0
-        pending.extend(unit)
-        pending_bytes += job_bytes
-    return batched + ([pending] if pending else [])
-
-
 def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> list[Unit]:
     """The plan's jobs as units, tensors too large for one call split out (:mod:`.split`),
     small jobs joined into calls of ``batch_bytes`` when that is given."""
@@ -356,14 +255,6 @@ def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> 
     if batch_bytes:
         units = batch_jobs(units, plan.sizes, batch_bytes)
     return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
-
-
-def pool_batch_bytes(plan: Plan, workers: int) -> int:
-    """Bytes of a pool call: :data:`POOL_BATCH_BYTES`, or less so the run is at least four
-    calls a worker (small runs: each job its own call, as without batching); 0 inline."""
-    if workers <= 1:
-        return 0
-    return max(1, min(POOL_BATCH_BYTES, sum(plan.sizes.values()) // (4 * workers)))
 
 
 def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
@@ -417,24 +308,14 @@ def _pooled(units: list, job_args: tuple, workers: int, tracker: _Tracker) -> It
 
 
 __all__ = [
-    "CLUSTER_BATCH_BYTES",
-    "CLUSTER_CALLS_PER_WORKER",
     "DEFAULT_CHUNK",
-    "POOL_BATCH_BYTES",
     "POOL_WINDOW",
     "JobResult",
     "JobUnit",
-    "Plan",
-    "batch_jobs",
-    "cluster_batch_bytes",
     "compare_sources",
     "compare_task",
     "compare_tasks",
-    "group_jobs",
     "lost_rows",
-    "needs_worker",
     "nonfinite_note",
-    "plan_jobs",
-    "pool_batch_bytes",
     "run_job",
 ]

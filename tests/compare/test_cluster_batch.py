@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from precision_tool.compare.engine import CLUSTER_BATCH_BYTES, batch_jobs, cluster_batch_bytes
+from precision_tool.compare.jobs import CLUSTER_BATCH_BYTES, batch_jobs, cluster_batch_bytes
 
 
 def test_calls_are_at_most_64_mib_and_about_four_per_worker_thread():

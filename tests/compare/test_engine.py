@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from precision_tool import read_dump, read_golden, read_graph
-from precision_tool.compare import engine, pair_compare, sides
-from precision_tool.compare.engine import compare_tasks, group_jobs
+from precision_tool.compare import engine, jobs, pair_compare, sides
+from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
+from precision_tool.compare.jobs import group_jobs
 from precision_tool.compare.load import Buffers, aligned
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
@@ -115,11 +116,11 @@ def test_progress_counts_rows_and_both_sides_bytes(fixture_data):
 
 def test_consecutive_tasks_of_one_dump_file_are_one_job(fixture_data):
     tasks = _tasks(fixture_data)
-    jobs = group_jobs(tasks)
-    assert sum(len(j) for j in jobs) == len(tasks)
-    for job in jobs:
+    grouped = group_jobs(tasks)
+    assert sum(len(j) for j in grouped) == len(tasks)
+    for job in grouped:
         assert len({t.left.path if t.left else None for t in job}) == 1
-    conv = next(j for j in jobs if j[0].npu_name == "model/conv1/Conv2D")
+    conv = next(j for j in grouped if j[0].npu_name == "model/conv1/Conv2D")
     assert len(conv) == 4  # three inputs and the output: one header read
 
 
@@ -482,20 +483,20 @@ def test_small_jobs_are_batched_into_calls_of_the_byte_limit_in_order_around_spl
     sizes = {Path(f"/d/{i}"): 30 for i in range(7)} | {Path(f"/g/{i}"): 10 for i in range(7)}
     split_unit = engine.Unit()
     units = [job(0), job(1), job(2), split_unit, job(3), job(4), job(5), job(6)]
-    batched = engine.batch_jobs(units, sizes, batch_bytes=100)
+    batched = jobs.batch_jobs(units, sizes, batch_bytes=100)
     shape = [u if isinstance(u, engine.Unit) else [t.index for t in u] for u in batched]
     assert shape == [[0, 1], [2], split_unit, [3, 4], [5, 6]]
     flat = [t.index for u in batched if not isinstance(u, engine.Unit) for t in u]
     assert flat == [0, 1, 2, 3, 4, 5, 6]
     # a job larger than the limit is a call of its own, never cut
-    assert [[t.index for t in u] for u in engine.batch_jobs([job(0), job(1)], sizes, 10)] == [[0], [1]]
+    assert [[t.index for t in u] for u in jobs.batch_jobs([job(0), job(1)], sizes, 10)] == [[0], [1]]
 
 
 def test_pool_calls_are_batched_but_at_least_four_a_worker():
     def plan(total_bytes):
         sizes = {f"f{i}": total_bytes // 100 for i in range(100)}
-        return engine.Plan([], (), sizes)
+        return jobs.Plan([], (), sizes)
 
-    assert engine.pool_batch_bytes(plan(10 << 30), 2) == engine.POOL_BATCH_BYTES
-    assert engine.pool_batch_bytes(plan(8_000), 2) == 8_000 // 8  # a small run: four calls a worker
-    assert engine.pool_batch_bytes(plan(10 << 30), 1) == 0  # inline: nothing to batch
+    assert jobs.pool_batch_bytes(plan(10 << 30), 2) == jobs.POOL_BATCH_BYTES
+    assert jobs.pool_batch_bytes(plan(8_000), 2) == 8_000 // 8  # a small run: four calls a worker
+    assert jobs.pool_batch_bytes(plan(10 << 30), 1) == 0  # inline: nothing to batch

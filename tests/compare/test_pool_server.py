@@ -114,13 +114,13 @@ def test_vc_through_the_server_writes_the_rows_of_a_forked_pool(tmp_path, fixtur
 
 def test_a_run_whose_workers_come_with_numba_uses_it(monkeypatch, fixture_data):
     """numba's load is paid once the server loaded it: a run too small to load it itself uses it."""
-    from precision_tool.compare import engine, pool_server
+    from precision_tool.compare import jobs, pool_server
     from precision_tool.compare.metrics import select_metrics
     from precision_tool.compare.plan import plan_comparisons
     from tests.conftest import make_context
 
     tasks = plan_comparisons(make_context(fixture_data)[0])[0].tasks
     metrics = select_metrics(None)
-    assert engine.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is False  # a few KB: numpy
+    assert jobs.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is False  # a few KB: numpy
     monkeypatch.setitem(pool_server._SERVER, "context", object())  # a server runs: numba is loaded
-    assert engine.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is True
+    assert jobs.plan_jobs(tasks, metrics, 1 << 20).job_args[2] is True

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.compare import engine, sides, split
+from precision_tool.compare import engine, jobs, sides, split
 from precision_tool.compare.metrics import select_metrics
 from precision_tool.compare.row_cache import RowCache, cached_rows
 from precision_tool.compare.row_keys import RowKeys, metric_identities, task_key
@@ -144,7 +144,7 @@ def test_without_a_key_from_the_engine_a_row_is_not_stored(tmp_path, keys_where_
 def test_a_pair_compared_in_ranges_is_keyed_before_any_range_is_read(tmp_path):
     tasks = _msprobe_tasks(tmp_path)
     metrics = select_metrics(None)
-    plan = engine.plan_jobs(tasks, metrics, 1 << 10, keyed=True)
+    plan = jobs.plan_jobs(tasks, metrics, 1 << 10, keyed=True)
     units = split.split_units(plan.jobs, plan.job_args, plan.sizes, split_bytes=4000)
     pieces = [unit for unit in units if isinstance(unit, split.SplitCompare)]
     assert pieces

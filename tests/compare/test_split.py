@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from precision_tool import read_dump
 from precision_tool.compare import engine, split
 from precision_tool.compare import sides as side_opening
-from precision_tool.compare.engine import compare_tasks, plan_jobs
+from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
+from precision_tool.compare.jobs import plan_jobs
 from precision_tool.compare.load import Buffers
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
 from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
