@@ -181,11 +181,12 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
         with np.errstate(all="ignore"):
             if stored:  # first: the float64 folds advance part.count block by block
                 _fold_stored(stats if fused else part, x, y, stored)
-            for xb, yb in _float64_pieces(x, y, BLOCK) if folds else ():
-                for group in folds:
-                    group.fold(stats if fused else part, xb, yb)
-                if not fused:  # the fused kernel counted them
-                    part.count += xb.size
+            if folds:
+                for xb, yb in _float64_pieces(x, y, BLOCK):
+                    for group in folds:
+                        group.fold(stats if fused else part, xb, yb)
+                    if not fused:  # the fused kernel counted them
+                        part.count += xb.size
     if not folds and not fused:
         part.count += x.size
     if not sums_finite(part):  # a NaN or Inf, or an overflow
