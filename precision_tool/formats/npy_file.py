@@ -23,7 +23,8 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .golden import load_npy
-from .torch_pickle import TORCH_DTYPES, shown
+from .torch_names import TORCH_DTYPES
+from .torch_pickle import shown
 
 MINDSPORE_DTYPES = {
     "Float16": np.float16,

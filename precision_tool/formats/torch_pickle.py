@@ -13,7 +13,7 @@ without a typed storage class (float8, uint16, ...) come as ``_rebuild_tensor_v3
 ``"npu_format_/ND": True``-style keys (torch_npu ``NPUSerialization.cpp``).
 
 The interpreter knows the opcodes those writers emit (and the protocol 4 forms of the same
-things). Every global outside :data:`_CALLS`, the storage classes and the dtypes, and every other
+things). Every global outside :data:`.torch_names.CALLS`, the storage classes and the dtypes, and every other
 opcode, is refused with one line naming it, before anything past it is read.
 """
 
@@ -25,94 +25,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import PrecisionToolError
+from .torch_names import CALLS, NO_NUMPY_DTYPES, NO_NUMPY_STORAGES, STORAGES, TORCH_DTYPES, UNTYPED_STORAGES
 
 ONLY_TENSORS = "a .pt file may only rebuild tensors"
 _SHOWN = 80  # characters of a name from the file shown in a message
 _STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<i", "<B", "<H", "<I", "<Q", ">d")}
 
-# torch's dtypes as numpy's; a dtype pickles as the global ``torch.<name>``
-TORCH_DTYPES = {
-    "float32": np.float32,
-    "float": np.float32,
-    "float64": np.float64,
-    "double": np.float64,
-    "float16": np.float16,
-    "half": np.float16,
-    "bfloat16": ml_dtypes.bfloat16,
-    "int8": np.int8,
-    "uint8": np.uint8,
-    "int16": np.int16,
-    "short": np.int16,
-    "int32": np.int32,
-    "int": np.int32,
-    "int64": np.int64,
-    "long": np.int64,
-    "uint16": np.uint16,
-    "uint32": np.uint32,
-    "uint64": np.uint64,
-    "bool": np.bool_,
-    "complex64": np.complex64,
-    "cfloat": np.complex64,
-    "complex128": np.complex128,
-    "cdouble": np.complex128,
-    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-    "float8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
-    "float8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
-    "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
-}
-# torch dtypes numpy has no type for: named in words rather than refused as unknown globals
-_NO_NUMPY = frozenset(
-    {
-        "complex32",
-        "chalf",
-        "float4_e2m1fn_x2",
-        "qint8",
-        "quint8",
-        "qint32",
-        "quint4x2",
-        "quint2x4",
-        "bits1x8",
-        "bits2x4",
-        "bits4x2",
-        "bits8",
-        "bits16",
-        *(f"int{n}" for n in range(1, 8)),
-        *(f"uint{n}" for n in range(1, 8)),
-    }
-)
-# the typed storage classes of torch.save's persistent ids, by the dtype of their elements
-_STORAGES = {
-    "FloatStorage": "float32",
-    "DoubleStorage": "float64",
-    "HalfStorage": "float16",
-    "BFloat16Storage": "bfloat16",
-    "LongStorage": "int64",
-    "IntStorage": "int32",
-    "ShortStorage": "int16",
-    "CharStorage": "int8",
-    "ByteStorage": "uint8",
-    "BoolStorage": "bool",
-    "ComplexFloatStorage": "complex64",
-    "ComplexDoubleStorage": "complex128",
-}
-_NO_NUMPY_STORAGES = frozenset(
-    {"ComplexHalfStorage", "QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage", "QUInt2x4Storage"}
-)
-_UNTYPED = {("torch.storage", "UntypedStorage"), ("torch", "UntypedStorage")}
-# the only callables: what each is, checked when it is called
-_CALLS = {
-    ("torch._utils", "_rebuild_tensor"): "tensor",
-    ("torch._utils", "_rebuild_tensor_v2"): "tensor_v2",
-    ("torch._utils", "_rebuild_tensor_v3"): "tensor_v3",
-    ("torch._utils", "_rebuild_parameter"): "parameter",
-    ("torch._utils", "_rebuild_parameter_with_state"): "parameter",
-    ("collections", "OrderedDict"): "dict",
-}
 # opcodes the interpreter does not run, named in its refusal (others by their byte)
 _OTHER_OPCODES = {
     b"i": "INST",
@@ -260,11 +181,11 @@ class _Machine:
 
 def _global(machine: _Machine, module: str, name: str) -> object:
     """What the global ``module.name`` stands for, or the refusal."""
-    if (module, name) in _CALLS or (module, name) in _UNTYPED:
+    if (module, name) in CALLS or (module, name) in UNTYPED_STORAGES:
         return Global(module, name)
-    if module == "torch" and (name in TORCH_DTYPES or name in _STORAGES):
+    if module == "torch" and (name in TORCH_DTYPES or name in STORAGES):
         return Global(module, name)
-    if module == "torch" and (name in _NO_NUMPY or name in _NO_NUMPY_STORAGES):
+    if module == "torch" and (name in NO_NUMPY_DTYPES or name in NO_NUMPY_STORAGES):
         raise PrecisionToolError(f"holds a tensor of torch.{name}, which numpy has no type for", machine.path)
     raise machine.refuse(f"to run {Global(module, name)}")
 
@@ -291,10 +212,10 @@ def _persistent(machine: _Machine) -> None:
     ):
         raise machine.fail("a storage id that is not (storage, type, key, location, numel)")
     kind, key, location, numel = pid[1], pid[2], pid[3], pid[4]
-    if (kind.module, kind.name) in _UNTYPED:
+    if (kind.module, kind.name) in UNTYPED_STORAGES:
         dtype = np.dtype(np.uint8)
-    elif kind.module == "torch" and kind.name in _STORAGES:
-        dtype = np.dtype(TORCH_DTYPES[_STORAGES[kind.name]])
+    elif kind.module == "torch" and kind.name in STORAGES:
+        dtype = np.dtype(TORCH_DTYPES[STORAGES[kind.name]])
     else:
         raise machine.fail(f"a storage of {kind}, which is not a storage class")
     machine.stack.append(StorageRef(key, dtype, numel, location))
@@ -355,7 +276,7 @@ def _tensor(machine: _Machine, args: tuple, kind: str) -> TensorRecord:
 
 def _call(machine: _Machine, func, args) -> object:
     """REDUCE: ``func(*args)`` for the allowed callables only."""
-    kind = _CALLS.get((func.module, func.name)) if isinstance(func, Global) else None
+    kind = CALLS.get((func.module, func.name)) if isinstance(func, Global) else None
     if kind is None:
         raise machine.refuse(f"to call {func if isinstance(func, Global) else type(func).__name__}")
     if not isinstance(args, tuple):
