@@ -27,8 +27,9 @@ from ..compare.tensor_names import DECODE_DIR, DumpSelection, host_layout, resol
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.held_dir import OutputError
 from ..formats.layouts import convert_host_format
-from ..formats.output_root import OutputError, OutputRoot
+from ..formats.output_root import OutputRoot
 from ..formats.text import safe_file_name
 from ..render.fit import FitTable
 from ..render.lines import visible

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from precision_tool.errors import PrecisionToolError
 
-from ..formats.output_root import STAMP, OutputRoot, PendingFile
+from ..formats.held_dir import PendingFile
+from ..formats.output_root import STAMP, OutputRoot
 from ..formats.text import shape_text
 from .manifest import result_csvs
 from .metric_data import Metric

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import PrecisionToolError
-from ..formats.output_root import STAMP, OutputError, OutputRoot, process_exists, stamps
+from ..formats.held_dir import OutputError, process_exists
+from ..formats.output_root import STAMP, OutputRoot, stamps
 from .manifest import is_csv_name, load_manifest
 from .result_csv import RESULTS_DIR, result_path
 from .state_file import read_json_file, shown, typed_fields

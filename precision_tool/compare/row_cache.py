@@ -36,7 +36,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
-from ..formats.output_root import OutputError, OutputRoot
+from ..formats.held_dir import OutputError
+from ..formats.output_root import OutputRoot
 from .golden_pairing import PairTask
 from .result import CompareRow
 from .row_keys import SCHEMA, RowKeys

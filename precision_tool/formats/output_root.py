@@ -32,11 +32,7 @@ before use instead: the same refusals, without the guarantee against a concurren
 
 from __future__ import annotations
 
-import errno
 import os
-import re
-import secrets
-import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -44,24 +40,23 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import PrecisionToolError
+from .held_dir import (
+    DIRECTORY_FLAGS,
+    NOFOLLOW,
+    HeldDir,
+    OutputError,
+    PendingFile,
+    remove_entry,
+    sweep,
+    write_error,
+)
 
-NAME_MAX = 255  # bytes in one file name on the usual file systems
-_SUFFIX_ROOM = 40  # ".{pid}.{8 hex}.part" and the leading dot
-ELSEWHERE = "--out DIR or OUTPUT_ROOT writes elsewhere"
 STAMP = "%Y%m%d%H%M%S"
 MAX_STAMP_TRIES = 1000  # seconds ahead a free directory name is looked for
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_FILE_FLAGS = (
-    os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-_DIR_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 # os.replace takes src_dir_fd/dst_dir_fd wherever os.rename does (supports_dir_fd lists rename)
 _AT = all(f in os.supports_dir_fd for f in (os.open, os.mkdir, os.rename, os.unlink, os.rmdir, os.stat)) and bool(
-    _NOFOLLOW and _DIRECTORY
+    NOFOLLOW and getattr(os, "O_DIRECTORY", 0)
 )
-_NOT_THERE = (errno.EROFS, errno.EACCES, errno.EPERM)
-_PART_NAME = re.compile(r"\..*\.([0-9]{1,10})\.[0-9a-f]{8}\.part", re.DOTALL)  # temp_name's
 STALE_DEPTH = 3  # directory levels below the root swept for stale temporary files
 
 
@@ -70,174 +65,6 @@ def stamps(when: datetime, count: int = MAX_STAMP_TRIES) -> Iterator[str]:
     and report directories (:meth:`OutputRoot.new_directory` takes the first one free)."""
     when = when.replace(microsecond=0)
     return ((when + timedelta(seconds=k)).strftime(STAMP) for k in range(count))
-
-
-def temp_name(path: str | os.PathLike) -> Path:
-    """A fresh hidden name beside ``path``: ``.{name}.{pid}.{random}.part``, within NAME_MAX."""
-    path = Path(path)
-    stem = path.name.encode("utf-8", "surrogateescape")[: NAME_MAX - _SUFFIX_ROOM]
-    stem_text = stem.decode("utf-8", "ignore")  # never cut a character in half
-    return path.with_name(f".{stem_text}.{os.getpid()}.{secrets.token_hex(4)}.part")
-
-
-def temp_name_pid(name: str) -> int | None:
-    """The pid in a name :func:`temp_name` made, or None when ``name`` is not one."""
-    match = _PART_NAME.fullmatch(name)
-    return int(match.group(1)) if match else None
-
-
-def process_exists(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine; True whenever that cannot be told
-    (Windows, where probing a pid with ``os.kill`` would end the process), so nothing of a live
-    process is ever taken for stale."""
-    if pid == os.getpid() or os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OSError, OverflowError, ValueError):  # EPERM: another user's live process
-        return True
-    return True
-
-
-def _reason(exc: OSError) -> str:
-    why = exc.strerror or str(exc)
-    return f"{why}; {ELSEWHERE}" if exc.errno in _NOT_THERE else why
-
-
-class OutputError(PrecisionToolError):
-    """The output cannot be written (a full disk, a read-only file system, a refused link): the
-    command cannot go on, unlike a problem with one input."""
-
-
-def write_error(exc: OSError, path: Path, what: str = "cannot write") -> OutputError:
-    """The one-line error for an OSError met while writing ``path``."""
-    return OutputError(f"{what} ({_reason(exc)})", path)
-
-
-class _Dir:
-    """One checked directory under the output root: an open descriptor where the OS has
-    ``openat``, else its path (checked with ``lstat`` on the way down)."""
-
-    def __init__(self, path: Path, fd: int | None) -> None:
-        self.path, self.fd = path, fd
-
-    def at(self, name: str):
-        """``name`` as the ``os`` functions take it here."""
-        return name if self.fd is not None else os.path.join(self.path, name)
-
-    def kw(self, *keys: str) -> dict:
-        return {key: self.fd for key in keys} if self.fd is not None else {}
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def _refuse(self, name: str, exc: OSError) -> OutputError:
-        where = self.path / name
-        try:
-            mode = os.stat(self.at(name), follow_symlinks=False, **self.kw("dir_fd")).st_mode
-        except OSError:
-            mode = None
-        if mode is not None and stat.S_ISLNK(mode):
-            return OutputError(
-                "is a symbolic link, and nothing is written through links under "
-                f"the output root (remove it; {ELSEWHERE})",
-                where,
-            )
-        if mode is not None and not stat.S_ISDIR(mode):
-            return OutputError("is not a directory, so nothing can be written into it", where)
-        return write_error(exc, where, "cannot create the output directory")
-
-    def child(self, name: str, create: bool) -> _Dir:
-        """The directory ``name`` in this one (made when ``create``), never through a link."""
-        if name in ("", ".", "..") or os.sep in name or "/" in name:
-            raise OutputError(f"not a plain directory name: {name!r}", self.path)
-        try:
-            return self._open(name, create)
-        except OSError as exc:
-            raise self._refuse(name, exc) from None
-
-    def _open(self, name: str, create: bool) -> _Dir:
-        path = self.path / name
-        if self.fd is None:
-            return self._open_by_path(path, create)
-        try:
-            return _Dir(path, os.open(name, _DIR_FLAGS, dir_fd=self.fd))
-        except FileNotFoundError:
-            if not create:
-                raise
-        try:
-            os.mkdir(name, 0o777, dir_fd=self.fd)
-        except FileExistsError:
-            pass  # made meanwhile by someone else: opened and checked like any other
-        return _Dir(path, os.open(name, _DIR_FLAGS, dir_fd=self.fd))
-
-    @staticmethod
-    def _open_by_path(path: Path, create: bool) -> _Dir:
-        if create and not os.path.lexists(path):
-            try:
-                os.mkdir(path, 0o777)
-            except FileExistsError:
-                pass
-        mode = os.lstat(path).st_mode
-        if not stat.S_ISDIR(mode):  # a link, or a file
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(path))
-        return _Dir(path, None)
-
-
-class PendingFile:
-    """A file being written under a hidden temporary name in a checked directory.
-
-    :meth:`commit` closes it and renames it to its name; :meth:`discard` removes it. Both
-    release the directory. ``handle`` is the open file (text or binary).
-    """
-
-    def __init__(self, directory: _Dir, name: str, binary: bool, encoding: str | None, newline: str | None) -> None:
-        self._dir, self.name = directory, name
-        self.path = directory.path / name
-        self._temp = temp_name(self.path).name
-        try:
-            fd = os.open(directory.at(self._temp), _FILE_FLAGS, 0o666, **directory.kw("dir_fd"))
-        except OSError as exc:
-            directory.close()
-            raise write_error(exc, self.path) from None
-        self.handle: IO = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding=encoding, newline=newline)
-
-    def commit(self) -> Path:
-        """Finish the file and give it its name; PrecisionToolError (and nothing left behind)
-        when the disk fills up or the rename fails."""
-        try:
-            self.handle.close()  # the last buffered bytes: a full disk may only show here
-            os.replace(
-                self._dir.at(self._temp),
-                self._dir.at(self.name),  # over what was there
-                **self._dir.kw("src_dir_fd", "dst_dir_fd"),
-            )
-        except OSError as exc:
-            self.discard()
-            raise write_error(exc, self.path) from None
-        self._dir.close()
-        return self.path
-
-    def discard(self) -> None:
-        """Remove the temporary file; nothing appears under the name. Never raises OSError."""
-        try:
-            self.handle.close()
-        except OSError:
-            pass  # the bytes that did not fit are dropped with the file
-        try:
-            os.unlink(self._dir.at(self._temp), **self._dir.kw("dir_fd"))
-        except OSError:
-            pass
-        self._dir.close()
-
-    def failed(self, exc: OSError) -> OutputError:
-        """Discard the file after ``exc`` and return the one-line error to raise."""
-        self.discard()
-        return write_error(exc, self.path)
 
 
 class OutputRoot:
@@ -276,15 +103,15 @@ class OutputRoot:
             raise OutputError("is the output root, not a file in it", path)
         return parent, name
 
-    def _open_root(self, create: bool) -> _Dir:
+    def _open_root(self, create: bool) -> HeldDir:
         absolute = Path(os.path.abspath(self.path))
         if not absolute.name:  # the file system's root
-            return _Dir(self.path, os.open(absolute, _DIR_FLAGS) if _AT else None)
+            return HeldDir(self.path, os.open(absolute, DIRECTORY_FLAGS) if _AT else None)
         try:
             if create:
                 os.makedirs(absolute.parent, exist_ok=True)
             shown = self.path.parent if self.path.name == absolute.name else absolute.parent
-            parent = _Dir(shown, os.open(absolute.parent, _DIR_FLAGS & ~_NOFOLLOW) if _AT else None)
+            parent = HeldDir(shown, os.open(absolute.parent, DIRECTORY_FLAGS & ~NOFOLLOW) if _AT else None)
         except OSError as exc:
             raise write_error(exc, absolute.parent, "cannot create the output directory") from None
         try:
@@ -295,7 +122,7 @@ class OutputRoot:
         return found
 
     @contextmanager
-    def _directory(self, parts: Iterable[str], create: bool = True) -> Iterator[_Dir]:
+    def _directory(self, parts: Iterable[str], create: bool = True) -> Iterator[HeldDir]:
         here = self._open_root(create)
         try:
             for name in parts:
@@ -336,7 +163,7 @@ class OutputRoot:
         """Start writing ``path`` (its directory is created); see :class:`PendingFile`."""
         parent, name = self._split(path)
         with self._directory(parent) as here:
-            directory = _Dir(here.path, here.fd)
+            directory = HeldDir(here.path, here.fd)
             here.fd = None  # the pending file owns the descriptor now
         return PendingFile(directory, name, binary, encoding, newline)
 
@@ -381,12 +208,12 @@ class OutputRoot:
         PrecisionToolError when it cannot be."""
         parent, name = self._split(path)
         with self._directory(parent, create=False) as here:
-            flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0)
+            flags = os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0)
             with os.fdopen(os.open(here.at(name), flags, **here.kw("dir_fd")), "rb") as handle:
                 return handle.read()
 
     def remove_stale_parts(self, *parts: str, depth: int = STALE_DEPTH) -> int:
-        """Remove the temporary files (:func:`temp_name`) of processes that no longer exist in
+        """Remove the temporary files (:func:`~.held_dir.temp_name`) of processes that no longer exist in
         the directory ``parts`` and up to ``depth`` levels below it; returns how many.
 
         Only regular files are removed; links are never followed nor removed, and a directory
@@ -394,7 +221,7 @@ class OutputRoot:
         """
         try:
             with self._directory(parts, create=False) as here:
-                return _sweep(here, depth)
+                return sweep(here, depth)
         except (OSError, PrecisionToolError):
             return 0
 
@@ -430,7 +257,7 @@ class OutputRoot:
         try:
             parent, name = self._split(path)
             with self._directory(parent, create=False) as here:
-                _remove_entry(here, name)
+                remove_entry(here, name)
         except (OSError, PrecisionToolError):
             pass
 
@@ -445,50 +272,3 @@ class OutputRoot:
                 os.rmdir(here.at(name), **here.kw("dir_fd"))
         except (OSError, PrecisionToolError):
             pass
-
-
-def _sweep(here: _Dir, depth: int) -> int:
-    """:meth:`OutputRoot.remove_stale_parts` in one checked directory."""
-    removed = 0
-    with os.scandir(here.fd if here.fd is not None else here.path) as entries:
-        listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries]
-    for name, is_dir, is_file in listed:
-        pid = temp_name_pid(name)
-        if (is_file or is_dir) and pid is not None and not process_exists(pid):
-            try:  # a file, or a directory being filled (formats/pending_dir.py), of a dead writer
-                _remove_entry(here, name)
-                removed += 1
-            except (OSError, PrecisionToolError):
-                pass  # removed meanwhile, or not ours to remove
-        elif is_dir and depth > 0:
-            removed += _sweep_below(here, name, depth - 1)
-    return removed
-
-
-def _sweep_below(here: _Dir, name: str, depth: int) -> int:
-    try:
-        below = here.child(name, create=False)
-    except (OSError, PrecisionToolError):
-        return 0
-    try:
-        return _sweep(below, depth)
-    except OSError:
-        return 0
-    finally:
-        below.close()
-
-
-def _remove_entry(here: _Dir, name: str) -> None:
-    """Remove ``name`` in ``here``: a file or link by unlinking it, a directory with all below
-    it (opened without following links, so one swapped for a link meanwhile is refused)."""
-    info = os.stat(here.at(name), follow_symlinks=False, **here.kw("dir_fd"))
-    if not stat.S_ISDIR(info.st_mode):
-        os.unlink(here.at(name), **here.kw("dir_fd"))
-        return
-    below = here.child(name, create=False)
-    try:
-        for entry in os.listdir(below.fd if below.fd is not None else below.path):
-            _remove_entry(below, entry)
-    finally:
-        below.close()
-    os.rmdir(here.at(name), **here.kw("dir_fd"))

@@ -1,9 +1,9 @@
 """A directory that appears whole or not at all: filled under a hidden name, renamed into place.
 
-A file appears complete or not at all (:class:`~.output_root.PendingFile`); files that only make
+A file appears complete or not at all (:class:`~.held_dir.PendingFile`); files that only make
 sense together (the report's Model Explorer node data, which its ``index.html`` lists) need the
 same for the set. :class:`PendingDirectory` makes a directory under a hidden temporary name
-beside the one wanted (:func:`~.output_root.temp_name`, so a dead writer's is swept like its files),
+beside the one wanted (:func:`~.held_dir.temp_name`, so a dead writer's is swept like its files),
 the caller writes into :attr:`~PendingDirectory.path` through the output root as usual, and
 :meth:`~PendingDirectory.commit` renames it to its name in one step; :meth:`~PendingDirectory.discard`
 removes it with everything in it. Nothing is followed through a link on the way (the output
@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .output_root import OutputRoot, temp_name, write_error
+from .held_dir import temp_name, write_error
+from .output_root import OutputRoot
 
 
 class PendingDirectory:

@@ -12,7 +12,8 @@ import pytest
 from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows
 from precision_tool.compare.row_keys import task_key
-from precision_tool.formats.output_root import OutputError, OutputRoot
+from precision_tool.formats.held_dir import OutputError
+from precision_tool.formats.output_root import OutputRoot
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 

@@ -23,7 +23,8 @@ import pytest
 
 from precision_tool.compare.result_dir import INTERRUPTED, RUN_FILE, RUNNING, interrupted_run
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
-from precision_tool.formats.output_root import OutputRoot, temp_name
+from precision_tool.formats.held_dir import temp_name
+from precision_tool.formats.output_root import OutputRoot
 from precision_tool.formats.proto.dump_enums import DATA_TYPE_VALUES, FORMAT_VALUES
 from precision_tool.formats.proto.dumpdata import DumpData
 from tests.conftest import REPO_ROOT

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import output_root
+from precision_tool.formats import held_dir, output_root
 from precision_tool.status import ExitStatus
 from tests.conftest import REPO_ROOT, make_context, run_command
 
@@ -214,13 +214,13 @@ class _FullAfter:
 
 
 def _disk_fills(monkeypatch, at_close: bool, room: int = 0) -> None:
-    real_init = output_root.PendingFile.__init__
+    real_init = held_dir.PendingFile.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullAfter(self.handle, room, at_close)
 
-    monkeypatch.setattr(output_root.PendingFile, "__init__", init)
+    monkeypatch.setattr(held_dir.PendingFile, "__init__", init)
 
 
 def _files_under(directory: Path) -> list[Path]:

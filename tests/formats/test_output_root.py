@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import output_root
-from precision_tool.formats.output_root import NAME_MAX, OutputError, OutputRoot, stamps, temp_name
+from precision_tool.formats import held_dir, output_root
+from precision_tool.formats.held_dir import NAME_MAX, OutputError, temp_name
+from precision_tool.formats.output_root import OutputRoot, stamps
 
 
 @pytest.fixture(params=["openat", "lstat"])
@@ -159,13 +160,13 @@ class _FullDisk:
 
 @pytest.mark.parametrize("at", ["write", "close"])
 def test_a_full_disk_is_one_error_and_leaves_no_file_under_any_name(tmp_path, monkeypatch, at):
-    real_init = output_root.PendingFile.__init__
+    real_init = held_dir.PendingFile.__init__
 
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         self.handle = _FullDisk(self.handle, at)
 
-    monkeypatch.setattr(output_root.PendingFile, "__init__", init)
+    monkeypatch.setattr(held_dir.PendingFile, "__init__", init)
     root = OutputRoot(tmp_path / "temp")
     with pytest.raises(OutputError, match="No space left on device") as info:
         root.write_text("op_graph/g.gv", "digraph {}")

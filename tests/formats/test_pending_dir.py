@@ -12,7 +12,8 @@ import pytest
 
 from precision_tool import PrecisionToolError
 from precision_tool.formats import output_root
-from precision_tool.formats.output_root import OutputRoot, temp_name
+from precision_tool.formats.held_dir import temp_name
+from precision_tool.formats.output_root import OutputRoot
 from precision_tool.formats.pending_dir import PendingDirectory
 
 

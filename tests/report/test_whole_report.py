@@ -5,7 +5,7 @@ them; a disk that filled up after the node data left them without ``index.html``
 output root is a real 2 MiB tmpfs mounted for the test (and unmounted after it), filled to
 leave exactly the room each case needs. Where mounting is refused (not root, or a container
 without the capability), the same cases run with the tool's lowest-level writes (the handles
-of :class:`~precision_tool.formats.output_root.PendingFile`) raising OSError(ENOSPC) once the room
+of :class:`~precision_tool.formats.held_dir.PendingFile`) raising OSError(ENOSPC) once the room
 is used up: nothing is skipped.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_tool.formats import output_root
+from precision_tool.formats import held_dir
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context, run_command
 
@@ -63,13 +63,13 @@ class SmallDisk:
         os.close(fd)
 
     def _inject(self, monkeypatch) -> None:
-        room, real_init = self._room, output_root.PendingFile.__init__
+        room, real_init = self._room, held_dir.PendingFile.__init__
 
         def init(pending, *args, **kwargs):
             real_init(pending, *args, **kwargs)
             pending.handle = _Budgeted(pending.handle, room)
 
-        monkeypatch.setattr(output_root.PendingFile, "__init__", init)
+        monkeypatch.setattr(held_dir.PendingFile, "__init__", init)
 
     def files(self) -> list[str]:
         """Every file and directory left under the disk (but the filler), relative."""
@@ -206,7 +206,7 @@ def test_a_page_that_fails_only_at_its_close_takes_its_node_data_away(compared, 
     data took their name: they are removed again. tmpfs refuses at write, so this close is
     injected (the real disk above stays unlimited)."""
     small_disk.leave(None)
-    real_commit = output_root.PendingFile.commit
+    real_commit = held_dir.PendingFile.commit
 
     def commit(pending):
         if pending.name == "index.html":
@@ -214,7 +214,7 @@ def test_a_page_that_fails_only_at_its_close_takes_its_node_data_away(compared, 
             raise pending.failed(OSError(errno.ENOSPC, "No space left on device"))
         return real_commit(pending)
 
-    monkeypatch.setattr(output_root.PendingFile, "commit", commit)
+    monkeypatch.setattr(held_dir.PendingFile, "commit", commit)
     status, output = _report(compared, small_disk)
     _one_error(status, output, "No space left on device", "index.html")
     assert small_disk.files() in ([], ["report"])
