@@ -19,7 +19,7 @@ from ..checks.casts import check_casts
 from ..checks.fusion import check_fusion
 from ..checks.graph_diff import check_graph_diff
 from ..checks.overflow import check_overflow
-from ..compare.divergence import FlagRule
+from ..compare.verdict import FlagRule
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.datadir import require_data_root

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 from rich.text import Text
 
-from ..compare.divergence import FlagRule, TensorCosine
+from ..compare.divergence import TensorCosine
 from ..compare.elementwise import ElementwiseResult, check_numbers, compare_elementwise, first_elements
 from ..compare.noise import Noise, output_noise
 from ..compare.op_tensors import op_tensors
 from ..compare.pair_stats import PairStats, compare
 from ..compare.tolerance import Tolerance, pair_tolerance
-from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, ROUNDING
+from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, ROUNDING, FlagRule
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..explain.diagnosis import output_noise_of

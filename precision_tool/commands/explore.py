@@ -198,7 +198,7 @@ def _lines(launch: Launch, url: str, pid: int, config: Path, errors: list[str]) 
 
 def run(args, context: Context) -> CommandResult:
     """Write the node data, start Model Explorer and say where it is."""
-    from ..compare.divergence import FlagRule
+    from ..compare.verdict import FlagRule
     from ..formats.output_root import stamps
     from ..model_explorer.launch import CONFIG_NAME
     from ..model_explorer.prepare import prepare

@@ -13,12 +13,12 @@ from functools import partial
 
 from rich.text import Text
 
-from ..compare.divergence import FlagRule
 from ..compare.golden_pairing import golden_for
 from ..compare.judged import judge_op_rows, judged_rows
 from ..compare.lookup import graph_label, lookup_ops
 from ..compare.newest import NewestResult, newest_result
 from ..compare.tensor_summary import tensor_stats
+from ..compare.verdict import FlagRule
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph

@@ -14,7 +14,7 @@ from ..errors import PrecisionToolError
 from .registry import CommandParser, setting_arg
 
 if TYPE_CHECKING:
-    from ..compare.divergence import FlagRule
+    from ..compare.verdict import FlagRule
     from ..context import Context
 
 
@@ -79,7 +79,7 @@ def result_sources(file_arg: str | None, context: Context) -> list[Path]:
 
 def settings(args, context: Context) -> tuple[FlagRule, int]:
     """(flag rule, limit) from ``-c``/``--red``/``-l``, the config where not given."""
-    from ..compare.divergence import FlagRule
+    from ..compare.verdict import FlagRule
 
     rule = FlagRule.from_config(context.config, getattr(args, "cosine", None))
     if getattr(args, "red", None) is not None:

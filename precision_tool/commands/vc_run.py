@@ -26,7 +26,7 @@ class Summary:
 
     label: str
     path: Path
-    rule: object  # a compare.divergence.FlagRule
+    rule: object  # a compare.verdict.FlagRule
     compared: int = 0
     not_compared: int = 0
     unreadable: int = 0  # not compared: a Dask worker could not read the files
@@ -178,10 +178,10 @@ def run_into(
     (ClusterStopped) leaves the run interrupted, as Ctrl-C does, and says how to resume. Returns :func:`write_all`'s, the counts with ``cache_warning`` when the row
     cache turned itself off."""
     from ..compare.cluster import ClusterStopped
-    from ..compare.divergence import FlagRule
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache
+    from ..compare.verdict import FlagRule
 
     paths = [directory.csv_path(tag) for tag in csv_tags([p.tag for p in plans])]
     collectors: list = [None] * len(plans)

@@ -18,7 +18,8 @@ from .result_args import add_result_argument, cosine_arg, limit_arg, red_arg, re
 
 if TYPE_CHECKING:  # the result reader and the renderers load numpy: only when vcs runs
     from ..compare.devices import DeviceVerdict
-    from ..compare.divergence import Divergence, FlagRule
+    from ..compare.divergence import Divergence
+    from ..compare.verdict import FlagRule
     from ..context import Context
 
 

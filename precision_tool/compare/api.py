@@ -21,7 +21,7 @@ from pathlib import Path
 from ..collector import gc_paused
 from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
-from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
+from .divergence import Divergence, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .golden_pairing import PairTask
 from .metrics import METRICS, Metric, select_metrics
@@ -31,6 +31,7 @@ from .result_csv import NOT_COMPARED, columns, row_layout, write_result_csv
 from .row_cache import RowCache, cached_rows
 from .row_keys import metric_identities
 from .verdict import NOT_COMPARED as NOT_COMPARED_STATE
+from .verdict import FlagRule
 from .workspace import Workspace
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
@@ -95,7 +96,7 @@ class ComparisonResult:
 
     def divergence(self, rule: FlagRule | float) -> Divergence:
         """The flagged ops and the first that introduces the error, judged by ``rule`` (a
-        :class:`~.divergence.FlagRule`, or a cosine threshold): the one verdict every view
+        :class:`~.verdict.FlagRule`, or a cosine threshold): the one verdict every view
         gives, the flagged ops replayed (:mod:`.judged`) when the result knows its data."""
         rule = rule if isinstance(rule, FlagRule) else FlagRule(float(rule))
         key = (rule, len(self.rows))

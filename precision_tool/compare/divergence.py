@@ -3,20 +3,8 @@
 Pure analysis of :class:`~.result.CompareRow` lists (one result CSV, in execution order); the
 ``vcs`` and ``ac`` commands render what it finds.
 
-The rule (:class:`FlagRule`), the same for outputs and inputs: a tensor *diverges* when
-
-* its cosine is at or below the cosine threshold (COSINE_THRESHOLD, 0.98), or
-* its RelativeEuclideanDistance is at or above the RED threshold: cosine cannot see a scale (an
-  output at half the golden's norm has cosine 1 and RED 0.5). With ``r = |x|/|y|``,
-  ``RED^2 = (r - 1)^2 + 2 r (1 - cos)``: when the norms agree (r = 1), RED and cosine say the
-  same thing, ``RED = sqrt(2 (1 - cos))``. So the RED threshold defaults to that value at the
-  cosine threshold (0.2 at 0.98; RED_THRESHOLD sets it): errors that keep the norm are judged
-  exactly as by the cosine alone, and the RED criterion adds only what the cosine is blind to,
-  a norm that is off; or
-* the NPU tensor holds NaN or Inf (see :attr:`~.result.CompareRow.npu_nonfinite`): a NaN
-  cosine cannot be compared with a threshold, but a network that overflows is wrong.
-
-A tensor that does not diverge is *rounding* when its RED is within the noise a correct op
+A tensor *diverges* by the flag rule (:class:`~.verdict.FlagRule`, the same for outputs and
+inputs). A tensor that does not diverge is *rounding* when its RED is within the noise a correct op
 shows (:mod:`.noise`, from its dtypes, its sums and its inputs' measured REDs), else *near*
 (:mod:`.verdict` names every state).
 
@@ -50,49 +38,12 @@ from .verdict import (
     RED,
     RED_FLOOR,
     ROUNDING,
+    FlagRule,
     LocalCheck,
+    cosine_flags,
+    equivalent_red,
     tensor_limits,
 )
-
-
-def cosine_flags(cosine: float, threshold: float) -> bool:
-    """The cosine part of the rule: at or below ``threshold``; NaN never flags."""
-    return not math.isnan(cosine) and cosine <= threshold
-
-
-def equivalent_red(cosine: float) -> float:
-    """The RelativeEuclideanDistance of an error that keeps the norm, at this cosine."""
-    return math.sqrt(max(2.0 * (1.0 - cosine), 0.0))
-
-
-@dataclass(frozen=True)
-class FlagRule:
-    """When a tensor diverges (module docstring).
-
-    ``red`` None takes :func:`equivalent_red` of the cosine threshold; ``math.inf`` judges by
-    the cosine alone.
-    """
-
-    cosine: float
-    red: float | None = None
-
-    @classmethod
-    def from_config(cls, config, cosine: float | None = None) -> FlagRule:
-        """The configured rule; ``cosine`` overrides the threshold (``vcs -c``)."""
-        return cls(config.cosine_threshold if cosine is None else cosine, config.red_threshold)
-
-    @property
-    def red_threshold(self) -> float:
-        """The RED at or above which a tensor diverges."""
-        return equivalent_red(self.cosine) if self.red is None else self.red
-
-    def diverges(self, cosine: float, red: float = math.nan, nonfinite: bool = False) -> bool:
-        """Whether a tensor with these numbers diverges."""
-        return cosine_flags(cosine, self.cosine) or nonfinite or (not math.isnan(red) and red >= self.red_threshold)
-
-    def describe(self) -> str:
-        """The rule in words, for counts and summary lines."""
-        return f"output cosine <= {self.cosine:g}, RED >= {self.red_threshold:.3g} or NaN/Inf"
 
 
 @dataclass(frozen=True)

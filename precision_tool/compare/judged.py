@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import PrecisionToolError
 from ..formats.file_identity import FileIdentities
-from .divergence import Divergence, FlagRule, OpCosines, analyse
+from .divergence import Divergence, OpCosines, analyse
 from .msprobe_replay import MsprobeDumps, find_launch, msprobe_dumps
 from .noise import accumulation_length, replay_noise
 from .op_tensors import op_tensors
@@ -34,7 +34,7 @@ from .pair_stats import compare
 from .replay import REGISTRY, ReplayError
 from .replay.launch import GeLaunch
 from .result_read import read_result_csv
-from .verdict import LocalCheck
+from .verdict import FlagRule, LocalCheck
 from .workspace import Workspace
 
 MAX_REPLAYS = 2000  # flagged ops replayed per result; the rest keep the input rule

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrecisionToolError
-from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
+from .divergence import Divergence, OpCosines, analyse, op_key
 from .manifest import result_csvs
 from .result import CompareRow
 from .result_csv import latest_result_dir
 from .result_read import read_result_csv
+from .verdict import FlagRule
 
 Judge = Callable[[Path, list[CompareRow], FlagRule], Divergence]
 

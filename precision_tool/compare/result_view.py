@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .divergence import Divergence, FlagRule, OpCosines, analyse, op_key
+from .divergence import Divergence, OpCosines, analyse, op_key
 from .result import CompareRow
 from .result_csv import NUMERIC_METRICS
 from .result_read import read_result_csv
+from .verdict import FlagRule
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"

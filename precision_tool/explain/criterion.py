@@ -6,7 +6,7 @@ Two levels, both over :class:`~.numbers.PairStats`:
   ``||npu - golden|| / ||golden||``) within the noise a correct op shows there
   (:class:`~precision_tool.compare.noise.Noise`, from the dtypes, the op's sums and its inputs'
   own differences): the same model ``vcs`` colours by and ``cp`` judges with.
-* **diverges**: the comparison's own flag rule, :class:`~precision_tool.compare.divergence.FlagRule`
+* **diverges**: the comparison's own flag rule, :class:`~precision_tool.compare.verdict.FlagRule`
   (cosine at or below the threshold, RED at or above its threshold, or NaN/Inf on the NPU where
   the golden is finite), so ``why`` explains exactly the tensors ``vcs`` flags.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..compare.divergence import FlagRule
 from ..compare.noise import Noise
 from ..compare.pair_stats import PairStats
+from ..compare.verdict import FlagRule
 
 
 @dataclass(frozen=True)

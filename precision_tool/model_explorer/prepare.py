@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..compare.divergence import FlagRule
 from ..compare.judged import judged_rows
 from ..compare.result_read import read_result_csv
 from ..compare.result_view import ResultView, build_view
+from ..compare.verdict import FlagRule
 from ..compare.workspace import Workspace
 from ..errors import PrecisionToolError
 from ..formats.graph_model import Model

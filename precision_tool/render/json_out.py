@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..compare.devices import DeviceVerdict
-from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine
-from ..compare.verdict import LocalCheck
+from ..compare.divergence import Divergence, OpCosines, TensorCosine
+from ..compare.verdict import FlagRule, LocalCheck
 
 SCHEMA_VERSION = 1
 _VERDICTS = ("present", "found", "flagged")

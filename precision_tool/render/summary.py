@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..compare.divergence import Divergence, FlagRule, OpCosines, TensorCosine, cosine_flags
-from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE
+from ..compare.divergence import Divergence, OpCosines, TensorCosine
+from ..compare.verdict import DIVERGES, INTRODUCES, NEAR, NONFINITE, FlagRule, cosine_flags
 from .cosine_strip import CosineStrip
 from .fit import FitPanel
 from .lines import visible

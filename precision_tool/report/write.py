@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rich.console import RenderableType
 
-from ..compare.divergence import FlagRule
 from ..compare.judged import judged_rows
 from ..compare.result_read import read_result_csv
 from ..compare.result_view import ResultView, build_view
+from ..compare.verdict import FlagRule
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.graph_model import Model

@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from precision_tool.compare.divergence import FlagRule, analyse
+from precision_tool.compare.divergence import analyse
 from precision_tool.compare.result import CompareRow
 from precision_tool.compare.result_read import read_result_csv
+from precision_tool.compare.verdict import FlagRule
 from tests.conftest import FIXTURES
 
 T = 0.98

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precision_tool.compare.divergence import FlagRule
 from precision_tool.compare.noise import output_noise
 from precision_tool.compare.pair_stats import compare, dtype_facts
+from precision_tool.compare.verdict import FlagRule
 from precision_tool.explain import causes
 from precision_tool.explain.affine import affine_fit
 from precision_tool.explain.causes import (

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from precision_tool.compare.divergence import FlagRule
+from precision_tool.compare.verdict import FlagRule
 from precision_tool.model_explorer.launch import read_launch
 from precision_tool.model_explorer.prepare import prepare
 from precision_tool.report.write import make_report

@@ -45,9 +45,9 @@ def test_inheritors_fold_under_the_introducer_before_them(data_root):
 
 
 def test_inheritors_before_any_introducer_come_last(data_root):
-    from precision_tool.compare.divergence import FlagRule
     from precision_tool.compare.result_read import read_result_csv
     from precision_tool.compare.result_view import build_view
+    from precision_tool.compare.verdict import FlagRule
 
     csv_path = write_many(data_root, 60, (20,), tail=10)
     rows = [r for r in read_result_csv(csv_path) if r.index != 20]  # op 20 gone: 21 reads nothing compared
