@@ -47,7 +47,7 @@ class _Pass:
 
     def __init__(self, framework: str, dtypes: list, seed: int, defect_layer: int | None) -> None:
         from precision_tool.formats.msprobe_write import Tensor
-        from precision_tool.sample.msprobe import FLAVOURS
+        from precision_tool.sample.msprobe_flavours import FLAVOURS
         from precision_tool.sample.msprobe_record import Recorder
 
         self.tensor = Tensor
