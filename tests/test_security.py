@@ -241,6 +241,8 @@ WRITES_ELSEWHERE = {
     "formats/golden.py",
     "shell/history.py",
     "formats/output_root.py",
+    # the output root's held directory and pending file: its writes, made where it asks
+    "formats/held_dir.py",
     # SQLite opens its own files; the row cache makes its directory through the
     # output root and refuses a link at the database's names first
     "compare/row_cache.py",

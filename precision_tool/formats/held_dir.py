@@ -2,7 +2,8 @@
 and never reached through a link (:class:`HeldDir`), a file written under a hidden temporary
 name and renamed into place (:class:`PendingFile`), the sweep of temporary names whose writer is
 gone, and the one-line errors (:class:`OutputError`). The rules they keep are the output
-root's (:mod:`.output_root`); only that module and its helpers open these.
+root's (:mod:`.output_root`): a directory or file is only ever opened through an
+:class:`~.output_root.OutputRoot`, and other modules import from here the types and errors only.
 """
 
 from __future__ import annotations
