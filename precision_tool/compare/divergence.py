@@ -4,9 +4,9 @@ Pure analysis of :class:`~.result.CompareRow` lists (one result CSV, in executio
 ``vcs`` and ``ac`` commands render what it finds.
 
 A tensor *diverges* by the flag rule (:class:`~.verdict.FlagRule`, the same for outputs and
-inputs). A tensor that does not diverge is *rounding* when its RED is within the noise a correct op
-shows (:mod:`.noise`, from its dtypes, its sums and its inputs' measured REDs), else *near*
-(:mod:`.verdict` names every state).
+inputs). A tensor that does not diverge is *rounding* when its RED is within the noise a
+correct op shows (:mod:`.noise`, from its dtypes, its sums and its inputs' measured REDs), else
+*near* (:mod:`.verdict` names every state).
 
 An op is *flagged* when one of its outputs diverges. Whether a flagged op *introduces* the error
 or *inherits* it is decided by its replay when one ran (:class:`~.verdict.LocalCheck`, attached
