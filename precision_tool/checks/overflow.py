@@ -28,8 +28,9 @@ from ..compare.plan import graph_for_step, npu_vs_golden, plan_msprobe
 from ..compare.tensor_summary import TensorStats, tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.dump import read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
+from ..formats.dump_tensor import DumpFile, DumpTensor
 from ..formats.golden import GoldenIndex, load_npy
 from ..formats.graph_model import Model
 from ..formats.msprobe_dump import read_tensor_file

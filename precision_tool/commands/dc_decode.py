@@ -26,7 +26,8 @@ from rich.text import Text
 from ..compare.tensor_names import DECODE_DIR, DumpSelection, host_layout, resolve_dump_files
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.dump import read_dump
+from ..formats.dump_tensor import DumpFile, DumpTensor
 from ..formats.held_dir import OutputError
 from ..formats.layouts import convert_host_format
 from ..formats.output_root import OutputRoot

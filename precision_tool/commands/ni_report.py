@@ -22,8 +22,9 @@ from ..compare.verdict import FlagRule
 from ..context import Context, OpRef
 from ..errors import PrecisionToolError
 from ..formats.digraph_files import MAX_RENDER_NODES, write_digraph
-from ..formats.dump import DumpTensor, read_dump
+from ..formats.dump import read_dump
 from ..formats.dump_names import DumpFileRef
+from ..formats.dump_tensor import DumpTensor
 from ..formats.graph_model import GraphDesc, Op, TensorDesc, TensorName
 from ..formats.graph_query import neighbourhood
 from ..formats.msprobe_graph import msprobe_source

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PrecisionToolError
-from ..formats.dump import DumpFile, read_dump
+from ..formats.dump import read_dump
 from ..formats.dump_names import DumpFileRef, DumpListing
+from ..formats.dump_tensor import DumpFile
 from ..formats.golden import GoldenIndex
 from ..formats.graph_model import GraphDesc, InputRef, Op, TensorName
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
-from ..formats.dump import DumpTensor
+from ..formats.dump_tensor import DumpTensor
 from ..formats.files import open_regular
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32

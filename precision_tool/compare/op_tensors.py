@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import PrecisionToolError
-from ..formats.dump import DumpTensor, read_dump
+from ..formats.dump import read_dump
+from ..formats.dump_tensor import DumpTensor
 from ..formats.golden import GoldenIndex, load_npy
 from ..formats.graph_model import GraphDesc, Op, TensorName
 from ..formats.tree import StepDir

@@ -21,7 +21,8 @@ from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype, numpy_name
-from ..formats.dump import DumpFile, DumpTensor, dump_from_bytes, read_dump
+from ..formats.dump import dump_from_bytes, read_dump
+from ..formats.dump_tensor import DumpFile, DumpTensor
 from ..formats.file_identity import FileIdentities
 from ..formats.files import held_fetch, open_regular_descriptor, read_whole
 from ..formats.golden import NpyHeader, load_npy, npy_header_and_bytes

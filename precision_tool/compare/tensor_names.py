@@ -41,8 +41,9 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
-from ..formats.dump import DumpFile, DumpTensor, read_dump
+from ..formats.dump import read_dump
 from ..formats.dump_names import list_dump_files, normalise_op_name, read_mapping
+from ..formats.dump_tensor import DumpFile, DumpTensor
 from ..formats.files import open_regular
 from ..formats.golden import load_npy, normalise_tensor_name
 from .workspace import Workspace

@@ -100,11 +100,12 @@ def _three_tensor_dump(path):
 def test_a_small_dump_file_is_opened_once_for_its_header_and_all_its_data(tmp_path, monkeypatch):
     from precision_tool.compare.golden_pairing import DumpSide
     from precision_tool.formats import dump as dump_module
+    from precision_tool.formats import dump_tensor
 
     path, arrays = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
     opened = []
     for module, name in (
-        (dump_module, "open_regular"),
+        (dump_tensor, "open_regular"),  # a tensor's own mapping of the file
         (dump_module, "open_regular_descriptor"),
         (sides, "open_regular_descriptor"),
     ):
