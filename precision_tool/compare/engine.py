@@ -1,9 +1,9 @@
 """The streaming comparison engine: PairTasks in, CompareRows out, in execution order.
 
 :func:`compare_tasks` groups consecutive tasks that read the same NPU dump file into one job
-(the header is parsed once per job; :mod:`.jobs` makes the jobs and their batches), runs the jobs on a pool of worker processes (inline with
-``workers=1``), and yields each job's rows as soon as it and every job before it are done, so a
-CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
+(the header is parsed once per job; :mod:`.jobs` makes the jobs and their batches), runs the
+jobs on a pool of worker processes (inline with ``workers=1``), and yields each job's rows as
+soon as it and every job before it are done, so a CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
 in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
 so memory stays bounded by a few tensors' blocks per worker whatever the dump size.
 

@@ -207,11 +207,9 @@ def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads
     :data:`SMALL_NPY_BYTES` is read whole with its header, a larger one's blocks are read with
     ``readinto`` (mapping it first would cost a memory map a file for nothing). Fortran order
     is mapped and copied out block by block. ``identities``: as :func:`open_side`; ``reads``: a
-    call's cache, whose small files are not read again (:meth:`ReadCache.npy`)."""
-    if reads is not None:
-        header, data = reads.npy(side.path, identities)
-    else:
-        header, data = npy_header_and_bytes(side.path, SMALL_NPY_BYTES, identities)
+    call's cache, whose small files are not read again (:meth:`ReadCache.npy`; None: a cache of
+    its own)."""
+    header, data = (ReadCache() if reads is None else reads).npy(side.path, identities)
     count = math.prod(header.shape)
     if not header.fortran_order and count:
         check_numeric(header.dtype, side.path.name, side.path)
