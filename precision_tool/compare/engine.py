@@ -10,6 +10,9 @@ so memory stays bounded by a few tensors' blocks per worker whatever the dump si
 A worker compares each pair as :mod:`.pair_compare` says: both sides opened as :class:`~.load.Source`
 streams (host layout, C order), aligned blocks folded into an :class:`~.metrics.Accumulator`
 (the fused kernels of :mod:`.kernels`), a second pass for KL with the ranges the first found.
+A pair of the same two arrays as one the call compared before (an op's input dumped with its
+producer's output bytes, paired with the producer's golden) is given that pair's outcome
+(:mod:`.seen_pairs`: its stored bytes compared byte for byte, not its metrics computed again).
 The Metric objects are sent to the workers with each job, so custom metrics compute there too.
 
 Decisions:
@@ -52,6 +55,7 @@ from .pair_compare import base_row, clear_buffers, compare_sources, compare_task
 from .pool_server import parent_of_workers, server_context, single_threaded_children
 from .result import CompareRow
 from .row_keys import RowKeys
+from .seen_pairs import SeenPairs
 from .sides import ReadCache
 from .split import split_size, split_units
 from .window import JobResult, LostWork, Unit, stream_units
@@ -96,14 +100,17 @@ def compare_job(
     numba: bool | None,
     keys: RowKeys | None,
     reads: ReadCache | None = None,
+    seen: SeenPairs | None = None,
 ) -> JobResult:
-    """:func:`run_job` with the keys' maker given, and the cache of what was read (an inline
-    run shares one of each: each directory of its files is resolved once, and a golden that
-    the next job reads again is not read twice)."""
+    """:func:`run_job` with the keys' maker given, the cache of what was read and the pairs
+    compared (an inline run shares one of each: each directory of its files is resolved once,
+    a golden that the next job reads again is not read twice, and a consumer's input is not
+    compared again after its producer's output: :mod:`.seen_pairs`)."""
     reads = ReadCache() if reads is None else reads
+    seen = SeenPairs() if seen is None else seen
     rows, total = [], 0
     for task in tasks:
-        row, nbytes = compare_task(task, metrics, chunk, reads, numba, keys)
+        row, nbytes = compare_task(task, metrics, chunk, reads, numba, keys, seen)
         rows.append(row)
         total += nbytes
     return JobResult(rows, total)
@@ -264,9 +271,9 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
     if pooled <= 1:
         metrics, chunk, numba, keyed = plan.job_args
         keys = RowKeys.for_metrics(metrics) if keyed else None  # one for the run, as the parent's would be
-        reads = ReadCache()
+        reads, seen = ReadCache(), SeenPairs()
         for job in plan.jobs:
-            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys, reads))
+            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys, reads, seen))
     else:
         yield from _pooled(units, plan.job_args, pooled, tracker)
 

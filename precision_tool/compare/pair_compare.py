@@ -23,6 +23,7 @@ from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape
 from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
 from .row_keys import RowKeys
+from .seen_pairs import SeenPairs
 from .sides import ReadCache, open_side
 
 _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
@@ -198,15 +199,21 @@ def compare_task(
     reads: ReadCache,
     numba: bool | None = None,
     keys: RowKeys | None = None,
+    seen: SeenPairs | None = None,
 ) -> tuple[CompareRow, int]:
     """One row for one task, and the bytes compared (0 when nothing was). ``keys``: the
     compared row carries its row-cache key, its files identified as they are opened
-    (:mod:`.row_keys`)."""
+    (:mod:`.row_keys`). ``seen``: the pairs compared before in this call; a pair of the same
+    arrays as one of them is given its outcome, not compared again (:mod:`.seen_pairs`)."""
     if not task.comparable:
         return not_compared_row(task, reads), 0
     if isinstance(task.left, StatsSide):  # msprobe records: no tensor data to read
         return stats_row(base_row(task, reads), task.left, task.right), 0
     identities = keys.identities if keys is not None else None
+    probe = seen.probe(task, reads, identities) if seen is not None else None
+    if probe is not None and probe.found is not None:
+        fields, nbytes = probe.found
+        return CompareRow(**_task_fields(task), **fields, cache_key=keys.key(task) if keys else None), nbytes
     sides: list[Source] = []
     try:
         for side in (task.left, task.right):
@@ -217,8 +224,10 @@ def compare_task(
     except (PrecisionToolError, MemoryError) as exc:
         return failed_row(base_row(task, reads), sides, failure_reason(exc, task)), 0
     # the row made once (base_row's header facts are all replaced by the sides' own)
-    row = CompareRow(**_task_fields(task), **_compared_fields(x, y, result, note), cache_key=key)
-    return row, x.nbytes + y.nbytes
+    fields, nbytes = _compared_fields(x, y, result, note), x.nbytes + y.nbytes
+    if probe is not None:
+        seen.keep(probe, fields, nbytes)
+    return CompareRow(**_task_fields(task), **fields, cache_key=key), nbytes
 
 
 def failure_reason(exc: Exception, task: PairTask) -> str:

@@ -200,6 +200,26 @@ def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities 
     return ArrayBlocks(shape=host.shape, array=host, **common)
 
 
+def stored_tensor(
+    side: DumpSide, reads: ReadCache, identities: FileIdentities | None = None
+) -> tuple[tuple, np.ndarray] | None:
+    """``(facts, stored bytes)`` of a dump side whose file is read whole: two sides with equal
+    facts and bytes open (:func:`open_dump_side`) to the same host array, dtype and note. None
+    for any other side (a large file, a packed type, a format the layouts do not know, a
+    problem: opening it says what). ``identities``: as :func:`open_side`."""
+    try:
+        data = reads.data(side.path, identities)
+        t = reads.tensor(side)
+    except PrecisionToolError:
+        return None
+    if data is None or t.host_problem or _format_note(t) or not t.shape or t.offset + t.size > data.size:
+        return None
+    if dump_dtype(t.data_type).packed:  # known by now: host_problem checked the type
+        return None
+    facts = (t.data_type, t.format, t.shape, t.original_shape, t.sub_format, t.origin_format(side.origin_format))
+    return facts, data[t.offset : t.offset + t.size]
+
+
 def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads: ReadCache | None = None) -> Source:
     """Open a ``.npy`` tensor (never unpickling); PrecisionToolError names the problem.
 
