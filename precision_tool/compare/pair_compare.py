@@ -220,7 +220,10 @@ def compare_task(
             sides.append(open_side(side, reads, identities))
         x, y = sides
         key = keys.key(task) if keys is not None else None
-        result, note = compare_sources(x, y, metrics, chunk, numba)
+        if probe is not None and probe.key is None:  # not a GE pair: looked up by what it holds
+            result, note = _compared_once(x, y, metrics, chunk, numba, seen)
+        else:
+            result, note = compare_sources(x, y, metrics, chunk, numba)
     except (PrecisionToolError, MemoryError) as exc:
         return failed_row(base_row(task, reads), sides, failure_reason(exc, task)), 0
     # the row made once (base_row's header facts are all replaced by the sides' own)
@@ -228,6 +231,19 @@ def compare_task(
     if probe is not None:
         seen.keep(probe, fields, nbytes)
     return CompareRow(**_task_fields(task), **fields, cache_key=key), nbytes
+
+
+def _compared_once(
+    x: Source, y: Source, metrics: Sequence[Metric], chunk: int, numba: bool | None, seen: SeenPairs
+) -> tuple[MetricResult, str]:
+    """:func:`compare_sources`, or the outcome of a pair of the same two arrays compared before
+    in the call (:meth:`~.seen_pairs.SeenPairs.contents`)."""
+    probe = seen.contents(x, y)
+    if probe.found is not None:
+        return probe.found
+    result, note = compare_sources(x, y, metrics, chunk, numba)
+    seen.keep(probe, result, note)
+    return result, note
 
 
 def failure_reason(exc: Exception, task: PairTask) -> str:

@@ -158,3 +158,63 @@ def test_a_large_dump_file_is_not_kept(tmp_path, comparisons, monkeypatch):
     rows = compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), seen).rows
     assert len(comparisons) == 2 and seen.hits == 0
     _assert_metrics_of(rows[1], NPU)
+
+
+# --- pairs looked up by their contents (msprobe's tensor files, directories of .npy) -----------
+
+
+def _npy_pairs(tmp_path, left: list[np.ndarray], right: list[np.ndarray]) -> list[PairTask]:
+    tasks = []
+    for i, (a, b) in enumerate(zip(left, right)):
+        np.save(tmp_path / f"npu_{i}.npy", a)
+        np.save(tmp_path / f"bench_{i}.npy", b)
+        tasks.append(
+            PairTask(
+                i,
+                "Api",
+                f"api_{i}",
+                f"api_{i}",
+                f"api_{i}:output:0",
+                NpySide(tmp_path / f"npu_{i}.npy"),
+                NpySide(tmp_path / f"bench_{i}.npy"),
+            )
+        )
+    return tasks
+
+
+def test_two_files_pairs_of_the_same_contents_are_compared_once(tmp_path, comparisons, kernel_backend):
+    tasks = _npy_pairs(tmp_path, [NPU, NPU], [GOLDEN, GOLDEN])  # an API's input: another's output
+    seen = SeenPairs()
+    rows = compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), seen).rows
+    assert len(comparisons) == 1 and seen.hits == 1
+    _assert_metrics_of(rows[1], NPU)
+    assert rows[1].metrics == rows[0].metrics and rows[1].npu_name == "api_1"
+
+
+@pytest.mark.parametrize("side", ["npu", "bench"])
+def test_one_element_different_on_either_side_is_compared_again(tmp_path, comparisons, side):
+    changed = (NPU if side == "npu" else GOLDEN).copy()
+    changed[0, 2, 1, 7] = 3.0  # not one of the sampled elements: found by the byte comparison
+    left, right = (changed, GOLDEN) if side == "npu" else (NPU, changed)
+    seen = SeenPairs()
+    rows = compare_job(
+        _npy_pairs(tmp_path, [NPU, left], [GOLDEN, right]), METRICS, 1 << 20, None, None, ReadCache(), seen
+    ).rows
+    assert len(comparisons) == 2 and seen.hits == 0
+    expected = compare_arrays(left, right)
+    assert rows[1].cosine == pytest.approx(expected.values["CosineSimilarity"], abs=1e-12)
+    assert rows[1].metrics != rows[0].metrics
+
+
+def test_the_same_bytes_in_another_shape_are_compared_again(tmp_path, comparisons):
+    tasks = _npy_pairs(tmp_path, [NPU, NPU.reshape(10, 80)], [GOLDEN, GOLDEN.reshape(10, 80)])
+    seen = SeenPairs()
+    compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), seen)
+    assert len(comparisons) == 2 and seen.hits == 0
+
+
+def test_sides_too_large_for_a_quarter_of_the_bound_are_not_kept(tmp_path, comparisons):
+    tasks = _npy_pairs(tmp_path, [NPU, NPU], [GOLDEN, GOLDEN])
+    seen = SeenPairs(max_bytes=4 * (NPU.nbytes + GOLDEN.nbytes) - 1)
+    compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), seen)
+    assert len(comparisons) == 2 and seen.hits == 0
