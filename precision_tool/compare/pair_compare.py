@@ -228,7 +228,7 @@ def compare_task(
         return failed_row(base_row(task, reads), sides, failure_reason(exc, task)), 0
     # the row made once (base_row's header facts are all replaced by the sides' own)
     fields, nbytes = _compared_fields(x, y, result, note), x.nbytes + y.nbytes
-    if probe is not None:
+    if probe is not None and probe.key is not None:  # a GE pair: its row's fields kept
         seen.keep(probe, fields, nbytes)
     return CompareRow(**_task_fields(task), **fields, cache_key=key), nbytes
 

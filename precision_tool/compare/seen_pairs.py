@@ -90,7 +90,7 @@ class SeenPairs:
         if not (isinstance(x, ArrayBlocks) and isinstance(y, ArrayBlocks)):
             return _NOT_KEPT
         a, b = x.array, y.array
-        if a.nbytes + b.nbytes > self.max_bytes // 4:
+        if a is None or b is None or a.nbytes + b.nbytes > self.max_bytes // 4:
             return _NOT_KEPT
         return self._found((a.dtype.str, a.shape, b.dtype.str, b.shape, _sample(a), _sample(b)), (a, b))
 
