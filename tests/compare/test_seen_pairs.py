@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.compare import pair_compare
 from precision_tool.compare.engine import compare_job, compare_tasks
@@ -218,3 +220,58 @@ def test_sides_too_large_for_a_quarter_of_the_bound_are_not_kept(tmp_path, compa
     seen = SeenPairs(max_bytes=4 * (NPU.nbytes + GOLDEN.nbytes) - 1)
     compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), seen)
     assert len(comparisons) == 2 and seen.hits == 0
+
+
+# --- property: rows with kept outcomes are the rows of each pair compared apart ----------------
+
+
+@st.composite
+def _runs(draw):
+    """Goldens and NPU tensors (some the same bytes, some one element off), and tasks pairing
+    them in any order, GE dump tensors and .npy files both."""
+    shape = draw(st.sampled_from([(3,), (2, 5), (4, 3, 2)]))
+    count = int(np.prod(shape))
+    values = st.floats(-4, 4, allow_nan=False, width=32)
+    goldens = [np.array(draw(st.lists(values, min_size=count, max_size=count)), np.float32).reshape(shape)]
+    goldens.append(goldens[0] + 1)
+    npus = [g.astype(np.float16) for g in goldens]
+    off = npus[0].copy()
+    off.reshape(-1)[draw(st.integers(0, count - 1))] += np.float16(0.25)
+    npus.append(off)
+    picks = draw(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.booleans()), min_size=2, max_size=7))
+    return shape, goldens, npus, picks
+
+
+@settings(max_examples=40, deadline=None)
+@given(_runs())
+def test_rows_with_kept_outcomes_are_the_rows_compared_apart(run):
+    import tempfile
+    from pathlib import Path
+
+    _, goldens, npus, picks = run
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        golden_paths = [write_golden(root / "golden", f"g{i}", 0, 1, g) for i, g in enumerate(goldens)]
+        tasks = []
+        for k, (npu, golden, as_dump) in enumerate(picks):
+            if as_dump:
+                path = write_dump(
+                    root / f"dump/Op.op{k}.{k}.0.17000000000000{k:02d}",
+                    f"op{k}",
+                    [],
+                    [TensorSpec(npus[npu], "FLOAT16")],
+                )
+                left = DumpSide(path, "output", 0)
+            else:
+                left = NpySide(root / f"npu_{k}.npy")
+                np.save(left.path, npus[npu])
+            tasks.append(
+                PairTask(k, "Op", f"op{k}", f"g{golden}", f"op{k}:output:0", left, NpySide(golden_paths[golden]))
+            )
+        keys = RowKeys.for_metrics(METRICS)
+        together = compare_job(tasks, METRICS, 1 << 20, None, keys, ReadCache(), SeenPairs()).rows
+        apart = [
+            compare_job([t], METRICS, 1 << 20, None, RowKeys.for_metrics(METRICS), ReadCache(), None).rows[0]
+            for t in tasks
+        ]
+        assert together == apart
