@@ -5,7 +5,8 @@
 jobs on a pool of worker processes (inline with ``workers=1``), and yields each job's rows as
 soon as it and every job before it are done, so a CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
 in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
-so memory stays bounded by a few tensors' blocks per worker whatever the dump size.
+so memory stays bounded by a few tensors' blocks per worker whatever the dump size (and the pairs a
+call keeps: :data:`~.seen_pairs.SEEN_BYTES`).
 
 A worker compares each pair as :mod:`.pair_compare` says: both sides opened as :class:`~.load.Source`
 streams (host layout, C order), aligned blocks folded into an :class:`~.metrics.Accumulator`
