@@ -108,7 +108,7 @@ def compare_job(
     a golden that the next job reads again is not read twice, and a consumer's input is not
     compared again after its producer's output: :mod:`.seen_pairs`)."""
     reads = ReadCache() if reads is None else reads
-    seen = SeenPairs() if seen is None else seen
+    seen = SeenPairs(tasks=tasks) if seen is None else seen
     rows, total = [], 0
     for task in tasks:
         row, nbytes = compare_task(task, metrics, chunk, reads, numba, keys, seen)
@@ -272,7 +272,7 @@ def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker)
     if pooled <= 1:
         metrics, chunk, numba, keyed = plan.job_args
         keys = RowKeys.for_metrics(metrics) if keyed else None  # one for the run, as the parent's would be
-        reads, seen = ReadCache(), SeenPairs()
+        reads, seen = ReadCache(), SeenPairs(tasks=[task for job in plan.jobs for task in job])
         for job in plan.jobs:
             yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys, reads, seen))
     else:

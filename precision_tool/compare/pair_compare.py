@@ -220,7 +220,7 @@ def compare_task(
             sides.append(open_side(side, reads, identities))
         x, y = sides
         key = keys.key(task) if keys is not None else None
-        if probe is not None and probe.key is None:  # not a GE pair: looked up by what it holds
+        if probe is not None and probe.by_contents:  # not a GE pair: looked up by what it holds
             result, note = _compared_once(x, y, metrics, chunk, numba, seen)
         else:
             result, note = compare_sources(x, y, metrics, chunk, numba)

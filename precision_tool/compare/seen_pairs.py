@@ -25,8 +25,10 @@ dump 957 of its 1,554 pairs hold the two arrays of a pair before them.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -45,15 +47,18 @@ _SAMPLES = 16  # elements of each side in a contents key: different tensors diff
 
 @dataclass
 class Probe:
-    """A pair looked up: the key and the arrays it was looked up by (no key: it cannot be
-    kept), and what was kept for it when its arrays hold those bytes (``found``)."""
+    """A pair looked up: the key and the arrays it was looked up by (no key: it is not kept),
+    what was kept for it when its arrays hold those bytes (``found``), and whether it is to be
+    looked up by its contents once open instead (``by_contents``: not a GE pair)."""
 
     key: tuple | None = None
     arrays: tuple[np.ndarray, ...] = ()
     found: tuple | None = None
+    by_contents: bool = False
 
 
 _NOT_KEPT = Probe()
+_BY_CONTENTS = Probe(by_contents=True)
 
 
 def _sample(array: np.ndarray) -> bytes:
@@ -66,9 +71,12 @@ class SeenPairs:
     """The outcomes of pairs compared lately (see the module docstring); :attr:`hits` counts
     the pairs given one."""
 
-    def __init__(self, max_bytes: int = SEEN_BYTES) -> None:
+    def __init__(self, max_bytes: int = SEEN_BYTES, tasks: Iterable[PairTask] | None = None) -> None:
+        """``tasks``: all the tasks the pairs will come from, when known: a GE pair is then kept
+        only when its golden is read again by another of them (else nothing is copied)."""
         self.max_bytes = max_bytes
         self.hits = 0
+        self._again = None if tasks is None else _read_again(tasks)
         self._kept: OrderedDict[tuple, tuple[tuple[bytes, ...], tuple]] = OrderedDict()
         self._bytes = 0
 
@@ -77,6 +85,8 @@ class SeenPairs:
         file read whole (``identities``: as :func:`~.sides.open_side`). ``found``: the row's
         compared fields and the bytes compared."""
         if not (isinstance(task.left, DumpSide) and isinstance(task.right, NpySide)):
+            return _BY_CONTENTS
+        if self._again is not None and task.right.path not in self._again:
             return _NOT_KEPT
         stored = stored_tensor(task.left, reads, identities)
         if stored is None:
@@ -116,6 +126,12 @@ class SeenPairs:
         while self._bytes > self.max_bytes:
             _, (stored, _) = self._kept.popitem(last=False)
             self._bytes -= sum(map(len, stored))
+
+
+def _read_again(tasks: Iterable[PairTask]) -> set[Path]:
+    """The ``.npy`` files more than one of the comparable ``tasks`` reads."""
+    counts = Counter(t.right.path for t in tasks if t.comparable and isinstance(t.right, NpySide))
+    return {path for path, count in counts.items() if count > 1}
 
 
 def _fresh(outcome: tuple) -> tuple:

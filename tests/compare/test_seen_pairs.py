@@ -275,3 +275,13 @@ def test_rows_with_kept_outcomes_are_the_rows_compared_apart(run):
             for t in tasks
         ]
         assert together == apart
+
+
+def test_a_golden_no_other_task_reads_is_not_kept(tmp_path, comparisons):
+    tasks, _ = _network(tmp_path, _spec(NPU))
+    told = SeenPairs(tasks=tasks)  # both read the producer's golden: the first is kept
+    compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), told)
+    assert len(comparisons) == 1 and told.hits == 1
+    alone = SeenPairs(tasks=tasks[:1])  # told of the producer's task alone: nothing to keep
+    compare_job(tasks, METRICS, 1 << 20, None, None, ReadCache(), alone)
+    assert len(comparisons) == 3 and alone.hits == 0 and not alone._kept
