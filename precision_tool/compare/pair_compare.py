@@ -213,7 +213,9 @@ def compare_task(
     probe = seen.probe(task, reads, identities) if seen is not None else None
     if probe is not None and probe.found is not None:
         fields, nbytes = probe.found
-        return CompareRow(**_task_fields(task), **fields, cache_key=keys.key(task) if keys else None), nbytes
+        return CompareRow(
+            **_task_fields(task), **fields, cache_key=keys.key(task) if keys is not None else None
+        ), nbytes
     sides: list[Source] = []
     try:
         for side in (task.left, task.right):

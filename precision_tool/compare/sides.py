@@ -159,8 +159,8 @@ def _format_note(t: DumpTensor) -> str:
     return f"{t.name}: unsupported format {t.format}, compared in its stored order."
 
 
-def _in_memory(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
-    """The device tensor as a view of its small dump file's bytes ``data``
+def _stored(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
+    """The tensor's stored bytes as a view of its small dump file's bytes ``data``
     (:meth:`ReadCache.data`), or None: the file is large, or the tensor is empty or has no
     shape (read from the file)."""
     if data is None or not t.shape or not t.size:
@@ -169,7 +169,13 @@ def _in_memory(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
         raise PrecisionToolError(
             f"{t.name}: the file ended before the tensor did: truncated since its header was read?", t.path
         )
-    return data[t.offset : t.offset + t.size].view(t.dtype).reshape(t.shape)
+    return data[t.offset : t.offset + t.size]
+
+
+def _in_memory(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
+    """The device tensor as a view of its stored bytes (:func:`_stored`), or None."""
+    stored = _stored(t, data)
+    return None if stored is None else stored.view(t.dtype).reshape(t.shape)
 
 
 def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities | None = None) -> Source:
@@ -210,14 +216,15 @@ def stored_tensor(
     try:
         data = reads.data(side.path, identities)
         t = reads.tensor(side)
+        if t.host_problem or _format_note(t) or dump_dtype(t.data_type).packed:
+            return None  # the type is known by now: host_problem checked it
+        stored = _stored(t, data)
     except PrecisionToolError:
         return None
-    if data is None or t.host_problem or _format_note(t) or not t.shape or t.offset + t.size > data.size:
-        return None
-    if dump_dtype(t.data_type).packed:  # known by now: host_problem checked the type
+    if stored is None:
         return None
     facts = (t.data_type, t.format, t.shape, t.original_shape, t.sub_format, t.origin_format(side.origin_format))
-    return facts, data[t.offset : t.offset + t.size]
+    return facts, stored
 
 
 def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads: ReadCache | None = None) -> Source:
