@@ -402,7 +402,9 @@ def _descs(draw, output: bool):
     )
     original = None
     if output and draw(st.booleans()):
-        name = draw(st.text(st.characters(blacklist_characters="\0"), max_size=12)).encode()
+        name = draw(
+            st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), max_size=12)
+        ).encode()
         original = (
             draw(st.integers(0, 9)),
             draw(st.sampled_from(sorted(_BYTE_TYPES))),
