@@ -98,13 +98,14 @@ class CompareProgress:
         if self.progress is not None:
             self.progress.stop()
 
-    def track(self, label: str, total: int):
-        """A progress callback for one CSV, or None when nothing is displayed."""
+    def track(self, label: str):
+        """A progress callback for one run, or None when nothing is displayed. Its total is the
+        engine's: the rows to compute of the tasks paired so far (the pairing may still run)."""
         if self.progress is None:
             return None
         from rich.filesize import decimal
 
-        task = self.progress.add_task(label, total=total, rate="")
+        task = self.progress.add_task(label, total=None, rate="")
         start = time.monotonic()
 
         def update(done: int, total: int, nbytes: int) -> None:  # total: the rows still to compute
@@ -132,7 +133,7 @@ def write_all(
 
     summaries = [Summary(plan.label, path, rule) for plan, path in zip(plans, paths)]
     label = plans[0].label if len(plans) == 1 else f"{len(plans)} comparisons"
-    progress = display.track(label, sum(len(p.tasks) for p in plans)) if display else None
+    progress = display.track(label) if display else None  # not len(plan.tasks): that would pair them all first
     counts: dict = {}
     with ExitStack() as stack:
         writers = [

@@ -14,6 +14,7 @@ collects everything into a :class:`CompareResult`::
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,7 +52,9 @@ def run_comparisons(
     """The rows of every comparison, each with the position of its comparison, from one run of
     the engine: one pool for every device, sub-graph and step, so the workers stay busy from
     the first comparison's tasks to the last one's. Each comparison's rows come in its
-    execution order. Workers start only when the data is big enough to pay for them.
+    execution order. Workers start only when the data is big enough to pay for them, and as
+    soon as the tasks paired so far show it: a comparison's tasks may still be pairing
+    (:class:`~.paired_tasks.PairedTasks`), and are taken as the engine needs them.
 
     With ``cache``, rows an earlier run computed from the same files and metrics are reused and
     only the others are computed (and stored); ``stats`` gets the ``reused``/``computed`` counts.
@@ -59,10 +62,15 @@ def run_comparisons(
     (:mod:`.cluster`), whatever the data's size. ``split_bytes``: see
     :func:`~.engine.compare_tasks` (0: derived).
     """
-    tasks = [task for c in comparisons for task in c.tasks]
-    owners = [k for k, c in enumerate(comparisons) for _ in c.tasks]
+    owners: deque[int] = deque()  # the comparison of each task taken and not yet given a row
 
-    def compute(todo: list[PairTask], keyed: bool) -> Iterator[CompareRow]:
+    def tasks() -> Iterator[PairTask]:  # as the pairing makes them (a Comparison's PairedTasks)
+        for k, comparison in enumerate(comparisons):
+            for task in comparison.tasks:
+                owners.append(k)
+                yield task
+
+    def compute(todo: Iterable[PairTask], keyed: bool) -> Iterator[CompareRow]:
         return compare_tasks(
             todo,
             metrics,
@@ -75,8 +83,8 @@ def run_comparisons(
         )
 
     # a cluster's workers may see other devices and paths: its keys are found here, up front
-    rows = cached_rows(tasks, metric_identities(metrics), cache, compute, stats, keys_where_read=not scheduler)
-    return zip(owners, rows)  # one row per task, in task order
+    rows = cached_rows(tasks(), metric_identities(metrics), cache, compute, stats, keys_where_read=not scheduler)
+    return ((owners.popleft(), row) for row in rows)  # one row per task, in task order: its task was taken
 
 
 @dataclass

@@ -49,7 +49,19 @@ from typing import TYPE_CHECKING
 from ..lifetime import init_worker_lifetime
 from . import kernels
 from .golden_pairing import PairTask
-from .jobs import Plan, batch_jobs, cluster_batch_bytes, needs_worker, plan_jobs, pool_batch_bytes
+from .jobs import (
+    JobStream,
+    Plan,
+    batch_jobs,
+    batches,
+    cluster_batch_bytes,
+    needs_worker,
+    plan_of,
+    pool_batch_bytes,
+    pool_batch_for,
+    pool_batch_settled,
+    uses_numba,
+)
 from .load import DEFAULT_CHUNK
 from .metrics import METRICS, Metric
 from .pair_compare import base_row, clear_buffers, compare_sources, compare_task, nonfinite_note
@@ -58,7 +70,7 @@ from .result import CompareRow
 from .row_keys import RowKeys
 from .seen_pairs import SeenPairs
 from .sides import ReadCache
-from .split import split_size, split_units
+from .split import may_split, split_size, split_size_settled, split_units
 from .window import JobResult, LostWork, Unit, stream_units
 
 if TYPE_CHECKING:  # multiprocessing loads only when a pool starts: an inline run has no use for it
@@ -184,10 +196,11 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
 
 
 class _Tracker:
-    """Counts rows and bytes and calls the progress callback."""
+    """Counts rows and bytes and calls the progress callback (its total: ``count()``, the tasks
+    taken so far: the run's once the pairing is done)."""
 
-    def __init__(self, total: int, progress: Progress | None) -> None:
-        self.total, self.progress = total, progress
+    def __init__(self, count: Callable[[], int], progress: Progress | None) -> None:
+        self.count, self.progress = count, progress
         self.rows = self.bytes = 0
 
     def emit(self, result: JobResult) -> Iterator[CompareRow]:
@@ -196,7 +209,7 @@ class _Tracker:
             yield row
         self.bytes += result.nbytes
         if self.progress is not None:
-            self.progress(self.rows, self.total, self.bytes)
+            self.progress(self.rows, self.count(), self.bytes)
 
 
 def compare_tasks(
@@ -213,12 +226,15 @@ def compare_tasks(
     """Compare every task; yields one CompareRow per task, in task (execution) order.
 
     Args:
-        tasks: from :mod:`.golden_pairing` or :mod:`.dir_pairing`, in execution order.
+        tasks: from :mod:`.golden_pairing` or :mod:`.dir_pairing`, in execution order; an
+            iterator is taken as it comes: the pool starts once the tasks taken settle the
+            run's choices (:func:`_settled`), while the rest are still being paired.
         metrics: the metrics to compute. Defaults to all ten.
         workers: worker processes; 1 runs everything in this process. Defaults to 1.
         chunk: elements per streamed block. Defaults to :data:`~.load.DEFAULT_CHUNK`.
         progress: called as ``progress(rows done, rows total, bytes done)`` after each job,
-            bytes being both sides' file bytes of the tensors compared so far.
+            bytes being both sides' file bytes of the tensors compared so far, and the total
+            the tasks taken so far (the run's once every task is taken).
         scheduler: a Dask scheduler (``tcp://HOST:8786``, or ``local:N`` for a LocalCluster of
             N processes), or a :class:`~.cluster.ClusterSpec`, to run the jobs on instead of
             local workers (:mod:`.cluster`).
@@ -234,20 +250,20 @@ def compare_tasks(
     Stopping early (an exception in ``progress``, Ctrl-C, or closing the generator) ends the
     worker processes (and cancels a cluster's futures) before the exception propagates.
     """
-    tasks = list(tasks)
     if scheduler:
         from . import cluster  # dask is imported only here
 
         tasks = [cluster.absolute_task(task) for task in tasks]  # workers elsewhere: no shared cwd
-    plan = plan_jobs(tasks, metrics, chunk, keyed)
-    if not scheduler and sum(plan.sizes.values()) < pool_min_bytes:  # the plan's sizes: one stat a file
-        workers = 1
-    tracker = _Tracker(len(tasks), progress)
+    stream = JobStream(tasks)
+    tracker = _Tracker(lambda: stream.count, progress)
     try:
         if scheduler:
-            yield from _on_cluster(scheduler, plan, split_bytes, tracker)
+            stream.take_all()
+            yield from _on_cluster(scheduler, plan_of(stream, metrics, chunk, keyed), split_bytes, tracker)
         else:
-            yield from _compare_here(plan, workers, split_bytes, tracker)
+            yield from _compare_here(
+                stream, (tuple(metrics), chunk, keyed), workers, split_bytes, pool_min_bytes, tracker
+            )
     finally:
         clear_buffers()
 
@@ -265,16 +281,61 @@ def _units(plan: Plan, workers: int, split_bytes: int, batch_bytes: int = 0) -> 
     return [unit if isinstance(unit, Unit) else JobUnit(unit, plan.job_args) for unit in units]
 
 
-def _compare_here(plan: Plan, workers: int, split_bytes: int, tracker: _Tracker) -> Iterator[CompareRow]:
-    """The plan on this machine: inline, or on a pool of ``workers`` processes."""
+def _settled(stream: JobStream, metrics: Sequence[Metric], workers: int, pool_min_bytes: int) -> bool:
+    """Whether the bytes taken so far fix what the run's bytes choose, as more could not change
+    it: a pool (at least ``pool_min_bytes``), its calls' bytes (:func:`~.jobs.pool_batch_for`)
+    and numba (:func:`~.jobs.uses_numba`). The split size may still move: see
+    :func:`_streamed_units`."""
+    known = stream.data_bytes
+    return known >= pool_min_bytes and pool_batch_settled(known, workers) and uses_numba(known, metrics)
+
+
+def _streamed_units(stream: JobStream, job_args: tuple, workers: int, split_bytes: int) -> Iterator[Unit]:
+    """The units of a settled stream (:func:`_settled`), made as its tasks are taken: the same
+    as :func:`_units` of its whole plan. Only the split size may still depend on bytes not yet
+    taken (:func:`~.split.split_size_settled`): a job that may hold a pair to split
+    (:func:`~.split.may_split`) then takes every task first, so the pair is cut as the whole
+    plan would cut it."""
+    size = split_size(stream.data_bytes, workers, split_bytes)
+    final = split_size_settled(stream.data_bytes, workers, split_bytes)
+
+    def split_jobs() -> Iterator:
+        nonlocal size, final
+        for job in stream.jobs():
+            if not final and any(may_split(task, stream.sizes) for task in job):
+                stream.take_all()
+                size, final = split_size(stream.data_bytes, workers, split_bytes), True
+            yield from split_units([job], job_args, stream.sizes, size)
+
+    for unit in batches(split_jobs(), stream.sizes, pool_batch_for(stream.data_bytes, workers)):
+        yield unit if isinstance(unit, Unit) else JobUnit(unit, job_args)
+
+
+def _compare_here(
+    stream: JobStream, how: tuple, workers: int, split_bytes: int, pool_min_bytes: int, tracker: _Tracker
+) -> Iterator[CompareRow]:
+    """The tasks on this machine: inline, or on a pool of ``workers`` processes, started as soon
+    as the tasks taken settle the run's choices (the rest taken as the workers need them).
+    ``how``: (metrics, chunk, keyed)."""
+    metrics, chunk, keyed = how
+    if workers > 1:
+        stream.take_until(lambda: _settled(stream, metrics, workers, pool_min_bytes))
+    else:
+        stream.take_all()
+    if not stream.ended:
+        job_args = (metrics, chunk, uses_numba(stream.data_bytes, metrics), keyed)
+        yield from _pooled(_streamed_units(stream, job_args, workers, split_bytes), job_args, workers, tracker)
+        return
+    plan = plan_of(stream, metrics, chunk, keyed)
+    if stream.data_bytes < pool_min_bytes:  # the plan's sizes: one stat a file
+        workers = 1
     units = _units(plan, workers, split_bytes, pool_batch_bytes(plan, workers))
     pooled = min(workers, sum(unit.calls for unit in units))
     if pooled <= 1:
-        metrics, chunk, numba, keyed = plan.job_args
         keys = RowKeys.for_metrics(metrics) if keyed else None  # one for the run, as the parent's would be
         reads, seen = ReadCache(), SeenPairs(tasks=[task for job in plan.jobs for task in job])
         for job in plan.jobs:
-            yield from tracker.emit(compare_job(job, metrics, chunk, numba, keys, reads, seen))
+            yield from tracker.emit(compare_job(job, metrics, chunk, plan.job_args[2], keys, reads, seen))
     else:
         yield from _pooled(units, plan.job_args, pooled, tracker)
 

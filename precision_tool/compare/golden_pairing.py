@@ -7,6 +7,7 @@ plus one per graph op that has no dump file, each carrying the reason when it ca
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,18 +197,22 @@ def pair_with_graph(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex)
 
     Dump files of ops the graph does not know are paired by name after the graph's ops.
     """
-    tasks: list[PairTask] = []
+    return list(graph_pairs(graph, listing, golden))
+
+
+def graph_pairs(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex) -> Iterator[PairTask]:
+    """:func:`pair_with_graph`'s tasks as they are paired, op after op (a dump header is read
+    only when its op's turn comes)."""
     used: set[Path] = set()
     for position, op in enumerate(graph.ops):
         ref = listing.latest(op.name)
         if ref is None:
-            tasks.append(_no_dump_task(op, position))
+            yield _no_dump_task(op, position)
             continue
         used.add(ref.path)
-        tasks.extend(_op_tasks(graph, op, position, ref, golden))
+        yield from _op_tasks(graph, op, position, ref, golden)
     rest = [ref for ref in latest_launches(listing) if ref.path not in used]
-    tasks.extend(pair_by_name(rest, golden, first_index=len(graph.ops)))
-    return tasks
+    yield from pair_by_name(rest, golden, first_index=len(graph.ops))
 
 
 def latest_launches(listing: DumpListing) -> list[DumpFileRef]:

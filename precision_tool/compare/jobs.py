@@ -9,7 +9,8 @@ small tensors is not bound by calls.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from . import kernels
@@ -49,29 +50,85 @@ def _dump_files(task: PairTask) -> tuple:
     return tuple(side.path for side in (task.left, task.right) if isinstance(side, DumpSide))
 
 
+class JobStream:
+    """A run's tasks taken as they come (from a list, or from the pairing as it pairs), grouped
+    into jobs, the size of every file they read found on the way: so the engine can start on
+    the first jobs before the last ones are paired (:func:`~.engine.compare_tasks`).
+
+    ``count`` and ``data_bytes`` are of the tasks taken so far; once ``ended`` they are the
+    run's. A job is complete when a task of another dump file follows it, or at the end.
+    """
+
+    def __init__(self, tasks: Iterable[PairTask]) -> None:
+        self._tasks = iter(tasks)
+        self.sizes: dict = {}  # file path -> bytes, each file stat-ed once
+        self._unsized: set = set()  # files that could not be stat-ed (the comparison says why)
+        self.count = self.data_bytes = 0
+        self.ended = False
+        self._complete: deque[list[PairTask]] = deque()
+        self._open: list[PairTask] = []
+        self._key: tuple = ()
+
+    def take(self) -> bool:
+        """Take one more task; False when there is none (the last job is then complete)."""
+        task = next(self._tasks, None)
+        if task is None:
+            if self._open:
+                self._complete.append(self._open)
+            self._open, self.ended = [], True
+            return False
+        self.count += 1
+        if task.comparable:
+            self._size(task)
+        key = _dump_files(task)
+        if self._open and key and key == self._key:
+            self._open.append(task)
+        else:
+            if self._open:
+                self._complete.append(self._open)
+            self._open = [task]
+        self._key = key
+        return True
+
+    def _size(self, task: PairTask) -> None:
+        for side in (task.left, task.right):
+            if isinstance(side, FileSide) and side.path not in self.sizes and side.path not in self._unsized:
+                try:
+                    self.sizes[side.path] = size = os.stat(side.path).st_size
+                except OSError:
+                    self._unsized.add(side.path)  # reported by the comparison
+                    continue
+                self.data_bytes += size
+
+    def take_until(self, enough: Callable[[], bool]) -> None:
+        """Take tasks until ``enough()`` holds or there are no more."""
+        while not self.ended and not enough():
+            self.take()
+
+    def take_all(self) -> None:
+        """Take every task left."""
+        while self.take():
+            pass
+
+    def jobs(self) -> Iterator[list[PairTask]]:
+        """Every job not yet given, in order, taking tasks as they are needed."""
+        while self._complete or not self.ended:
+            if self._complete:
+                yield self._complete.popleft()
+            else:
+                self.take()
+
+
 def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
     """Consecutive tasks that read the same NPU dump file(s) form one job; others are alone."""
-    jobs: list[list[PairTask]] = []
-    last = None
-    for task in tasks:
-        key = _dump_files(task)
-        if jobs and key and key == last:
-            jobs[-1].append(task)
-        else:
-            jobs.append([task])
-        last = key
-    return jobs
+    return list(JobStream(tasks).jobs())
 
 
-def file_sizes(tasks: Sequence[PairTask]) -> dict:
+def file_sizes(tasks: Iterable[PairTask]) -> dict:
     """The size of every file the comparable tasks read (each once): what the run will stream."""
-    sizes = {}
-    for path in _task_files(tasks):
-        try:
-            sizes[path] = os.stat(path).st_size
-        except OSError:
-            continue  # reported by the comparison
-    return sizes
+    stream = JobStream(tasks)
+    stream.take_all()
+    return stream.sizes
 
 
 def needs_worker(job: Sequence[PairTask]) -> bool:
@@ -88,33 +145,51 @@ class Plan:
     sizes: dict  # file path -> bytes
 
 
-def plan_jobs(tasks: Sequence[PairTask], metrics: Sequence[Metric], chunk: int, keyed: bool = False) -> Plan:
-    """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
-    sizes = file_sizes(tasks)
+def uses_numba(data_bytes: int, metrics: Sequence[Metric]) -> bool:
+    """Whether a run of ``data_bytes`` of files computes ``metrics`` with numba's kernels."""
     # numba's load pays for the run, or is paid already: its pool's workers come with it
-    numba = kernels.numba_pays_off(sum(sizes.values()), kernels.needs_cosine_sums_only(metrics)) or workers_have_numba()
-    return Plan(group_jobs(tasks), (tuple(metrics), chunk, numba, keyed), sizes)
+    return kernels.numba_pays_off(data_bytes, kernels.needs_cosine_sums_only(metrics)) or workers_have_numba()
 
 
-def batch_jobs(units: Sequence, sizes: dict, batch_bytes: int) -> list:
+def plan_jobs(tasks: Iterable[PairTask], metrics: Sequence[Metric], chunk: int, keyed: bool = False) -> Plan:
+    """Group the tasks into jobs and make the run's kernel choice (from its data bytes)."""
+    stream = JobStream(tasks)
+    stream.take_all()
+    return plan_of(stream, metrics, chunk, keyed)
+
+
+def plan_of(stream: JobStream, metrics: Sequence[Metric], chunk: int, keyed: bool = False) -> Plan:
+    """The plan of a stream whose tasks are all taken (``stream.ended``)."""
+    numba = uses_numba(stream.data_bytes, metrics)
+    return Plan(list(stream.jobs()), (tuple(metrics), chunk, numba, keyed), stream.sizes)
+
+
+def batch_jobs(units: Iterable, sizes: dict, batch_bytes: int) -> list:
     """Consecutive plain jobs (task lists) joined into one of up to about ``batch_bytes`` file
     bytes; split tensors (:class:`~.window.Unit`) stay where they are. Order is kept, so the
     rows are the same, in the same order; only the calls are fewer."""
-    batched: list = []
+    return list(batches(units, sizes, batch_bytes))
+
+
+def batches(units: Iterable, sizes: dict, batch_bytes: int) -> Iterator:
+    """:func:`batch_jobs` as the units come (``sizes`` must know each unit's files when it comes)."""
     pending: list[PairTask] = []
     pending_bytes = 0
     for unit in units:
         if isinstance(unit, Unit):
-            batched += [pending, unit] if pending else [unit]
+            if pending:
+                yield pending
+            yield unit
             pending, pending_bytes = [], 0
             continue
         job_bytes = sum(sizes.get(path, 0) for path in _task_files(unit))
         if pending and pending_bytes + job_bytes > batch_bytes:
-            batched.append(pending)
+            yield pending
             pending, pending_bytes = [], 0
         pending.extend(unit)
         pending_bytes += job_bytes
-    return batched + ([pending] if pending else [])
+    if pending:
+        yield pending
 
 
 def pool_batch_bytes(plan: Plan, workers: int) -> int:
@@ -122,19 +197,36 @@ def pool_batch_bytes(plan: Plan, workers: int) -> int:
     calls a worker (small runs: each job its own call, as without batching); 0 inline."""
     if workers <= 1:
         return 0
-    return max(1, min(POOL_BATCH_BYTES, sum(plan.sizes.values()) // (4 * workers)))
+    return pool_batch_for(sum(plan.sizes.values()), workers)
+
+
+def pool_batch_for(data_bytes: int, workers: int) -> int:
+    """:func:`pool_batch_bytes` of a pool of ``workers`` (> 1) for a run of ``data_bytes``."""
+    return max(1, min(POOL_BATCH_BYTES, data_bytes // (4 * workers)))
+
+
+def pool_batch_settled(data_bytes: int, workers: int) -> bool:
+    """Whether a run of at least ``data_bytes`` has :func:`pool_batch_for` fixed: more bytes
+    would not change it."""
+    return pool_batch_for(data_bytes, workers) == POOL_BATCH_BYTES
 
 
 __all__ = [
     "CLUSTER_BATCH_BYTES",
     "CLUSTER_CALLS_PER_WORKER",
     "POOL_BATCH_BYTES",
+    "JobStream",
     "Plan",
     "batch_jobs",
+    "batches",
     "cluster_batch_bytes",
     "file_sizes",
     "group_jobs",
     "needs_worker",
     "plan_jobs",
+    "plan_of",
     "pool_batch_bytes",
+    "pool_batch_for",
+    "pool_batch_settled",
+    "uses_numba",
 ]

@@ -18,6 +18,7 @@ step) directory in execution order, with a label for the user and notes about th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +31,8 @@ from ..formats.msprobe_tree import is_msprobe_dump
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
 from .dir_pairing import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
-from .golden_pairing import PairTask, golden_for, pair_by_name, pair_with_graph
+from .golden_pairing import PairTask, golden_for, graph_pairs, pair_by_name
+from .paired_tasks import PairedTasks
 from .workspace import Workspace
 
 if TYPE_CHECKING:  # msprobe's planning is imported only for msprobe dumps (start-up cost)
@@ -46,7 +48,8 @@ class Comparison:
     Attributes:
         label: what the user reads (``device 0, ge_default_..., step 0``).
         tag: a file-name-safe tag for the CSV name.
-        tasks: the pair tasks, in execution order.
+        tasks: the pair tasks, in execution order (a list, or :class:`~.paired_tasks.PairedTasks`
+            still pairing).
         notes: warnings about the pairing (e.g. no Build graph: paired by name).
         npu_vs_npu: both sides are NPU dumps (the CSV gets a golden-side Address column).
         step: the (left) step directory compared; None for npy vs npy and msprobe dumps.
@@ -55,7 +58,7 @@ class Comparison:
 
     label: str
     tag: str
-    tasks: list[PairTask]
+    tasks: Sequence[PairTask]
     notes: list[str] = field(default_factory=list)
     npu_vs_npu: bool = False
     step: StepDir | None = None
@@ -139,7 +142,7 @@ def npu_vs_golden(step: StepDir, listing: DumpListing, golden: GoldenIndex, grap
         )
         tasks = pair_by_name(listing, golden)
     else:
-        tasks = pair_with_graph(graph, listing, golden)
+        tasks = PairedTasks(graph_pairs(graph, listing, golden))  # paired as the run takes them
     return Comparison(step_label(step), step_tag(step), tasks, notes, step=step)
 
 

@@ -105,6 +105,13 @@ def _checked_outcome(stored) -> dict:
     return data
 
 
+def _counted(tasks: Iterable[PairTask], counts: dict) -> Iterator[PairTask]:
+    """``tasks``, each comparable one counted in ``counts["computed"]`` as it is taken."""
+    for task in tasks:
+        counts["computed"] += task.comparable
+        yield task
+
+
 def _with_outcome(task: PairTask, data: dict) -> CompareRow:
     shape = tuple(data["shape"]) if data["shape"] is not None else None
     base = CompareRow(
@@ -251,7 +258,7 @@ class RowCache:
         self._last_flush = time.monotonic()
 
 
-Engine = Callable[[list[PairTask], bool], Iterator[CompareRow]]  # (tasks, keyed): see cached_rows
+Engine = Callable[[Iterable[PairTask], bool], Iterator[CompareRow]]  # (tasks, keyed): see cached_rows
 
 
 def cached_rows(
@@ -269,22 +276,23 @@ def cached_rows(
     (:attr:`~.result.CompareRow.cache_key`, :mod:`.row_keys`), found where its files are read.
     It is asked to when ``keys_where_read`` (the engine's processes see the files as this one
     does: not a cluster's) and the cache can reuse nothing (``--fresh``, an empty store): the
-    run then starts computing without finding the keys first. Otherwise each file's identity
+    run then starts computing without finding the keys first, on ``tasks`` as they come (the
+    pairing may still be making them). Otherwise each file's identity
     is found here, once, however many tasks read it, before anything is computed. ``stats``
     (if given) gets ``reused`` and ``computed`` counts.
     """
-    tasks = list(tasks)
     if cache is None:
         yield from compute(tasks, False)
         return
     counts = stats if stats is not None else {}
-    if keys_where_read and not cache.may_reuse():
-        counts.update(reused=0, computed=sum(1 for t in tasks if t.comparable))
-        for row in compute(tasks, True):
+    if keys_where_read and not cache.may_reuse():  # the tasks go to the engine as they come
+        counts.update(reused=0, computed=0)
+        for row in compute(_counted(tasks, counts), True):
             if row.cache_key is not None and row.compared:
                 cache.put(row.cache_key, row)
             yield row
         return
+    tasks = list(tasks)
     keys_of = RowKeys(metric_names)
     keys = [keys_of.key(task) for task in tasks]
     stored = cache.outcomes(keys)

@@ -62,6 +62,12 @@ def split_size(data_bytes: int, workers: int, setting: int = 0) -> int:
     return min(max(math.ceil(data_bytes / (2 * max(workers, 1))), SPLIT_MIN_BYTES), SPLIT_MAX_BYTES)
 
 
+def split_size_settled(data_bytes: int, workers: int, setting: int = 0) -> bool:
+    """Whether a run of at least ``data_bytes`` has :func:`split_size` fixed: more bytes would
+    not change it (it is set, or at :data:`SPLIT_MAX_BYTES`)."""
+    return setting > 0 or split_size(data_bytes, workers, setting) == SPLIT_MAX_BYTES
+
+
 def split_points(size: int, unit: int, pieces: int) -> list[int]:
     """Boundaries ``[0, ..., size]`` of at most ``pieces`` ranges of whole ``unit`` s."""
     rows = size // unit
@@ -191,13 +197,24 @@ class SplitCompare(Unit):
         return JobResult([row], self.x.nbytes + self.y.nbytes)
 
 
+def may_split(task: PairTask, file_sizes: dict) -> bool:
+    """Whether ``task``'s pair could be compared in ranges under some split size: its files
+    hold more than :data:`SPLIT_MIN_BYTES` (the split size of a run is never below it unless
+    set)."""
+    return task.comparable and _files_bytes(task, file_sizes) > SPLIT_MIN_BYTES
+
+
+def _files_bytes(task: PairTask, file_sizes: dict) -> int:
+    return sum(file_sizes.get(getattr(side, "path", None), 0) for side in (task.left, task.right))
+
+
 def _split(
     task: PairTask, job_args: tuple, file_sizes: dict, split_bytes: int, reads: ReadCache
 ) -> SplitCompare | None:
     """A SplitCompare for a task whose pair is larger than ``split_bytes``, else None."""
     if not task.comparable:
         return None
-    if sum(file_sizes.get(getattr(side, "path", None), 0) for side in (task.left, task.right)) <= split_bytes:
+    if _files_bytes(task, file_sizes) <= split_bytes:
         return None  # the files bound the tensors' bytes: no header needs reading
     x, y = range_extent(task.left, reads), range_extent(task.right, reads)
     if x is None or y is None or x.size != y.size or x.nbytes + y.nbytes <= split_bytes:
@@ -236,8 +253,10 @@ __all__ = [
     "SPLIT_MIN_BYTES",
     "PieceResult",
     "SplitCompare",
+    "may_split",
     "run_piece",
     "split_points",
     "split_size",
+    "split_size_settled",
     "split_units",
 ]

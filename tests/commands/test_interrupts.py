@@ -23,7 +23,7 @@ def _files(directory) -> list[str]:
 
 
 def _interrupting_progress(monkeypatch, after_rows: int = 1):
-    def track(self, label, total):
+    def track(self, label):
         def update(done, _total, _nbytes):
             if done >= after_rows:
                 raise KeyboardInterrupt

@@ -218,7 +218,7 @@ def test_the_live_display_runs_no_thread_so_workers_can_fork(fixture_data):
 
     console = make_console(file=io.StringIO(), width=120, force_terminal=True)
     with CompareProgress(console) as display:
-        update = display.track("step 0", 10)
+        update = display.track("step 0")
         update(4, 10, 1 << 20)
         assert threading.active_count() == 1
     assert "step 0" in console.file.getvalue()

@@ -24,7 +24,7 @@ REPORT_LINE = re.compile(r"^report: (?P<path>.+/index\.html)", re.M)
 def _interrupt_for_real(monkeypatch, after_rows: int = 10) -> None:
     """A real SIGINT (what Ctrl-C at the terminal sends) once ``after_rows`` rows are done."""
 
-    def track(self, label, total):
+    def track(self, label):
         sent = []  # one signal a run
 
         def update(done, _total, _nbytes):

@@ -311,7 +311,7 @@ def test_a_range_that_cannot_be_read_becomes_the_rows_reason(tmp_path):
     assert [type(u).__name__ for u in units] == ["SplitCompare", "JobUnit"]
     path = task.left.path
     path.write_bytes(path.read_bytes()[:-1000])
-    rows = list(stream_units(units, _InlineExecutor().submit, 4, engine._Tracker(2, None).emit))
+    rows = list(stream_units(units, _InlineExecutor().submit, 4, engine._Tracker(lambda: 2, None).emit))
     assert "truncated" in rows[0].fail_reason and not rows[0].metrics
     assert rows[1].compared and rows[1].cosine == pytest.approx(1.0, abs=1e-6)
 
