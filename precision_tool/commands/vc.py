@@ -234,13 +234,14 @@ def prepare(args, config) -> None:
     of the files (at a stat each); the run decides again once planned, and a wrong guess costs
     only the server's load, on another core."""
     from ..compare import numba_line, pool_server
+    from ..compare.metric_table import words_need_cosine_sums_only  # no numpy: the server starts sooner
 
     if args.resume or args.scheduler or config.scheduler or config.worker_count < 2 or not numba_line.numba_enabled():
         return  # a resumed run's options are in its directory; a cluster has its own workers
     from ..formats.files import bytes_under
 
-    try:  # the default metrics are more than cosine's: told without importing them (nor numpy)
-        enough = numba_line.numba_min_bytes(args.alg is not None and _cosine_only(args.alg))
+    try:  # the default metrics are more than cosine's
+        enough = numba_line.numba_min_bytes(args.alg is not None and words_need_cosine_sums_only(args.alg))
     except PrecisionToolError:
         return  # the run says what is wrong with -alg
     inputs = [path for path in (args.left, args.right) if path] or [config.data_root_dir]
@@ -249,13 +250,6 @@ def prepare(args, config) -> None:
             pool_server.start()
         except OSError:  # no process to be had now: the pool forks or spawns as without it
             pass
-
-
-def _cosine_only(algorithms: str) -> bool:
-    from ..compare.kernels import needs_cosine_sums_only
-    from ..compare.metrics import select_metrics
-
-    return needs_cosine_sums_only(select_metrics(algorithms))
 
 
 def _add_arguments(parser: CommandParser) -> None:

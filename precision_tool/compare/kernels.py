@@ -42,6 +42,7 @@ from functools import partial
 import numpy as np
 
 from .metric_data import Range, StatGroup, Stats
+from .metric_table import cosine_sums_only
 from .numba_line import claim_process, numba_enabled, numba_min_bytes, numba_pays_off, process_claimed
 from .numba_load import DISTANCE_FIELDS, FUSED_FIELDS, kernel_operand, numba_cache_dir, numba_kernels
 from .scaled_sums import refold_if_overflowed
@@ -209,7 +210,7 @@ def _fold_stored(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[St
 
 
 def _cosine_only(groups: Sequence[StatGroup]) -> bool:
-    return {g.name for g in groups} <= COSINE_GROUPS
+    return cosine_sums_only([[g.name for g in groups]])
 
 
 def fresh_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], kernels) -> Stats:

@@ -52,6 +52,8 @@ from ..formats.shapes import element_problem
 from ..formats.text import shape_text
 from . import kernels, stat_groups
 from .metric_data import Metric, MetricResult, Outcome, Range, StatGroup, Stats
+from .metric_table import BUILTIN_METRIC_GROUPS, builtin_name
+from .metric_table import METRIC_NAMES as METRIC_NAMES  # its home is the table; long imported from here
 from .stat_groups import unscaled
 
 EPS = float(np.finfo(np.float64).eps)
@@ -128,19 +130,23 @@ def _mean_relative(s: Stats) -> float:
     return s.rel_sum / s.count
 
 
-METRICS: tuple[Metric, ...] = (
-    Metric("CosineSimilarity", frozenset({"xy", "xx", "yy"}), _cosine, bool_ok=True),
-    Metric("MaxAbsoluteError", frozenset({"diff"}), _max_abs),
-    Metric("AccumulatedRelativeError", frozenset({"rel"}), _accumulated_relative),
-    Metric("RelativeEuclideanDistance", frozenset({"diff", "yy"}), _relative_euclidean, bool_ok=True),
-    Metric("KullbackLeiblerDivergence", frozenset({"kl"}), _kl),
-    Metric("StandardDeviation", frozenset({"moments"}), _std_text, text=True),
-    Metric("MeanAbsoluteError", frozenset({"diff"}), _mean_abs),
-    Metric("RootMeanSquareError", frozenset({"diff"}), _root_mean_square),
-    Metric("MaxRelativeError", frozenset({"rel"}), _max_relative),
-    Metric("MeanRelativeError", frozenset({"rel"}), _mean_relative),
+# each built-in metric's formula and how it treats bools and text (the names and groups, in
+# -alg order: .metric_table)
+_FORMULAS: dict[str, tuple] = {
+    "CosineSimilarity": (_cosine, {"bool_ok": True}),
+    "MaxAbsoluteError": (_max_abs, {}),
+    "AccumulatedRelativeError": (_accumulated_relative, {}),
+    "RelativeEuclideanDistance": (_relative_euclidean, {"bool_ok": True}),
+    "KullbackLeiblerDivergence": (_kl, {}),
+    "StandardDeviation": (_std_text, {"text": True}),
+    "MeanAbsoluteError": (_mean_abs, {}),
+    "RootMeanSquareError": (_root_mean_square, {}),
+    "MaxRelativeError": (_max_relative, {}),
+    "MeanRelativeError": (_mean_relative, {}),
+}
+METRICS: tuple[Metric, ...] = tuple(
+    Metric(name, groups, _FORMULAS[name][0], **_FORMULAS[name][1]) for name, groups in BUILTIN_METRIC_GROUPS
 )
-METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
 
 def select_metrics(spec: str | Iterable[str | int | Metric] | None = None) -> tuple[Metric, ...]:
@@ -155,23 +161,12 @@ def select_metrics(spec: str | Iterable[str | int | Metric] | None = None) -> tu
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "all"):
         return METRICS
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    by_name = {m.name.lower(): m for m in METRICS}
+    by_name = {m.name: m for m in METRICS}
     chosen: dict[str, Metric] = {}
     for item in items:
-        text = "" if isinstance(item, Metric) else str(item).strip()
-        if isinstance(item, Metric):
-            metric = item
-        elif text.isdigit() and int(text) < len(METRICS):
-            metric = METRICS[int(text)]
-        elif text.lower() in by_name:
-            metric = by_name[text.lower()]
-        elif text:
-            raise PrecisionToolError(
-                f"unknown metric {text!r}: choose from 0-{len(METRICS) - 1} or {', '.join(METRIC_NAMES)}"
-            )
-        else:
-            continue
-        chosen.setdefault(metric.name, metric)
+        metric = item if isinstance(item, Metric) else by_name.get(builtin_name(str(item)))
+        if metric is not None:
+            chosen.setdefault(metric.name, metric)
     if not chosen:
         raise PrecisionToolError("no metric selected")
     return tuple(chosen.values())

@@ -33,7 +33,8 @@ from ..formats.output_root import STAMP, OutputRoot
 from ..formats.text import shape_text
 from .manifest import result_csvs
 from .metric_data import Metric
-from .metrics import METRIC_NAMES, METRICS
+from .metric_table import METRIC_NAMES
+from .metrics import METRICS
 from .result import CompareRow
 
 NOT_COMPARED = "NaN"

@@ -25,7 +25,7 @@ from precision_tool.errors import PrecisionToolError
 
 from ..formats.csv_records import csv_records
 from ..formats.files import open_regular
-from .metrics import METRIC_NAMES
+from .metric_table import METRIC_NAMES
 from .result import CompareRow
 from .result_csv import NOT_COMPARED, NUMERIC_METRICS, REASON_COLUMN, STD_COLUMN, restore
 

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .metric_data import BUILTIN_GROUP_NAMES, Range, StatGroup, Stats, register_group, stat_group
+from .metric_table import COSINE_GROUPS
 
 __all__ = [
     "BUILTIN",
@@ -50,7 +51,6 @@ __all__ = [
 
 EPS = float(np.finfo(np.float64).eps)
 F32_EPS = float(np.finfo(np.float32).eps)
-COSINE_GROUPS = frozenset({"xy", "xx", "yy"})
 DISTANCE_GROUPS = COSINE_GROUPS | {"diff"}  # what the distance kernel folds (kernels)
 
 

@@ -320,10 +320,11 @@ cli.main(sys.argv[1:])
 """
 
 
-@pytest.mark.parametrize(("words", "seen"), [((), "no numpy"), (("-alg", "0"), "numpy imported")])
-def test_the_fork_server_starts_before_numpy_is_imported(tmp_path, words, seen):
-    """The server's load is what the pool waits for: with the default metrics the decision
-    imports no numpy (it costs a tenth of a second); ``-alg`` must read the metrics first."""
+@pytest.mark.parametrize("words", [(), ("-alg", "0"), ("-alg", "CosineSimilarity,4")])
+def test_the_fork_server_starts_before_numpy_is_imported(tmp_path, words):
+    """The server's load is what the pool waits for: the decision imports no numpy (it costs a
+    tenth of a second), ``-alg`` included (its words are read against the metric table)."""
+    seen = "no numpy"
     data = tmp_path / "precision_data"
     _bytes(data / "npu/a.bin", 600)
     done = subprocess.run(

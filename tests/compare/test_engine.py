@@ -17,7 +17,8 @@ from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, p
 from precision_tool.compare.jobs import group_jobs
 from precision_tool.compare.load import Buffers, aligned
 from precision_tool.compare.metric_data import Metric, StatGroup
-from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
+from precision_tool.compare.metric_table import METRIC_NAMES
+from precision_tool.compare.metrics import select_metrics
 from precision_tool.compare.result_csv import ResultWriter, write_result_csv
 from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.sides import ReadCache, open_dump_side

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from unittest import mock
 
 import numpy as np
@@ -373,3 +374,24 @@ def test_the_standard_deviation_s_square_root_is_numpy_s(value):
     assert (math.isnan(got) and math.isnan(expected)) or (
         got == expected and math.copysign(1, got) == math.copysign(1, expected)
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 12).map(str), st.sampled_from(METRIC_NAMES), st.just(" all "), st.just("")), max_size=4
+    )
+)
+def test_alg_words_read_without_numpy_agree_with_the_metrics_they_select(words):
+    """vc's fork-server guess (metric_table, no numpy) and select_metrics + the kernels' rule
+    answer the same for any -alg words: the same error, or the same cosine-alone verdict."""
+    from precision_tool.compare.metric_table import words_need_cosine_sums_only
+
+    spec = ",".join(w.upper() if k % 2 else w for k, w in enumerate(words))
+    try:
+        expected = kernels.needs_cosine_sums_only(select_metrics(spec))
+    except PrecisionToolError as exc:
+        with pytest.raises(PrecisionToolError, match=re.escape(exc.problem)):
+            words_need_cosine_sums_only(spec)
+        return
+    assert words_need_cosine_sums_only(spec) is expected

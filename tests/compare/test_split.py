@@ -21,7 +21,8 @@ from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
 from precision_tool.compare.jobs import plan_jobs
 from precision_tool.compare.load import Buffers
 from precision_tool.compare.metric_data import Metric, StatGroup, Stats
-from precision_tool.compare.metrics import METRIC_NAMES, select_metrics
+from precision_tool.compare.metric_table import METRIC_NAMES
+from precision_tool.compare.metrics import select_metrics
 from precision_tool.compare.result_csv import write_result_csv
 from precision_tool.compare.sides import ReadCache, open_dump_side, open_npy_side, range_extent
 from precision_tool.compare.stat_groups import register_group
