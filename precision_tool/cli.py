@@ -136,13 +136,17 @@ def _one_shot(line: str, config) -> int:
     """Run a ``-e`` line or the command given after the options. Each command may first start
     what it will need (vc: the pool's fork server), before the rest of the tool loads."""
     from precision_tool.commands import UsageError, build_registry
-    from precision_tool.commands.registry import prepare_words, split_commands
+    from precision_tool.commands.registry import multiplies_matrices, prepare_words, split_commands
 
     try:
         commands = split_commands(line)
     except UsageError:
         commands = None  # execute_line says what is wrong with the line
     registry = build_registry(None if commands is None else [words[0] for words in commands])  # only theirs
+    if commands and not multiplies_matrices(registry, commands):
+        from precision_tool.compare.pool_server import one_blas_thread
+
+        one_blas_thread()
     for words in commands or ():
         prepare_words(registry, words, config)
     from precision_tool.commands.dispatch import ExitShell, execute_line

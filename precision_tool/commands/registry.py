@@ -98,6 +98,9 @@ class Command:
     # called with the parsed words and the settings before a one-shot line runs, to start what
     # the command will need while the rest loads (vc: the pool's fork server)
     prepare: Callable[[argparse.Namespace, Any], None] | None = None
+    # whether the command may multiply matrices in this process (a replay: why, vcs): a one-shot
+    # line whose commands all do not keeps BLAS to one thread (:func:`multiplies_matrices`)
+    multiplies: bool = True
 
     def hint_for(self, argument_name: str | None) -> str:
         """What ``flag_hints`` says about the option an argparse error names (``-d/--debug``),
@@ -224,6 +227,16 @@ def prepare_words(registry: Registry, words: list[str], config) -> None:
         return
     if not args.help:
         command.prepare(args, config)
+
+
+def multiplies_matrices(registry: Registry, commands: list[list[str]]) -> bool:
+    """Whether a command of a one-shot line may multiply matrices in this process
+    (:attr:`Command.multiplies`); words that name no command count as one that may."""
+    for words in commands:
+        command = registry._names.get(words[0]) if words else None
+        if command is None or command.multiplies:
+            return True
+    return False
 
 
 def run_words(registry: Registry, words: list[str], context: Context) -> CommandResult:

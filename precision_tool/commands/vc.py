@@ -340,6 +340,7 @@ COMMAND = Command(
     add_arguments=_add_arguments,
     run=run,
     prepare=prepare,
+    multiplies=False,  # its workers compare; nothing is replayed here
     completions={
         "-lt": "path",
         "--left": "path",

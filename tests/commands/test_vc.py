@@ -317,6 +317,8 @@ numba_line.numba_enabled = lambda: True
 pool_server.start = lambda: print("numpy imported" if "numpy" in sys.modules else "no numpy", flush=True) or False
 from precision_tool import cli
 cli.main(sys.argv[1:])
+import os
+print("BLAS threads:", os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS"), flush=True)
 """
 
 
@@ -336,3 +338,30 @@ def test_the_fork_server_starts_before_numpy_is_imported(tmp_path, words):
         cwd=tmp_path,
     )
     assert done.stdout.splitlines()[:1] == [seen], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "blas", "threads"),
+    [
+        (["vc"], None, "1 1"),  # vc's process multiplies no matrices: OpenBLAS's thread would only spin
+        (["-e", "vc; vc -alg 0"], None, "1 1"),
+        (["-e", "vc; why model/conv1/Conv2D"], None, "None None"),  # why replays: its BLAS stays whole
+        (["-e", "vc; nonsense"], None, "None None"),  # a word that names no command: as if it might
+        (["vc"], "3", "3 1"),  # a setting of the user's is kept
+    ],
+)
+def test_a_one_shot_line_of_vc_alone_keeps_blas_to_one_thread(tmp_path, line, blas, threads):
+    data = tmp_path / "precision_data"
+    _bytes(data / "npu/a.bin", 600)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if blas:
+        env["OPENBLAS_NUM_THREADS"] = blas
+    done = subprocess.run(
+        [sys.executable, "-c", _AT_START, "--data", str(data), *line],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PRECISION_TOOL_WORKERS": "2"},
+        cwd=tmp_path,
+    )
+    assert f"BLAS threads: {threads}" in done.stdout.splitlines(), done.stdout + done.stderr
