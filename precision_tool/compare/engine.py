@@ -3,8 +3,10 @@
 :func:`compare_tasks` groups consecutive tasks that read the same NPU dump file into one job
 (the header is parsed once per job; :mod:`.jobs` makes the jobs and their batches), runs the
 jobs on a pool of worker processes (inline with ``workers=1``), and yields each job's rows as
-soon as it and every job before it are done, so a CSV can be written while the comparison runs. At most :data:`POOL_WINDOW` calls a worker are
-in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
+soon as it and every job before it are done, so a CSV can be written while the comparison runs.
+The tasks may still be coming from the pairing: the pool starts once those taken settle what the
+run's size decides (:func:`_settled`), and the rest are taken as the workers need them. At most
+:data:`POOL_WINDOW` calls a worker are in flight (a call's tasks and rows are small: the tensors stream through each worker's blocks),
 so memory stays bounded by a few tensors' blocks per worker whatever the dump size (and the pairs a
 call keeps: :data:`~.seen_pairs.SEEN_BYTES`).
 
@@ -322,7 +324,7 @@ def _compare_here(
         stream.take_until(lambda: _settled(stream, metrics, workers, pool_min_bytes))
     else:
         stream.take_all()
-    if not stream.ended:
+    if not stream.ended:  # all the workers: the run holds four calls a worker at least
         job_args = (metrics, chunk, uses_numba(stream.data_bytes, metrics), keyed)
         yield from _pooled(_streamed_units(stream, job_args, workers, split_bytes), job_args, workers, tracker)
         return

@@ -1,8 +1,9 @@
 """Pairing: which golden tensor each NPU dump tensor is compared with (SPEC.md "Pairing").
 
 Pairing only reads dump headers and file names; tensor data is read later, by the engine's
-workers. The result is a list of :class:`PairTask` in execution order, one per compared tensor
-plus one per graph op that has no dump file, each carrying the reason when it cannot be compared.
+workers. The result is :class:`PairTask` s in execution order (a list, or one by one as they
+are paired: :func:`graph_pairs`), one per compared tensor plus one per graph op that has no dump
+file, each carrying the reason when it cannot be compared.
 """
 
 from __future__ import annotations
