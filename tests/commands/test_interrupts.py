@@ -51,6 +51,29 @@ def test_ctrl_c_during_vc_stops_the_workers_and_leaves_no_csv(sample_data, monke
     assert len(csvs) == 1
 
 
+def test_ctrl_c_while_the_pairing_still_feeds_the_pool_stops_it_all(sample_data, monkeypatch):
+    """The plan streamed into the pool (the run's choices settled after 8 KB, as they are after
+    256 MiB on a real dump): Ctrl-C with the pairing under way ends the workers, leaves no CSV,
+    and the next run writes one."""
+    from precision_tool.compare import engine, jobs
+
+    monkeypatch.setattr(compare_api, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(jobs, "POOL_BATCH_BYTES", 1 << 10)
+    monkeypatch.setattr(jobs, "workers_have_numba", lambda: True)
+    streamed, real = [], engine._streamed_units
+    monkeypatch.setattr(engine, "_streamed_units", lambda *a: streamed.append(a[0].ended) or real(*a))
+    _interrupting_progress(monkeypatch)
+    context, out = make_context(sample_data, WORKERS=2)
+    assert run_command(context, "vc") == ExitStatus.INTERRUPTED
+    assert streamed == [False]  # the pool started before the last task was paired
+    assert multiprocessing.active_children() == []
+    results = sample_data / "temp" / "vector_compare"
+    assert _files(results) == ["run.json"]
+    monkeypatch.undo()
+    assert run_command(context, "vc") == ExitStatus.FLAGGED
+    assert len([f for f in _files(results) if f.endswith(".csv")]) == 1
+
+
 REAL_CREATE = OutputRoot.create
 
 

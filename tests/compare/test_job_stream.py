@@ -180,3 +180,22 @@ def _shape(unit) -> tuple:
     if isinstance(unit, split.SplitCompare):
         return ("split", unit.task.tensor_index, tuple(unit.bounds))
     return ("call", tuple(task.tensor_index for task in unit.job))
+
+
+def test_a_pairing_that_fails_while_the_pool_runs_ends_the_workers(fixture_data, monkeypatch, small_settle):
+    import multiprocessing
+
+    from precision_tool.errors import PrecisionToolError
+
+    def failing():
+        for n, task in enumerate(_pairing(fixture_data)):
+            if n == 30:
+                raise PrecisionToolError("the dump directory went away")
+            yield task
+
+    pairing = Watched(failing())
+    started = _pool_started_when(monkeypatch, pairing)
+    with pytest.raises(PrecisionToolError, match="went away"):
+        list(compare_tasks(pairing, workers=2))
+    assert len(started) == 1 and started[0][0] < 30  # the pool ran when the pairing failed
+    assert multiprocessing.active_children() == []
