@@ -264,7 +264,7 @@ def compare_tasks(
             yield from _on_cluster(scheduler, plan_of(stream, metrics, chunk, keyed), split_bytes, tracker)
         else:
             yield from _compare_here(
-                stream, (tuple(metrics), chunk, keyed), workers, split_bytes, pool_min_bytes, tracker
+                stream, tuple(metrics), chunk, keyed, workers, split_bytes, pool_min_bytes, tracker
             )
     finally:
         clear_buffers()
@@ -298,11 +298,10 @@ def _streamed_units(stream: JobStream, job_args: tuple, workers: int, split_byte
     taken (:func:`~.split.split_size_settled`): a job that may hold a pair to split
     (:func:`~.split.may_split`) then takes every task first, so the pair is cut as the whole
     plan would cut it."""
-    size = split_size(stream.data_bytes, workers, split_bytes)
-    final = split_size_settled(stream.data_bytes, workers, split_bytes)
 
     def split_jobs() -> Iterator:
-        nonlocal size, final
+        size = split_size(stream.data_bytes, workers, split_bytes)
+        final = split_size_settled(stream.data_bytes, workers, split_bytes)
         for job in stream.jobs():
             if not final and any(may_split(task, stream.sizes) for task in job):
                 stream.take_all()
@@ -314,12 +313,17 @@ def _streamed_units(stream: JobStream, job_args: tuple, workers: int, split_byte
 
 
 def _compare_here(
-    stream: JobStream, how: tuple, workers: int, split_bytes: int, pool_min_bytes: int, tracker: _Tracker
+    stream: JobStream,
+    metrics: tuple[Metric, ...],
+    chunk: int,
+    keyed: bool,
+    workers: int,
+    split_bytes: int,
+    pool_min_bytes: int,
+    tracker: _Tracker,
 ) -> Iterator[CompareRow]:
     """The tasks on this machine: inline, or on a pool of ``workers`` processes, started as soon
-    as the tasks taken settle the run's choices (the rest taken as the workers need them).
-    ``how``: (metrics, chunk, keyed)."""
-    metrics, chunk, keyed = how
+    as the tasks taken settle the run's choices (the rest taken as the workers need them)."""
     if workers > 1:
         stream.take_until(lambda: _settled(stream, metrics, workers, pool_min_bytes))
     else:

@@ -40,10 +40,16 @@ def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
     return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
 
 
+def _files_read(task: PairTask) -> tuple:
+    """The files a task reads: its sides' that name one, when it is compared at all."""
+    if not task.comparable:
+        return ()
+    return tuple(side.path for side in (task.left, task.right) if isinstance(side, FileSide))
+
+
 def _task_files(tasks: Sequence[PairTask]) -> list:
     """Every file the comparable tasks read, once each, in order."""
-    files = (side.path for t in tasks if t.comparable for side in (t.left, t.right) if isinstance(side, FileSide))
-    return list(dict.fromkeys(files))
+    return list(dict.fromkeys(path for task in tasks for path in _files_read(task)))
 
 
 def _dump_files(task: PairTask) -> tuple:
@@ -78,8 +84,7 @@ class JobStream:
             self._open, self.ended = [], True
             return False
         self.count += 1
-        if task.comparable:
-            self._size(task)
+        self._size(task)
         key = _dump_files(task)
         if self._open and key and key == self._key:
             self._open.append(task)
@@ -91,14 +96,15 @@ class JobStream:
         return True
 
     def _size(self, task: PairTask) -> None:
-        for side in (task.left, task.right):
-            if isinstance(side, FileSide) and side.path not in self.sizes and side.path not in self._unsized:
-                try:
-                    self.sizes[side.path] = size = os.stat(side.path).st_size
-                except OSError:
-                    self._unsized.add(side.path)  # reported by the comparison
-                    continue
-                self.data_bytes += size
+        for path in _files_read(task):
+            if path in self.sizes or path in self._unsized:
+                continue
+            try:
+                self.sizes[path] = size = os.stat(path).st_size
+            except OSError:
+                self._unsized.add(path)  # reported by the comparison
+                continue
+            self.data_bytes += size
 
     def take_until(self, enough: Callable[[], bool]) -> None:
         """Take tasks until ``enough()`` holds or there are no more."""
@@ -117,18 +123,6 @@ class JobStream:
                 yield self._complete.popleft()
             else:
                 self.take()
-
-
-def group_jobs(tasks: Iterable[PairTask]) -> list[list[PairTask]]:
-    """Consecutive tasks that read the same NPU dump file(s) form one job; others are alone."""
-    return list(JobStream(tasks).jobs())
-
-
-def file_sizes(tasks: Iterable[PairTask]) -> dict:
-    """The size of every file the comparable tasks read (each once): what the run will stream."""
-    stream = JobStream(tasks)
-    stream.take_all()
-    return stream.sizes
 
 
 def needs_worker(job: Sequence[PairTask]) -> bool:
@@ -220,8 +214,6 @@ __all__ = [
     "batch_jobs",
     "batches",
     "cluster_batch_bytes",
-    "file_sizes",
-    "group_jobs",
     "needs_worker",
     "plan_jobs",
     "plan_of",

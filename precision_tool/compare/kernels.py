@@ -210,7 +210,7 @@ def _fold_stored(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[St
 
 
 def _cosine_only(groups: Sequence[StatGroup]) -> bool:
-    return cosine_sums_only([[g.name for g in groups]])
+    return cosine_sums_only(g.name for g in groups)
 
 
 def fresh_fold(x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup], kernels) -> Stats:

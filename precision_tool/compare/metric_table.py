@@ -42,9 +42,9 @@ def builtin_name(word: str) -> str | None:
     return None
 
 
-def cosine_sums_only(group_sets: Iterable[Iterable[str]]) -> bool:
+def cosine_sums_only(group_names: Iterable[str]) -> bool:
     """Whether metrics reading these statistic groups need cosine's three sums alone."""
-    return all(set(groups) <= COSINE_GROUPS for groups in group_sets)
+    return set(group_names) <= COSINE_GROUPS
 
 
 def words_need_cosine_sums_only(spec: str) -> bool:
@@ -56,7 +56,7 @@ def words_need_cosine_sums_only(spec: str) -> bool:
     if not names:
         raise PrecisionToolError("no metric selected")
     groups = dict(BUILTIN_METRIC_GROUPS)
-    return cosine_sums_only(groups[name] for name in names)
+    return cosine_sums_only(group for name in names for group in groups[name])
 
 
 __all__ = [

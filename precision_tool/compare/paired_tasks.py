@@ -38,13 +38,12 @@ class PairedTasks(Sequence[PairTask]):
 
     def _pair_one(self) -> bool:
         """Pair one more task; False when the pairing is done."""
-        if self._pairing is None:
+        task = None if self._pairing is None else next(self._pairing, None)
+        if task is None:
+            self._pairing = None
             return False
-        for task in self._pairing:
-            self._kept.append(task)
-            return True
-        self._pairing = None
-        return False
+        self._kept.append(task)
+        return True
 
     def _all(self) -> list[PairTask]:
         while self._pair_one():

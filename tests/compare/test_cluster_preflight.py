@@ -43,13 +43,15 @@ def cluster(tmp_path):
 def _run_files(root: Path) -> list:
     from precision_tool import read_golden, read_graph
     from precision_tool.compare.golden_pairing import pair_with_graph
-    from precision_tool.compare.jobs import file_sizes
+    from precision_tool.compare.jobs import JobStream
     from precision_tool.formats.tree import DumpTree
 
     graph = read_graph(root / "npu/debug_0/graph/ge_proto_00000001_Build.txt").graphs[0]
     tree = DumpTree(root / "npu/debug_0/dump")
     (step,) = tree.select()
-    return list(file_sizes(pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump"))))
+    stream = JobStream(pair_with_graph(graph, tree.listing(step), read_golden(root / "tf/dump")))
+    stream.take_all()
+    return list(stream.sizes)
 
 
 # --- pure parts ---------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from precision_tool import read_dump, read_golden, read_graph
 from precision_tool.compare import engine, jobs, pair_compare, sides
 from precision_tool.compare.engine import compare_tasks
 from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask, pair_with_graph
-from precision_tool.compare.jobs import group_jobs
+from precision_tool.compare.jobs import JobStream
 from precision_tool.compare.load import Buffers, aligned
 from precision_tool.compare.metric_data import Metric, StatGroup
 from precision_tool.compare.metric_table import METRIC_NAMES
@@ -117,7 +117,7 @@ def test_progress_counts_rows_and_both_sides_bytes(fixture_data):
 
 def test_consecutive_tasks_of_one_dump_file_are_one_job(fixture_data):
     tasks = _tasks(fixture_data)
-    grouped = group_jobs(tasks)
+    grouped = list(JobStream(tasks).jobs())
     assert sum(len(j) for j in grouped) == len(tasks)
     for job in grouped:
         assert len({t.left.path if t.left else None for t in job}) == 1

@@ -384,7 +384,8 @@ def test_the_standard_deviation_s_square_root_is_numpy_s(value):
 )
 def test_alg_words_read_without_numpy_agree_with_the_metrics_they_select(words):
     """vc's fork-server guess (metric_table, no numpy) and select_metrics + the kernels' rule
-    answer the same for any -alg words: the same error, or the same cosine-alone verdict."""
+    answer the same for any -alg words: the same error, or the same cosine-alone verdict; and
+    that verdict is msaccucmp's -alg read by hand: cosine alone is index 0 or its name, alone."""
     from precision_tool.compare.metric_table import words_need_cosine_sums_only
 
     spec = ",".join(w.upper() if k % 2 else w for k, w in enumerate(words))
@@ -395,3 +396,5 @@ def test_alg_words_read_without_numpy_agree_with_the_metrics_they_select(words):
             words_need_cosine_sums_only(spec)
         return
     assert words_need_cosine_sums_only(spec) is expected
+    named = [w.strip().lower() for w in words if w.strip()]
+    assert expected is all(w in ("0", "cosinesimilarity") for w in named)

@@ -3,6 +3,7 @@ whole pairing, and the engine's pool started before the pairing ends (vc's own p
 
 from __future__ import annotations
 
+import csv
 import pickle
 
 import pytest
@@ -15,7 +16,7 @@ from precision_tool.compare.plan import plan_comparisons
 from precision_tool.compare.row_cache import RowCache, cached_rows
 from precision_tool.formats.output_root import OutputRoot
 from tests.compare.test_job_stream import Watched, _pairing
-from tests.conftest import make_context
+from tests.conftest import FIXTURES, make_context
 
 
 def _task(n: int) -> PairTask:
@@ -83,6 +84,11 @@ def test_the_graph_pairing_streamed_is_the_graph_pairing(fixture_data):
     (step,) = tree.select()
     whole = pair_with_graph(graph, tree.listing(step), read_golden(fixture_data / "tf/dump"))
     assert len(whole) == 49 and list(PairedTasks(_pairing(fixture_data))) == whole
+    # msaccucmp's own rows of the fixture, in its order: the same ops and tensors
+    with open(FIXTURES / "small" / "reference_result.csv", newline="") as handle:
+        reference = [(int(r["Index"]), r["NPUDump"], r["TensorIndex"]) for r in csv.DictReader(handle)]
+    streamed = [(t.index, t.npu_name, t.tensor_index or "NaN") for t in PairedTasks(_pairing(fixture_data))]
+    assert streamed == reference
 
 
 def test_vc_plans_pair_as_the_run_takes_them(fixture_data):
