@@ -95,7 +95,7 @@ def _tensors(path: Path, kind: str, protos, offset: int) -> tuple[list[DumpTenso
         shape, defect = _shape_of(proto.shape)
         original_shape, original_defect = _shape_of(proto.original_shape)
         tensors.append(
-            DumpTensor(
+            DumpTensor.of_header(
                 path=path,
                 kind=kind,
                 index=index,
@@ -140,7 +140,7 @@ def _nano_tensors(
         )
         known = desc.data_type.value is not None
         tensors.append(
-            DumpTensor(
+            DumpTensor.of_header(
                 path=path,
                 kind=kind,
                 index=index,
@@ -203,18 +203,35 @@ def read_dump(path: str | os.PathLike, name: str | DumpName | None = None) -> Du
     Raises PrecisionToolError naming the file for anything that is not a well-formed dump.
     """
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
+    return _dump_file(path, _read_file_header(path), name)
+
+
+def tensor_counts(path: str | os.PathLike) -> tuple[int, int]:
+    """How many inputs and outputs the dump at ``path`` holds, the file checked as
+    :func:`read_dump` checks it (raising what it raises), its tensors not indexed: all that
+    the graph's pairing needs of a header (it reads every op's, before any is compared)."""
+    path = path if isinstance(path, Path) else Path(path)
+    header = _read_file_header(path)
+    if isinstance(header, NanoHeader):
+        return len(header.inputs), len(header.outputs)
+    message, data_start, file_size = header
+    _check_sizes(path, message, data_start, file_size)
+    return len(message.input), len(message.output)
+
+
+def _read_file_header(path: Path) -> NanoHeader | tuple[DumpData, int, int]:
+    """:func:`_read_either` of the file at ``path``, its problems PrecisionToolErrors."""
     try:
         descriptor, info = open_regular_descriptor(path, "dump file")
         try:  # one read holds a GE header as a rule; a longer one is read on from the file
             held = os.read(descriptor, _FIRST_READ)
-            header = _read_either(path, FetchReader(held_fetch(held, descriptor)), info.st_size)
+            return _read_either(path, FetchReader(held_fetch(held, descriptor)), info.st_size)
         finally:
             os.close(descriptor)
     except OSError as exc:
         raise PrecisionToolError(f"cannot read dump file ({exc.strerror or exc})", path) from None
     except MemoryError:  # a header length under MAX_HEADER, still more than this machine has
         raise PrecisionToolError("not enough memory to read the dump's header", path) from None
-    return _dump_file(path, header, name)
 
 
 def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | DumpName | None = None) -> DumpFile:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError, read_dump
-from precision_tool.formats.dump import dump_from_bytes
+from precision_tool.formats.dump import dump_from_bytes, tensor_counts
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.proto.dumpdata import DumpData
 
@@ -161,6 +161,9 @@ def _expect_error(tmp_path, data: bytes, fragment: str):
     assert str(path) in str(info.value)
     assert info.value.problem.startswith("DumpData dump: ")  # the form it was read as
     assert fragment in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(PrecisionToolError) as counted:  # the pairing's read: the same one line
+        tensor_counts(path)
+    assert str(counted.value) == str(info.value)
 
 
 def test_truncated_in_the_length_field(tmp_path):
@@ -308,6 +311,46 @@ def test_damaged_bytes_read_whole_fail_or_read_as_from_the_file(tmp_path, cut, f
     path = tmp_path / "Add.op.1.0.1718170000000000"
     path.write_bytes(data)
     assert _outcome(lambda: dump_from_bytes(path, data)) == _outcome(lambda: read_dump(path))
+    whole = _outcome(lambda: read_dump(path))  # the pairing's count fails as the reader does
+    counted = _outcome(lambda: tensor_counts(path))
+    assert counted == (whole if isinstance(whole, tuple) else (len(whole.inputs), len(whole.outputs)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shapes=st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=6),
+    inputs=st.integers(0, 6),
+)
+def test_tensor_counts_are_the_tensors_written(tmp_path, shapes, inputs):
+    specs = [TensorSpec(np.ones(shape, np.float16), "FLOAT16") for shape in shapes]
+    cut = min(inputs, len(specs))
+    path = write_dump(tmp_path / NAME, "op", specs[:cut], specs[cut:], dump_time=1)
+    assert tensor_counts(path) == (cut, len(specs) - cut)
+
+
+def test_tensor_counts_of_every_real_dump_are_its_tensors_by_kind():
+    for path in _REAL_DUMPS:
+        dump = read_dump(path)
+        kinds = [t.kind for t in dump.tensors]
+        assert tensor_counts(path) == (kinds.count("input"), kinds.count("output")), path.name
+
+
+def test_a_tensor_made_from_a_header_equals_one_made_by_its_init(tmp_path):
+    from dataclasses import fields
+
+    from precision_tool.formats.dump_tensor import DumpTensor
+
+    for path in _REAL_DUMPS:
+        for tensor in read_dump(path).tensors:
+            values = {f.name: getattr(tensor, f.name) for f in fields(DumpTensor)}
+            made = DumpTensor(**values)
+            assert tensor == made and hash(tensor) == hash(made)
+            assert set(vars(tensor)) >= set(values)  # every field set, defaults included
+    shortest = DumpTensor.of_header(
+        path=Path("x"), kind="input", index=0, data_type=1, format="ND", shape=(2,), original_shape=(), size=4, offset=8
+    )
+    assert shortest == DumpTensor(Path("x"), "input", 0, 1, "ND", (2,), (), 4, 8)
+    assert (shortest.sub_format, shortest.original_op, shortest.foreign_type) == (0, None, None)
 
 
 def test_a_name_parsed_already_gives_the_dump_what_its_text_gives(tmp_path):
