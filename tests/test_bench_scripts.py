@@ -141,3 +141,23 @@ def test_a_fixed_cost_run_that_fails_stops_the_bench_with_its_error_line():
     with pytest.raises(SystemExit) as stopped:
         run_once([sys.executable, "-c", "import sys; sys.exit('error: no NPU dumps here')"], dict(os.environ))
     assert "ended with status 1: error: no NPU dumps here" in str(stopped.value)
+
+
+def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
+    """The CPU bench through its driver, on the sample with a pool: a worker was launched, the
+    workers' share is what the tree used beyond the tool's process and the server, and the
+    main thread's stages were timed (the sample's graph was read, its pairs paired)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import cpu_split_bench
+    finally:
+        sys.path.remove(str(BENCH))
+    run = cpu_split_bench.run_once(
+        cpu_split_bench.REPO, str(sample_data), sample_data / "out", [], stages=True, pool_always=True
+    )
+    assert 0 < run["launched"] < run["wall"]
+    assert 0 < run["main"] <= run["tool"] and run["workers"] > 0
+    assert run["tool"] + run["server"] + run["workers"] == pytest.approx(run["total"])
+    assert run["stages"]["graph"] > 0 and run["stages"]["pairing"] > 0
+    inline = cpu_split_bench.run_once(cpu_split_bench.REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
+    assert inline["launched"] != inline["launched"] and inline["workers"] == 0  # nan: no worker
