@@ -8,9 +8,10 @@ file, each carrying the reason when it cannot be compared.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import PrecisionToolError
 from ..formats.dump import read_dump, tensor_counts
@@ -18,6 +19,8 @@ from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.dump_tensor import DumpFile
 from ..formats.golden import GoldenIndex
 from ..formats.graph_model import GraphDesc, InputRef, Op, TensorName
+
+T = TypeVar("T")
 
 # Layout and dtype conversions the NPU compiler inserts: they carry the value they convert.
 STEP_OVER_TYPES = frozenset({"Cast", "TransData"})
@@ -141,24 +144,20 @@ def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIn
 
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
     """The dump header of ``ref``, or None and the problem when it cannot be read."""
-    try:
-        return read_dump(ref.path, name=ref.name), ""  # its name as the listing parsed it
-    except PrecisionToolError as exc:
-        return None, exc.problem
+    return _or_problem(lambda: read_dump(ref.path, name=ref.name))  # its name as the listing parsed it
 
 
-def _read_counts(ref: DumpFileRef) -> tuple[tuple[int, int] | None, str]:
-    """How many inputs and outputs the dump of ``ref`` holds, or None and the problem (the one
-    :func:`read_header` would give: the file is checked alike)."""
+def _or_problem(read: Callable[[], T]) -> tuple[T | None, str]:
+    """What ``read()`` gives and "", or None and the problem of the PrecisionToolError it raised."""
     try:
-        return tensor_counts(ref.path), ""
+        return read(), ""
     except PrecisionToolError as exc:
         return None, exc.problem
 
 
 def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden: GoldenIndex) -> list[PairTask]:
     base = dict(index=position, op_type=op.type, npu_name=op.name, ground_truth=ground_truth_text(op))
-    counts, problem = _read_counts(ref)
+    counts, problem = _or_problem(lambda: tensor_counts(ref.path))  # the file checked as read_header checks it
     if counts is None:
         return [PairTask(**base, tensor_index=None, left=None, right=None, reason=problem)]
     inputs, outputs = counts

@@ -59,7 +59,7 @@ class DumpTensor:
     def of_header(cls, **values) -> DumpTensor:
         """``DumpTensor(**values)``, made without the frozen dataclass's ``__init__``, which
         sets each field through ``object.__setattr__`` (1.9 against 0.3 us): a run makes one
-        for every tensor of every dump header it reads, in the pairing and in the workers."""
+        for every tensor of every dump file its workers read, and of every header read whole."""
         tensor = object.__new__(cls)
         tensor.__dict__.update(_TENSOR_DEFAULTS, **values)
         return tensor
