@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from precision_tool.formats.dump import read_dump
 from precision_tool.status import ExitStatus
 from tests.conftest import make_context
 
@@ -136,16 +137,17 @@ def test_a_dump_truncated_while_vc_runs_is_that_tensors_row(tmp_path, monkeypatc
 
     case_dir = make_case(tmp_path, Case("shrinking", "the base network", lambda c: None, ()))
     victim = step_dir(case_dir) / RELU_FILE
-    read_header = golden_pairing.read_header
+    counts = golden_pairing.tensor_counts  # what the graph's pairing reads of each header
 
-    def header_then_cut(ref):
-        found = read_header(ref)
-        if ref.path == victim:
+    def header_then_cut(path):
+        found = counts(path)
+        if path == victim:
+            cut = read_dump(victim).inputs[0].offset + 10
             with open(victim, "r+b") as handle:
-                handle.truncate(found[0].inputs[0].offset + 10)
+                handle.truncate(cut)
         return found
 
-    monkeypatch.setattr(golden_pairing, "read_header", header_then_cut)
+    monkeypatch.setattr(golden_pairing, "tensor_counts", header_then_cut)
     context, buffer = make_context(root_of(case_dir), width=400, WORKERS=1)  # the patch is here
     check = Check("vc", "row", "(truncated)")
     assert_outcome(check, *run_check(context, buffer, check), root_of(case_dir), True)
