@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import tool_env  # noqa: E402
+from run_env import run_dir, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "cpu-split: "  # how the driver's one line on stderr starts
@@ -134,7 +134,7 @@ def run_once(
     command = [sys.executable, "-c", DRIVER, "--data", root, "vc", "--fresh", "-o", str(out), *vc_args]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        proc = subprocess.Popen(command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=errors)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         errors.seek(0)
@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool-always", action="store_true", help="use the worker pool however small the dump")
     add_write_flag(parser)
     args = parser.parse_args(argv)
+    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
     if not Path("/proc/self/task").is_dir():
         raise SystemExit("cpu_split_bench.py reads /proc: Linux only")
     codes = [Path(c).resolve() for c in args.codes] or [REPO]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run_env, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import tool_env  # noqa: E402
+from run_env import run_dir, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def one_run(root: str, code: Path, workers: int, site: Path, log: Path, out: Pat
     env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
     command = [sys.executable, "-m", "precision_tool", "--data", root, "vc", "--fresh", "-o", str(out)]
     start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: ops flagged
@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="the pool's workers (default 2)")
     add_write_flag(parser)
     args = parser.parse_args(argv)
+    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
     work = Path(tempfile.mkdtemp(prefix="pool_split_"))
     (work / "site").mkdir()
     (work / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at the start {os.getloadavg()[0]:.2f}")
     for _ in range(args.repeat):
         for mode, workers in modes.items():
-            run = one_run(args.root, Path(args.code), workers, work / "site", work / "log", work / "out")
+            run = one_run(args.root, Path(args.code).resolve(), workers, work / "site", work / "log", work / "out")
             found[mode].append(run)
     for mode, runs in found.items():
         med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}

@@ -5,11 +5,18 @@
   the shell is dropped (with it, every module changed since bytecode was last written is
   compiled again at every run: a tenth of a second or more in the parent and again in the
   pool's fork server). ``pycache`` keeps the bytecode there instead of beside the code.
+- The run imports the tree it is given: ``python -m`` and ``python -c`` put the working
+  directory first on ``sys.path``, so a run started in a checkout imported that checkout
+  whatever ``PYTHONPATH`` named (every tree of a side-by-side started from one measured that
+  checkout). ``PYTHONSAFEPATH`` keeps it off (Python 3.11+), and a run starts in
+  :func:`run_dir`, an empty directory (Python 3.10 has no ``PYTHONSAFEPATH``).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -23,8 +30,15 @@ def tool_env(code: Path | None = None, pycache: Path | None = None, **settings: 
         env["PYTHONPATH"] = str(code)
     if pycache is not None:
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["PYTHONSAFEPATH"] = "1"  # no working directory on sys.path: the tree imported is `code`
     env.update(settings)
     return env
+
+
+@lru_cache(maxsize=1)
+def run_dir() -> Path:
+    """An empty directory of this bench's own to start measured runs in (see the module doc)."""
+    return Path(tempfile.mkdtemp(prefix="bench_run_"))
 
 
 def main(argv: list[str] | None = None) -> int:

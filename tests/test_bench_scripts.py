@@ -161,3 +161,28 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     assert run["stages"]["graph"] > 0 and run["stages"]["pairing"] > 0
     inline = cpu_split_bench.run_once(cpu_split_bench.REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
     assert inline["launched"] != inline["launched"] and inline["workers"] == 0  # nan: no worker
+
+
+def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout(tmp_path, monkeypatch):
+    """``python -m`` and ``-c`` put the working directory first on sys.path: a bench started in
+    a checkout measured that checkout for every tree it was given, until runs started in
+    run_env.run_dir() with PYTHONSAFEPATH set."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        from run_env import run_dir, tool_env
+    finally:
+        sys.path.remove(str(BENCH))
+    tree = tmp_path / "tree"
+    (tree / "precision_tool").mkdir(parents=True)
+    (tree / "precision_tool" / "__init__.py").write_text("WHICH = 'the tree given'\n")
+    monkeypatch.chdir(BENCH.parent)  # the checkout itself, as when a bench is run from it
+    probe = [sys.executable, "-c", "import precision_tool; print(precision_tool.WHICH)"]
+    started_here = subprocess.run(probe, env=tool_env(tree), capture_output=True, text=True, check=False)
+    assert started_here.stdout.strip() == "the tree given", started_here.stderr  # PYTHONSAFEPATH
+    elsewhere = dict(tool_env(tree))
+    del elsewhere["PYTHONSAFEPATH"]  # as on Python 3.10: the directory alone decides
+    from_run_dir = subprocess.run(probe, env=elsewhere, cwd=run_dir(), capture_output=True, text=True, check=False)
+    assert from_run_dir.stdout.strip() == "the tree given", from_run_dir.stderr
+    from_checkout = subprocess.run(probe, env=elsewhere, capture_output=True, text=True, check=False)
+    assert from_checkout.returncode != 0 or from_checkout.stdout.strip() != "the tree given"  # the bug itself
+    assert list(run_dir().iterdir()) == []
