@@ -1,0 +1,146 @@
+"""Instructions a piece of a run executes, counted by valgrind's callgrind, code trees side by side.
+
+    python bench/instructions_bench.py DATA_ROOT [CODE_DIR ...] [--what worker] [--times 8] [--alg 0]
+
+The wall time of a run on a shared two-core machine moves by a quarter from one hour to the
+next, more than most single changes save (docs/performance.md). The instructions a piece of
+Python executes move by well under a percent from run to run, so a change of a few percent in
+the tool's own Python shows. Each piece runs in a fresh interpreter under callgrind twice, set
+up alike, doing its work 0 and ``--times`` times; the difference is the work's own count:
+
+- ``graph``: the data root's cached Build graph (``temp/graph_cache``) made a model;
+- ``plan``: the comparisons planned and every task of the first one paired (the graph from its
+  cache, the golden index, the dump headers);
+- ``worker``: ``run_job`` on the first calls of the first comparison (each the size a pool of
+  two workers sends), with numpy's kernels: numba's compiled kernels are cached for the CPU,
+  which valgrind presents as another, so they would be compiled again, differently, each run.
+
+Instructions are not time (a memory-bound copy costs more per instruction than Python does),
+so this measures the tool's own Python; ``cpu_split_bench.py`` measures the run. Needs
+``valgrind`` (``apt-get install valgrind``); a run takes about half a minute a tree and piece.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
+from run_env import run_dir, tool_env  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Run as ``python -c WORK WHAT ROOT TIMES ALG``: the set-up, then the work TIMES times.
+WORK = r"""
+import sys
+from pathlib import Path
+what, root, times, alg = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] or None
+if what == "graph":
+    from precision_tool.formats.graph_convert import model_from_proto
+    from precision_tool.formats.proto import ge_ir
+    proto = ge_ir.ModelDef()
+    proto.ParseFromString(next((root / "temp" / "graph_cache").glob("*.pb")).read_bytes())
+    model_from_proto(proto)
+    for _ in range(times):
+        model_from_proto(proto)
+    sys.exit(0)
+from precision_tool.compare.plan import plan_comparisons
+from precision_tool.compare.workspace import Workspace
+from precision_tool.config import Config
+workspace = lambda: Workspace(Config(data_root_dir=root))
+first = plan_comparisons(workspace())[0]
+tasks = list(first.tasks)
+if what == "plan":
+    for _ in range(times):
+        list(plan_comparisons(workspace())[0].tasks)
+    sys.exit(0)
+from precision_tool.compare import engine, jobs
+from precision_tool.compare.load import DEFAULT_CHUNK
+from precision_tool.compare.metrics import select_metrics
+plan = jobs.plan_jobs(tasks, select_metrics(alg), DEFAULT_CHUNK, True)
+calls = [c for c in jobs.batch_jobs(plan.jobs, plan.sizes, jobs.pool_batch_bytes(plan, 2)) if isinstance(c, list)]
+engine.run_job(calls[-1], *plan.job_args)  # first reads, lazy imports: in both runs alike
+for job in calls[:times]:
+    engine.run_job(job, *plan.job_args)
+"""
+
+
+def instructions(code: Path, what: str, root: str, times: int, alg: str) -> int:
+    """The instructions ``python -c WORK`` of the tree ``code`` executes under callgrind."""
+    env = tool_env(code, PYTHONHASHSEED="0", PRECISION_TOOL_KERNELS="numpy")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-c",
+            WORK,
+            what,
+            root,
+            str(times),
+            alg,
+        ]
+        done = subprocess.run(
+            command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [""])[-1]
+            raise SystemExit(f"{what} of {code} under callgrind ended with status {done.returncode}: {last}")
+        return callgrind_total(out.read_text(encoding="utf-8", errors="replace"))
+
+
+def callgrind_total(text: str) -> int:
+    """The instruction count a callgrind output file records (its ``totals:`` or ``summary:``)."""
+    for key in ("totals:", "summary:"):
+        for line in text.splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+    raise SystemExit("callgrind wrote no totals")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, count each tree's work, print one line per tree."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "root", help="a data root whose vc has run once (its graph cached), e.g. a compare_bench --keep"
+    )
+    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    parser.add_argument(
+        "--what", choices=("graph", "plan", "worker"), default="worker", help="the piece (default worker)"
+    )
+    parser.add_argument("--times", type=int, default=8, help="how many times the work is done (default 8)")
+    parser.add_argument("--alg", default="", help="the worker's metrics, as vc's -alg (default all)")
+    add_write_flag(parser)
+    args = parser.parse_args(argv)
+    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
+    if shutil.which("valgrind") is None:
+        raise SystemExit("instructions_bench.py needs valgrind (apt-get install valgrind)")
+    codes = [Path(c).resolve() for c in args.codes] or [REPO]
+    print(f"{args.what} of {args.root}, done {args.times} times" + (f", -alg {args.alg}" if args.alg else ""))
+    first = None
+    for code in codes:
+        work = instructions(code, args.what, args.root, args.times, args.alg)
+        work -= instructions(code, args.what, args.root, 0, args.alg)
+        first = work if first is None else first
+        print(
+            f"{code}: {work / 1e6:,.1f} M instructions, {work / args.times / 1e6:,.2f} M each, {work / first:.3f} of the first"
+        )
+    return 0
+
+
+INTRO = (
+    "`bench/instructions_bench.py`: the instructions a piece of a run (the graph made a model, the "
+    "plan, the worker's calls) executes under valgrind's callgrind, code trees side by side: a "
+    "measure of the tool's own Python that a shared machine's drift does not move."
+)
+
+if __name__ == "__main__":
+    sys.exit(run_writing(main, "instructions_bench.py", "Instructions of a piece of a run", INTRO))
