@@ -107,7 +107,8 @@ def attrs_from_proto(attr_map) -> dict[str, Any]:
     if not attr_map:
         return {}
     out = {}
-    for key, value in sorted(attr_map.items()):
+    for key in sorted(attr_map):  # keys, then lookups: a protobuf map's items() is a Python generator
+        value = attr_map[key]
         member = value.WhichOneof("value")
         if member is not None:
             out[key] = _VALUE[member](value)
