@@ -31,6 +31,17 @@ def test_bench_script_starts_and_explains_itself(script):
 # --- docs/performance.md, the one place for the figures (issue 25.3) ----------------------------
 
 
+def _bench_module(name: str):
+    """A module of bench/, imported as the scripts import each other (bench/ on the path)."""
+    import importlib
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
 def _perf_doc():
     sys.path.insert(0, str(BENCH))
     try:
@@ -147,11 +158,7 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     """The CPU bench through its driver, on the sample with a pool: a worker was launched, the
     workers' share is what the tree used beyond the tool's process and the server, and the
     main thread's stages were timed (the sample's graph was read, its pairs paired)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import cpu_split_bench
-    finally:
-        sys.path.remove(str(BENCH))
+    cpu_split_bench = _bench_module("cpu_split_bench")
     run = cpu_split_bench.run_once(
         cpu_split_bench.REPO, str(sample_data), sample_data / "out", [], stages=True, pool_always=True
     )
@@ -167,11 +174,8 @@ def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout
     """``python -m`` and ``-c`` put the working directory first on sys.path: a bench started in
     a checkout measured that checkout for every tree it was given, until runs started in
     run_env.run_dir() with PYTHONSAFEPATH set."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        from run_env import run_dir, tool_env
-    finally:
-        sys.path.remove(str(BENCH))
+    run_env = _bench_module("run_env")
+    run_dir, tool_env = run_env.run_dir, run_env.tool_env
     tree = tmp_path / "tree"
     (tree / "precision_tool").mkdir(parents=True)
     (tree / "precision_tool" / "__init__.py").write_text("WHICH = 'the tree given'\n")
