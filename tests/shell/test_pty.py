@@ -94,6 +94,8 @@ class Terminal:
             if time.monotonic() > deadline:
                 raise AssertionError(f"still running; screen ends with:\n{self.screen[-1500:]}")
             self._read(0.1)
+        while self._read(0.1):  # what it wrote just before it ended is still in the pty
+            pass
         return self.process.returncode
 
     def close(self) -> None:
@@ -101,6 +103,19 @@ class Terminal:
             self.process.kill()
             self.process.wait(5)
         os.close(self.master)
+
+
+def test_the_terminal_keeps_what_a_child_wrote_just_before_it_ended(tmp_path):
+    """The helper itself: a child's last lines may still sit in the pty when it has ended (the
+    last screen of ``ac`` once lost its conclusion so). Here the child ends before anything is
+    read, so all it wrote is still in the pty."""
+    term = Terminal([sys.executable, "-c", "print('the end')"], tool_env(tmp_path), tmp_path)
+    try:
+        term.process.wait(timeout=30)
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert term.screen.strip() == "the end"
 
 
 @pytest.fixture
