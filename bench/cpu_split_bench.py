@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import run_dir, tool_env  # noqa: E402
+from run_env import start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = "cpu-split: "  # how the driver's one line on stderr starts
@@ -134,7 +134,7 @@ def run_once(
     command = [sys.executable, "-c", DRIVER, "--data", root, "vc", "--fresh", "-o", str(out), *vc_args]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=errors)
+        proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         errors.seek(0)

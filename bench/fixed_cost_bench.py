@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import run_dir, tool_env  # noqa: E402
+from run_env import start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FLOOR = "floor: python -c 'import numpy, rich.console'"
@@ -36,7 +36,7 @@ def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple
     run is no fixed cost: a data root with no dumps once timed vc's error path)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=errors)
+        proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)

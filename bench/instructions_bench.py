@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import run_dir, tool_env  # noqa: E402
+from run_env import start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,12 +88,11 @@ def instructions(code: Path, what: str, root: str, times: int, alg: str) -> int:
             str(times),
             alg,
         ]
-        done = subprocess.run(
-            command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or [""])[-1]
-            raise SystemExit(f"{what} of {code} under callgrind ended with status {done.returncode}: {last}")
+        run = start_run(command, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _, errors = run.communicate()
+        if run.returncode != 0:
+            last = (errors.strip().splitlines() or [""])[-1]
+            raise SystemExit(f"{what} of {code} under callgrind ended with status {run.returncode}: {last}")
         return callgrind_total(out.read_text(encoding="utf-8", errors="replace"))
 
 

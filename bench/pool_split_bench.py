@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run_env, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import run_dir, tool_env  # noqa: E402
+from run_env import start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def one_run(root: str, code: Path, workers: int, site: Path, log: Path, out: Pat
     env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
     command = [sys.executable, "-m", "precision_tool", "--data", root, "vc", "--fresh", "-o", str(out)]
     start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, cwd=run_dir(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: ops flagged

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +40,12 @@ def tool_env(code: Path | None = None, pycache: Path | None = None, **settings: 
 def run_dir() -> Path:
     """An empty directory of this bench's own to start measured runs in (see the module doc)."""
     return Path(tempfile.mkdtemp(prefix="bench_run_"))
+
+
+def start_run(command: list[str], env: dict, **popen) -> subprocess.Popen:
+    """``command`` started as a measured run: with ``env`` (:func:`tool_env`) and in
+    :func:`run_dir`, so it imports the tree ``env`` names (paths it is given must be absolute)."""
+    return subprocess.Popen(command, env=env, cwd=run_dir(), **popen)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ otherwise found only by the next person who wants a number."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -156,18 +157,19 @@ def test_a_fixed_cost_run_that_fails_stops_the_bench_with_its_error_line():
 
 def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     """The CPU bench through its driver, on the sample with a pool: a worker was launched, the
-    workers' share is what the tree used beyond the tool's process and the server, and the
-    main thread's stages were timed (the sample's graph was read, its pairs paired)."""
+    process tree (wait4) used more than the tool's process (getrusage) and the server, and the
+    main thread's stages (thread_time), timed where the sample's graph was read and its pairs
+    paired, fit in the main thread's CPU (/proc, in ticks)."""
     cpu_split_bench = _bench_module("cpu_split_bench")
     run = cpu_split_bench.run_once(
         cpu_split_bench.REPO, str(sample_data), sample_data / "out", [], stages=True, pool_always=True
     )
     assert 0 < run["launched"] < run["wall"]
-    assert 0 < run["main"] <= run["tool"] and run["workers"] > 0
-    assert run["tool"] + run["server"] + run["workers"] == pytest.approx(run["total"])
+    assert 0 < run["main"] <= run["tool"] and run["total"] > run["tool"] + run["server"]
     assert run["stages"]["graph"] > 0 and run["stages"]["pairing"] > 0
+    assert sum(run["stages"].values()) <= run["main"] + 0.02  # the stages do not nest; ticks of 10 ms
     inline = cpu_split_bench.run_once(cpu_split_bench.REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
-    assert inline["launched"] != inline["launched"] and inline["workers"] == 0  # nan: no worker
+    assert math.isnan(inline["launched"])  # the launch hooks saw no worker
 
 
 def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout(tmp_path, monkeypatch):
@@ -185,8 +187,9 @@ def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout
     assert started_here.stdout.strip() == "the tree given", started_here.stderr  # PYTHONSAFEPATH
     elsewhere = dict(tool_env(tree))
     del elsewhere["PYTHONSAFEPATH"]  # as on Python 3.10: the directory alone decides
-    from_run_dir = subprocess.run(probe, env=elsewhere, cwd=run_dir(), capture_output=True, text=True, check=False)
-    assert from_run_dir.stdout.strip() == "the tree given", from_run_dir.stderr
+    started = run_env.start_run(probe, elsewhere, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = started.communicate(timeout=60)
+    assert out.strip() == "the tree given", err
     from_checkout = subprocess.run(probe, env=elsewhere, capture_output=True, text=True, check=False)
     assert from_checkout.returncode != 0 or from_checkout.stdout.strip() != "the tree given"  # the bug itself
     assert list(run_dir().iterdir()) == []

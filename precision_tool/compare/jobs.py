@@ -40,7 +40,7 @@ def cluster_batch_bytes(data_bytes: int, workers: int) -> int:
     return max(1, min(CLUSTER_BATCH_BYTES, data_bytes // (CLUSTER_CALLS_PER_WORKER * max(1, workers))))
 
 
-def _files_read(task: PairTask) -> tuple:
+def files_read(task: PairTask) -> tuple:
     """The files a task reads: its sides' that name one, when it is compared at all."""
     if not task.comparable:
         return ()
@@ -49,7 +49,7 @@ def _files_read(task: PairTask) -> tuple:
 
 def _task_files(tasks: Sequence[PairTask]) -> list:
     """Every file the comparable tasks read, once each, in order."""
-    return list(dict.fromkeys(path for task in tasks for path in _files_read(task)))
+    return list(dict.fromkeys(path for task in tasks for path in files_read(task)))
 
 
 def _dump_files(task: PairTask) -> tuple:
@@ -96,7 +96,7 @@ class JobStream:
         return True
 
     def _size(self, task: PairTask) -> None:
-        for path in _files_read(task):
+        for path in files_read(task):
             if path in self.sizes or path in self._unsized:
                 continue
             try:
@@ -214,6 +214,7 @@ __all__ = [
     "batch_jobs",
     "batches",
     "cluster_batch_bytes",
+    "files_read",
     "needs_worker",
     "plan_jobs",
     "plan_of",

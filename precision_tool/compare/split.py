@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from ..errors import PrecisionToolError
 from . import pair_compare
 from .golden_pairing import PairTask
+from .jobs import files_read
 from .load import Source
 from .metric_data import Range, Stats
 from .row_keys import RowKeys
@@ -205,7 +206,7 @@ def may_split(task: PairTask, file_sizes: dict) -> bool:
 
 
 def _files_bytes(task: PairTask, file_sizes: dict) -> int:
-    return sum(file_sizes.get(getattr(side, "path", None), 0) for side in (task.left, task.right))
+    return sum(file_sizes.get(path, 0) for path in files_read(task))
 
 
 def _split(
