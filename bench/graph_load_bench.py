@@ -18,13 +18,13 @@ started. The steps (``--steps``, comma-separated; by default all but ``protobuf`
 layout, where it takes minutes):
 
 * ``protobuf``: protobuf's TextFormat parser, then the model from the ``ModelDef`` (what a
-  text the fast reader declines costs); it writes the binary cache;
+  text the fast reader declines costs);
 * ``fast``: the fast reader (:mod:`precision_tool.formats.graph_text_fast`);
 * ``tool``: the first load as the tool does it (:func:`read_graph_cached`, empty cache, the
   cache written by a forked child as in the tool's own process: its seconds are what the load
   keeps the command waiting, its CPU includes the child's, waited for after the timing);
-* ``cached``: the load from the binary cache that ``protobuf`` wrote (written first if that
-  step is not run), the path of graphs that go through a ``ModelDef``.
+* ``cached``: the load from the cache (the model's JSON, written once before the runs): what
+  every later session of a graph of 1 MiB or more loads.
 
 Then each step's median against the fastest step's. No numbers are asserted.
 """
@@ -250,26 +250,21 @@ LABELS = {
     "protobuf": "protobuf's parser, one process",
     "fast": "fast reader, one process",
     "tool": "first load as the tool does it",
-    "cached": "load from the binary cache",
+    "cached": "load from the cache",
 }
 
 
 def _load(step: str, path: Path, cache: Path):
     from precision_tool.collector import gc_paused
     from precision_tool.formats.graph import _graph_text, model_from_proto
-    from precision_tool.formats.graph_cache import cache_path, read_graph_cached
+    from precision_tool.formats.graph_cache import read_graph_cached
     from precision_tool.formats.graph_text_fast import model_from_text
     from precision_tool.formats.proto import ge_ir
 
     if step == "imports":
         return None
     if step == "protobuf":
-        proto = ge_ir.parse_text(_graph_text(path))
-        model = model_from_proto(proto, path)
-        cached = cache_path(path, cache, min_bytes=0)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_bytes(proto.SerializeToString())
-        return model
+        return model_from_proto(ge_ir.parse_text(_graph_text(path)), path)
     if step == "fast":
         with gc_paused():  # as the tool reads it
             return model_from_text(_graph_text(path), path)
@@ -282,7 +277,7 @@ def _measure(step: str, path: Path, cache: Path) -> dict:
 
     _load("imports", path, cache)  # the imports are not what is measured
     if step == "tool" and cache.exists() and any(cache.iterdir()):
-        sys.exit("tool: the cache must be empty, else the binary cache is what gets measured")
+        sys.exit("tool: the cache must be empty, else the cache is what gets measured")
     idle = free_cores()  # how loaded the machine is
     start, cpu = time.perf_counter(), _cpu_seconds()
     model = _load(step, path, cache)
@@ -327,15 +322,13 @@ def _summary(label: str, runs: list[dict]) -> str:
 
 
 def _write_cache(path: Path, cache: Path) -> None:
-    """The binary cache of ``path`` for ``cached`` when ``protobuf`` is not run: written from
-    the fast reader's model (a ModelDef of the same graph, as the writer gives it)."""
+    """The cache of ``path`` for ``cached``: written from the fast reader's model, through the
+    cache's own writer."""
     from precision_tool.formats.graph import read_graph
-    from precision_tool.formats.graph_cache import cache_path
-    from precision_tool.formats.graph_write import model_to_proto
+    from precision_tool.formats.graph_cache import write_graph_cache
 
-    cached = cache_path(path, cache, min_bytes=0)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_bytes(model_to_proto(read_graph(path)).SerializeToString())
+    if write_graph_cache(path, cache, read_graph(path), min_bytes=0) is None:
+        sys.exit("cached: the cache could not be written")
 
 
 def _steps(args) -> list[str]:
@@ -368,12 +361,12 @@ def _bench(args, tmp: Path, steps: list[str]) -> dict[str, list[dict]]:
     )
     results: dict[str, list[dict]] = {step: [] for step in steps}
     first_cache = tmp / "first" / "graph_cache"
-    if "cached" in steps and "protobuf" not in steps:
+    if "cached" in steps:
         _write_cache(path, first_cache)
     for run in range(args.repeat):  # interleaved, so that load from others hits all alike
-        written = tmp / f"run{run}" / "temp" / "graph_cache"  # by "protobuf", else copied
+        written = tmp / f"run{run}" / "temp" / "graph_cache"  # a copy of the one written first
         empty = tmp / f"run{run}" / "empty" / "graph_cache"
-        if "cached" in steps and "protobuf" not in steps:
+        if "cached" in steps:
             shutil.copytree(first_cache, written)
         for step in steps:
             cache = empty if step == "tool" else written
@@ -416,7 +409,7 @@ def main() -> None:
 SECTION = "Graph loading"  # of docs/performance.md, which --write fills (bench/perf_doc.py)
 INTRO = (
     "`bench/graph_load_bench.py`: the first load of a large GE graph dump by the fast "
-    "TextFormat reader against protobuf's parser, and the load from the binary cache (the "
+    "TextFormat reader against protobuf's parser, and the load from the cache (the model's JSON; the "
     "script's doc says what each line measures)."
 )
 

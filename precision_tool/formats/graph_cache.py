@@ -1,18 +1,16 @@
-"""A cache of parsed graph dumps, as binary protobuf under the output root (``temp/``).
+"""A cache of parsed graph dumps, as the models' JSON (:mod:`.graph_json`) under the output
+root (``temp/``).
 
-Every graph of 1 MiB or more is cached: the first session to load it keeps its binary form
-under ``temp/graph_cache/``, and later sessions read that instead (for atc's JSON about a third
-of the first load's time: ``docs/performance.md``, "Graph loading"). A graph read through a
-``ModelDef`` (atc's JSON, GE's ONNX text, an offline model, TextFormat the fast reader leaves to
-protobuf's parser) stores that message; TextFormat the fast reader (:mod:`.graph_text_fast`)
-takes stores the model it read, made a ``ModelDef`` (:func:`.graph_write.model_to_proto`): that
-adds about a third to the first load, and a later load (protobuf's C parser, then the model)
-takes about a third of the fast reader's time (7.5 MB of GE's printer text: 0.64 s first, 0.23 s
-cached, CPU), which every later ``vc``, ``ac`` or shell session gains before anything else runs.
-In the tool's own process (``store_behind``) that making and writing is done by a forked child
-while the command goes on with the model (on the other core), and the command's exit waits for
-it; a process with other threads running (where a fork may deadlock) or without ``fork`` writes
-it itself, as an API caller's does.
+Every graph of 1 MiB or more is cached: the first session to load it keeps the model it read
+under ``temp/graph_cache/``, and later sessions read that instead, whatever the graph's own
+form was (atc's JSON, GE's printer text, ONNX text, an offline model). A cached load is JSON's
+C parser and the model's objects, without converting any attribute again: the 4 GB bench
+network's 9,767 ops take 0.11-0.18 s of CPU where the ``ModelDef`` this cache held before took
+0.31-0.39 s (docs/performance.md, "Graph loading"). Every later ``vc``, ``ac`` or shell
+session gains that before anything else runs. In the tool's own process (``store_behind``)
+the JSON is made and written by a forked child while the command goes on with the model (on
+the other core), and the command's exit waits for it; a process with other threads running
+(where a fork may deadlock) or without ``fork`` writes it itself, as an API caller's does.
 
 A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
 directories' links resolved, device and inode, size, modification and status-change times in
@@ -27,7 +25,7 @@ before the graph is read, so a graph rewritten while it is parsed leaves a cache
 identity, which the new file never matches.
 
 A stale, corrupt or unwritable cache is never an error: the graph is parsed from its own file
-as if there were no cache. The cache is data only (a serialized message of the same schema);
+as if there were no cache. The cache is data only (JSON, read by :func:`json.loads`);
 nothing in it is executed. It is read and written through :class:`~.output_root.OutputRoot`, so a
 link planted in the cache directory is never followed.
 """
@@ -35,6 +33,7 @@ link planted in the cache directory is never followed.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -42,25 +41,53 @@ import signal
 import threading
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
-
+from .. import __version__
 from ..errors import PrecisionToolError
 from ..lifetime import init_worker_lifetime
 from .file_identity import FileIdentities
-from .graph import load_graph, model_from_proto
+from .graph import load_graph
+from .graph_json import model_from_json, model_to_json
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
-from .graph_write import model_to_proto
 from .output_root import OutputRoot
-from .proto import ge_ir
 
 CACHE_DIR = "graph_cache"
 MIN_BYTES = 1 << 20  # smaller graphs parse in well under a second: not worth a cache file
-_FORMAT = "2"  # bump when what is stored or the key changes; 2: the key is the file identity
+_FORMAT = "3"  # bump when what is stored or the key changes; 2: the key is the file identity; 3: JSON and code
+SUFFIX = ".json"
+_OLD_SUFFIXES = (".pb", SUFFIX)  # what a cache of the same graph was called: dropped when one is written
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+# The modules whose code decides the model a graph file becomes: a cache holds that model, so a
+# change to any of them (a reader, a conversion rule, the cache's form) must not be served an
+# older version's model. Their text is part of every key (_code_digest).
+_MODEL_CODE = (
+    "graph.py",
+    "graph_convert.py",
+    "graph_json.py",
+    "graph_model.py",
+    "graph_text_fast.py",
+    "om_model.py",
+    "onnx_graph.py",
+    "proto/ge_ir.py",
+)
+
+
+@functools.cache
+def _code_digest() -> str:
+    """A digest of :data:`_MODEL_CODE`'s text (read once a process), or the tool's version where
+    the sources cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        for name in _MODEL_CODE:
+            digest.update((Path(__file__).parent / name).read_bytes())
+    except OSError:
+        return __version__
+    return digest.hexdigest()[:16]
 
 
 def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path | None:
@@ -75,28 +102,46 @@ def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path 
     identity = FileIdentities().of(path)
     if identity is None:
         return None
-    return cache_dir / f"{_digest(identity.path)}.{_digest(json.dumps([_FORMAT, *identity]))}.pb"
+    return cache_dir / f"{_digest(identity.path)}.{_digest(json.dumps([_FORMAT, _code_digest(), *identity]))}{SUFFIX}"
 
 
-def _load(root: OutputRoot, cached: Path):
-    proto = ge_ir.ModelDef()
+def _load(root: OutputRoot, cached: Path, path: Path) -> Model | None:
+    """The model the cache at ``cached`` holds, or None: there is none, or it cannot be read
+    or is not a cache of this format (written by another version, cut short, changed)."""
     try:
-        proto.ParseFromString(root.read_bytes(cached))
-    except (OSError, PrecisionToolError, DecodeError):
+        return model_from_json(root.read_bytes(cached), path)
+    except (OSError, PrecisionToolError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError):
         return None
-    return proto
 
 
-def _store(root: OutputRoot, proto, cached: Path) -> None:
-    """Write atomically (temporary name, then rename), dropping older caches of the same file."""
+def _store(root: OutputRoot, model: Model, cached: Path) -> None:
+    """Write atomically (temporary name, then rename), dropping older caches of the same file;
+    nothing when the model has a value the cache's form cannot hold."""
     try:
-        root.write_bytes(cached, proto.SerializeToString())
+        data = model_to_json(model)
+    except (TypeError, ValueError, RecursionError):  # written never rather than wrong
+        return
+    try:
+        root.write_bytes(cached, data)
     except PrecisionToolError:  # a read-only data root, a full disk: no cache, no error
         return
     prefix = cached.name.split(".")[0] + "."
     for name in root.names(*root.parts(cached.parent)):
-        if name.startswith(prefix) and name.endswith(".pb") and name != cached.name:
+        if name.startswith(prefix) and name.endswith(_OLD_SUFFIXES) and name != cached.name:
             root.remove(cached.parent / name)
+
+
+def write_graph_cache(
+    path: str | os.PathLike, cache_dir: str | os.PathLike, model: Model, *, min_bytes: int = MIN_BYTES
+) -> Path | None:
+    """Keep ``model`` as the cache of the graph file ``path`` in ``cache_dir`` (what a load
+    through :func:`read_graph_cached` writes; for a caller that read the graph itself, as a
+    bench does); the cache's path, or None when the file is not cached or nothing was written."""
+    cached = cache_path(Path(path), Path(cache_dir), min_bytes)
+    if cached is None:
+        return None
+    _store(OutputRoot(cache_dir), model, cached)
+    return cached if cached.exists() else None
 
 
 @names_the_file_when_out_of_memory
@@ -117,15 +162,15 @@ def read_graph_cached(
         return load_graph(path)[0]
     root = OutputRoot(cache_dir) if root is None else root
     cached = cache_path(path, Path(cache_dir), min_bytes)
-    proto = _load(root, cached) if cached is not None else None
-    if proto is not None:
-        return model_from_proto(proto, path)
-    model, proto = load_graph(path)
+    found = _load(root, cached, path) if cached is not None else None
+    if found is not None:
+        return found
+    model, _ = load_graph(path)
     if cached is None:
         return model
-    if proto is None and store_behind and _store_in_child(root, model, cached):
+    if store_behind and _store_in_child(root, model, cached):
         return model
-    _store(root, proto if proto is not None else model_to_proto(model), cached)
+    _store(root, model, cached)
     return model
 
 
@@ -145,7 +190,7 @@ def _store_in_child(root: OutputRoot, model: Model, cached: Path) -> bool:
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
             init_worker_lifetime(parent)  # dies with the command, SIGKILL included
-            _store(root, model_to_proto(model), cached)
+            _store(root, model, cached)
             status = 0
         finally:  # never the parent's exit handlers, buffers or exceptions
             os._exit(status)

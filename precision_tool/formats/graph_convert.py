@@ -78,10 +78,13 @@ def list_member(val_type: int, populated) -> str:
 
 
 def _list_value(lv) -> list[Any]:
-    member = list_member(lv.val_type, lambda m: len(getattr(lv, m)))
-    if not member:
-        return []
-    items = getattr(lv, member)
+    member = _LIST_MEMBER_BY_TYPE.get(lv.val_type, "")
+    items = getattr(lv, member) if member else ()
+    if not items:  # val_type absent, or contradicted by the data: list_member's search
+        member = list_member(lv.val_type, lambda m: len(getattr(lv, m)))
+        if not member:
+            return []
+        items = getattr(lv, member)
     return list(items) if member in ("i", "b", "dt") else [_ITEM[member](x) for x in items]
 
 

@@ -49,7 +49,7 @@ def _cli(data: Path, *words: str):
 
 
 def _cache_files(data: Path) -> list[Path]:
-    return sorted((data / "temp" / graph_cache.CACHE_DIR).glob("*.pb"))
+    return sorted((data / "temp" / graph_cache.CACHE_DIR).glob("*.json"))
 
 
 def _rename_keeping_size_and_times(path: Path, old: str, new: str) -> None:

@@ -1,9 +1,11 @@
-"""The binary cache of parsed graph dumps: used when fresh, ignored when stale or broken.
+"""The cache of parsed graph dumps (the models' JSON): used when fresh, ignored when stale or
+broken.
 
 It is kept for graphs read through a ``ModelDef`` -- atc's JSON here, and TextFormat the fast
-reader leaves to protobuf -- and for TextFormat the fast reader takes (the model it read). A cache is
-found by what the graph file is (:mod:`~precision_tool.formats.file_identity`), so a graph
-rewritten with its size and modification time put back is parsed again.
+reader leaves to protobuf -- and for TextFormat the fast reader takes. A cache is found by what
+the graph file is (:mod:`~precision_tool.formats.file_identity`), so a graph rewritten with its
+size and modification time put back is parsed again, and by the code that makes the model, so
+a changed reader or conversion is not served an older version's model.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def test_text_the_fast_reader_takes_is_cached_as_the_model_it_read(tmp_path, mon
     path, cache = tmp_path / "ge_proto_00000001_Build.txt", tmp_path / "cache"
     write_graph_text(_model(3), path)
     first = read_graph_cached(path, cache, min_bytes=0)
-    assert first == read_graph(path) and len(list(cache.glob("*.pb"))) == 1
+    assert first == read_graph(path) and len(list(cache.glob("*.json"))) == 1
     monkeypatch.setattr(graph_cache, "load_graph", lambda *a, **k: 1 / 0)  # must not parse
     assert read_graph_cached(path, cache, min_bytes=0) == first
 
@@ -66,7 +68,7 @@ def test_text_left_to_protobuf_is_cached(tmp_path, monkeypatch):
     assert text.startswith('name: "ge_default_graph"\n')
     path.write_text(text.replace('"ge_default_graph"', '"ge_default"\n  "_graph"', 1))
     first = read_graph_cached(path, cache, min_bytes=0)  # a string continued on the next line
-    assert first == read_graph(path) and len(list(cache.glob("*.pb"))) == 1
+    assert first == read_graph(path) and len(list(cache.glob("*.json"))) == 1
     monkeypatch.setattr(graph_cache, "load_graph", lambda *a, **k: 1 / 0)  # must not parse
     assert read_graph_cached(path, cache, min_bytes=0) == first
 
@@ -74,7 +76,7 @@ def test_text_left_to_protobuf_is_cached(tmp_path, monkeypatch):
 def test_a_second_read_comes_from_the_cache_and_equals_the_parse(tmp_path, monkeypatch):
     path, cache = _graph(tmp_path), tmp_path / "temp" / "graph_cache"
     first = read_graph_cached(path, cache, min_bytes=0)
-    assert len(list(cache.glob("*.pb"))) == 1
+    assert len(list(cache.glob("*.json"))) == 1
     monkeypatch.setattr(graph_cache, "load_graph", lambda *a, **k: 1 / 0)  # must not parse
     assert read_graph_cached(path, cache, min_bytes=0) == first == read_graph(path)
 
@@ -85,7 +87,7 @@ def test_a_changed_graph_is_parsed_again_and_replaces_its_cache(tmp_path):
     _graph(tmp_path, ops=5)
     os.utime(path, ns=(1, 2))  # a different mtime whatever the clock did
     assert len(read_graph_cached(path, cache, min_bytes=0).graphs[0].ops) == 5
-    assert [p.name for p in cache.glob("*.pb")] == [cache_path(path, cache, 0).name]
+    assert [p.name for p in cache.glob("*.json")] == [cache_path(path, cache, 0).name]
 
 
 def _rename_in_place_keeping_times(path, old: bytes, new: bytes) -> None:
@@ -115,7 +117,7 @@ def test_a_graph_rewritten_with_its_size_and_mtime_put_back_is_parsed_again(tmp_
     assert (_sample_digest(path) == sampled) == (ops == 400)  # 400: outside the sampled blocks
     again = read_graph_cached(path, cache, min_bytes=0)
     assert again.graphs[0].ops[renamed].name == f"m/{renamed}"
-    assert again == read_graph(path) and len(list(cache.glob("*.pb"))) == 1
+    assert again == read_graph(path) and len(list(cache.glob("*.json"))) == 1
 
 
 def test_a_copy_put_in_its_place_with_the_times_is_parsed_again(tmp_path):
@@ -141,7 +143,7 @@ def test_a_cache_the_first_key_format_named_is_not_read_and_is_dropped(tmp_path)
     other = graph_cache.load_graph(_graph(tmp_path / "other", ops=5))[1]
     old.write_bytes(other.SerializeToString())
     assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)  # 3 ops, not 5
-    assert not old.exists() and len(list(cache.glob("*.pb"))) == 1
+    assert not old.exists() and len(list(cache.glob("*.json"))) == 1
 
 
 def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
@@ -162,7 +164,7 @@ def test_the_key_reads_a_few_small_blocks_not_the_graph(tmp_path, monkeypatch):
 def test_a_corrupt_cache_is_ignored(tmp_path):
     path, cache = _graph(tmp_path), tmp_path / "cache"
     read_graph_cached(path, cache, min_bytes=0)
-    cache_path(path, cache, 0).write_bytes(b"\x0f" * 20)  # wire type 7: not protobuf
+    cache_path(path, cache, 0).write_bytes(b"\x0f" * 20)  # not JSON
     assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)
 
 
@@ -177,3 +179,51 @@ def test_small_graphs_are_not_cached(tmp_path):
     path, cache = _graph(tmp_path), tmp_path / "cache"
     read_graph_cached(path, cache)
     assert not cache.exists()
+
+
+def test_a_cache_made_by_other_model_code_is_not_read(tmp_path, monkeypatch):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    monkeypatch.setattr(graph_cache, "_code_digest", lambda: "another version")
+    parsed: list = []
+    monkeypatch.setattr(graph_cache, "load_graph", lambda p: parsed.append(p) or load_graph(p))
+    assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)
+    assert parsed == [path]
+    assert [p.name for p in cache.glob("*.json")] == [cache_path(path, cache, 0).name]  # the old one dropped
+
+
+def test_the_code_digest_changes_with_any_module_that_makes_the_model(tmp_path, monkeypatch):
+    source = Path(graph_cache.__file__).parent
+    copy = tmp_path / "formats"
+    for name in graph_cache._MODEL_CODE:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_bytes((source / name).read_bytes())
+    monkeypatch.setattr(graph_cache, "__file__", str(copy / "graph_cache.py"))
+    graph_cache._code_digest.cache_clear()
+    try:
+        digests = {graph_cache._code_digest()}
+        for name in graph_cache._MODEL_CODE:
+            with (copy / name).open("a") as handle:
+                handle.write("# changed\n")
+            graph_cache._code_digest.cache_clear()
+            digests.add(graph_cache._code_digest())
+        assert len(digests) == len(graph_cache._MODEL_CODE) + 1
+    finally:
+        graph_cache._code_digest.cache_clear()
+
+
+def test_a_model_the_json_cannot_hold_is_returned_and_not_cached(tmp_path, monkeypatch):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    model, proto = load_graph(path)
+    model.graphs[0].ops[0].attrs["odd"] = (1, 2)  # a tuple: no value the readers make
+    monkeypatch.setattr(graph_cache, "load_graph", lambda p: (model, proto))
+    assert read_graph_cached(path, cache, min_bytes=0) is model
+    assert not list(cache.glob("*"))
+
+
+@pytest.mark.parametrize("content", [b"", b'{"format": 1}', b'{"format": 1, "graphs": [[1]]}', b"[" * 50_000])
+def test_a_cache_of_json_that_is_not_a_model_is_ignored(tmp_path, content):
+    path, cache = _graph(tmp_path), tmp_path / "cache"
+    read_graph_cached(path, cache, min_bytes=0)
+    cache_path(path, cache, 0).write_bytes(content)
+    assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)

@@ -1,7 +1,7 @@
 """A graph cache made from the model is written by a forked child in the tool's own process.
 
 ``read_graph_cached(..., store_behind=True)`` hands the model back and leaves making and writing
-its cache (``model_to_proto``, most of a second for a large graph) to a forked child, which the
+its cache (``model_to_json``, most of a second for a large graph) to a forked child, which the
 process's exit waits for; with another thread running it writes the cache itself. Each case
 runs in a fresh interpreter (pytest's own process runs threads of its own), with ``_store``
 wrapped to record which process wrote the cache.
@@ -38,12 +38,12 @@ def recorded(*args):
     return store(*args)
 graph_cache._store = recorded
 if mode == "slow":  # the child says who it is, then sleeps before making the cache
-    make = graph_cache.model_to_proto
+    make = graph_cache.model_to_json
     def slow(model):
         mark()
         time.sleep(60)
         return make(model)
-    graph_cache.model_to_proto = slow
+    graph_cache.model_to_json = slow
 if mode == "thread":  # another thread runs: no fork
     threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
 model = graph_cache.read_graph_cached(graph, cache, min_bytes=0, store_behind=True)
