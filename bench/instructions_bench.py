@@ -8,7 +8,8 @@ Python executes move by well under a percent from run to run, so a change of a f
 the tool's own Python shows. Each piece runs in a fresh interpreter under callgrind twice, set
 up alike, doing its work 0 and ``--times`` times; the difference is the work's own count:
 
-- ``graph``: the data root's cached Build graph (``temp/graph_cache``) made a model;
+- ``graph``: the data root's Build graph loaded as a session loads it, from its cache
+  (``temp/graph_cache``, each tree its own: run each tree's ``vc`` once first);
 - ``plan``: the comparisons planned and every task of the first one paired (the graph from its
   cache, the golden index, the dump headers);
 - ``worker``: ``run_job`` on the first calls of the first comparison (each the size a pool of
@@ -41,19 +42,16 @@ WORK = r"""
 import sys
 from pathlib import Path
 what, root, times, alg = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] or None
-if what == "graph":
-    from precision_tool.formats.graph_convert import model_from_proto
-    from precision_tool.formats.proto import ge_ir
-    proto = ge_ir.ModelDef()
-    proto.ParseFromString(next((root / "temp" / "graph_cache").glob("*.pb")).read_bytes())
-    model_from_proto(proto)
-    for _ in range(times):
-        model_from_proto(proto)
-    sys.exit(0)
 from precision_tool.compare.plan import plan_comparisons
 from precision_tool.compare.workspace import Workspace
 from precision_tool.config import Config
 workspace = lambda: Workspace(Config(data_root_dir=root))
+if what == "graph":
+    if not workspace().models():
+        sys.exit("no graph under the data root")
+    for _ in range(times):
+        workspace().models()
+    sys.exit(0)
 first = plan_comparisons(workspace())[0]
 tasks = list(first.tasks)
 if what == "plan":
@@ -136,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 INTRO = (
-    "`bench/instructions_bench.py`: the instructions a piece of a run (the graph made a model, the "
+    "`bench/instructions_bench.py`: the instructions a piece of a run (the graph loaded from its cache, the "
     "plan, the worker's calls) executes under valgrind's callgrind, code trees side by side: a "
     "measure of the tool's own Python that a shared machine's drift does not move."
 )

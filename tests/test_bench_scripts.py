@@ -193,3 +193,19 @@ def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout
     from_checkout = subprocess.run(probe, env=elsewhere, capture_output=True, text=True, check=False)
     assert from_checkout.returncode != 0 or from_checkout.stdout.strip() != "the tree given"  # the bug itself
     assert list(run_dir().iterdir()) == []
+
+
+@pytest.mark.parametrize("what", ["graph", "plan", "worker"])
+def test_each_piece_of_the_instructions_bench_runs_without_valgrind(sample_data, what):
+    """The work callgrind counts, run plainly on the sample once: a piece that fails (a moved
+    function, a cache the piece cannot find) fails here, not after minutes under valgrind."""
+    instructions_bench = _bench_module("instructions_bench")
+    done = subprocess.run(
+        [sys.executable, "-c", instructions_bench.WORK, what, str(sample_data), "1", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(instructions_bench.REPO)},
+    )
+    assert done.returncode == 0, done.stderr
