@@ -84,9 +84,11 @@ _VALUES = st.recursive(
     | st.floats()
     | st.booleans()
     | st.binary(max_size=8),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=3) | st.just("\x00b"), inner, max_size=3)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=2).map(_desc),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=3) | st.just("\x00b"), inner, max_size=3)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=2).map(_desc)
+    ),
     max_leaves=12,
 )
 
