@@ -5,8 +5,8 @@ Every graph of 1 MiB or more is cached: the first session to load it keeps the m
 under ``temp/graph_cache/``, and later sessions read that instead, whatever the graph's own
 form was (atc's JSON, GE's printer text, ONNX text, an offline model). A cached load is JSON's
 C parser and the model's objects, without converting any attribute again: the 4 GB bench
-network's 9,767 ops take 0.11-0.18 s of CPU where the ``ModelDef`` this cache held before took
-0.31-0.39 s (docs/performance.md, "Graph loading"). Every later ``vc``, ``ac`` or shell
+network's 9,767 ops take 0.20-0.26 s of CPU where the ``ModelDef`` this cache held before took
+0.39-0.53 s (docs/performance.md, "Graph loading"). Every later ``vc``, ``ac`` or shell
 session gains that before anything else runs. In the tool's own process (``store_behind``)
 the JSON is made and written by a forked child while the command goes on with the model (on
 the other core), and the command's exit waits for it; a process with other threads running
@@ -62,32 +62,28 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
-# The modules whose code decides the model a graph file becomes: a cache holds that model, so a
-# change to any of them (a reader, a conversion rule, the cache's form) must not be served an
-# older version's model. Their text is part of every key (_code_digest).
-_MODEL_CODE = (
-    "graph.py",
-    "graph_convert.py",
-    "graph_json.py",
-    "graph_model.py",
-    "graph_text_fast.py",
-    "om_model.py",
-    "onnx_graph.py",
-    "proto/ge_ir.py",
-)
+# The code that decides the model a graph file becomes: the graph readers and conversion
+# (graph*.py), the formats they read (an offline model, ONNX) and the protobuf schemas and text
+# parsers (proto/). A cache holds that model, so a change to any of it must not be served an
+# older version's model: their text is part of every key (_code_digest). A few modules more
+# than strictly needed (the cache, the writer) only make a change start a new cache sooner.
+_MODEL_CODE = ("graph*.py", "om_model.py", "onnx_graph.py", "proto/*.py")
 
 
 @functools.cache
 def _code_digest() -> str:
-    """A digest of :data:`_MODEL_CODE`'s text (read once a process), or the tool's version where
-    the sources cannot be read."""
+    """A digest of :data:`_MODEL_CODE`'s files, names and text (read once a process), or the
+    tool's version where the sources cannot be read."""
+    here = Path(__file__).parent
+    files = sorted({path for pattern in _MODEL_CODE for path in here.glob(pattern)})
     digest = hashlib.sha256()
     try:
-        for name in _MODEL_CODE:
-            digest.update((Path(__file__).parent / name).read_bytes())
+        for path in files:
+            digest.update(f"{path.relative_to(here).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
     except OSError:
         return __version__
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()[:16] if files else __version__
 
 
 def cache_path(path: Path, cache_dir: Path, min_bytes: int = MIN_BYTES) -> Path | None:

@@ -2,9 +2,9 @@
 
 The cache (:mod:`.graph_cache`) once kept a ``ModelDef``; reading one back meant converting
 every attribute of every op from protobuf again, which cost most of a cached load (the 4 GB
-bench network's 9,767 ops: 0.31-0.39 s of CPU). JSON is read by the standard library's C parser
-and holds the values the conversion already made, so a cached load builds the objects only:
-0.11-0.18 s for that graph (docs/performance.md).
+bench network's 9,767 ops: 0.39-0.53 s of CPU in all). JSON is read by the standard library's C
+parser and holds the values the conversion already made, so a cached load builds the objects
+only: 0.20-0.26 s for that graph (docs/performance.md).
 
 Layout: ``{"format": 1, "name", "version", "custom_version", "attrs", "graphs"}``, a graph
 ``{"name", "attrs", "inputs", "outputs", "ops"}``, an op the list of its field values that
