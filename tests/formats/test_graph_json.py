@@ -78,12 +78,7 @@ def _desc(attrs: dict) -> TensorDesc:
 
 
 _VALUES = st.recursive(
-    st.none().map(lambda _: "")
-    | st.text()
-    | st.integers(-(1 << 70), 1 << 70)
-    | st.floats()
-    | st.booleans()
-    | st.binary(max_size=8),
+    st.text() | st.integers(-(1 << 70), 1 << 70) | st.floats() | st.booleans() | st.binary(max_size=8),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(st.text(max_size=3) | st.just("\x00b"), inner, max_size=3)
