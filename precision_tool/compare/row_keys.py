@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 
 from .. import __version__
@@ -24,17 +25,26 @@ from .golden_pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSid
 SCHEMA = 2  # 2: files keyed by what they are (file_identity), not by the path as typed
 
 
-def _side_key(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentities) -> list | None:
-    if not isinstance(side, FileSide):  # a record (msprobe statistics): computed anew, cheaply
+def _side_text(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentities, files: dict) -> str | None:
+    """The JSON text of a side's part of a key (``["dump", *identity, kind, index, origin]``,
+    ``["tensor file", *identity, dtype]``, ``["npy", *identity]``), as ``json.dumps`` spells
+    it; None for a record (msprobe statistics: computed anew, cheaply) or a file that cannot be
+    read. ``files`` keeps each file's identity as text (a path's own is found once): a run's
+    tensors share files, and the text of an identity is most of a key's cost."""
+    if not isinstance(side, FileSide):
         return None
-    identity = identities.of(side.path)
+    path = os.fspath(side.path)
+    identity = files.get(path)
     if identity is None:
-        return None
+        found = identities.of(side.path)
+        if found is None:
+            return None
+        identity = files[path] = json.dumps(list(found))[1:-1]
     if isinstance(side, DumpSide):
-        return ["dump", *identity, side.kind, side.index, side.origin_format]
+        return f'["dump", {identity}, {json.dumps([side.kind, side.index, side.origin_format])[1:]}'
     if isinstance(side, TensorFileSide):
-        return ["tensor file", *identity, side.dtype_name]
-    return ["npy", *identity]
+        return f'["tensor file", {identity}, {json.dumps(side.dtype_name)}]'
+    return f'["npy", {identity}]'
 
 
 def metric_identities(metrics) -> list[str]:
@@ -48,7 +58,7 @@ def metric_identities(metrics) -> list[str]:
 def task_key(task: PairTask, metric_names: Sequence[str], identities: FileIdentities | None = None) -> str | None:
     """The cache key of a comparable task; None when it is not comparable or a file cannot be
     read. ``identities`` finds each file's identity once (pass one for all of a run's tasks)."""
-    return _keyed(task, _prefix(metric_names), FileIdentities() if identities is None else identities)
+    return _keyed(task, _prefix(metric_names), FileIdentities() if identities is None else identities, {})
 
 
 def _prefix(metric_names: Sequence[str]):
@@ -58,14 +68,14 @@ def _prefix(metric_names: Sequence[str]):
     return hashlib.sha256(f"{text[:-1]}, ".encode("utf-8", "surrogateescape"))
 
 
-def _keyed(task: PairTask, prefix, identities: FileIdentities) -> str | None:
+def _keyed(task: PairTask, prefix, identities: FileIdentities, files: dict) -> str | None:
     if not task.comparable:
         return None
-    left, right = _side_key(task.left, identities), _side_key(task.right, identities)
+    left, right = _side_text(task.left, identities, files), _side_text(task.right, identities, files)
     if left is None or right is None:
         return None
     digest = prefix.copy()  # the run's part is hashed once, not once a task
-    digest.update(json.dumps([left, right])[1:].encode("utf-8", "surrogateescape"))
+    digest.update(f"{left}, {right}]".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -79,6 +89,7 @@ class RowKeys:
         self.metric_names = list(metric_names)
         self.identities = FileIdentities()
         self._prefix = _prefix(self.metric_names)
+        self._files: dict[str, str] = {}  # a file's identity as key text (_side_text)
 
     @classmethod
     def for_metrics(cls, metrics: Sequence) -> RowKeys:
@@ -87,7 +98,7 @@ class RowKeys:
 
     def key(self, task: PairTask) -> str | None:
         """The task's key (:func:`task_key`), once its sides are open."""
-        return _keyed(task, self._prefix, self.identities)
+        return _keyed(task, self._prefix, self.identities, self._files)
 
 
 __all__ = ["SCHEMA", "RowKeys", "metric_identities", "task_key"]

@@ -174,3 +174,55 @@ def test_a_key_is_the_sha256_of_the_json_list_of_what_makes_the_row(tmp_path):
         text = json.dumps([SCHEMA, __version__, names, *side_keys])
         expected = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
         assert keys.key(task) == task_key(task, names) == expected
+
+
+def _documented_key(task, names, opened) -> str:
+    """The key as the module documents it, spelt out with ``json.dumps`` of the whole list."""
+    import hashlib
+    import json
+
+    from precision_tool import __version__
+    from precision_tool.compare.golden_pairing import DumpSide, NpySide
+    from precision_tool.compare.row_keys import SCHEMA
+
+    def side_key(side):
+        if isinstance(side, DumpSide):
+            return ["dump", *opened.of(side.path), side.kind, side.index, side.origin_format]
+        assert isinstance(side, NpySide)
+        return ["npy", *opened.of(side.path)]
+
+    text = json.dumps([SCHEMA, __version__, names, side_key(task.left), side_key(task.right)])
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def test_a_ge_key_is_the_sha256_of_the_json_list_of_what_makes_the_row(tmp_path):
+    """As above for the GE sample's dump and golden sides (the key text is made a file at a
+    time: it must spell exactly what ``json.dumps`` of the whole list spells)."""
+    tasks = _comparable_tasks(write_sample(tmp_path / "pd"))
+    assert len(tasks) > 10
+    names = metric_identities(select_metrics("0"))
+    keys, opened = RowKeys(names), FileIdentities()
+    for task in tasks + tasks:  # the second time round from the keys' memo of each file
+        assert keys.key(task) == task_key(task, names) == _documented_key(task, names, opened)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.text(st.characters(exclude_categories=["Cs"], exclude_characters="/\0"), min_size=1, max_size=12),
+    kind=st.sampled_from(["input", "output", 'o"ut\\put']),
+    index=st.integers(0, 10**6),
+    origin=st.none() | st.text(max_size=6),
+)
+def test_any_names_spell_the_documented_key(tmp_path_factory, name, kind, index, origin):
+    """File names with quotes, backslashes, non-ASCII; any kind, index and origin format."""
+    from precision_tool.compare.golden_pairing import DumpSide, NpySide, PairTask
+
+    where = tmp_path_factory.mktemp("k")
+    if name in (".", ".."):
+        name += "x"
+    dump, golden = where / f"d{name}", where / f"g{name}.npy"
+    dump.write_bytes(b"d" * 10)
+    golden.write_bytes(b"g" * 7000)
+    task = PairTask(0, "Op", "op", "op", "op:output:0", DumpSide(dump, kind, index, origin), NpySide(golden))
+    names = ["CosineSimilarity=x.y"]
+    assert RowKeys(names).key(task) == _documented_key(task, names, FileIdentities())
