@@ -78,13 +78,10 @@ def list_member(val_type: int, populated) -> str:
 
 
 def _list_value(lv) -> list[Any]:
-    member = _LIST_MEMBER_BY_TYPE.get(lv.val_type, "")
-    items = getattr(lv, member) if member else ()
-    if not items:  # val_type absent, or contradicted by the data: list_member's search
-        member = list_member(lv.val_type, lambda m: len(getattr(lv, m)))
-        if not member:
-            return []
-        items = getattr(lv, member)
+    member = list_member(lv.val_type, lambda m: len(getattr(lv, m)))
+    if not member:
+        return []
+    items = getattr(lv, member)
     return list(items) if member in ("i", "b", "dt") else [_ITEM[member](x) for x in items]
 
 
@@ -145,12 +142,22 @@ def tensor_desc_from_fields(
 ) -> TensorDesc:
     """A :class:`TensorDesc` from a ``TensorDescriptor``'s field values: ``dtype`` is GE's
     number, ``attrs`` are already Python values (see the module doc)."""
-    return TensorDesc(*tensor_desc_values(dtype, layout, shape, attrs, name))
+    return named_tensor_desc(_DTYPE_NAMES.get(dtype) or f"DT_UNKNOWN_{dtype}", layout, shape, attrs, name)
 
 
-def tensor_desc_values(dtype: int, layout: str, shape: tuple[int, ...], attrs: dict[str, Any], name: str) -> tuple:
-    """The field values, in order, of :func:`tensor_desc_from_fields`'s :class:`TensorDesc`."""
-    dtype_name = _DTYPE_NAMES.get(dtype) or f"DT_UNKNOWN_{dtype}"
+def named_tensor_desc(
+    dtype_name: str, layout: str, shape: tuple[int, ...], attrs: dict[str, Any], name: str
+) -> TensorDesc:
+    """A :class:`TensorDesc` from its dtype's name and the other field values; the fields that
+    come from ``attrs`` (the origin's format, shape, name, output index and data type) are
+    found here, the one rule for every reader and for the graph cache (:mod:`.graph_json`)."""
+    return TensorDesc(*_tensor_desc_values(dtype_name, layout, shape, attrs, name))
+
+
+def _tensor_desc_values(
+    dtype_name: str, layout: str, shape: tuple[int, ...], attrs: dict[str, Any], name: str
+) -> tuple:
+    """The field values, in order, of :func:`named_tensor_desc`'s :class:`TensorDesc`."""
     if not attrs:  # no lookups: this runs for every tensor of big graphs
         return dtype_name, layout, shape, None, None, None, None, None, attrs, name
     get = attrs.get

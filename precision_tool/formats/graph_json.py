@@ -10,7 +10,9 @@ Layout: ``{"format": 1, "name", "version", "custom_version", "attrs", "graphs"}`
 ``{"name", "attrs", "inputs", "outputs", "ops"}``, an op the list of its field values that
 :func:`~.graph_convert.graph_from_fields` takes (name, type, id, input entries, input descs,
 output descs, attrs, stream id, sub-graph names), so the ops are built, and their consumers
-found, by the same code as from the graph file; a tensor desc the list of its ten fields.
+found, by the same code as from the graph file; a tensor desc its dtype, layout, shape, attrs
+and name, the fields that come from its attrs found again as from the file
+(:func:`~.graph_convert.named_tensor_desc`).
 
 Attribute values are the Python values of :mod:`.graph_convert`'s table. Those JSON has no
 word for are written as a one-key object whose key starts with NUL, which no attribute name
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..collector import gc_paused
-from .graph_convert import graph_from_fields
+from .graph_convert import graph_from_fields, named_tensor_desc
 from .graph_model import GraphDesc, InputRef, Model, Op, TensorDesc
 
 FORMAT = 1
@@ -87,18 +89,8 @@ def _entries(refs: Sequence[InputRef]) -> list[str]:
 
 
 def _desc(desc: TensorDesc) -> list:
-    return [
-        desc.dtype,
-        desc.layout,
-        list(desc.shape),
-        desc.origin_format,
-        None if desc.origin_shape is None else list(desc.origin_shape),
-        desc.origin_name,
-        desc.origin_output_index,
-        desc.origin_data_type,
-        _attrs(desc.attrs),
-        desc.name,
-    ]
+    # the fields found from attrs (the origin's) are found again on reading, by the one rule
+    return [desc.dtype, desc.layout, list(desc.shape), _attrs(desc.attrs), desc.name]
 
 
 def _attrs(attrs: dict) -> dict:
@@ -126,8 +118,9 @@ def _value(value: Any) -> Any:
 
 def model_from_json(data: bytes, source_path: Path | None = None) -> Model:
     """The :class:`Model` :func:`model_to_json` wrote. ``ValueError`` (a ``JSONDecodeError``
-    among them), ``TypeError``, ``KeyError``, ``IndexError`` or
-    :class:`~precision_tool.errors.PrecisionToolError` when ``data`` is not such a form."""
+    among them), ``TypeError``, ``KeyError``, ``IndexError``, ``AttributeError``,
+    ``RecursionError`` or :class:`~precision_tool.errors.PrecisionToolError` when ``data`` is
+    not such a form."""
     with gc_paused():
         document = json.loads(data, object_hook=_tagged)
         if document.get("format") != FORMAT:
@@ -156,19 +149,8 @@ def _descs(descs: list) -> list[TensorDesc]:
 
 
 def _desc_from(fields: list) -> TensorDesc:
-    dtype, layout, shape, origin_format, origin_shape, name_, index, data_type, attrs, name = fields
-    return TensorDesc(
-        dtype,
-        layout,
-        tuple(shape),
-        origin_format,
-        None if origin_shape is None else tuple(origin_shape),
-        name_,
-        index,
-        data_type,
-        attrs,
-        name,
-    )
+    dtype, layout, shape, attrs, name = fields
+    return named_tensor_desc(dtype, layout, tuple(shape), attrs, name)
 
 
 def _tagged(obj: dict) -> Any:
