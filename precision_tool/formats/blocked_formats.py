@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -83,9 +84,9 @@ class _Tiled:
         return (_ceil_div(n, self.n0), self.n0, _ceil_div(c, c0), c0, *spatial)
 
     def shape(self, dims: Shape, c0: int, groups: int = 1) -> Shape:
-        moved = [self._split(dims, c0)[axis] for axis in self.perm]
-        ends = np.cumsum(self.merge)
-        return tuple(math.prod(moved[end - k : end]) for k, end in zip(self.merge, ends))
+        split = self._split(dims, c0)
+        moved = [split[axis] for axis in self.perm]
+        return tuple(math.prod(moved[end - k : end]) for k, end in zip(self.merge, accumulate(self.merge)))
 
     def tiles(self, device: np.ndarray, dims: Shape, groups: int = 1) -> np.ndarray:
         """The device as a view ``[N1, n0, C1, C0, *S]``: the padded canonical host, N and C split."""
