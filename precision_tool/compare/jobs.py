@@ -44,7 +44,10 @@ def files_read(task: PairTask) -> tuple:
     """The files a task reads: its sides' that name one, when it is compared at all."""
     if not task.comparable:
         return ()
-    return tuple(side.path for side in (task.left, task.right) if isinstance(side, FileSide))
+    left, right = task.left, task.right  # spelt out: asked several times a task, by the plan
+    if isinstance(left, FileSide):
+        return (left.path, right.path) if isinstance(right, FileSide) else (left.path,)
+    return (right.path,) if isinstance(right, FileSide) else ()
 
 
 def _task_files(tasks: Sequence[PairTask]) -> list:
@@ -96,11 +99,12 @@ class JobStream:
         return True
 
     def _size(self, task: PairTask) -> None:
+        sizes = self.sizes
         for path in files_read(task):
-            if path in self.sizes or path in self._unsized:
+            if path in sizes or path in self._unsized:
                 continue
             try:
-                self.sizes[path] = size = os.stat(path).st_size
+                sizes[path] = size = os.stat(path).st_size
             except OSError:
                 self._unsized.add(path)  # reported by the comparison
                 continue
