@@ -209,3 +209,36 @@ def test_each_piece_of_the_instructions_bench_runs_without_valgrind(sample_data,
         env={**os.environ, "PYTHONPATH": str(instructions_bench.REPO)},
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_pair_floor_bench_measures_both_passes_on_the_sample(sample_data):
+    """Both passes run on the sample's GE dump: the engine's over every task, the floor's over
+    the pairs of a dump tensor and a .npy golden that numba's kernels read as stored: all of the
+    sample's compared pairs but those of integers (a Cast's), which the engine folds with numpy."""
+    import numpy as np
+
+    from precision_tool.compare.plan import plan_comparisons
+    from precision_tool.compare.workspace import Workspace
+    from precision_tool.config import Config
+    from precision_tool.formats.dump import read_dump
+
+    pair_floor_bench = _bench_module("pair_floor_bench")
+    figures = pair_floor_bench.measure(pair_floor_bench.REPO, str(sample_data), 1, "0")
+    assert figures["tasks"] >= figures["compared"] > 0
+    tasks = [t for t in plan_comparisons(Workspace(Config(data_root_dir=sample_data)))[0].tasks if t.comparable]
+    integer_pairs = 0
+    for task in tasks:
+        dump = read_dump(task.left.path)
+        stored = (dump.inputs if task.left.kind == "input" else dump.outputs)[task.left.index]
+        integer_pairs += stored.dtype.kind in "iu" or np.load(task.right.path).dtype.kind in "iu"
+    assert len(tasks) == figures["compared"] and integer_pairs == 2
+    assert figures["floor_pairs"] == figures["compared"] - integer_pairs
+    line = pair_floor_bench.line(pair_floor_bench.REPO, figures)
+    assert f"{figures['compared']:,} compared" in line and "engine / floor" in line
+
+
+def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compare(tmp_path):
+    pair_floor_bench = _bench_module("pair_floor_bench")
+    with pytest.raises(SystemExit) as stopped:
+        pair_floor_bench.measure(pair_floor_bench.REPO, str(tmp_path), 1, "")
+    assert "ended with status" in str(stopped.value)

@@ -1,0 +1,179 @@
+"""What a worker spends on a compared pair beyond reading it and folding it, code trees side by side.
+
+    python bench/pair_floor_bench.py DATA_ROOT [CODE_DIR ...] [--repeat 3] [--alg 0]
+
+On two cores a large run is bound by CPU, and most of it is the workers' (``cpu_split_bench.py``).
+This bench splits a worker's CPU into what no arrangement of the per-pair Python could avoid and
+everything else. Each tree plans the data root's first comparison and, in a fresh process set up
+as a pool's worker is (the tool's heap, numba's kernels loaded), times two passes over the same
+calls (each the size a pool of two workers sends), the least CPU of ``--repeat`` passes each:
+
+- ``engine``: ``run_job`` on every call, as a worker runs it (rows, keys, notes and all);
+- ``floor``: the same calls' pairs of an NPU dump tensor against a ``.npy`` golden, with only
+  what any worker must do: each dump file read whole once and its header parsed (the tool's own
+  parser), each golden read whole and its ``.npy`` header's dtype found, and numba's cosine
+  kernel run over the two sides' elements as stored. No layout conversion (a blocked tensor is
+  folded in device order, its padding cut off the end), no row, key, check or note: a lower
+  bound, not a comparison, which is why its cosines are not printed.
+
+``engine / floor`` is how many times the essential work the worker's CPU is; the difference per
+pair is the budget a leaner per-pair path could win (docs/performance.md). Pairs of other kinds
+(msprobe tensor files, two dump directories) are in the engine's pass and not in the floor's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
+from perf_doc import add_write_flag, run_writing  # noqa: E402
+from run_env import start_run, tool_env  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Run as ``python -c WORK ROOT REPEAT ALG``; prints one JSON line.
+WORK = r"""
+import json, os, re, resource, sys, time
+from pathlib import Path
+import numpy as np
+root, repeat, alg = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
+from precision_tool.compare import engine, jobs
+from precision_tool.compare.golden_pairing import DumpSide, NpySide
+from precision_tool.compare.load import DEFAULT_CHUNK
+from precision_tool.compare.metrics import select_metrics
+from precision_tool.compare.numba_line import claim_process
+from precision_tool.compare.numba_load import kernel_operand, numba_kernels
+from precision_tool.compare.plan import plan_comparisons
+from precision_tool.compare.workspace import Workspace
+from precision_tool.config import Config
+from precision_tool.formats.dump import dump_from_bytes
+claim_process()  # the heap as the tool's own processes keep it
+compiled = numba_kernels()  # numba loaded, as a pool's workers have it
+if compiled is None:
+    sys.exit("numba's kernels did not load: the floor is theirs")
+comparisons = plan_comparisons(Workspace(Config(data_root_dir=root)))
+if not comparisons:
+    sys.exit("nothing to compare under the data root")
+plan = jobs.plan_jobs(list(comparisons[0].tasks), select_metrics(alg), DEFAULT_CHUNK, True)
+calls = [c for c in jobs.batch_jobs(plan.jobs, plan.sizes, jobs.pool_batch_bytes(plan, 2)) if isinstance(c, list)]
+DESCR = re.compile(rb"'descr':\s*'([^']+)'")
+
+def whole(path):
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(descriptor, os.fstat(descriptor).st_size)
+    finally:
+        os.close(descriptor)
+
+def npy_values(raw):
+    wide = raw[6] != 1  # format 2.0 and later: a 4-byte header length
+    start = (12 + int.from_bytes(raw[8:12], "little")) if wide else (10 + int.from_bytes(raw[8:10], "little"))
+    return np.frombuffer(raw, np.dtype(DESCR.search(raw[:start]).group(1).decode()), offset=start)
+
+def engine_pass():
+    for call in calls:
+        engine.run_job(call, *plan.job_args)
+    return sum(len(call) for call in calls)
+
+def floor_pass():
+    sums, pairs, path = np.zeros(8), 0, None
+    for call in calls:
+        for task in call:
+            left, right = task.left, task.right
+            if not (task.comparable and isinstance(left, DumpSide) and isinstance(right, NpySide)):
+                continue
+            if left.path != path:
+                path, raw = left.path, whole(left.path)
+                dump, data = dump_from_bytes(path, raw), np.frombuffer(raw, np.uint8)
+            tensor = (dump.inputs if left.kind == "input" else dump.outputs)[left.index]
+            if tensor.dtype.itemsize == 0 or tensor.size % tensor.dtype.itemsize:
+                continue  # packed sub-byte elements: not a kernel's operand as stored
+            x = data[tensor.offset : tensor.offset + tensor.size].view(tensor.dtype)
+            y = npy_values(whole(right.path))
+            n = min(x.size, y.size)
+            xv, yv = kernel_operand(x[:n]), kernel_operand(y[:n])
+            if xv is None or yv is None:
+                continue
+            compiled.cosine(xv, yv, sums)
+            pairs += 1
+    return pairs
+
+def least_cpu(work):
+    work()  # the first pass: lazy imports, numba's signatures, the page cache
+    best = float("inf")
+    for _ in range(repeat):
+        begin = time.process_time()
+        count = work()
+        best = min(best, time.process_time() - begin)
+    return best, count
+
+engine_cpu, tasks = least_cpu(engine_pass)
+floor_cpu, pairs = least_cpu(floor_pass)
+compared = sum(1 for call in calls for task in call if task.comparable)
+print(json.dumps(dict(
+    engine=engine_cpu, floor=floor_cpu, tasks=tasks, compared=compared, floor_pairs=pairs,
+    bytes=sum(plan.sizes.values()), peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+)))
+"""
+
+
+def measure(code: Path, root: str, repeat: int, alg: str) -> dict:
+    """The figures of one tree: the JSON line ``python -c WORK`` prints."""
+    run = start_run(
+        [sys.executable, "-c", WORK, root, str(repeat), alg],
+        tool_env(code),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, errors = run.communicate()
+    if run.returncode != 0:
+        last = (errors.strip().splitlines() or [""])[-1]
+        raise SystemExit(f"{code} ended with status {run.returncode}: {last}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def line(code: Path, figures: dict) -> str:
+    """One tree's line: both passes' CPU, per pair, their ratio, the peak RSS."""
+    compared, pairs = max(figures["compared"], 1), max(figures["floor_pairs"], 1)
+    engine_us, floor_us = figures["engine"] / compared * 1e6, figures["floor"] / pairs * 1e6
+    return (
+        f"{code}: engine {figures['engine']:.3f} CPU-s ({figures['compared']:,} compared of {figures['tasks']:,}, "
+        f"{engine_us:.0f} us a pair), floor {figures['floor']:.3f} CPU-s ({figures['floor_pairs']:,} pairs, "
+        f"{floor_us:.0f} us a pair); engine / floor {engine_us / floor_us:.2f}x, "
+        f"{engine_us - floor_us:.0f} us a pair above it; {figures['bytes'] / 1e9:.2f} GB of files at "
+        f"{figures['bytes'] / 1e6 / max(figures['engine'], 1e-9):,.0f} MB per engine CPU-s; "
+        f"peak RSS {figures['peak_rss'] / 2**20:,.0f} MiB"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, measure each tree, print one line per tree."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", help="a data root, e.g. a compare_bench --keep")
+    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes of each kind (default 3)")
+    parser.add_argument("--alg", default="", help="the engine's metrics, as vc's -alg (default all)")
+    add_write_flag(parser)
+    args = parser.parse_args(argv)
+    root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
+    codes = [Path(c).resolve() for c in args.codes] or [REPO]
+    print(f"{root}, least CPU of {args.repeat} passes each" + (f", -alg {args.alg}" if args.alg else ""))
+    for code in codes:
+        print(line(code, measure(code, root, args.repeat, args.alg)))
+    return 0
+
+
+INTRO = (
+    "`bench/pair_floor_bench.py`: a worker's CPU on a data root's calls in one process, against the "
+    "floor of the same pairs (files read whole, dump headers parsed, one kernel pass): how much of "
+    "a compared pair's cost is the per-pair Python around the essential work."
+)
+
+if __name__ == "__main__":
+    sys.exit(run_writing(main, "pair_floor_bench.py", "A worker's CPU against its floor", INTRO))
