@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import start_run, tool_env  # noqa: E402
+from run_env import last_line, start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FLOOR = "floor: python -c 'import numpy, rich.console'"
@@ -42,7 +42,7 @@ def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple
         code = os.waitstatus_to_exitcode(status)
         if code not in ok:
             errors.seek(0)
-            last = (errors.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+            last = last_line(errors.read().decode(errors="replace"))
             raise SystemExit(f"{' '.join(command)} ended with status {code}: {last}")
     return seconds, usage.ru_utime + usage.ru_stime
 

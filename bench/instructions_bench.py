@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import start_run, tool_env  # noqa: E402
+from run_env import last_line, start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -89,7 +89,7 @@ def instructions(code: Path, what: str, root: str, times: int, alg: str) -> int:
         run = start_run(command, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         _, errors = run.communicate()
         if run.returncode != 0:
-            last = (errors.strip().splitlines() or [""])[-1]
+            last = last_line(errors)
             raise SystemExit(f"{what} of {code} under callgrind ended with status {run.returncode}: {last}")
         return callgrind_total(out.read_text(encoding="utf-8", errors="replace"))
 

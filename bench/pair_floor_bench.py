@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import start_run, tool_env  # noqa: E402
+from run_env import last_line, start_run, tool_env  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -133,7 +133,7 @@ def measure(code: Path, root: str, repeat: int, alg: str) -> dict:
     )
     out, errors = run.communicate()
     if run.returncode != 0:
-        last = (errors.strip().splitlines() or [""])[-1]
+        last = last_line(errors)
         raise SystemExit(f"{code} ended with status {run.returncode}: {last}")
     return json.loads(out.strip().splitlines()[-1])
 

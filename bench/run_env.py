@@ -48,6 +48,11 @@ def start_run(command: list[str], env: dict, **popen) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, cwd=run_dir(), **popen)
 
 
+def last_line(errors: str) -> str:
+    """What a failed run's error output ends with ('' for none): the one line a bench stops with."""
+    return (errors.strip().splitlines() or [""])[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Only explains itself: the module is a helper of the other bench scripts."""
     import argparse
