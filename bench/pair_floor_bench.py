@@ -51,12 +51,16 @@ from precision_tool.compare.numba_load import kernel_operand, numba_kernels
 from precision_tool.compare.plan import plan_comparisons
 from precision_tool.compare.workspace import Workspace
 from precision_tool.config import Config
+from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.dump import dump_from_bytes
 claim_process()  # the heap as the tool's own processes keep it
 compiled = numba_kernels()  # numba loaded, as a pool's workers have it
 if compiled is None:
     sys.exit("numba's kernels did not load: the floor is theirs")
-comparisons = plan_comparisons(Workspace(Config(data_root_dir=root)))
+try:
+    comparisons = plan_comparisons(Workspace(Config(data_root_dir=root)))
+except PrecisionToolError as exc:
+    sys.exit(f"cannot plan the data root: {exc}")
 if not comparisons:
     sys.exit("nothing to compare under the data root")
 plan = jobs.plan_jobs(list(comparisons[0].tasks), select_metrics(alg), DEFAULT_CHUNK, True)
@@ -91,9 +95,13 @@ def floor_pass():
                 path, raw = left.path, whole(left.path)
                 dump, data = dump_from_bytes(path, raw), np.frombuffer(raw, np.uint8)
             tensor = (dump.inputs if left.kind == "input" else dump.outputs)[left.index]
-            if tensor.dtype.itemsize == 0 or tensor.size % tensor.dtype.itemsize:
+            try:
+                dtype = tensor.dtype
+            except PrecisionToolError:
+                continue  # a data type no array holds: the engine's row says so
+            if dtype.itemsize == 0 or tensor.size % dtype.itemsize:
                 continue  # packed sub-byte elements: not a kernel's operand as stored
-            x = data[tensor.offset : tensor.offset + tensor.size].view(tensor.dtype)
+            x = data[tensor.offset : tensor.offset + tensor.size].view(dtype)
             y = npy_values(whole(right.path))
             n = min(x.size, y.size)
             xv, yv = kernel_operand(x[:n]), kernel_operand(y[:n])

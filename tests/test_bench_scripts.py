@@ -241,4 +241,8 @@ def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compar
     pair_floor_bench = _bench_module("pair_floor_bench")
     with pytest.raises(SystemExit) as stopped:
         pair_floor_bench.measure(pair_floor_bench.REPO, str(tmp_path), 1, "")
-    assert "ended with status" in str(stopped.value)
+    assert str(stopped.value).endswith(
+        "ended with status 1: cannot plan the data root: "
+        + str(tmp_path / "npu" / "debug_0" / "dump")
+        + ": no NPU dumps here"
+    )
