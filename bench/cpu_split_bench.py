@@ -38,9 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import start_run, tool_env  # noqa: E402
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 MARK = "cpu-split: "  # how the driver's one line on stderr starts
 FIELDS = ("wall", "launched", "tool", "main", "threads", "server", "workers", "total")
 STAGES = {  # stage: (module, attribute path) of the tool's own functions, timed on the main thread
@@ -138,11 +137,12 @@ def run_once(
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         errors.seek(0)
-        lines = errors.read().decode(errors="replace").splitlines()
+        text = errors.read().decode(errors="replace")
+        lines = text.splitlines()
     code_status = os.waitstatus_to_exitcode(status)
     found = [line for line in lines if line.startswith(MARK)]
     if code_status not in (0, 1) or not found:  # 1: ops flagged
-        raise SystemExit(f"vc of {code} ended with status {code_status}: {(lines or [''])[-1]}")
+        raise SystemExit(f"vc of {code} ended with status {code_status}: {last_line(text)}")
     split = json.loads(found[-1][len(MARK) :])
     total = usage.ru_utime + usage.ru_stime
     tool = split["tool"]
@@ -164,18 +164,16 @@ def run_once(
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, run the trees alternately, print one line of medians per tree."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("root", help="a data root (e.g. bench/compare_bench.py --network mixed --gb 1.5 --keep DIR)")
-    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    add_root_and_trees(parser, "a data root (e.g. bench/compare_bench.py --network mixed --gb 1.5 --keep DIR)")
     parser.add_argument("--repeat", type=int, default=6, help="runs of each tree (default 6)")
     parser.add_argument("--vc", default="", help="more vc arguments, as one string (e.g. '-alg 0')")
     parser.add_argument("--stages", action="store_true", help="also split the main thread's CPU by stage")
     parser.add_argument("--pool-always", action="store_true", help="use the worker pool however small the dump")
     add_write_flag(parser)
     args = parser.parse_args(argv)
-    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
+    args.root, codes = root_and_trees(args)
     if not Path("/proc/self/task").is_dir():
         raise SystemExit("cpu_split_bench.py reads /proc: Linux only")
-    codes = [Path(c).resolve() for c in args.codes] or [REPO]
     out = Path(tempfile.mkdtemp(prefix="cpu_split_"))
     vc_args = shlex.split(args.vc)
     subprocess.run(["find", args.root, "-type", "f", "-exec", "cat", "{}", "+"], stdout=subprocess.DEVNULL, check=False)

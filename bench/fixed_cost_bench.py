@@ -24,9 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import last_line, start_run, tool_env  # noqa: E402
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 FLOOR = "floor: python -c 'import numpy, rich.console'"
 
 
@@ -50,13 +49,11 @@ def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, run, print one line per code tree and the floor."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("root", help="the data root of a small dump (e.g. bench/compare_bench.py --gb 0.01 --keep)")
-    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    add_root_and_trees(parser, "the data root of a small dump (e.g. bench/compare_bench.py --gb 0.01 --keep)")
     parser.add_argument("--repeat", type=int, default=7, help="runs of each (default 7)")
     add_write_flag(parser)
     args = parser.parse_args(argv)
-    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
-    codes = [Path(c).resolve() for c in args.codes] or [REPO]
+    args.root, codes = root_and_trees(args)
     out = Path(tempfile.mkdtemp(prefix="fixed_cost_"))
     runs: dict[str, list[tuple[float, float]]] = {str(c): [] for c in codes} | {FLOOR: []}
     print(f"load average at the start {os.getloadavg()[0]:.2f}")

@@ -24,7 +24,6 @@ so this measures the tool's own Python; ``cpu_split_bench.py`` measures the run.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -33,9 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import last_line, start_run, tool_env  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
 
 # Run as ``python -c WORK WHAT ROOT TIMES ALG``: the set-up, then the work TIMES times.
 WORK = r"""
@@ -106,10 +103,7 @@ def callgrind_total(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, count each tree's work, print one line per tree."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "root", help="a data root whose vc has run once (its graph cached), e.g. a compare_bench --keep"
-    )
-    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    add_root_and_trees(parser, "a data root whose vc has run once (its graph cached), e.g. a compare_bench --keep")
     parser.add_argument(
         "--what", choices=("graph", "plan", "worker"), default="worker", help="the piece (default worker)"
     )
@@ -117,10 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alg", default="", help="the worker's metrics, as vc's -alg (default all)")
     add_write_flag(parser)
     args = parser.parse_args(argv)
-    args.root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
+    args.root, codes = root_and_trees(args)
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions_bench.py needs valgrind (apt-get install valgrind)")
-    codes = [Path(c).resolve() for c in args.codes] or [REPO]
     print(f"{args.what} of {args.root}, done {args.times} times" + (f", -alg {args.alg}" if args.alg else ""))
     first = None
     for code in codes:

@@ -25,16 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import last_line, start_run, tool_env  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
 
 # Run as ``python -c WORK ROOT REPEAT ALG``; prints one JSON line.
 WORK = r"""
@@ -163,14 +160,12 @@ def line(code: Path, figures: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, measure each tree, print one line per tree."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("root", help="a data root, e.g. a compare_bench --keep")
-    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+    add_root_and_trees(parser, "a data root, e.g. a compare_bench --keep")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes of each kind (default 3)")
     parser.add_argument("--alg", default="", help="the engine's metrics, as vc's -alg (default all)")
     add_write_flag(parser)
     args = parser.parse_args(argv)
-    root = os.path.abspath(args.root)  # the runs start in run_env.run_dir()
-    codes = [Path(c).resolve() for c in args.codes] or [REPO]
+    root, codes = root_and_trees(args)
     print(f"{root}, least CPU of {args.repeat} passes each" + (f", -alg {args.alg}" if args.alg else ""))
     for code in codes:
         print(line(code, measure(code, root, args.repeat, args.alg)))

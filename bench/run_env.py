@@ -36,6 +36,22 @@ def tool_env(code: Path | None = None, pycache: Path | None = None, **settings: 
     return env
 
 
+REPO = Path(__file__).resolve().parents[1]  # the checkout these scripts belong to
+
+
+def add_root_and_trees(parser, root_help: str) -> None:
+    """The arguments of a bench that measures code trees side by side on one data root: the
+    root, then the trees (none: this checkout)."""
+    parser.add_argument("root", help=root_help)
+    parser.add_argument("codes", nargs="*", help="code trees to compare (default: this checkout)")
+
+
+def root_and_trees(args) -> tuple[str, list[Path]]:
+    """The data root made absolute (measured runs start in :func:`run_dir`) and the trees
+    :func:`add_root_and_trees` parsed, resolved."""
+    return os.path.abspath(args.root), [Path(code).resolve() for code in args.codes] or [REPO]
+
+
 @lru_cache(maxsize=1)
 def run_dir() -> Path:
     """An empty directory of this bench's own to start measured runs in (see the module doc)."""

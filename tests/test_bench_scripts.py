@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
+REPO = BENCH.parent  # the tree a measured run of the tests imports
 SCRIPTS = sorted(BENCH.glob("*.py"))
 
 
@@ -161,14 +162,12 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     main thread's stages (thread_time), timed where the sample's graph was read and its pairs
     paired, fit in the main thread's CPU (/proc, in ticks)."""
     cpu_split_bench = _bench_module("cpu_split_bench")
-    run = cpu_split_bench.run_once(
-        cpu_split_bench.REPO, str(sample_data), sample_data / "out", [], stages=True, pool_always=True
-    )
+    run = cpu_split_bench.run_once(REPO, str(sample_data), sample_data / "out", [], stages=True, pool_always=True)
     assert 0 < run["launched"] < run["wall"]
     assert 0 < run["main"] <= run["tool"] and run["total"] > run["tool"] + run["server"]
     assert run["stages"]["graph"] > 0 and run["stages"]["pairing"] > 0
     assert sum(run["stages"].values()) <= run["main"] + 0.02  # the stages do not nest; ticks of 10 ms
-    inline = cpu_split_bench.run_once(cpu_split_bench.REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
+    inline = cpu_split_bench.run_once(REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
     assert math.isnan(inline["launched"])  # the launch hooks saw no worker
 
 
@@ -206,7 +205,7 @@ def test_each_piece_of_the_instructions_bench_runs_without_valgrind(sample_data,
         text=True,
         timeout=300,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(instructions_bench.REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 0, done.stderr
 
@@ -223,7 +222,7 @@ def test_the_pair_floor_bench_measures_both_passes_on_the_sample(sample_data):
     from precision_tool.formats.dump import read_dump
 
     pair_floor_bench = _bench_module("pair_floor_bench")
-    figures = pair_floor_bench.measure(pair_floor_bench.REPO, str(sample_data), 1, "0")
+    figures = pair_floor_bench.measure(REPO, str(sample_data), 1, "0")
     assert figures["tasks"] >= figures["compared"] > 0
     tasks = [t for t in plan_comparisons(Workspace(Config(data_root_dir=sample_data)))[0].tasks if t.comparable]
     integer_pairs = 0
@@ -233,14 +232,14 @@ def test_the_pair_floor_bench_measures_both_passes_on_the_sample(sample_data):
         integer_pairs += stored.dtype.kind in "iu" or np.load(task.right.path).dtype.kind in "iu"
     assert len(tasks) == figures["compared"] and integer_pairs == 2
     assert figures["floor_pairs"] == figures["compared"] - integer_pairs
-    line = pair_floor_bench.line(pair_floor_bench.REPO, figures)
+    line = pair_floor_bench.line(REPO, figures)
     assert f"{figures['compared']:,} compared" in line and "engine / floor" in line
 
 
 def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compare(tmp_path):
     pair_floor_bench = _bench_module("pair_floor_bench")
     with pytest.raises(SystemExit) as stopped:
-        pair_floor_bench.measure(pair_floor_bench.REPO, str(tmp_path), 1, "")
+        pair_floor_bench.measure(REPO, str(tmp_path), 1, "")
     assert str(stopped.value).endswith(
         "ended with status 1: cannot plan the data root: "
         + str(tmp_path / "npu" / "debug_0" / "dump")
