@@ -42,10 +42,15 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from ..formats import layouts
+from ..formats.conversion_plans import ConversionPlans
 from ..formats.dump_tensor import DumpTensor
 from ..formats.files import open_regular
 
 DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for float16 vs float32
+# The copies of this process's blocked and FRACTAL_NZ conversions by their shapes, dtype and
+# names (:mod:`~precision_tool.formats.conversion_plans`): per process, as the buffers are, so a
+# worker replays a shape another job of its converted (a network repeats a few shapes).
+CONVERSION_PLANS = ConversionPlans()
 
 
 class Buffers:
@@ -217,7 +222,9 @@ class DeviceRows(Source):
             host_shape = (device.shape[0], *self.shape[1:])
             out = buffers.get(role, math.prod(host_shape), self.dtype).reshape(host_shape)
             try:
-                layouts.to_host(device, t.format, host_shape, self.origin, max(t.sub_format, 1), out=out)
+                layouts.to_host(
+                    device, t.format, host_shape, self.origin, max(t.sub_format, 1), out=out, plans=CONVERSION_PLANS
+                )
             except PrecisionToolError as exc:
                 raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
             yield out.reshape(-1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import PrecisionToolError
 from .golden_pairing import DumpSide, PairTask
-from .load import DEFAULT_CHUNK, Buffers, Source, aligned
+from .load import CONVERSION_PLANS, DEFAULT_CHUNK, Buffers, Source, aligned
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
 from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
@@ -30,8 +30,10 @@ _BUFFERS = Buffers()  # per process: workers keep theirs between jobs
 
 
 def clear_buffers() -> None:
-    """Drop this process's block buffers (after a run: a worker keeps its between jobs)."""
+    """Drop this process's block buffers and conversion plans (after a run: a worker keeps
+    them between jobs)."""
     _BUFFERS.clear()
+    CONVERSION_PLANS.clear()
 
 
 def pair_pieces(x: Source, y: Source, chunk: int, start: int = 0, stop: int | None = None) -> Iterator[tuple]:

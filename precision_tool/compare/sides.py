@@ -27,7 +27,7 @@ from ..formats.file_identity import FileIdentities
 from ..formats.files import held_fetch, open_regular_descriptor, read_whole
 from ..formats.golden import NpyHeader, load_npy, npy_header_and_bytes
 from .golden_pairing import DumpSide, NpySide, TensorFileSide
-from .load import ArrayBlocks, DeviceRows, FileRegion, Source
+from .load import CONVERSION_PLANS, ArrayBlocks, DeviceRows, FileRegion, Source
 from .metrics import dtype_problem
 
 _ROW_FORMATS = frozenset({"NC1HWC0", "NC1HWC0_C04", "NDC1HWC0"})
@@ -198,7 +198,9 @@ def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities 
         raw = device.reshape(-1) if not isinstance(device, np.memmap) else None
         return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin, raw=raw, **common)
     try:
-        host = layouts.to_host(device, t.format, t.original_shape, origin, groups=max(t.sub_format, 1))
+        host = layouts.to_host(
+            device, t.format, t.original_shape, origin, groups=max(t.sub_format, 1), plans=CONVERSION_PLANS
+        )
     except PrecisionToolError as exc:
         raise PrecisionToolError(f"{t.name}: {exc.problem}", t.path) from None
     if isinstance(device, np.memmap) and host.flags.c_contiguous and _same_start(host, device):

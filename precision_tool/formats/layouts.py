@@ -47,6 +47,7 @@ from .blocked_formats import (
     nz_tiles,
     shape_mismatch,
 )
+from .conversion_plans import ConversionPlans
 from .layout_names import PLAIN_LAYOUTS
 from .tile_copy import copy_tiles
 
@@ -133,7 +134,13 @@ def _blocked_layout(
 
 
 def _blocked_to_host(
-    device: np.ndarray, fmt: str, original: Shape, origin: str | None, groups: int, out: np.ndarray | None
+    device: np.ndarray,
+    fmt: str,
+    original: Shape,
+    origin: str | None,
+    groups: int,
+    out: np.ndarray | None,
+    copies: list | None = None,
 ) -> np.ndarray:
     spec = BLOCKED_FORMATS[fmt]
     if device.ndim == 0 or device.shape[-1] == 0:  # no C0 to read the blocks by
@@ -160,7 +167,7 @@ def _blocked_to_host(
     if view is None:  # a gather (grouped FRACTAL_Z): the codec copies, then one more copy
         np.copyto(canon, spec.codec.to_canon(device, dims, groups))
     else:  # [N1, n0, C1, C0, *S] into [N, C, *S]
-        copy_tiles(view, canon, (0, 1))
+        copy_tiles(view, canon, (0, 1), copies)
     return out
 
 
@@ -203,7 +210,7 @@ def _output(out: np.ndarray | None, shape: Shape, dtype: np.dtype) -> np.ndarray
     return out
 
 
-def _nz_to_host(device: np.ndarray, original: Shape, out: np.ndarray | None) -> np.ndarray:
+def _nz_to_host(device: np.ndarray, original: Shape, out: np.ndarray | None, copies: list | None = None) -> np.ndarray:
     if device.shape == original:  # short vectors (k == 1 or k % 16 == 0) may be stored unblocked
         return device if out is None else _copied(device, out)
     if not nz_fits(device, original):
@@ -211,7 +218,7 @@ def _nz_to_host(device: np.ndarray, original: Shape, out: np.ndarray | None) -> 
     out = _output(out, original, device.dtype)
     lead = math.prod(original[:-2]) if len(original) >= 2 else 1
     h, w = (original[-2], original[-1]) if len(original) >= 2 else (1, original[0] if original else 1)
-    copy_tiles(nz_tiles(device, original), out.reshape(lead, h, w), (1, 2))
+    copy_tiles(nz_tiles(device, original), out.reshape(lead, h, w), (1, 2), copies)
     return out
 
 
@@ -247,6 +254,7 @@ def to_host(
     origin_format: str | None = None,
     groups: int = 1,
     out: np.ndarray | None = None,
+    plans: ConversionPlans | None = None,
 ) -> np.ndarray:
     """Convert a device-shaped tensor into its host layout with exactly ``original_shape``.
 
@@ -264,6 +272,9 @@ def to_host(
         groups: ``sub_format`` of a grouped FRACTAL_Z weight; ignored elsewhere. Defaults to 1.
         out: an array of ``original_shape`` (e.g. a reused C-contiguous buffer) to write the host
             tensor into; then it is returned, whatever the format. Defaults to None.
+        plans: where a blocked or FRACTAL_NZ conversion's copies are kept by its shapes, dtype
+            and names, and replayed for the next tensor of the same (:mod:`.conversion_plans`:
+            the same copies, without working them out). Defaults to None: worked out each time.
 
     Returns:
         The host array: ``out``; else a new C-contiguous array for blocked formats, and a view
@@ -281,9 +292,21 @@ def to_host(
     origin = None if origin_format is None else _name(origin_format)
     groups = max(int(groups or 1), 1)
     if fmt in BLOCKED_FORMATS:
-        return _blocked_to_host(device, fmt, original, origin, groups, out)
+        if plans is None:
+            return _blocked_to_host(device, fmt, original, origin, groups, out)
+        return plans.convert(
+            device,
+            original,
+            (fmt, origin, groups),
+            out,
+            lambda into, copies: _blocked_to_host(device, fmt, original, origin, groups, into, copies),
+        )
     if fmt == "FRACTAL_NZ":
-        return _nz_to_host(device, original, out)
+        if plans is None:
+            return _nz_to_host(device, original, out)
+        return plans.convert(
+            device, original, (fmt,), out, lambda into, copies: _nz_to_host(device, original, into, copies)
+        )
     if fmt in PLAIN_LAYOUTS or fmt == "ND":
         host = _plain_to_host(device, fmt, original, origin)
     elif device.size == math.prod(original):

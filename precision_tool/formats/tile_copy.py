@@ -13,13 +13,15 @@ from functools import lru_cache
 import numpy as np
 
 
-def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int]) -> None:
+def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int], copies: list | None = None) -> None:
     """Copy a tiled view into ``out`` in one pass: the single copy of every conversion.
 
     ``tiles`` has ``out``'s axes, except that each axis ``i`` in ``tiled`` is two axes
     ``(outer, inner)`` in ``tiles``, holding ``outer * inner >= out.shape[i]`` elements (the
     excess is device padding, dropped). The padded tail of an axis is copied apart, so every
     copy is a plain strided ``copyto`` and nothing is merged (which would copy first).
+    ``copies`` (a list) gets each copy made, as ``(out view, tiles view)``
+    (:mod:`.conversion_plans` replays them).
     """
     tiled = tuple(sorted(tiled))
     for i in tiled:
@@ -34,18 +36,20 @@ def copy_tiles(tiles: np.ndarray, out: np.ndarray, tiled: Sequence[int]) -> None
                 tiles[(slice(None),) * at + (slice(0, full),)],
                 out[(slice(None),) * i + (slice(0, full * inner),)],
                 tiled,
+                copies,
             )
         if rest:
             copy_tiles(
                 tiles[(slice(None),) * at + (full, slice(0, rest))],
                 out[(slice(None),) * i + (slice(full * inner, length),)],
                 [t for t in tiled if t != i],
+                copies,
             )
         return
-    _copy_runs(_split_axes(out, tiles.shape, tiled), tiles)
+    _copy_runs(_split_axes(out, tiles.shape, tiled), tiles, copies)
 
 
-def _copy_runs(dst: np.ndarray, src: np.ndarray) -> None:
+def _copy_runs(dst: np.ndarray, src: np.ndarray, copies: list | None) -> None:
     """``np.copyto(dst, src)``, with an axis that is contiguous on both sides moved as one
     element: numpy's strided loops cost per call, and device tiles make that axis short (C0:
     16 elements), so copying each run of it as one 32-byte item is 2.5 times as fast."""
@@ -59,6 +63,8 @@ def _copy_runs(dst: np.ndarray, src: np.ndarray) -> None:
         item = _run_item(shape[run] * size)
         dst, src = dst.view(item)[..., 0], src.view(item)[..., 0]
     np.copyto(dst, src)
+    if copies is not None:
+        copies.append((dst, src))
 
 
 @lru_cache(maxsize=64)
