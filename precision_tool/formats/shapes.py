@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -67,8 +68,15 @@ def shape_problem(shape: Sequence[int], itemsize: int) -> str | None:
         itemsize: bytes of one element.
     """
     problem = rank_problem(len(shape))
-    if problem:
+    if problem:  # not kept: such a shape may list millions of dimensions
         return problem
+    return _dims_problem(tuple(shape), itemsize)
+
+
+@lru_cache(maxsize=1024)
+def _dims_problem(shape: tuple[int, ...], itemsize: int) -> str | None:
+    """:func:`shape_problem` of a shape of an allowed rank; worked out once per shape and size
+    (every tensor of a run is checked, and a network's tensors share a few shapes)."""
     if any(d < 0 for d in shape):
         return f"shape {_shown(shape)} has a negative dimension"
     nbytes = max(itemsize, 1)
