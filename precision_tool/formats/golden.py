@@ -23,6 +23,7 @@ import os
 import re
 import tokenize
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -252,7 +253,18 @@ def _plain_header(handle) -> tuple[tuple[int, ...], bool, np.dtype] | None:
         return None
     width = 2 if start[-2] == 1 else 4
     length = int.from_bytes(handle.read(width), "little")
-    match = _PLAIN_HEADER.fullmatch(handle.read(length))
+    text = handle.read(length)
+    return _plain_fields(text) if len(text) <= _KEPT_HEADER else _plain_fields.__wrapped__(text)
+
+
+_KEPT_HEADER = 4096  # a plain header of 64 dimensions fits; a longer text is parsed, not kept
+
+
+@lru_cache(maxsize=1024)
+def _plain_fields(text: bytes) -> tuple[tuple[int, ...], bool, np.dtype] | None:
+    """(shape, fortran order, dtype) of a header's dict text in numpy's own spelling, else None;
+    worked out once per text (goldens of one shape and dtype have the same header)."""
+    match = _PLAIN_HEADER.fullmatch(text)
     if match is None:
         return None
     descr, order, dims = match.groups()

@@ -88,3 +88,20 @@ def test_not_a_npy_file(tmp_path):
     path.write_bytes(b"PK\x03\x04 not numpy")
     with pytest.raises(PrecisionToolError, match="bad magic"):
         npy_header(path)
+
+
+def test_a_header_padded_past_what_is_kept_is_read_and_not_kept(tmp_path):
+    """numpy's spelling padded with 5,000 spaces (allowed: the header ends at its newline):
+    parsed as any plain header, but not kept by the memo of header texts."""
+    from precision_tool.formats.golden import _plain_fields
+
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }" + " " * 5000
+    path = _npy(tmp_path / "long.npy", header, np.arange(6, dtype="<f4").tobytes(), version=2)
+    kept = _plain_fields.cache_info().currsize
+    found = npy_header(path)
+    assert (found.shape, found.dtype, found.fortran_order) == ((3, 2), np.dtype("<f4"), False)
+    assert found.offset == path.stat().st_size - 24
+    assert _plain_fields.cache_info().currsize == kept
+    short = _npy(tmp_path / "short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }", b"\0" * 24)
+    assert npy_header(short).shape == (3, 2)
+    assert _plain_fields.cache_info().currsize <= kept + 1
