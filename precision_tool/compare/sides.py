@@ -21,8 +21,8 @@ from ..errors import PrecisionToolError
 from ..formats import layouts
 from ..formats.blocked_formats import BLOCKED_FORMATS
 from ..formats.dtypes import dump_dtype, numpy_name
-from ..formats.dump import dump_from_bytes, read_dump
-from ..formats.dump_tensor import DumpFile, DumpTensor
+from ..formats.dump import dump_tensors_from_bytes, read_dump
+from ..formats.dump_tensor import DumpTensor
 from ..formats.file_identity import FileIdentities
 from ..formats.files import held_fetch, open_regular_descriptor, read_whole
 from ..formats.golden import NpyHeader, load_npy, npy_header_and_bytes
@@ -63,13 +63,13 @@ class ReadCache:
     one file, as for the row keys (:class:`~precision_tool.formats.file_identity.FileIdentities`)."""
 
     def __init__(self) -> None:
-        self._dumps: OrderedDict[Path, DumpFile] = OrderedDict()
+        self._dumps: OrderedDict[Path, tuple[list[DumpTensor], list[DumpTensor]]] = OrderedDict()
         self._data: tuple[Path | None, np.ndarray | None] = (None, None)
         self._npys: OrderedDict[Path, tuple[NpyHeader, memoryview]] = OrderedDict()
 
     def data(self, path: Path, identities: FileIdentities | None = None) -> np.ndarray | None:
         """The bytes of the dump file at ``path`` when it is at most :data:`SMALL_DUMP_BYTES`,
-        read whole with one read for all its tensors, and its header (:meth:`dump`) parsed from
+        read whole with one read for all its tensors, and its header (:meth:`tensors`) parsed from
         those bytes: no second open; None for a larger file (streamed from disk). Only the last
         file read is kept: a job's tasks read one dump file. ``identities`` records the file's
         identity from that read. PrecisionToolError names the file when it cannot be read or is
@@ -89,7 +89,7 @@ class ReadCache:
         if whole is None:  # large: its tensors are read from the file, and it is not opened again here
             self._data = (path, None)
             return None
-        _keep(self._dumps, path, dump_from_bytes(path, whole))  # the header these bytes hold
+        _keep(self._dumps, path, dump_tensors_from_bytes(path, whole))  # the header these bytes hold
         data = np.frombuffer(whole, np.uint8)  # read-only, as the map it replaces
         self._data = (path, data)
         return data
@@ -106,17 +106,19 @@ class ReadCache:
             _keep(self._npys, path, (header, data))
         return header, data
 
-    def dump(self, path: Path) -> DumpFile:
-        """The header of the dump at ``path``; PrecisionToolError when unreadable."""
-        dump = _kept(self._dumps, path)
-        if dump is None:
-            dump = _keep(self._dumps, path, read_dump(path))
-        return dump
+    def tensors(self, path: Path) -> tuple[list[DumpTensor], list[DumpTensor]]:
+        """The inputs and outputs the header of the dump at ``path`` holds; PrecisionToolError
+        when unreadable."""
+        tensors = _kept(self._dumps, path)
+        if tensors is None:
+            dump = read_dump(path)
+            tensors = _keep(self._dumps, path, (dump.inputs, dump.outputs))
+        return tensors
 
     def tensor(self, side: DumpSide) -> DumpTensor:
         """The tensor a DumpSide names; PrecisionToolError when the dump lacks it."""
-        dump = self.dump(side.path)
-        tensors = dump.inputs if side.kind == "input" else dump.outputs
+        inputs, outputs = self.tensors(side.path)
+        tensors = inputs if side.kind == "input" else outputs
         if not 0 <= side.index < len(tensors):
             raise PrecisionToolError(f"the dump has no {side.kind} {side.index}", side.path)
         return tensors[side.index]

@@ -251,14 +251,32 @@ def dump_from_bytes(path: str | os.PathLike, data: bytes, name: str | DumpName |
     return _dump_file(path, _read_either(path, io.BytesIO(data), len(data)), name)
 
 
-def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name: str | DumpName | None) -> DumpFile:
-    """The DumpFile of a header :func:`_read_either` read."""
+def dump_tensors_from_bytes(path: str | os.PathLike, data: bytes) -> tuple[list[DumpTensor], list[DumpTensor]]:
+    """The inputs and outputs of :func:`dump_from_bytes`, checked as it checks them, without
+    the op's name, time and attributes (a comparison reads the tensors alone)."""
+    path = path if isinstance(path, Path) else Path(path)
+    header = _read_either(path, io.BytesIO(data), len(data))
     if isinstance(header, NanoHeader):
-        return _nano_file(path, header, name)
+        file = _nano_file(path, header, None)
+        return file.inputs, file.outputs
+    return _indexed(path, header)
+
+
+def _indexed(path: Path, header: tuple[DumpData, int, int]) -> tuple[list[DumpTensor], list[DumpTensor]]:
+    """The inputs and outputs of a DumpData header, its sizes checked against the file's."""
     message, data_start, file_size = header
     _check_sizes(path, message, data_start, file_size)
     inputs, offset = _tensors(path, "input", message.input, data_start)
     outputs, _ = _tensors(path, "output", message.output, offset)
+    return inputs, outputs
+
+
+def _dump_file(path: Path, header: NanoHeader | tuple[DumpData, int, int], name: str | DumpName | None) -> DumpFile:
+    """The DumpFile of a header :func:`_read_either` read."""
+    if isinstance(header, NanoHeader):
+        return _nano_file(path, header, name)
+    message = header[0]
+    inputs, outputs = _indexed(path, header)
     parsed = _parsed_name(path, name)
     return DumpFile(
         path=path,

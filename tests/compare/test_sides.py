@@ -142,7 +142,7 @@ def test_a_small_dump_file_cut_after_its_header_was_read_is_a_one_line_error(tmp
 
     path, _ = _three_tensor_dump(tmp_path / "Op.op.1.0.1700000000000000")
     reads = sides.ReadCache()
-    reads.dump(path)  # the header, read while the file was whole
+    reads.tensors(path)  # the header, read while the file was whole
     path.write_bytes(path.read_bytes()[:-8])
     with pytest.raises(PrecisionToolError) as caught:
         sides.open_dump_side(DumpSide(path, "output", 1), reads)

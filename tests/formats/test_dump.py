@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError, read_dump
-from precision_tool.formats.dump import dump_from_bytes, tensor_counts
+from precision_tool.formats.dump import dump_from_bytes, dump_tensors_from_bytes, tensor_counts
 from precision_tool.formats.dump_write import TensorSpec, build_dump, write_dump
 from precision_tool.formats.proto.dumpdata import DumpData
 
@@ -287,7 +287,9 @@ _REAL_DUMPS = sorted(
 def test_the_real_dumps_read_from_their_bytes_are_what_read_dump_reads():
     assert len(_REAL_DUMPS) >= 14  # the fixture's GE dumps and a nano dump
     for path in _REAL_DUMPS:
-        assert dump_from_bytes(path, path.read_bytes()) == read_dump(path), path.name
+        whole = read_dump(path)
+        assert dump_from_bytes(path, path.read_bytes()) == whole, path.name
+        assert dump_tensors_from_bytes(path, path.read_bytes()) == (whole.inputs, whole.outputs), path.name
 
 
 def _outcome(read):
@@ -312,6 +314,8 @@ def test_damaged_bytes_read_whole_fail_or_read_as_from_the_file(tmp_path, cut, f
     path.write_bytes(data)
     assert _outcome(lambda: dump_from_bytes(path, data)) == _outcome(lambda: read_dump(path))
     whole = _outcome(lambda: read_dump(path))  # the pairing's count fails as the reader does
+    tensors = _outcome(lambda: dump_tensors_from_bytes(path, data))  # and the engine's index too
+    assert tensors == (whole if isinstance(whole, tuple) else (whole.inputs, whole.outputs))
     counted = _outcome(lambda: tensor_counts(path))
     assert counted == (whole if isinstance(whole, tuple) else (len(whole.inputs), len(whole.outputs)))
 
