@@ -15,7 +15,9 @@ import gc
 gc.disable()  # before the imports below (numba_preload enables it again)
 
 from ..formats import msprobe_dump, npy_file, torch_file  # noqa: E402, F401  (msprobe dumps' tensors)
+from ..formats.dump import load_header_parser  # noqa: E402
 from . import engine  # noqa: E402, F401  (every job: the engine imports what a job runs)
 from .numba_line import claim_process  # noqa: E402
 
 claim_process()
+load_header_parser()  # what every GE dump's first header read would import, in each worker

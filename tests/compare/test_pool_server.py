@@ -30,6 +30,7 @@ def what_it_has(_):
     from precision_tool.compare.numba_line import process_claimed
     return [os.getppid(), "precision_tool.compare.kernels_numba" in sys.modules,
             "precision_tool.compare.pair_compare" in sys.modules, process_claimed(), gc.get_freeze_count(),
+            "precision_tool.formats.proto.dumpdata" in sys.modules,
             gc.isenabled(), sum(g["collections"] for g in gc.get_stats())]
 
 
@@ -64,9 +65,10 @@ def test_workers_come_from_the_server_with_what_it_preloaded(tmp_path):
     assert found["method"] == "forkserver"
     assert found["tie"] is None  # tied to this process through the sentinel, not by pid
     assert found["server"] not in (None, found["me"])
-    for parent, has_numba, has_jobs, claimed, frozen, collecting, passes in found["seen"]:
+    for parent, has_numba, has_jobs, claimed, frozen, has_parser, collecting, passes in found["seen"]:
         assert parent == found["server"]  # forked by the server, not by this process
         assert has_numba and has_jobs  # loaded there, before any job
+        assert has_parser  # a GE dump header's parser too (the parent imports it only when read)
         assert claimed  # the server's preload marks its processes as the tool's
         assert frozen > 50_000  # what it loaded (numba, the tool): the collector's passes in a worker skip it
         assert collecting  # on again in the workers
