@@ -110,8 +110,9 @@ class ConversionPlans:
         return host
 
     def _keep(self, key: tuple, plan: CopyPlan | None) -> None:
-        if len(self._plans) >= self.limit:
-            del self._plans[next(iter(self._plans))]
+        # list() and pop() with a default: never an error should another thread change them
+        for old in list(self._plans)[: max(0, len(self._plans) - self.limit + 1)]:
+            self._plans.pop(old, None)
         self._plans[key] = plan
 
     def clear(self) -> None:
