@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -114,26 +114,60 @@ def _kernel_operands(x: np.ndarray, y: np.ndarray) -> Iterable[tuple[np.ndarray,
 def _fused_stats(kernels, x: np.ndarray, y: np.ndarray, groups: Sequence[StatGroup]) -> Stats:
     """The built-in ``groups``' statistics of a chunk from the kernel that folds the fewest
     fields holding them: the cosine's sums, those and the difference's, or every field."""
-    names = {g.name for g in groups}
+    kernel = kernel_for(tuple(groups))
     total = None
     for xv, yv in _kernel_operands(x, y):
-        out = np.zeros(len(FUSED_FIELDS))
-        if names <= COSINE_GROUPS:
-            kernels.cosine(xv, yv, out)
-            part = Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
-        else:
-            if names <= DISTANCE_GROUPS:
-                kernels.distance(xv, yv, out)
-                part = Stats(count=xv.size, **dict(zip(DISTANCE_FIELDS, out.tolist())))
-            else:
-                kernels.fused(xv, yv, out)
-                part = Stats(**{name: int(v) if name in COUNTS else v for name, v in zip(FUSED_FIELDS, out.tolist())})
-            _count_nonfinite(kernels, part, xv, yv)
-            _nan_maxima(part)
+        part = _kernel_part(kernels, kernel, xv, yv)
         # a kernel's sums start at +0.0, so merging a first part into empty statistics would
         # give it back unchanged: it is taken as it is
         total = part if total is None else combine(total, part)
     return Stats() if total is None else total
+
+
+@lru_cache(maxsize=64)
+def kernel_for(groups: tuple[StatGroup, ...]) -> str:
+    """The kernel that folds the fewest fields holding the built-in ``groups``' statistics:
+    ``cosine`` (its three sums), ``distance`` (those and the difference's) or ``fused``."""
+    names = {g.name for g in groups}
+    return "cosine" if names <= COSINE_GROUPS else "distance" if names <= DISTANCE_GROUPS else "fused"
+
+
+def _kernel_part(kernels, kernel: str, xv: np.ndarray, yv: np.ndarray) -> Stats:
+    """The statistics ``kernel`` (:func:`kernel_for`) folds over two operands it reads."""
+    out = np.zeros(len(FUSED_FIELDS))
+    if kernel == "cosine":
+        kernels.cosine(xv, yv, out)
+        return Stats(count=xv.size, sum_xy=out[0], sum_xx=out[1], sum_yy=out[2])
+    if kernel == "distance":
+        kernels.distance(xv, yv, out)
+        part = Stats(count=xv.size, **dict(zip(DISTANCE_FIELDS, out.tolist())))
+    else:
+        kernels.fused(xv, yv, out)
+        part = Stats(**{name: int(v) if name in COUNTS else v for name, v in zip(FUSED_FIELDS, out.tolist())})
+    _count_nonfinite(kernels, part, xv, yv)
+    _nan_maxima(part)
+    return part
+
+
+@lru_cache(maxsize=64)
+def builtin_kernel(groups: tuple[StatGroup, ...]) -> str | None:
+    """:func:`kernel_for` of first-pass ``groups`` that are all built-in (what
+    :func:`first_chunk` folds), else None."""
+    if not groups or any(g.name not in BUILTIN for g in groups):
+        return None
+    return kernel_for(groups)
+
+
+def first_chunk(kernels, kernel: str, x: np.ndarray, y: np.ndarray) -> Stats | None:
+    """``fold_first(Stats(), x, y, groups, kernels)`` for built-in ``groups`` alone whose
+    kernel is ``kernel`` (:func:`kernel_for`), without working out again what it works out
+    for any chunk: the kernel's statistics when it reads both dtypes and the sums are finite,
+    else None (then :func:`fold_first`, which converts, counts and refolds, is what applies)."""
+    xv, yv = kernel_operand(x), kernel_operand(y)
+    if xv is None or yv is None:
+        return None
+    part = _kernel_part(kernels, kernel, xv, yv)
+    return part if sums_finite(part) else None
 
 
 def _count_nonfinite(kernels, s: Stats, xv: np.ndarray, yv: np.ndarray) -> None:
@@ -277,10 +311,13 @@ __all__ = [
     "FUSED_FIELDS",
     "NUMBA_MIN_SIZE",
     "as_float64",
+    "builtin_kernel",
     "claim_process",
+    "first_chunk",
     "fold_first",
     "fold_second",
     "fresh_fold",
+    "kernel_for",
     "kernel_operand",
     "kl_scaling",
     "numba_cache_dir",

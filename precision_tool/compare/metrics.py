@@ -228,6 +228,8 @@ class Accumulator:
         self.scalar, self.boolean = scalar, boolean
         self.groups, self.first, self.second = _group_plan(self.metrics, scalar, boolean)
         self.kernels = kernels.numba_for(size, numba)
+        # the kernel a first chunk goes to straight (kernels.first_chunk), or None: fold_first
+        self._first_kernel = kernels.builtin_kernel(self.first) if self.kernels is not None else None
         self.stats = Stats()
 
     @property
@@ -256,6 +258,11 @@ class Accumulator:
     def update(self, x: np.ndarray, y: np.ndarray) -> None:
         """Fold one pair of flat chunks of the same length (first pass)."""
         x, y = self._flat(x, y)
+        if self._first_kernel is not None and not self.stats.count:  # most pairs: one chunk
+            first = kernels.first_chunk(self.kernels, self._first_kernel, x, y)
+            if first is not None:
+                self.stats = first
+                return
         self.stats = kernels.fold_first(self.stats, x, y, self.first, self.kernels)
 
     def update_second(self, x: np.ndarray, y: np.ndarray) -> None:

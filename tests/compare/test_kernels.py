@@ -468,3 +468,53 @@ def test_the_numba_cache_dir_must_be_private(tmp_path, monkeypatch):
     planted.mkdir()
     (tmp_path / "tmp" / f"precision_tool-numba-{os.getuid()}").symlink_to(planted)
     assert kernels.numba_cache_dir() is None  # neither candidate is used
+
+
+COSINE_ALONE = [m for m in METRICS if m.name == "CosineSimilarity"]
+FIRST_PASS_FIELDS = (*DISTANCE_FIELDS, "sum_x", "sum_y", "rel_sum", "rel_max", "x_lo", "x_hi", "y_lo", "y_hi")
+
+
+@pytest.mark.parametrize(
+    "metrics, fields",
+    [(COSINE_ALONE, DISTANCE_FIELDS[:4]), (DISTANCE_METRICS, DISTANCE_FIELDS), (METRICS, FIRST_PASS_FIELDS)],
+    ids=["cosine", "distance", "fused"],
+)
+@pytest.mark.parametrize("case", ["float16 extremes", "bfloat16", "float64 large mean", "int32 and uint8", "zeros"])
+def test_a_first_chunk_goes_to_its_kernel_straight_with_the_references_statistics(monkeypatch, metrics, fields, case):
+    """A pair's first chunk of dtypes the kernels read is folded by its kernel alone
+    (kernels.first_chunk); integers go through fold_first's conversion. Either way the
+    statistics are the float64 reference's."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install precision-tool[fast])")
+    assert kernels.numba_kernels() is not None
+    taken = []
+
+    def first_chunk(*args):
+        taken.append(found := real(*args))
+        return found
+
+    real = kernels.first_chunk
+    monkeypatch.setattr(kernels, "first_chunk", first_chunk)
+    x, y = CASES[case](np.random.default_rng(len(case) + 11))
+    acc = Accumulator(metrics, numba=True)
+    acc.update(x, y)
+    expected = reference(x, y)
+    for name in fields:
+        _agree(name, getattr(acc.stats, name), expected[name], expected["scale"].get(name))
+    readable = case != "int32 and uint8"  # the kernels read float16, bfloat16, float32 and float64
+    assert len(taken) == 1 and (taken[0] is not None) == readable
+
+
+def test_a_first_chunk_whose_sums_overflow_is_refolded_scaled():
+    """float64 values near 1e200: x*x overflows, so the kernel's part is not taken
+    (first_chunk gives None) and fold_first folds the chunk again at scaled magnitudes."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install precision-tool[fast])")
+    compiled = kernels.numba_kernels()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(4000) * 1e200
+    y = x * (1 + 1e-3 * rng.standard_normal(4000))
+    assert kernels.first_chunk(compiled, "cosine", x, y) is None
+    acc = Accumulator(COSINE_ALONE, numba=True)
+    acc.update(x, y)
+    xs, ys = x / 1e200, y / 1e200  # exact scaling by a power of ten is not needed: a ratio
+    expected = float(np.dot(xs, ys) / math.sqrt(np.dot(xs, xs) * np.dot(ys, ys)))
+    assert acc.result().values["CosineSimilarity"] == pytest.approx(expected, rel=1e-12)
