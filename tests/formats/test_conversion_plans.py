@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from precision_tool.formats.conversion_plans import ConversionPlans
 from precision_tool.formats.layouts import to_host
 
-from .test_layouts import FORMATS_4D, FORMATS_5D, SETTINGS, blocked_case, numbered, oracle
+from .test_layouts import FORMATS_4D, FORMATS_5D, NZ_CASE, SETTINGS, blocked_case, numbered, oracle
 
 
 def _garbage(shape, dtype) -> np.ndarray:
@@ -52,11 +52,7 @@ def test_blocked_conversions_replayed_give_the_oracles_host(fmt, data):
 
 
 @SETTINGS
-@given(
-    lead=st.lists(st.integers(1, 3), max_size=2),
-    tail=st.tuples(st.integers(1, 40), st.integers(1, 40)),
-    c0=st.sampled_from([16, 32]),
-)
+@given(**NZ_CASE)
 def test_fractal_nz_conversions_replayed_give_the_oracles_host(lead, tail, c0):
     host = numbered((*lead, *tail))
     plans = ConversionPlans()

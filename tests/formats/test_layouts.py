@@ -654,12 +654,16 @@ def test_out_receives_grouped_fractal_z(groups, cout, cin, c0):
     np.testing.assert_array_equal(_into(device, "FRACTAL_Z", host.shape, "NCHW", groups), host)
 
 
-@SETTINGS
-@given(
+# A FRACTAL_NZ host of rank 2 to 4: leading dims, the two tiled ones, and C0
+NZ_CASE = dict(
     lead=st.lists(st.integers(1, 3), max_size=2),
     tail=st.tuples(st.integers(1, 40), st.integers(1, 40)),
     c0=st.sampled_from([16, 32]),
 )
+
+
+@SETTINGS
+@given(**NZ_CASE)
 def test_out_receives_fractal_nz_and_each_row_converts_alone(lead, tail, c0):
     host = numbered(tuple(lead) + tail)
     device = oracle(host, "FRACTAL_NZ", "ND", c0)
