@@ -257,6 +257,7 @@ def test_scalar_cosine_is_one_and_the_rest_are_computed():
     assert result.values["KullbackLeiblerDivergence"] == pytest.approx(0.0, abs=1e-6)  # 0 range: p = q = 1
     assert result.std_text == "(2.000;0.000),(1.000;0.000)"
     assert M.is_scalar_shape(()) and M.is_scalar_shape((1, 1, 1)) and not M.is_scalar_shape((1, 2))
+    assert M.is_scalar_shape([np.int64(1), 1]) and not M.is_scalar_shape((0,)) and not M.is_scalar_shape((1, 0))
 
 
 def test_bool_tensors_get_only_cosine_and_relative_euclidean_distance():
