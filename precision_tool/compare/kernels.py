@@ -153,9 +153,17 @@ def _kernel_part(kernels, kernel: str, xv: np.ndarray, yv: np.ndarray) -> Stats:
 def builtin_kernel(groups: tuple[StatGroup, ...]) -> str | None:
     """:func:`kernel_for` of first-pass ``groups`` that are all built-in (what
     :func:`first_chunk` folds), else None."""
-    if not groups or any(g.name not in BUILTIN for g in groups):
-        return None
-    return kernel_for(groups)
+    builtin, custom, stored = _by_kind(groups)
+    return kernel_for(builtin) if builtin and not custom and not stored else None
+
+
+@lru_cache(maxsize=64)
+def _by_kind(groups: tuple[StatGroup, ...]) -> tuple[tuple[StatGroup, ...], ...]:
+    """``groups`` as (built-in, registered outside on float64 blocks, registered outside on
+    blocks in the stored dtypes), in their order: worked out once per choice of groups."""
+    builtin = tuple(g for g in groups if g.name in BUILTIN)
+    custom = tuple(g for g in groups if g.name not in BUILTIN and not g.stored)
+    return builtin, custom, tuple(g for g in groups if g.name not in BUILTIN and g.stored)
 
 
 def first_chunk(kernels, kernel: str, x: np.ndarray, y: np.ndarray) -> Stats | None:
@@ -205,9 +213,7 @@ def fold_first(stats: Stats, x: np.ndarray, y: np.ndarray, groups: Sequence[Stat
     A chunk of finite values whose sums overflow float64 is folded again, scaled
     (:mod:`.scaled_sums`). Returns the updated statistics (``stats`` itself, or a combined copy).
     """
-    builtin = [g for g in groups if g.name in BUILTIN]
-    custom = [g for g in groups if g.name not in BUILTIN and not g.stored]
-    stored = [g for g in groups if g.name not in BUILTIN and g.stored]
+    builtin, custom, stored = _by_kind(tuple(groups))
     fused = kernels is not None and bool(builtin)
     in_place = not fused and not stats.count  # a first chunk folds into stats: no combine
     part = _fused_stats(kernels, x, y, builtin) if fused else stats if in_place else Stats()

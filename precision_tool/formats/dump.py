@@ -178,8 +178,7 @@ def _nano_tensors(
 
 def _nano_file(path: Path, header: NanoHeader, name: str | DumpName | None) -> DumpFile:
     """A nano dump's DumpFile: its op and time come from the file name only."""
-    inputs, offset = _nano_tensors(path, "input", header.inputs, header.data_start)
-    outputs, _ = _nano_tensors(path, "output", header.outputs, offset)
+    inputs, outputs = _indexed(path, header)
     parsed = _parsed_name(path, name)
     return DumpFile(
         path=path,
@@ -262,15 +261,15 @@ def dump_tensors_from_bytes(path: str | os.PathLike, data: bytes) -> tuple[list[
     """The inputs and outputs of :func:`dump_from_bytes`, checked as it checks them, without
     the op's name, time and attributes (a comparison reads the tensors alone)."""
     path = path if isinstance(path, Path) else Path(path)
-    header = _read_either(path, io.BytesIO(data), len(data))
+    return _indexed(path, _read_either(path, io.BytesIO(data), len(data)))
+
+
+def _indexed(path: Path, header: NanoHeader | tuple[DumpData, int, int]) -> tuple[list[DumpTensor], list[DumpTensor]]:
+    """The inputs and outputs of a header :func:`_read_either` read (a DumpData header's sizes
+    checked against the file's)."""
     if isinstance(header, NanoHeader):
-        file = _nano_file(path, header, None)
-        return file.inputs, file.outputs
-    return _indexed(path, header)
-
-
-def _indexed(path: Path, header: tuple[DumpData, int, int]) -> tuple[list[DumpTensor], list[DumpTensor]]:
-    """The inputs and outputs of a DumpData header, its sizes checked against the file's."""
+        inputs, offset = _nano_tensors(path, "input", header.inputs, header.data_start)
+        return inputs, _nano_tensors(path, "output", header.outputs, offset)[0]
     message, data_start, file_size = header
     _check_sizes(path, message, data_start, file_size)
     inputs, offset = _tensors(path, "input", message.input, data_start)
