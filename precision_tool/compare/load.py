@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +54,10 @@ DEFAULT_CHUNK = 1 << 22  # elements per block: ~32 MiB of buffers a worker for f
 CONVERSION_PLANS = ConversionPlans()
 
 
-class Buffers:
-    """Reusable scratch arrays, one per role, grown on demand."""
+class Buffers(threading.local):
+    """Reusable scratch arrays, one per role, grown on demand; per thread, as a Dask worker
+    started with ``--nthreads N`` runs N calls at once in one process (one buffer shared by two
+    of them would mix their blocks)."""
 
     def __init__(self) -> None:
         self._raw: dict[str, np.ndarray] = {}

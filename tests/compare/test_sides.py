@@ -8,6 +8,8 @@ the array that was saved.
 from __future__ import annotations
 
 import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -15,6 +17,8 @@ import pytest
 from precision_tool.compare import sides
 from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.load import ArrayBlocks, Buffers, FileRegion
+from precision_tool.compare.metrics import select_metrics
+from precision_tool.compare.pair_compare import compare_sources
 from precision_tool.compare.sides import open_npy_side
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats import golden
@@ -197,3 +201,46 @@ def test_a_large_golden_is_not_kept(tmp_path, monkeypatch):
     for _ in range(2):
         assert isinstance(open_npy_side(NpySide(tmp_path / "big.npy"), reads=reads), FileRegion)
     assert len(opened) == 2
+
+
+def test_each_thread_has_its_own_buffers():
+    """A Dask worker started with several threads runs calls at once in one process: a role's
+    buffer is its thread's, and kept between calls within the thread."""
+    buffers = Buffers()
+    mine = buffers.get("x", 1000, np.float32)
+    assert np.shares_memory(mine, buffers.get("x", 500, np.float32))  # reused within a thread
+    with ThreadPoolExecutor(1) as pool:
+        theirs = pool.submit(buffers.get, "x", 1000, np.float32).result()
+    assert not np.shares_memory(mine, theirs)
+
+
+def test_pairs_compared_in_threads_at_once_get_their_own_values(tmp_path, monkeypatch):
+    """Pairs streamed block by block through the process's buffers in four threads at once,
+    threads switched as often as the interpreter can: each cosine is numpy's of its own two
+    arrays (with one buffer for all threads a block would be overwritten by another pair's)."""
+    monkeypatch.setattr(sides, "SMALL_NPY_BYTES", 64)  # every golden read block by block
+    rng = np.random.default_rng(7)
+    pairs = []
+    for k in range(16):
+        x, y = rng.standard_normal(4000), rng.standard_normal(4000) + (k % 4) * rng.standard_normal(4000)
+        np.save(tmp_path / f"x{k}.npy", x.astype(np.float32))
+        np.save(tmp_path / f"y{k}.npy", y.astype(np.float32))
+        x32, y32 = x.astype(np.float32).astype(np.float64), y.astype(np.float32).astype(np.float64)
+        pairs.append((k, float(x32 @ y32 / np.sqrt((x32 @ x32) * (y32 @ y32)))))
+
+    def cosine(k: int) -> float:
+        x = open_npy_side(NpySide(tmp_path / f"x{k}.npy"))
+        y = open_npy_side(NpySide(tmp_path / f"y{k}.npy"))
+        assert isinstance(x, FileRegion)
+        result, _ = compare_sources(x, y, select_metrics("0"), chunk=64, numba=False)
+        return result.numbers["CosineSimilarity"]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            found = list(pool.map(cosine, [k for k, _ in pairs] * 4))
+    finally:
+        sys.setswitchinterval(interval)
+    for got, (_, want) in zip(found, pairs * 4):
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-9)
