@@ -16,9 +16,10 @@ from google.protobuf import text_format
 
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import model_from_proto, read_graph
-from precision_tool.formats.graph_text_fast import model_from_text
+from precision_tool.formats.graph_text_fast import model_from_fields, model_from_text, model_schema
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
 from precision_tool.formats.proto import ge_ir
+from precision_tool.formats.proto.fast_text import parse
 from precision_tool.formats.proto.text_scalars import tokens
 from tests.conftest import FIXTURES, REAL
 
@@ -326,3 +327,29 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
     # blocks that differ from a learnt one in a single line, or only in a literal
     edited = repetitive_text.replace('s: "NCHW"', 's: "NHWC"', 7).replace("dim: 64", "dim: 65", 5)
     assert_same(edited)
+
+
+def test_lists_of_lists_repeated_are_replayed_as_blocks_and_given_fresh():
+    """An attribute holding lists of lists (GE's shape ranges on every descriptor), the same
+    op after op, is learnt as one block and replayed, as protobuf reads it, each op getting
+    lists of its own (a model's values are mutable)."""
+    desc = tensor_desc("DT_FLOAT16", "ND", (8, 64), attrs={"origin_shape_range": [[8, 8], [64, -1]]})
+    specs = [
+        OpSpec(f"n/{i}", "Relu", [f"n/{i - 1}:0"] if i else [], [desc], [desc], {"ranges": [[0.5, 1.5], [2.0]]})
+        for i in range(40)
+    ]
+    text = text_format.MessageToString(model_to_proto(build_model(specs)))
+    assert_same(text)
+
+    schema = model_schema()
+    fields = parse(text, schema)
+    op_type = schema.fields["graph"].message.fields["op"].message
+    learnt = [entry[1] for by_line in op_type.blocks.values() for entry in by_line.values()]
+    assert any(op[2][0] == "ranges" and op[3] == 4 for op in learnt if op)  # a map entry's lists of lists
+    ops = model_from_fields(fields, None).graphs[0].ops
+    first, last = ops[0], ops[-1]
+    assert first.attrs["ranges"] == last.attrs["ranges"] == [[0.5, 1.5], [2.0]]
+    assert first.attrs["ranges"] is not last.attrs["ranges"]
+    assert first.attrs["ranges"][0] is not last.attrs["ranges"][0]
+    ranges = [desc.attrs["origin_shape_range"] for op in (first, last) for desc in op.input_descs]
+    assert ranges[0] == ranges[1] == [[8, 8], [64, -1]] and ranges[0][1] is not ranges[1][1]

@@ -58,9 +58,14 @@ __all__ = ["Unsupported", "compile_schema", "parse"]
 
 
 def _copy(value: Any, how: int) -> Any:
+    """A learnt value as fresh lists (``how``: see :func:`.text_machine.replayable`)."""
     if how == 1:
         return list(value)
-    return value[0], list(value[1])
+    if how == 2:
+        return value[0], list(value[1])
+    if how == 3:
+        return [list(item) for item in value]
+    return value[0], [list(item) for item in value[1]]
 
 
 def _closes_fit(stack: list[list], closes: tuple) -> bool:
@@ -280,7 +285,7 @@ def parse(text: str, root: MessageType) -> Any:
             if code == MAP:
                 key, item = op[2]
                 if op[3]:
-                    item = list(item)
+                    item = list(item) if op[3] == 2 else [list(part) for part in item]
                 fields, name = frame[1], op[1].name
                 try:
                     fields[name][key] = item

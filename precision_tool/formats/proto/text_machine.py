@@ -59,17 +59,31 @@ def _frozen(value: Any) -> bool:
 
 def replayable(field: FieldInfo, value: Any) -> tuple | None:
     """The op adding ``value`` to ``field`` on a later identical line: ``(add kind, field,
-    value, copy)`` where ``copy`` 1 makes a fresh list of a tuple, 2 that of a map entry's
-    value; None for values that cannot be shared so (they hold dicts or descriptors)."""
+    value, copy)`` where ``copy`` 1 makes a fresh list of a tuple and 3 fresh lists of a tuple
+    of tuples (a ListListInt's lists), 2 and 4 the same of a map entry's value; None for values
+    that cannot be shared so (they hold dicts or descriptors)."""
     if _frozen(value):
         return (field.add, field, value, 0)
     if type(value) is list:
-        frozen = tuple(value)
-        return (field.add, field, frozen, 1) if _frozen(frozen) else None
+        frozen, copy = _frozen_list(value)
+        return None if frozen is None else (field.add, field, frozen, copy)
     if field.add == MAP and type(value[1]) is list:
-        frozen = (value[0], tuple(value[1]))
-        return (field.add, field, frozen, 2) if _frozen(frozen) else None
+        frozen, copy = _frozen_list(value[1])
+        return None if frozen is None else (field.add, field, (value[0], frozen), copy + 1)
     return None
+
+
+def _frozen_list(value: list) -> tuple[tuple | None, int]:
+    """``value`` as a tuple that can be shared, and the copy that makes it a list again (1: of
+    immutable items, 3: of lists of them); None and 0 when it holds anything else."""
+    frozen = tuple(value)
+    if _frozen(frozen):
+        return frozen, 1
+    if all(type(item) is list for item in value):
+        nested = tuple(tuple(item) for item in value)
+        if _frozen(nested):
+            return nested, 3
+    return None, 0
 
 
 def learn_op(start: MessageType, line: str, op: tuple) -> None:
