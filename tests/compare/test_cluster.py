@@ -65,7 +65,7 @@ def _env(**extra) -> dict:
 class ExternalCluster:
     """``dask scheduler`` and ``dask worker --nworkers N`` as processes of their own."""
 
-    def __init__(self, base: Path, workers: int = 2, worker_env: dict | None = None) -> None:
+    def __init__(self, base: Path, workers: int = 2, worker_env: dict | None = None, threads: int = 1) -> None:
         base.mkdir(parents=True, exist_ok=True)
         self.file, self.log = base / "scheduler.json", open(base / "dask.log", "ab")
         common = dict(stdout=self.log, stderr=self.log, cwd=base, start_new_session=True)
@@ -97,7 +97,7 @@ class ExternalCluster:
                 "--nworkers",
                 str(workers),
                 "--nthreads",
-                "1",
+                str(threads),
                 "--no-dashboard",
                 "--death-timeout",
                 "20",
@@ -194,6 +194,29 @@ def test_a_split_tensor_on_the_cluster_equals_the_local_pool(tmp_path, dask_clus
     pool = _csv(tmp_path / "pool.csv", compare_tasks([task], workers=2, split_bytes=40_000))
     there = _csv(tmp_path / "dask.csv", compare_tasks([task], scheduler=dask_cluster.address, split_bytes=40_000))
     assert whole == pool == there
+
+
+def test_a_worker_running_four_calls_at_once_gives_each_pair_its_own_values(tmp_path):
+    """``dask worker --nthreads 4``: four calls at once in one process, each streaming its
+    pairs block by block (goldens over 1 MiB are read block by block from the file, and a read
+    lets the other threads run). Every row equals the one computed here, one pair at a time."""
+    rng = np.random.default_rng(5)
+    tasks = []
+    for i in range(12):
+        golden = rng.standard_normal(300_000).astype(np.float32)
+        npu = (golden + (i % 5) * 0.1 * rng.standard_normal(golden.shape)).astype(np.float32)
+        name = f"op{i}"
+        path = write_dump(tmp_path / f"Op.{name}.{i}.0.1700000000000000", name, [], [TensorSpec(npu, "FLOAT")])
+        right = NpySide(write_golden(tmp_path, name, 0, 1, golden))
+        tasks.append(PairTask(i, "Op", name, name, f"{name}:output:0", DumpSide(path, "output", 0), right))
+    chosen = select_metrics("0,1,3")
+    alone = _csv(tmp_path / "alone.csv", compare_tasks(tasks, chosen, chunk=4096), chosen)
+    threaded = ExternalCluster(tmp_path / "threaded", workers=1, threads=4)
+    try:
+        there = compare_tasks(tasks, chosen, chunk=4096, scheduler=threaded.address)
+        assert _csv(tmp_path / "threads.csv", there, chosen) == alone
+    finally:
+        threaded.stop()
 
 
 def test_relative_paths_reach_workers_whose_cwd_is_elsewhere(sample_data, tmp_path, dask_cluster, monkeypatch):
