@@ -18,7 +18,7 @@ from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import model_from_proto, read_graph
 from precision_tool.formats.graph_text_fast import model_from_fields, model_from_text, model_schema
 from precision_tool.formats.graph_write import OpSpec, build_model, model_to_proto, tensor_desc
-from precision_tool.formats.proto import ge_ir
+from precision_tool.formats.proto import fast_text, ge_ir
 from precision_tool.formats.proto.fast_text import parse
 from precision_tool.formats.proto.text_scalars import tokens
 from tests.conftest import FIXTURES, REAL
@@ -329,11 +329,13 @@ def test_repetitive_graphs_in_every_layout(repetitive_text):
     assert_same(edited)
 
 
-def test_lists_of_lists_repeated_are_replayed_as_blocks_and_given_fresh():
+def test_lists_of_lists_repeated_are_replayed_as_blocks_and_given_fresh(monkeypatch):
     """An attribute holding lists of lists (GE's shape ranges on every descriptor), the same
     op after op, is learnt as one block and replayed, as protobuf reads it, each op getting
-    lists of its own (a model's values are mutable)."""
-    desc = tensor_desc("DT_FLOAT16", "ND", (8, 64), attrs={"origin_shape_range": [[8, 8], [64, -1]]})
+    lists of its own (a model's values are mutable). The same lists under another key replay
+    the learnt ``list_list_int`` block inside the attribute's value."""
+    ranges = [[8, 8], [64, -1]]
+    desc = tensor_desc("DT_FLOAT16", "ND", (8, 64), attrs={"origin_shape_range": ranges, "shape_range": ranges})
     specs = [
         OpSpec(f"n/{i}", "Relu", [f"n/{i - 1}:0"] if i else [], [desc], [desc], {"ranges": [[0.5, 1.5], [2.0]]})
         for i in range(40)
@@ -341,8 +343,12 @@ def test_lists_of_lists_repeated_are_replayed_as_blocks_and_given_fresh():
     text = text_format.MessageToString(model_to_proto(build_model(specs)))
     assert_same(text)
 
+    copies = []
+    copy = fast_text._copy
+    monkeypatch.setattr(fast_text, "_copy", lambda value, how: copies.append(how) or copy(value, how))
     schema = model_schema()
     fields = parse(text, schema)
+    assert 3 in copies  # a list_list_int block replayed as a field's value
     op_type = schema.fields["graph"].message.fields["op"].message
     learnt = [entry[1] for by_line in op_type.blocks.values() for entry in by_line.values()]
     assert any(op[2][0] == "ranges" and op[3] == 4 for op in learnt if op)  # a map entry's lists of lists
@@ -351,5 +357,11 @@ def test_lists_of_lists_repeated_are_replayed_as_blocks_and_given_fresh():
     assert first.attrs["ranges"] == last.attrs["ranges"] == [[0.5, 1.5], [2.0]]
     assert first.attrs["ranges"] is not last.attrs["ranges"]
     assert first.attrs["ranges"][0] is not last.attrs["ranges"][0]
-    ranges = [desc.attrs["origin_shape_range"] for op in (first, last) for desc in op.input_descs]
-    assert ranges[0] == ranges[1] == [[8, 8], [64, -1]] and ranges[0][1] is not ranges[1][1]
+    found = [
+        desc.attrs[key]
+        for op in (first, last)
+        for desc in op.input_descs
+        for key in ("origin_shape_range", "shape_range")
+    ]
+    assert all(value == ranges for value in found)
+    assert len({id(value[1]) for value in found}) == len(found)
