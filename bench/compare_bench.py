@@ -53,7 +53,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from generated import clear_generated  # noqa: E402
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import tool_env  # noqa: E402
+from run_env import tool_env, tree_output_args  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUN, MODEL = "20260101000000", "ge_default_20260101000000_1"
@@ -294,7 +294,8 @@ def with_memory(runs: list[dict], sampled: dict) -> list[dict]:
 
 
 def _vc_command(root: Path, alg: str, out: Path, code: Path = REPO) -> list[str]:
-    command = [sys.executable, "-m", "precision_tool", "--data", str(root), "vc", "-o", str(out)]
+    own_root = tree_output_args(out.parent, code)  # the tree's own graph cache
+    command = [sys.executable, "-m", "precision_tool", "--data", str(root), *own_root, "vc", "-o", str(out)]
     if "--fresh" in (code / "precision_tool" / "commands" / "vc.py").read_text(encoding="utf-8"):
         command.append("--fresh")  # every run computes every row: reused rows are not the speed
     return command + ([] if alg == "all" else ["-alg", alg])

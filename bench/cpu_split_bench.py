@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env, tree_output_args  # noqa: E402
 
 MARK = "cpu-split: "  # how the driver's one line on stderr starts
 FIELDS = ("wall", "launched", "tool", "main", "threads", "server", "workers", "total")
@@ -130,7 +130,8 @@ def run_once(
     env = tool_env(code, CPU_SPLIT_T0=repr(time.time()), CPU_SPLIT_STAGES=json.dumps(STAGES if stages else {}))
     if pool_always:
         env["CPU_SPLIT_POOL"] = "1"
-    command = [sys.executable, "-c", DRIVER, "--data", root, "vc", "--fresh", "-o", str(out), *vc_args]
+    own_root = tree_output_args(out, code)  # the tree's own graph cache
+    command = [sys.executable, "-c", DRIVER, "--data", root, *own_root, "vc", "--fresh", "-o", str(out), *vc_args]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
         proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)

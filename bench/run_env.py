@@ -5,6 +5,10 @@
   the shell is dropped (with it, every module changed since bytecode was last written is
   compiled again at every run: a tenth of a second or more in the parent and again in the
   pool's fork server). ``pycache`` keeps the bytecode there instead of beside the code.
+- Each tree writes under an output root of its own (:func:`tree_output_args`): the graph cache
+  keeps one model a graph, keyed by a digest of the code that makes models, so two trees whose
+  code differs there, alternating on one output root, replaced each other's cache at every run
+  and both were measured parsing the graph (2026-12-07, docs/performance.md).
 - The run imports the tree it is given: ``python -m`` and ``python -c`` put the working
   directory first on ``sys.path``, so a run started in a checkout imported that checkout
   whatever ``PYTHONPATH`` named (every tree of a side-by-side started from one measured that
@@ -14,6 +18,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import tempfile
@@ -50,6 +55,13 @@ def root_and_trees(args) -> tuple[str, list[Path]]:
     """The data root made absolute (measured runs start in :func:`run_dir`) and the trees
     :func:`add_root_and_trees` parsed, resolved."""
     return os.path.abspath(args.root), [Path(code).resolve() for code in args.codes] or [REPO]
+
+
+def tree_output_args(scratch: Path, code: Path) -> list[str]:
+    """``--out DIR``, the global flag that goes before the command: an output root under
+    ``scratch`` for the runs of the tree ``code`` alone (see the module doc)."""
+    tag = hashlib.sha256(str(Path(code).resolve()).encode()).hexdigest()[:12]
+    return ["--out", str(Path(scratch) / f"out_{Path(code).name}_{tag}")]
 
 
 @lru_cache(maxsize=1)

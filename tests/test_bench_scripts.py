@@ -171,6 +171,21 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     assert math.isnan(inline["launched"])  # the launch hooks saw no worker
 
 
+def test_each_tree_runs_under_an_output_root_of_its_own(sample_data, tmp_path):
+    """Two trees alternating on one output root replaced each other's graph cache (one model a
+    graph, keyed by a digest of the code that makes it) and both were measured parsing the
+    graph: a tree's runs write under a root of its own, the same for every run of the tree."""
+    run_env = _bench_module("run_env")
+    mine, other = run_env.tree_output_args(tmp_path, REPO), run_env.tree_output_args(tmp_path, tmp_path / "main")
+    assert mine == run_env.tree_output_args(tmp_path, REPO) and mine[0] == other[0] == "--out"
+    assert mine[1] != other[1] and Path(mine[1]).parent == tmp_path
+    cpu_split_bench = _bench_module("cpu_split_bench")
+    cpu_split_bench.run_once(REPO, str(sample_data), tmp_path / "out", ["-alg", "0"])
+    own_root = Path(run_env.tree_output_args(tmp_path / "out", REPO)[1])
+    assert (own_root / "row_cache" / "rows.sqlite").is_file()  # what the run stored, in its tree's root
+    assert not (sample_data / "temp" / "row_cache").exists()
+
+
 def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout(tmp_path, monkeypatch):
     """``python -m`` and ``-c`` put the working directory first on sys.path: a bench started in
     a checkout measured that checkout for every tree it was given, until runs started in
