@@ -8,8 +8,9 @@ Python executes move by well under a percent from run to run, so a change of a f
 the tool's own Python shows. Each piece runs in a fresh interpreter under callgrind twice, set
 up alike, doing its work 0 and ``--times`` times; the difference is the work's own count:
 
-- ``graph``: the data root's Build graph loaded as a session loads it, from its cache
-  (``temp/graph_cache``, each tree its own: run each tree's ``vc`` once first);
+- ``graph``: the data root's Build graph loaded as a session loads it, from its cache (each
+  tree under an output root of its own, its cache made by a plain run before the counted ones:
+  trees sharing one root replaced each other's);
 - ``plan``: the comparisons planned and every task of the first one paired (the graph from its
   cache, the golden index, the dump headers);
 - ``worker``: ``run_job`` on the first calls of the first comparison (each the size a pool of
@@ -32,17 +33,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env  # noqa: E402
+from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env, tree_output_args  # noqa: E402
 
-# Run as ``python -c WORK WHAT ROOT TIMES ALG``: the set-up, then the work TIMES times.
+# Run as ``python -c WORK WHAT ROOT TIMES ALG [OUTPUT_ROOT]``: the set-up, then the work TIMES times.
 WORK = r"""
 import sys
 from pathlib import Path
 what, root, times, alg = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] or None
+output = Path(sys.argv[5]) if len(sys.argv) > 5 else None
 from precision_tool.compare.plan import plan_comparisons
 from precision_tool.compare.workspace import Workspace
 from precision_tool.config import Config
-workspace = lambda: Workspace(Config(data_root_dir=root))
+workspace = lambda: Workspace(Config(data_root_dir=root, output_root=output))
 if what == "graph":
     if not workspace().models():
         sys.exit("no graph under the data root")
@@ -66,29 +68,21 @@ for job in calls[:times]:
 """
 
 
-def instructions(code: Path, what: str, root: str, times: int, alg: str) -> int:
-    """The instructions ``python -c WORK`` of the tree ``code`` executes under callgrind."""
+def instructions(code: Path, what: str, root: str, times: int, alg: str, output: Path, counted: bool = True) -> int:
+    """The instructions ``python -c WORK`` of the tree ``code`` executes under callgrind, its
+    output root ``output``; ``counted`` False: run plainly (a set-up run), 0 returned."""
     env = tool_env(code, PYTHONHASHSEED="0", PRECISION_TOOL_KERNELS="numpy")
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "callgrind.out"
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            "-c",
-            WORK,
-            what,
-            root,
-            str(times),
-            alg,
-        ]
+        under = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] if counted else []
+        command = [*under, sys.executable, "-c", WORK, what, root, str(times), alg, str(output)]
         run = start_run(command, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         _, errors = run.communicate()
         if run.returncode != 0:
             last = last_line(errors)
-            raise SystemExit(f"{what} of {code} under callgrind ended with status {run.returncode}: {last}")
-        return callgrind_total(out.read_text(encoding="utf-8", errors="replace"))
+            how = " under callgrind" if counted else ""
+            raise SystemExit(f"{what} of {code}{how} ended with status {run.returncode}: {last}")
+        return callgrind_total(out.read_text(encoding="utf-8", errors="replace")) if counted else 0
 
 
 def callgrind_total(text: str) -> int:
@@ -103,7 +97,7 @@ def callgrind_total(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, count each tree's work, print one line per tree."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_root_and_trees(parser, "a data root whose vc has run once (its graph cached), e.g. a compare_bench --keep")
+    add_root_and_trees(parser, "a data root, e.g. a compare_bench --keep")
     parser.add_argument(
         "--what", choices=("graph", "plan", "worker"), default="worker", help="the piece (default worker)"
     )
@@ -115,10 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions_bench.py needs valgrind (apt-get install valgrind)")
     print(f"{args.what} of {args.root}, done {args.times} times" + (f", -alg {args.alg}" if args.alg else ""))
-    first = None
+    first, scratch = None, Path(tempfile.mkdtemp(prefix="instructions_"))
     for code in codes:
-        work = instructions(code, args.what, args.root, args.times, args.alg)
-        work -= instructions(code, args.what, args.root, 0, args.alg)
+        output = Path(tree_output_args(scratch, code)[1])
+        instructions(code, args.what, args.root, 0, args.alg, output, counted=False)  # its graph cache made
+        work = instructions(code, args.what, args.root, args.times, args.alg, output)
+        work -= instructions(code, args.what, args.root, 0, args.alg, output)
         first = work if first is None else first
         print(
             f"{code}: {work / 1e6:,.1f} M instructions, {work / args.times / 1e6:,.2f} M each, {work / first:.3f} of the first"
