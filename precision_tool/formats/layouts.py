@@ -247,6 +247,16 @@ def _plain_to_host(device: np.ndarray, fmt: str, original: Shape, origin: str | 
 # --- public API ----------------------------------------------------------------------------
 
 
+def _tiled_to_host(
+    plans: ConversionPlans | None, device: np.ndarray, original: Shape, key: tuple, out: np.ndarray | None, convert
+) -> np.ndarray:
+    """``convert(out, copies)`` of a blocked or FRACTAL_NZ tensor: worked out (``plans`` None),
+    or through ``plans``, which replay the copies kept for ``key`` and the shapes."""
+    if plans is None:
+        return convert(out, None)
+    return plans.convert(device, original, key, out, convert)
+
+
 def to_host(
     device: np.ndarray,
     device_format: str,
@@ -292,9 +302,8 @@ def to_host(
     origin = None if origin_format is None else _name(origin_format)
     groups = max(int(groups or 1), 1)
     if fmt in BLOCKED_FORMATS:
-        if plans is None:
-            return _blocked_to_host(device, fmt, original, origin, groups, out)
-        return plans.convert(
+        return _tiled_to_host(
+            plans,
             device,
             original,
             (fmt, origin, groups),
@@ -302,11 +311,8 @@ def to_host(
             lambda into, copies: _blocked_to_host(device, fmt, original, origin, groups, into, copies),
         )
     if fmt == "FRACTAL_NZ":
-        if plans is None:
-            return _nz_to_host(device, original, out)
-        return plans.convert(
-            device, original, (fmt,), out, lambda into, copies: _nz_to_host(device, original, into, copies)
-        )
+        convert = lambda into, copies: _nz_to_host(device, original, into, copies)  # noqa: E731
+        return _tiled_to_host(plans, device, original, (fmt,), out, convert)
     if fmt in PLAIN_LAYOUTS or fmt == "ND":
         host = _plain_to_host(device, fmt, original, origin)
     elif device.size == math.prod(original):
