@@ -322,7 +322,14 @@ def _nonfinite_item(step: StepDir, task: PairTask, tensor: DumpTensor | None) ->
     if npu is None:
         return None
     return NonFiniteTensor(
-        task.index, step, task.op_type, task.npu_name, task.tensor_index, npu, task.right.path, tensor_stats(golden)
+        task.index,
+        step,
+        task.op_type,
+        task.npu_name,
+        task.tensor_index,
+        npu,
+        Path(task.right.path),
+        tensor_stats(golden),
     )
 
 
@@ -356,7 +363,7 @@ def msprobe_nonfinite(context: Context) -> list[NonFiniteTensor]:
                 continue
             found.append(
                 NonFiniteTensor(
-                    task.index, None, task.op_type, task.npu_name, task.tensor_index, npu, task.right.path, golden
+                    task.index, None, task.op_type, task.npu_name, task.tensor_index, npu, Path(task.right.path), golden
                 )
             )
     return found

@@ -49,6 +49,7 @@ terminal, where they would bury the one line (:mod:`.dask_process`).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -110,8 +111,8 @@ def _distributed():
 
 
 def _absolute(side):
-    if isinstance(side, FileSide) and not side.path.is_absolute():
-        return replace(side, path=side.path.absolute())
+    if isinstance(side, FileSide) and not os.path.isabs(side.path):
+        return replace(side, path=os.path.join(os.getcwd(), side.path))  # as Path.absolute: not normalised
     return side
 
 

@@ -22,6 +22,7 @@ Pairing, every result in execution order with the reason when something is not c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) ->
     tasks = []
     for tensor in left_dump.tensors:
         tensor_index = f"{name}:{tensor.kind}:{tensor.index}"
-        left = DumpSide(ref.path, tensor.kind, tensor.index)
+        left = DumpSide(os.fspath(ref.path), tensor.kind, tensor.index)
         if right is None:
             reason = f"no dump of {name} in the right directory"
         elif right_dump is None:
@@ -123,7 +124,10 @@ def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) ->
         else:
             tasks.append(
                 PairTask(
-                    **base, tensor_index=tensor_index, left=left, right=DumpSide(right.path, tensor.kind, tensor.index)
+                    **base,
+                    tensor_index=tensor_index,
+                    left=left,
+                    right=DumpSide(os.fspath(right.path), tensor.kind, tensor.index),
                 )
             )
             continue
@@ -167,8 +171,8 @@ def _npy_task(
         name,
         name if right else "*",
         f"{name}:output:{index}",
-        NpySide(left) if left else None,
-        NpySide(right) if right else None,
+        NpySide(os.fspath(left)) if left else None,
+        NpySide(os.fspath(right)) if right else None,
         reason,
     )
 

@@ -8,6 +8,7 @@ file, each carrying the reason when it cannot be compared.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,17 @@ T = TypeVar("T")
 STEP_OVER_TYPES = frozenset({"Cast", "TransData"})
 
 
+# A side names its file by the path's text, not a ``Path``: a run's tasks travel to the workers
+# pickled, and a ``Path`` is rebuilt there from its parts (about 5 us each, 15 us a task of the 4 GB
+# GE network's calls in all, against 2.5 with text: docs/performance.md). Whatever opens, names
+# or keys the file takes the text as it is (os.fspath of a Path given by a caller is the same).
+
+
 @dataclass(frozen=True)
 class DumpSide:
     """One tensor of an NPU dump file, with the host layout to convert it to."""
 
-    path: Path
+    path: str
     kind: str  # "input" or "output"
     index: int
     origin_format: str | None = None
@@ -40,7 +47,7 @@ class DumpSide:
 class NpySide:
     """A golden (or any) ``.npy`` tensor."""
 
-    path: Path
+    path: str
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,7 @@ class TensorFileSide:
     """A tensor file of an msprobe dump: ``.pt`` (torch's zip, read without torch) or ``.npy``,
     as the dtype ``dump.json`` records (``dtype_name``) says."""
 
-    path: Path
+    path: str
     dtype_name: str | None = None
 
 
@@ -139,7 +146,7 @@ def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIn
             right=None,
             reason=f"no ground truth dump file for {tensor_index} ({source})",
         )
-    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(path))
+    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(os.fspath(path)))
 
 
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
@@ -162,11 +169,12 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
         return [PairTask(**base, tensor_index=None, left=None, right=None, reason=problem)]
     inputs, outputs = counts
     tasks = []
+    path = os.fspath(ref.path)
     data_inputs = op.data_inputs
     for i in range(inputs):
         edge = data_inputs[i] if i < len(data_inputs) else None
         desc = op.input_desc(i)
-        left = DumpSide(ref.path, "input", i, desc.origin_format if desc else None)
+        left = DumpSide(path, "input", i, desc.origin_format if desc else None)
         tensor_index = f"{op.name}:input:{i}"
         if edge is None:
             tasks.append(
@@ -182,7 +190,7 @@ def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden:
         tasks.append(_tensor_task(base, tensor_index, left, golden, golden_for(graph, op, "input", i)))
     for i in range(outputs):
         desc = op.output_desc(i)
-        left = DumpSide(ref.path, "output", i, desc.origin_format if desc else None)
+        left = DumpSide(path, "output", i, desc.origin_format if desc else None)
         tasks.append(_tensor_task(base, f"{op.name}:output:{i}", left, golden, golden_for(graph, op, "output", i)))
     return tasks
 
@@ -247,7 +255,7 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
                 PairTask(
                     **base,
                     tensor_index=f"{name}:input:{tensor.index}",
-                    left=DumpSide(ref.path, "input", tensor.index),
+                    left=DumpSide(os.fspath(ref.path), "input", tensor.index),
                     right=None,
                     reason="no graph: the producer of this input is unknown",
                 )
@@ -262,7 +270,11 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
             )
             tasks.append(
                 _tensor_task(
-                    base, f"{name}:output:{tensor.index}", DumpSide(ref.path, "output", tensor.index), golden, source
+                    base,
+                    f"{name}:output:{tensor.index}",
+                    DumpSide(os.fspath(ref.path), "output", tensor.index),
+                    golden,
+                    source,
                 )
             )
     return tasks

@@ -13,6 +13,7 @@ pairing's (:func:`tensor_names`).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def _side(rank: RankDir, call: Call | None, tensor: Tensor | None) -> tuple[obje
     if tensor.data_name is None:
         return stats_side(tensor), ""
     try:
-        return TensorFileSide(tensor_path(rank.path, tensor), tensor.dtype), ""
+        return TensorFileSide(os.fspath(tensor_path(rank.path, tensor)), tensor.dtype), ""
     except PrecisionToolError as exc:
         return None, str(exc)
 

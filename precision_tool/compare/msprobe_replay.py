@@ -12,6 +12,7 @@ dump order, then outputs), and it pairs with the tensor at the same place of the
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def read_tensor(rank_dir: Path, tensor: Tensor) -> np.ndarray:
     Raises:
         PrecisionToolError: it has no file, or the file cannot be read.
     """
-    return open_tensor_file_side(TensorFileSide(tensor_path(rank_dir, tensor), tensor.dtype)).array
+    return open_tensor_file_side(TensorFileSide(os.fspath(tensor_path(rank_dir, tensor)), tensor.dtype)).array
 
 
 @dataclass(frozen=True)

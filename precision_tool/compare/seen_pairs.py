@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -128,7 +127,7 @@ class SeenPairs:
             self._bytes -= sum(map(len, stored))
 
 
-def _read_again(tasks: Iterable[PairTask]) -> set[Path]:
+def _read_again(tasks: Iterable[PairTask]) -> set[str]:
     """The ``.npy`` files more than one of the comparable ``tasks`` reads."""
     counts = Counter(t.right.path for t in tasks if t.comparable and isinstance(t.right, NpySide))
     return {path for path, count in counts.items() if count > 1}

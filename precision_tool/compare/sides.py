@@ -45,7 +45,7 @@ SMALL_NPY_BYTES = 1 << 20
 KEPT_FILES = 16
 
 
-def check_numeric(dtype: np.dtype, what: str, path: Path) -> None:
+def check_numeric(dtype: np.dtype, what: str, path: str | os.PathLike) -> None:
     """Raise PrecisionToolError unless ``dtype`` holds real numbers (:func:`.metrics.dtype_problem`).
 
     Decided by the dtype's kind, before one element is allocated: ``|V2147483647`` is a 2 GiB
@@ -63,11 +63,12 @@ class ReadCache:
     one file, as for the row keys (:class:`~precision_tool.formats.file_identity.FileIdentities`)."""
 
     def __init__(self) -> None:
-        self._dumps: OrderedDict[Path, tuple[list[DumpTensor], list[DumpTensor]]] = OrderedDict()
-        self._data: tuple[Path | None, np.ndarray | None] = (None, None)
-        self._npys: OrderedDict[Path, tuple[NpyHeader, memoryview]] = OrderedDict()
+        # keyed by a side's path text (golden_pairing): the files a call's tasks name
+        self._dumps: OrderedDict[str, tuple[list[DumpTensor], list[DumpTensor]]] = OrderedDict()
+        self._data: tuple[str | None, np.ndarray | None] = (None, None)
+        self._npys: OrderedDict[str, tuple[NpyHeader, memoryview]] = OrderedDict()
 
-    def data(self, path: Path, identities: FileIdentities | None = None) -> np.ndarray | None:
+    def data(self, path: str, identities: FileIdentities | None = None) -> np.ndarray | None:
         """The bytes of the dump file at ``path`` when it is at most :data:`SMALL_DUMP_BYTES`,
         read whole with one read for all its tensors, and its header (:meth:`tensors`) parsed from
         those bytes: no second open; None for a larger file (streamed from disk). Only the last
@@ -94,7 +95,7 @@ class ReadCache:
         self._data = (path, data)
         return data
 
-    def npy(self, path: Path, identities: FileIdentities | None = None) -> tuple[NpyHeader, memoryview | None]:
+    def npy(self, path: str, identities: FileIdentities | None = None) -> tuple[NpyHeader, memoryview | None]:
         """:func:`~precision_tool.formats.golden.npy_header_and_bytes` of ``path`` with the
         limit :data:`SMALL_NPY_BYTES`; a small file this cache read lately is not read again
         (its identity was recorded by that read)."""
@@ -106,7 +107,7 @@ class ReadCache:
             _keep(self._npys, path, (header, data))
         return header, data
 
-    def tensors(self, path: Path) -> tuple[list[DumpTensor], list[DumpTensor]]:
+    def tensors(self, path: str) -> tuple[list[DumpTensor], list[DumpTensor]]:
         """The inputs and outputs the header of the dump at ``path`` holds; PrecisionToolError
         when unreadable."""
         tensors = _kept(self._dumps, path)
@@ -124,7 +125,7 @@ class ReadCache:
         return tensors[side.index]
 
 
-def _kept(kept: OrderedDict, path: Path):
+def _kept(kept: OrderedDict, path: str):
     """What ``kept`` holds for ``path`` (now its most recent), or None."""
     found = kept.get(path)
     if found is not None:
@@ -132,7 +133,7 @@ def _kept(kept: OrderedDict, path: Path):
     return found
 
 
-def _keep(kept: OrderedDict, path: Path, value):
+def _keep(kept: OrderedDict, path: str, value):
     """``value`` kept for ``path``, the least recent dropped beyond :data:`KEPT_FILES`."""
     kept[path] = value
     if len(kept) > KEPT_FILES:
@@ -243,7 +244,7 @@ def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads
     header, data = (ReadCache() if reads is None else reads).npy(side.path, identities)
     count = math.prod(header.shape)
     if not header.fortran_order and count:
-        check_numeric(header.dtype, side.path.name, side.path)
+        check_numeric(header.dtype, os.path.basename(side.path), side.path)
         if data is not None:  # a small file: already read with its header
             array = np.frombuffer(data, header.dtype, count).reshape(header.shape)
             common = dict(dtype=header.dtype, dtype_name=numpy_name(header.dtype), nbytes=header.file_size)
@@ -257,7 +258,7 @@ def open_npy_side(side: NpySide, identities: FileIdentities | None = None, reads
             offset=header.offset,
         )
     array = load_npy(side.path)
-    check_numeric(array.dtype, side.path.name, side.path)
+    check_numeric(array.dtype, os.path.basename(side.path), side.path)
     try:
         nbytes = os.stat(side.path).st_size
     except OSError:
@@ -276,7 +277,7 @@ def open_tensor_file_side(side: TensorFileSide, identities: FileIdentities | Non
     from ..formats.msprobe_dump import read_tensor_file  # msprobe dumps only
 
     array = read_tensor_file(side.path, side.dtype_name, identities)
-    check_numeric(array.dtype, side.path.name, side.path)
+    check_numeric(array.dtype, os.path.basename(side.path), side.path)
     # a view of the mapped storage (msprobe saves sliced tensors with their whole storage):
     # read in blocks from the array, whose mapping pages in only what is read
     dtype = array.dtype

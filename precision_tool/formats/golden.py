@@ -200,7 +200,6 @@ def npy_header_and_bytes(
     those bytes. ``identities`` (a :class:`~.file_identity.FileIdentities`) records a small
     file's identity from what was read; a larger one's is left to the caller. PrecisionToolError
     when the file is shorter than its header says (truncated since it was checked)."""
-    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     descriptor, info = open_regular_descriptor(path, "golden file")
     try:
         if info.st_size > limit:  # the header alone, through a buffered reader

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from precision_tool.compare.golden_pairing import NpySide
 from precision_tool.compare.plan import plan_comparisons
@@ -17,7 +18,7 @@ def _planned_goldens(context) -> dict[str, dict[str, str | None]]:
             if task.tensor_index is None or task.left is None:
                 continue
             op, kind, slot = task.tensor_index.rsplit(":", 2)
-            golden = task.right.path.name if isinstance(task.right, NpySide) else None
+            golden = Path(task.right.path).name if isinstance(task.right, NpySide) else None
             found.setdefault(op, {})[f"{kind}:{slot}"] = golden
     return found
 
