@@ -31,8 +31,6 @@ STEP_OVER_TYPES = frozenset({"Cast", "TransData"})
 # pickled, and a ``Path`` is rebuilt there from its parts (about 5 us each, 15 us a task of the 4 GB
 # GE network's calls in all, against 2.5 with text: docs/performance.md). Whatever opens, names
 # or keys the file takes the text as it is (os.fspath of a Path given by a caller is the same).
-
-
 @dataclass(frozen=True)
 class DumpSide:
     """One tensor of an NPU dump file, with the host layout to convert it to."""

@@ -224,7 +224,7 @@ def npy_header_and_bytes(
     return header, data
 
 
-def _read_small(descriptor: int, size: int, path: Path) -> bytes:
+def _read_small(descriptor: int, size: int, path: str | os.PathLike) -> bytes:
     try:
         return read_whole(descriptor, size)
     except OSError as exc:
@@ -271,7 +271,7 @@ def _plain_fields(text: bytes) -> tuple[tuple[int, ...], bool, np.dtype] | None:
     return shape, order == b"True", np.dtype(descr.decode("ascii"))
 
 
-def _read_npy_header(handle, path: Path, size: int) -> NpyHeader:
+def _read_npy_header(handle, path: str | os.PathLike, size: int) -> NpyHeader:
     """The header of the ``.npy`` file open in ``handle`` (a file object, or its bytes in a
     BytesIO), ``size`` bytes long; PrecisionToolError naming ``path`` when it cannot be read or
     is not a ``.npy`` file."""
@@ -299,7 +299,7 @@ def _read_npy_header(handle, path: Path, size: int) -> NpyHeader:
         raise PrecisionToolError(f"cannot load golden file: {_describe(exc)}", path) from exc
 
 
-def check_npy_header(header: NpyHeader, path: Path) -> None:
+def check_npy_header(header: NpyHeader, path: str | os.PathLike) -> None:
     """Raise PrecisionToolError naming ``path`` unless ``header`` describes an array that
     holds numbers (not objects, structured records or raw bytes), can exist, and whose data
     the file holds."""
