@@ -311,8 +311,9 @@ def to_host(
             lambda into, copies: _blocked_to_host(device, fmt, original, origin, groups, into, copies),
         )
     if fmt == "FRACTAL_NZ":
-        convert = lambda into, copies: _nz_to_host(device, original, into, copies)  # noqa: E731
-        return _tiled_to_host(plans, device, original, (fmt,), out, convert)
+        return _tiled_to_host(
+            plans, device, original, (fmt,), out, lambda into, copies: _nz_to_host(device, original, into, copies)
+        )
     if fmt in PLAIN_LAYOUTS or fmt == "ND":
         host = _plain_to_host(device, fmt, original, origin)
     elif device.size == math.prod(original):

@@ -283,9 +283,7 @@ def parse(text: str, root: MessageType) -> Any:
                 fields[name] = op[2]
                 continue
             if code == MAP:
-                key, item = op[2]
-                if op[3]:
-                    item = list(item) if op[3] == 2 else [list(part) for part in item]
+                key, item = _copy(op[2], op[3]) if op[3] else op[2]
                 fields, name = frame[1], op[1].name
                 try:
                     fields[name][key] = item
