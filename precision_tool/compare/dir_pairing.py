@@ -163,7 +163,7 @@ def pair_npu_npu(left: DumpListing, right: DumpListing) -> list[PairTask]:
 
 
 def _npy_task(
-    position: int, name: str, index: int, left: Path | None, right: Path | None, reason: str = ""
+    position: int, name: str, index: int, left: str | Path | None, right: str | Path | None, reason: str = ""
 ) -> PairTask:
     return PairTask(
         position,
@@ -188,13 +188,13 @@ def pair_npy_npy(left: GoldenIndex, right: GoldenIndex) -> list[PairTask]:
     for entry in entries:
         key = (entry.name, entry.output_index)
         if key in right:
-            tasks.append(_npy_task(len(tasks), *key, entry.path, right.path_for(*key)))
+            tasks.append(_npy_task(len(tasks), *key, entry.location, right.path_for(*key)))
         else:
             tasks.append(
                 _npy_task(
                     len(tasks),
                     *key,
-                    entry.path,
+                    entry.location,
                     None,
                     f"no {entry.name}.{entry.output_index}.*.npy in {right.directory}",
                 )

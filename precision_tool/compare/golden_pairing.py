@@ -8,10 +8,8 @@ file, each carrying the reason when it cannot be compared.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from ..errors import PrecisionToolError
@@ -135,7 +133,7 @@ def golden_for(graph: GraphDesc, op: Op, kind: str, index: int) -> TensorName | 
 
 
 def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIndex, source: TensorName) -> PairTask:
-    path = golden.latest_path(*source)
+    path = golden.latest_location(*source)
     if path is None:
         return PairTask(
             **{**base, "ground_truth": "*"},
@@ -144,7 +142,7 @@ def _tensor_task(base: dict, tensor_index: str, left: DumpSide, golden: GoldenIn
             right=None,
             reason=f"no ground truth dump file for {tensor_index} ({source})",
         )
-    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(os.fspath(path)))
+    return PairTask(**base, tensor_index=tensor_index, left=left, right=NpySide(path))
 
 
 def read_header(ref: DumpFileRef) -> tuple[DumpFile | None, str]:
@@ -162,12 +160,12 @@ def _or_problem(read: Callable[[], T]) -> tuple[T | None, str]:
 
 def _op_tasks(graph: GraphDesc, op: Op, position: int, ref: DumpFileRef, golden: GoldenIndex) -> list[PairTask]:
     base = dict(index=position, op_type=op.type, npu_name=op.name, ground_truth=ground_truth_text(op))
-    counts, problem = _or_problem(lambda: tensor_counts(ref.path))  # the file checked as read_header checks it
+    counts, problem = _or_problem(lambda: tensor_counts(ref.location))  # the file checked as read_header checks it
     if counts is None:
         return [PairTask(**base, tensor_index=None, left=None, right=None, reason=problem)]
     inputs, outputs = counts
     tasks = []
-    path = os.fspath(ref.path)
+    path = ref.location
     data_inputs = op.data_inputs
     for i in range(inputs):
         edge = data_inputs[i] if i < len(data_inputs) else None
@@ -217,15 +215,15 @@ def pair_with_graph(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex)
 def graph_pairs(graph: GraphDesc, listing: DumpListing, golden: GoldenIndex) -> Iterator[PairTask]:
     """:func:`pair_with_graph`'s tasks as they are paired, op after op (a dump header is read
     only when its op's turn comes)."""
-    used: set[Path] = set()
+    used: set[str] = set()
     for position, op in enumerate(graph.ops):
         ref = listing.latest(op.name)
         if ref is None:
             yield _no_dump_task(op, position)
             continue
-        used.add(ref.path)
+        used.add(ref.location)
         yield from _op_tasks(graph, op, position, ref, golden)
-    rest = [ref for ref in latest_launches(listing) if ref.path not in used]
+    rest = [ref for ref in latest_launches(listing) if ref.location not in used]
     yield from pair_by_name(rest, golden, first_index=len(graph.ops))
 
 
@@ -253,7 +251,7 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
                 PairTask(
                     **base,
                     tensor_index=f"{name}:input:{tensor.index}",
-                    left=DumpSide(os.fspath(ref.path), "input", tensor.index),
+                    left=DumpSide(ref.location, "input", tensor.index),
                     right=None,
                     reason="no graph: the producer of this input is unknown",
                 )
@@ -270,7 +268,7 @@ def pair_by_name(refs: list[DumpFileRef] | DumpListing, golden: GoldenIndex, fir
                 _tensor_task(
                     base,
                     f"{name}:output:{tensor.index}",
-                    DumpSide(os.fspath(ref.path), "output", tensor.index),
+                    DumpSide(ref.location, "output", tensor.index),
                     golden,
                     source,
                 )

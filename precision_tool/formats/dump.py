@@ -225,8 +225,7 @@ def tensor_counts(path: str | os.PathLike) -> tuple[int, int]:
     """How many inputs and outputs the dump at ``path`` holds, the file checked as
     :func:`read_dump` checks it (raising what it raises), its tensors not indexed: all that
     the graph's pairing needs of a header (it reads every op's, before any is compared)."""
-    path = path if isinstance(path, Path) else Path(path)
-    header = _read_file_header(path)
+    header = _read_file_header(path)  # the path is only named in errors: no Path made
     if isinstance(header, NanoHeader):
         return len(header.inputs), len(header.outputs)
     message, data_start, file_size = header
@@ -234,7 +233,7 @@ def tensor_counts(path: str | os.PathLike) -> tuple[int, int]:
     return len(message.input), len(message.output)
 
 
-def _read_file_header(path: Path) -> NanoHeader | tuple[DumpData, int, int]:
+def _read_file_header(path: str | os.PathLike) -> NanoHeader | tuple[DumpData, int, int]:
     """:func:`_read_either` of the file at ``path``, its problems PrecisionToolErrors."""
     try:
         descriptor, info = open_regular_descriptor(path, "dump file")

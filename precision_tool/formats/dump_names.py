@@ -53,10 +53,20 @@ class DumpName:
 
 @dataclass(frozen=True)
 class DumpFileRef:
-    """One dump file on disk; ``path.name`` differs from ``name.file_name`` for aliases."""
+    """One dump file on disk; ``path.name`` differs from ``name.file_name`` for aliases.
 
-    path: Path
+    ``location`` is the file's path as text, what the pairing and a comparison open; ``path``
+    makes it a :class:`~pathlib.Path` when asked (a listing of thousands of files built one
+    each: docs/performance.md, "Golden paths as text").
+    """
+
+    location: str
     name: DumpName
+
+    @property
+    def path(self) -> Path:
+        """The file's path."""
+        return Path(self.location)
 
 
 @dataclass(frozen=True)
@@ -245,36 +255,37 @@ def list_dump_files(directory: str | os.PathLike) -> DumpListing:
     skipped = mapping.skipped(directory)
     files: list[DumpFileRef] = []
     present: set[str] = set()
+    prefix = os.path.join(os.fspath(directory), "")  # each file's text: no Path a file
     for entry in entries:
         if entry.name == MAPPING_FILE:
             continue
-        path = directory / entry.name
         if not is_file_entry(entry):
-            skipped.append((path, "not a regular file"))
+            skipped.append((directory / entry.name, "not a regular file"))
             continue
         present.add(entry.name)
-        ref, reason = _resolve_entry(path, mapping)
+        ref, reason = _resolve_entry(entry.name, prefix + entry.name, mapping)
         if ref is None:
-            skipped.append((path, reason))
+            skipped.append((directory / entry.name, reason))
         else:
             files.append(ref)
     for short in sorted(set(mapping.aliases) - present):
         skipped.append((directory / short, f"{MAPPING_FILE} names it but there is no such file"))
-    files.sort(key=lambda ref: (ref.name.timestamp, ref.name.file_name, ref.path.name))
+    files.sort(key=lambda ref: (ref.name.timestamp, ref.name.file_name, os.path.basename(ref.location)))
     skipped.sort(key=lambda item: (str(item[0]), item[1]))
     return DumpListing(directory, files, skipped, mapping.unread)
 
 
-def _resolve_entry(path: Path, mapping: Mapping) -> tuple[DumpFileRef | None, str]:
-    target = mapping.aliases.get(path.name)
+def _resolve_entry(file_name: str, location: str, mapping: Mapping) -> tuple[DumpFileRef | None, str]:
+    """The file ``file_name`` at ``location`` as a dump file, or None and why it is not one."""
+    target = mapping.aliases.get(file_name)
     if target is not None:
         parsed = parse_dump_name(target)
         if parsed is None:
             return None, f"{MAPPING_FILE} maps it to {target!r}, which is not a dump file name"
-        return DumpFileRef(path, parsed), ""
-    if all_digits(path.name):
+        return DumpFileRef(location, parsed), ""
+    if all_digits(file_name):
         return None, f"alias with no entry in {MAPPING_FILE}"
-    parsed = parse_dump_name(path.name)
+    parsed = parse_dump_name(file_name)
     if parsed is None:
         return None, "not a dump file name"
-    return DumpFileRef(path, parsed), ""
+    return DumpFileRef(location, parsed), ""

@@ -44,14 +44,25 @@ _PICKLED = "it holds pickled Python objects, which are never loaded"
 
 @dataclass(frozen=True)
 class GoldenEntry:
-    """One golden ``.npy`` file; ``file_name`` is the resolved name when ``path`` is an alias."""
+    """One golden ``.npy`` file; ``file_name`` is the resolved name when ``path`` is an alias.
+
+    ``location`` is the file's path as text, what a comparison opens and pairs with; ``path``
+    makes it a :class:`~pathlib.Path` when asked. An index of the 4 GB bench network's 11,657
+    files built a ``Path`` for each, a third of the index's time, and the pairing made each
+    text again (docs/performance.md, "Golden paths as text").
+    """
 
     name: str
     output_index: int
     timestamp: int
     extra: int | None
-    path: Path
+    location: str
     file_name: str
+
+    @property
+    def path(self) -> Path:
+        """The file's path."""
+        return Path(self.location)
 
 
 def normalise_tensor_name(name: str) -> str:
@@ -59,8 +70,9 @@ def normalise_tensor_name(name: str) -> str:
     return name.replace("/", "_")
 
 
-def parse_golden_name(file_name: str, path: Path | None = None) -> GoldenEntry | None:
-    """Parse a golden file name; None if it does not match the naming rule."""
+def parse_golden_name(file_name: str, path: str | os.PathLike | None = None) -> GoldenEntry | None:
+    """Parse a golden file name (of the file at ``path``, else of a file of that name); None if
+    it does not match the naming rule."""
     match = GOLDEN_NAME.match(file_name)
     if match is None:
         return None
@@ -70,7 +82,7 @@ def parse_golden_name(file_name: str, path: Path | None = None) -> GoldenEntry |
         output_index=int(index),
         timestamp=int(stamp),
         extra=int(extra[1:]) if extra else None,
-        path=path if path is not None else Path(file_name),
+        location=file_name if path is None else os.fspath(path),
         file_name=file_name,
     )
 
@@ -147,8 +159,13 @@ class GoldenIndex:
     def latest_path(self, name: str, output_index: int) -> Path | None:
         """The latest file of one tensor (spelled as :meth:`entry` takes it), None when the
         directory has none: what a tensor is paired with, when it can be."""
+        location = self.latest_location(name, output_index)
+        return None if location is None else Path(location)
+
+    def latest_location(self, name: str, output_index: int) -> str | None:
+        """:meth:`latest_path` as text (:attr:`GoldenEntry.location`), as the pairing keeps it."""
         group = self._groups.get((normalise_tensor_name(name), output_index))
-        return group[-1].path if group else None
+        return group[-1].location if group else None
 
     def lookup(self, name: str, output_index: int, timestamp: int | None = None) -> np.ndarray:
         """Load one tensor, memory-mapped read-only: the latest, or the given timestamp's."""
@@ -350,8 +367,9 @@ def read_golden(directory: str | os.PathLike) -> GoldenIndex:
     mapping = read_mapping(directory)
     invalid = mapping.skipped(directory)
     groups: dict[tuple[str, int], list[GoldenEntry]] = {}
+    prefix = os.path.join(os.fspath(directory), "")  # each file's text: no Path a file
     for file_name in names:
-        entry, reason = _classify(directory / file_name, mapping.aliases.get(file_name))
+        entry, reason = _classify(file_name, prefix + file_name, mapping.aliases.get(file_name))
         if entry is None:
             invalid.append((directory / file_name, reason))
         else:
@@ -379,16 +397,18 @@ def golden_name_problem(file_name: str) -> str | None:
     return None
 
 
-def _classify(path: Path, target: str | None) -> tuple[GoldenEntry | None, str]:
+def _classify(file_name: str, location: str, target: str | None) -> tuple[GoldenEntry | None, str]:
+    """The entry of the file ``file_name`` at ``location`` (``target``: what mapping.csv maps it
+    to), or None and why it is not one."""
     if target is not None:
-        entry = parse_golden_name(target, path)
+        entry = parse_golden_name(target, location)
         if entry is None:
             return None, f"{MAPPING_FILE} maps it to {target!r}, which breaks the naming rule"
         return entry, ""
-    problem = golden_name_problem(path.name)
-    if problem:
-        return None, problem
-    return parse_golden_name(path.name, path), ""
+    entry = parse_golden_name(file_name, location)  # a name the rule matches is a .npy, not digits
+    if entry is None or len(file_name) > MAX_NAME_LENGTH:
+        return None, golden_name_problem(file_name)  # says why, the rule or the length
+    return entry, ""
 
 
 def _is_file(entry: os.DirEntry) -> bool:

@@ -258,6 +258,21 @@ def test_listing_resolves_aliases_and_reports_the_rest(tmp_path):
     assert sum(path.name == "mapping.csv" for path, _ in listing.skipped) == 4
 
 
+def test_listing_names_each_file_by_its_text(tmp_path):
+    """A ref holds its file's path as text (the pairing and the workers take it as it is): the
+    file on disk, the alias's own name for an alias; ``path`` is the same file as a Path."""
+    step = _aliased_dir(tmp_path)
+    for directory in (step, os.fspath(step) + os.sep):  # a trailing separator gives the same text
+        refs = list_dump_files(directory).files
+        assert [type(ref.location) for ref in refs] == [str, str]
+        assert [ref.location for ref in refs] == [
+            os.path.join(step, f"Add.model_add.5.0.{TS}"),
+            os.path.join(step, "1001"),
+        ]
+        assert [ref.path for ref in refs] == [step / f"Add.model_add.5.0.{TS}", step / "1001"]
+        assert refs[1].name.file_name == LONG  # the alias resolved; its location is the alias
+
+
 def test_listing_leaves_the_directory_untouched(tmp_path):
     step = _aliased_dir(tmp_path)
     before = _snapshot(step)

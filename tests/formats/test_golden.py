@@ -157,6 +157,24 @@ def test_invalid_names_are_reported_and_skipped(tmp_path):
     assert "mapping.csv" in reasons["999"]
 
 
+def test_entries_name_their_files_by_text(tmp_path):
+    """An entry holds its file's path as text, what the pairing gives a worker as it is; the
+    alias's own file for an alias; ``path`` and ``latest_path`` are the same file as a Path."""
+    written = write_golden(tmp_path, "conv", 0, TS, np.zeros(2, np.float32))
+    (tmp_path / "7").write_bytes(written.read_bytes())
+    (tmp_path / "mapping.csv").write_text(f"7,{'w' * 300}.1.{TS}.npy\n")
+    for directory in (tmp_path, os.fspath(tmp_path) + os.sep):
+        index = read_golden(directory)
+        entries = index.entries()
+        assert [type(e.location) for e in entries] == [str, str]
+        assert sorted(e.location for e in entries) == sorted([os.fspath(written), os.path.join(tmp_path, "7")])
+        assert all(e.path == Path(e.location) for e in entries)
+        assert index.latest_location("conv", 0) == os.fspath(written)
+        assert index.latest_path("conv", 0) == written
+        assert index.latest_location("conv", 1) is None and index.latest_path("conv", 1) is None
+        assert index.latest_location("w" * 300, 1) == os.path.join(tmp_path, "7")
+
+
 def test_index_is_lazy_and_bad_files_fail_at_lookup(tmp_path):
     (tmp_path / f"garbage.0.{TS}.npy").write_bytes(b"hello, not numpy")
     (tmp_path / f"empty.0.{TS}.npy").write_bytes(b"")
