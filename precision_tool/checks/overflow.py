@@ -176,7 +176,7 @@ def _opdebug_refs(tree: DumpTree, steps: list[StepDir]) -> list[tuple[StepDir, D
     for step in steps:
         listing = tree.listing(step)
         found += [(step, listing, ref) for ref in listing.files if ref.name.is_opdebug]
-    found.sort(key=lambda item: (item[2].name.timestamp, item[2].name.file_name, str(item[2].path)))
+    found.sort(key=lambda item: (item[2].name.timestamp, item[2].name.file_name, item[2].location))
     return found
 
 

@@ -291,7 +291,7 @@ def _golden_candidates(workspace: Workspace, spec: NameSpec) -> list[_Candidate]
         return []
     key, found = _golden_key(spec.text), []
     for entry in index.entries():
-        if spec.text in (entry.file_name, entry.path.name):
+        if spec.text in (entry.file_name, os.path.basename(entry.location)):  # no Path an entry
             tier = 0
         elif f"{entry.name}.{entry.output_index}" == key:
             tier = 1
