@@ -25,7 +25,7 @@ from pathlib import Path
 
 from precision_tool.errors import PrecisionToolError
 
-from .files import read_regular
+from .files import child_prefix, read_regular
 
 MAPPING_FILE = "mapping.csv"
 MAX_MAPPING_BYTES = 64 << 20  # a line of two file names per aliased file: far more is not one
@@ -255,7 +255,7 @@ def list_dump_files(directory: str | os.PathLike) -> DumpListing:
     skipped = mapping.skipped(directory)
     files: list[DumpFileRef] = []
     present: set[str] = set()
-    prefix = os.path.join(os.fspath(directory), "")  # each file's text: no Path a file
+    prefix = child_prefix(directory)  # each file's text: no Path a file
     for entry in entries:
         if entry.name == MAPPING_FILE:
             continue

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import PrecisionToolError
@@ -43,6 +44,13 @@ def size_text(count: int) -> str:
         if count >= size:
             return f"{count // size} {unit}" if count % size == 0 else f"{count / size:.1f} {unit}"
     return f"{count} bytes"
+
+
+def child_prefix(directory: str | os.PathLike) -> str:
+    """The text that a file name appended to spells the file's path as ``Path(directory) /
+    name`` does: a listing of thousands of files names each by text, not by a ``Path`` each."""
+    text = os.fspath(Path(directory))  # one Path a directory: its spelling made canonical
+    return "" if text == os.curdir else os.path.join(text, "")
 
 
 def _what(mode: int) -> str:

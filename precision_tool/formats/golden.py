@@ -32,7 +32,7 @@ from precision_tool.errors import PrecisionToolError
 
 from .dump_names import MAPPING_FILE, read_mapping
 from .file_identity import FileIdentities
-from .files import held_fetch, open_regular, open_regular_descriptor, read_whole
+from .files import child_prefix, held_fetch, open_regular, open_regular_descriptor, read_whole
 from .shapes import element_problem, shape_problem
 from .text import shape_text
 
@@ -367,7 +367,7 @@ def read_golden(directory: str | os.PathLike) -> GoldenIndex:
     mapping = read_mapping(directory)
     invalid = mapping.skipped(directory)
     groups: dict[tuple[str, int], list[GoldenEntry]] = {}
-    prefix = os.path.join(os.fspath(directory), "")  # each file's text: no Path a file
+    prefix = child_prefix(directory)  # each file's text: no Path a file
     for file_name in names:
         entry, reason = _classify(file_name, prefix + file_name, mapping.aliases.get(file_name))
         if entry is None:

@@ -238,3 +238,20 @@ def test_a_fetch_reader_reads_on_as_a_file_object_does(tmp_path_factory, data, h
                     assert reader.read(step) == handle.read(step)
     finally:
         os.close(descriptor)
+
+
+_PARTS = st.sampled_from(["", ".", "..", "a", "b c", "dir.d", "//", "/"])
+
+
+_NAMES = st.text(st.characters(blacklist_characters="/\0"), min_size=1).filter(lambda n: n not in (".", ".."))
+
+
+@given(st.lists(_PARTS, max_size=5), st.booleans(), _NAMES)
+def test_a_childs_text_is_spelt_as_pathlib_spells_it(parts, absolute, name):
+    """A listing names each file ``child_prefix(directory) + name``: the same text as
+    ``str(Path(directory) / name)`` (pathlib is the reference), whatever way the directory
+    was spelt: ``.``, doubled or trailing separators, a bare name."""
+    directory = ("/" if absolute else "") + "/".join(parts)
+    expected = str(Path(directory or ".") / name)
+    assert files.child_prefix(directory or ".") + name == expected
+    assert files.child_prefix(Path(directory or ".")) + name == expected
