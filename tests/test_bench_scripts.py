@@ -257,3 +257,26 @@ def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compar
         + str(tmp_path / "npu" / "debug_0" / "dump")
         + ": no NPU dumps here"
     )
+
+
+def test_the_skim_floor_cuts_every_attribute_and_nothing_else():
+    """``graph_load_bench.py --steps skim`` reads a GE printer-layout graph with every op's and
+    every desc's attributes cut out: the fast reader then gives the whole text's ops, inputs
+    and descs (the reference: the same reader over the whole text), with no attribute left; a
+    text whose blocks are not closed at their indent is refused, not cut wrong."""
+    from precision_tool.formats.graph_text_fast import model_from_text
+
+    bench = _bench_module("graph_load_bench")
+    text = bench.ge_graph_text(40)
+    whole, cut = model_from_text(text), model_from_text(bench._skimmed(text))
+
+    def skeleton(op):
+        descs = [(d.dtype, d.layout, d.shape, d.name) for d in op.input_descs + op.output_descs]
+        return op.name, op.type, op.id, op.inputs, op.stream_id, descs
+
+    assert [skeleton(op) for op in cut.graphs[0].ops] == [skeleton(op) for op in whole.graphs[0].ops]
+    assert all(op.attrs for op in whole.graphs[0].ops)
+    assert not any(op.attrs or any(d.attrs for d in op.input_descs + op.output_descs) for op in cut.graphs[0].ops)
+    broken = text.replace("\n    }\n  }\n", "\n  }\n", 1)  # an op's last desc left unclosed
+    with pytest.raises(ValueError, match="printer layout"):
+        bench._skimmed(broken)

@@ -114,7 +114,7 @@ def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) ->
     tasks = []
     for tensor in left_dump.tensors:
         tensor_index = f"{name}:{tensor.kind}:{tensor.index}"
-        left = DumpSide(os.fspath(ref.path), tensor.kind, tensor.index)
+        left = DumpSide(ref.location, tensor.kind, tensor.index)
         if right is None:
             reason = f"no dump of {name} in the right directory"
         elif right_dump is None:
@@ -127,7 +127,7 @@ def _npu_op_tasks(position: int, ref: DumpFileRef, right: DumpFileRef | None) ->
                     **base,
                     tensor_index=tensor_index,
                     left=left,
-                    right=DumpSide(os.fspath(right.path), tensor.kind, tensor.index),
+                    right=DumpSide(right.location, tensor.kind, tensor.index),
                 )
             )
             continue
@@ -188,7 +188,7 @@ def pair_npy_npy(left: GoldenIndex, right: GoldenIndex) -> list[PairTask]:
     for entry in entries:
         key = (entry.name, entry.output_index)
         if key in right:
-            tasks.append(_npy_task(len(tasks), *key, entry.location, right.path_for(*key)))
+            tasks.append(_npy_task(len(tasks), *key, entry.location, right.entry(*key).location))
         else:
             tasks.append(
                 _npy_task(
@@ -209,7 +209,11 @@ def pair_npy_npy(left: GoldenIndex, right: GoldenIndex) -> list[PairTask]:
         if key not in left:
             tasks.append(
                 _npy_task(
-                    len(tasks), *key, None, right.path_for(*key), f"{key[0]}.{key[1]} is only in the right directory"
+                    len(tasks),
+                    *key,
+                    None,
+                    right.entry(*key).location,
+                    f"{key[0]}.{key[1]} is only in the right directory",
                 )
             )
     return tasks
