@@ -26,7 +26,7 @@ layout, where it takes minutes):
 * ``cached``: the load from the cache (the model's JSON, written once before the runs): what
   every later session of a graph of 1 MiB or more loads.
 
-Two floors, asked for by name only (``--steps``), for what a reader of another design could at
+Four floors, asked for by name only (``--steps``), for what a reader of another design could at
 best take (issue 28's item 4 asks for a first load within 2x of the cached one):
 
 * ``lines``: the text read, split into lines and each line looked up once in a dict: what any
@@ -35,7 +35,15 @@ best take (issue 28's item 4 asks for a first load within 2x of the cached one):
   printer indents each level by two spaces) and cut out, and the fast reader run on what is
   left: a reader that would parse attributes only when asked for could take no less, before
   it parses the attributes the model itself needs (an op's fused names and kernel, a desc's
-  origin format, shape and name; with them kept the text left is about 40% of the lines).
+  origin format, shape and name; with them kept the text left is about 40% of the lines);
+* ``regex``: every attribute's key and the first field of its value found by one
+  ``re.findall`` over the text: a reader that leaves the scanning to the regular-expression
+  engine (in C, one tuple an attribute) pays this to find the attributes, before it reads a
+  value, an op or a desc;
+* ``compiled``: numba imported, the tool's kernels loaded from their cache as its fork server
+  loads them, and one kernel's pass over the text's bytes: what a reader in compiled code (numba
+  is the stack's compiler) pays in the tool's process before it finds anything or makes a
+  single Python object (the tool's process does not import numba otherwise).
 
 Then each step's median against the fastest step's. No numbers are asserted.
 """
@@ -46,6 +54,7 @@ import argparse
 import atexit
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -256,8 +265,8 @@ def ge_graph_text(ops: int) -> str:
     return "".join(parts + ["}\n"])
 
 
-STEPS = ("protobuf", "fast", "tool", "cached", "lines", "skim")
-FLOORS = ("lines", "skim")  # run only when named
+STEPS = ("protobuf", "fast", "tool", "cached", "lines", "skim", "regex", "compiled")
+FLOORS = ("lines", "skim", "regex", "compiled")  # run only when named
 LABELS = {
     "protobuf": "protobuf's parser, one process",
     "fast": "fast reader, one process",
@@ -265,6 +274,8 @@ LABELS = {
     "cached": "load from the cache",
     "lines": "floor: every line once",
     "skim": "floor: attributes cut",
+    "regex": "floor: attributes found by re",
+    "compiled": "floor: numba loaded, one pass",
 }
 _OP, _OP_END = "\n  op {\n", "\n  }\n"
 _OP_ATTR, _DESC_END = "\n    attr {\n", "\n    }\n"  # an op's attribute opens, a desc closes
@@ -302,10 +313,39 @@ def _skimmed(text: str) -> str:
     return "".join(kept)
 
 
+# an attribute's key, and the name of its value's first field (s, i, list...): GE's printer
+# puts each on a line of its own (a key with an escaped quote is not found: a floor, not a reader)
+_ATTR_KEY = re.compile(r'key: "([^"\n]*)"\n *value \{\n *(\w+)')
+
+
+def _attribute_keys(text: str) -> list[tuple[str, str]]:
+    """The ``regex`` floor: ``(key, first field of the value)`` of every attribute, in order."""
+    return _ATTR_KEY.findall(text)
+
+
+def _compiled_pass(raw: bytes):
+    """The ``compiled`` floor: numba and the tool's kernels loaded as the fork server loads them
+    (a claimed process, the kernels from numba's cache), then one kernel over ``raw`` read as
+    float16 bits; the kernel's ``[NaN, Inf]`` counts (bytes like ``}`` make such bits)."""
+    import numpy as np
+
+    from precision_tool.compare.numba_line import claim_process
+    from precision_tool.compare.numba_load import numba_kernels
+
+    claim_process()
+    kernels = numba_kernels()
+    if kernels is None:
+        sys.exit("compiled: numba's kernels did not load")
+    counts = np.zeros(2, np.int64)
+    kernels.count_nonfinite(np.frombuffer(raw, np.uint16, len(raw) // 2), counts)
+    return counts
+
+
 def _load(step: str, path: Path, cache: Path):
     from precision_tool.collector import gc_paused
     from precision_tool.formats.graph import _graph_text, model_from_proto
     from precision_tool.formats.graph_cache import read_graph_cached
+    from precision_tool.formats.graph_model import Model
     from precision_tool.formats.graph_text_fast import model_from_text
     from precision_tool.formats.proto import ge_ir
 
@@ -321,6 +361,12 @@ def _load(step: str, path: Path, cache: Path):
     if step == "skim":
         with gc_paused():
             return model_from_text(_skimmed(_graph_text(path)), path)
+    if step == "regex":
+        _attribute_keys(_graph_text(path))
+        return Model("", [], {})
+    if step == "compiled":
+        _compiled_pass(path.read_bytes())
+        return Model("", [], {})
     return read_graph_cached(path, cache, min_bytes=0, store_behind=True)
 
 
@@ -342,8 +388,22 @@ def _measure(step: str, path: Path, cache: Path) -> dict:
     if model is None:
         sys.exit(f"{step}: the reader declined the graph")
     ops = sum(len(graph.ops) for graph in model.graphs)
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own = _peak_rss_mib()
     return {"seconds": seconds, "cpu": cpu, "ops": ops, "rss_mib": own, "idle_cores": idle}
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS in MiB: ``VmHWM``, the high-water mark of its own memory since
+    its ``exec``. Not ``ru_maxrss``, into which Linux carries the spawning parent's peak (the
+    bench's, which made the graph's text: every step showed its 321 MiB)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _cpu_seconds() -> float:

@@ -280,3 +280,40 @@ def test_the_skim_floor_cuts_every_attribute_and_nothing_else():
     broken = text.replace("\n    }\n  }\n", "\n  }\n", 1)  # an op's last desc left unclosed
     with pytest.raises(ValueError, match="printer layout"):
         bench._skimmed(broken)
+
+
+def test_the_regex_floor_finds_every_attribute_key_the_reader_reads():
+    """``graph_load_bench.py --steps regex`` finds each attribute's key with one ``re.findall``:
+    the keys found are those of every op's and every desc's attributes in the fast reader's
+    model of the same GE printer-layout text (the reference), each as often; and each value's
+    first field is one of ``AttrDef``'s own."""
+    from collections import Counter
+
+    from precision_tool.formats.graph_text_fast import model_from_text
+    from precision_tool.formats.proto import ge_ir
+
+    bench = _bench_module("graph_load_bench")
+    text = bench.ge_graph_text(30)
+    found = bench._attribute_keys(text)
+    expected = Counter()
+    for op in model_from_text(text).graphs[0].ops:
+        expected.update(op.attrs.keys())
+        for desc in op.input_descs + op.output_descs:
+            expected.update(desc.attrs.keys())
+    assert len(found) > 30 and Counter(key for key, _ in found) == expected
+    fields = {field.name for field in ge_ir.AttrDef.DESCRIPTOR.fields}
+    assert {member for _, member in found} <= fields
+
+
+def test_the_compiled_floor_runs_a_kernel_over_every_byte():
+    """``graph_load_bench.py --steps compiled`` loads the tool's numba kernels and runs one over
+    the whole text read as float16 bits: its NaN and Inf counts are numpy's of the same bits
+    (a byte left out would change them: ``}`` and ``|`` make such bits)."""
+    import numpy as np
+
+    bench = _bench_module("graph_load_bench")
+    raw = bench.ge_graph_text(20).encode()
+    halves = np.frombuffer(raw, np.float16, len(raw) // 2)
+    counts = bench._compiled_pass(raw)
+    assert counts.sum() > 0
+    assert counts.tolist() == [int(np.isnan(halves).sum()), int(np.isinf(halves).sum())]
