@@ -5,7 +5,7 @@
 On two cores a large run is bound by CPU, and most of it is the workers' (``cpu_split_bench.py``).
 This bench splits a worker's CPU into what no arrangement of the per-pair Python could avoid and
 everything else. Each tree plans the data root's first comparison and, in a fresh process set up
-as a pool's worker is (the tool's heap, numba's kernels loaded), times two passes over the same
+as a pool's worker is (the tool's heap, numba's kernels loaded), times three passes over the same
 calls (each the size a pool of two workers sends), the least CPU of ``--repeat`` passes each:
 
 - ``engine``: ``run_job`` on every call, as a worker runs it (rows, keys, notes and all);
@@ -14,11 +14,19 @@ calls (each the size a pool of two workers sends), the least CPU of ``--repeat``
   parser), each golden read whole and its ``.npy`` header's dtype found, and numba's cosine
   kernel run over the two sides' elements as stored. No layout conversion (a blocked tensor is
   folded in device order, its padding cut off the end), no row, key, check or note: a lower
-  bound, not a comparison, which is why its cosines are not printed.
+  bound, not a comparison, which is why its cosines are not printed;
+- ``lean``: the floor's pairs with what a row of cosine cannot go without as well: the device
+  tensor converted to its host layout by the tool's own conversion (``layouts.to_host``, with
+  the conversion plans a worker keeps), the cosine from the kernel's sums, and the row's cells
+  as text (index, name, tensor index, both dtypes, shape, the cosine to six decimals). Every pair is compared
+  (no repeated pair is looked up, which the engine does), and there are no file identities, row
+  keys, checks beyond the floor's, notes, or the engine's objects (sources, accumulator, rows).
+  Its cosines are the engine's (a test holds it to that on the sample).
 
 ``engine / floor`` is how many times the essential work the worker's CPU is; the difference per
-pair is the budget a leaner per-pair path could win (docs/performance.md). Pairs of other kinds
-(msprobe tensor files, two dump directories) are in the engine's pass and not in the floor's.
+pair is the budget a leaner per-pair path could win (docs/performance.md), and ``lean`` says how
+much of it a comparison in the fewest Python steps would still spend. Pairs of other kinds
+(msprobe tensor files, two dump directories) are in the engine's pass and not in the others'.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from run_env import add_root_and_trees, last_line, root_and_trees, start_run, to
 
 # Run as ``python -c WORK ROOT REPEAT ALG``; prints one JSON line.
 WORK = r"""
-import json, os, re, resource, sys, time
+import json, math, os, re, resource, sys, time
 from pathlib import Path
 import numpy as np
 root, repeat, alg = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
@@ -108,6 +116,46 @@ def floor_pass():
             pairs += 1
     return pairs
 
+from precision_tool.compare.load import CONVERSION_PLANS
+from precision_tool.formats import layouts
+LEAN_ROWS = []
+
+def lean_pass():
+    rows, path, sums = [], None, np.zeros(8)
+    for call in calls:
+        for task in call:
+            left, right = task.left, task.right
+            if not (task.comparable and isinstance(left, DumpSide) and isinstance(right, NpySide)):
+                continue
+            if left.path != path:
+                path, raw = left.path, whole(left.path)
+                dump, data = dump_from_bytes(path, raw), np.frombuffer(raw, np.uint8)
+            tensor = (dump.inputs if left.kind == "input" else dump.outputs)[left.index]
+            try:
+                dtype = tensor.dtype
+            except PrecisionToolError:
+                continue
+            if dtype.itemsize == 0 or tensor.size % dtype.itemsize:
+                continue
+            device = data[tensor.offset : tensor.offset + tensor.size].view(dtype).reshape(tensor.shape)
+            origin = tensor.origin_format(left.origin_format)
+            host = layouts.to_host(
+                device, tensor.format, tensor.original_shape, origin, groups=max(tensor.sub_format, 1), plans=CONVERSION_PLANS
+            )
+            y = npy_values(whole(right.path))
+            x = host.reshape(-1)
+            xv, yv = kernel_operand(x), kernel_operand(y)
+            if xv is None or yv is None or x.size != y.size:
+                continue
+            compiled.cosine(xv, yv, sums)
+            norms = math.sqrt(sums[1]) * math.sqrt(sums[2])
+            cosine = min(sums[0] / norms, 1.0) if norms else math.nan
+            cells = [str(task.index), task.npu_name, task.tensor_index, dtype.name, y.dtype.name, str(list(host.shape))]
+            cells.append("%.6f" % cosine)
+            rows.append(cells)
+    LEAN_ROWS[:] = rows
+    return len(rows)
+
 def least_cpu(work):
     work()  # the first pass: lazy imports, numba's signatures, the page cache
     best = float("inf")
@@ -119,9 +167,11 @@ def least_cpu(work):
 
 engine_cpu, tasks = least_cpu(engine_pass)
 floor_cpu, pairs = least_cpu(floor_pass)
+lean_cpu, lean_pairs = least_cpu(lean_pass)
 compared = sum(1 for call in calls for task in call if task.comparable)
 print(json.dumps(dict(
     engine=engine_cpu, floor=floor_cpu, tasks=tasks, compared=compared, floor_pairs=pairs,
+    lean=lean_cpu, lean_pairs=lean_pairs, lean_cosines={row[2]: row[-1] for row in LEAN_ROWS},
     bytes=sum(plan.sizes.values()), peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
 )))
 """
@@ -144,14 +194,18 @@ def measure(code: Path, root: str, repeat: int, alg: str) -> dict:
 
 
 def line(code: Path, figures: dict) -> str:
-    """One tree's line: both passes' CPU, per pair, their ratio, the peak RSS."""
+    """One tree's line: the three passes' CPU, per pair, the engine's against the floor and the
+    lean pass, the peak RSS."""
     compared, pairs = max(figures["compared"], 1), max(figures["floor_pairs"], 1)
     engine_us, floor_us = figures["engine"] / compared * 1e6, figures["floor"] / pairs * 1e6
+    lean_us = figures["lean"] / max(figures["lean_pairs"], 1) * 1e6
     return (
         f"{code}: engine {figures['engine']:.3f} CPU-s ({figures['compared']:,} compared of {figures['tasks']:,}, "
         f"{engine_us:.0f} us a pair), floor {figures['floor']:.3f} CPU-s ({figures['floor_pairs']:,} pairs, "
-        f"{floor_us:.0f} us a pair); engine / floor {engine_us / floor_us:.2f}x, "
-        f"{engine_us - floor_us:.0f} us a pair above it; {figures['bytes'] / 1e9:.2f} GB of files at "
+        f"{floor_us:.0f} us a pair), lean {figures['lean']:.3f} CPU-s ({figures['lean_pairs']:,} pairs, "
+        f"{lean_us:.0f} us a pair); engine / floor {engine_us / floor_us:.2f}x, "
+        f"{engine_us - floor_us:.0f} us a pair above it, {engine_us - lean_us:.0f} above lean; "
+        f"{figures['bytes'] / 1e9:.2f} GB of files at "
         f"{figures['bytes'] / 1e6 / max(figures['engine'], 1e-9):,.0f} MB per engine CPU-s; "
         f"peak RSS {figures['peak_rss'] / 2**20:,.0f} MiB"
     )
@@ -174,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
 
 INTRO = (
     "`bench/pair_floor_bench.py`: a worker's CPU on a data root's calls in one process, against the "
-    "floor of the same pairs (files read whole, dump headers parsed, one kernel pass): how much of "
-    "a compared pair's cost is the per-pair Python around the essential work."
+    "floor of the same pairs (files read whole, dump headers parsed, one kernel pass) and a lean pass "
+    "(the floor with the layout conversion, the cosine and a row of text): how much of a compared "
+    "pair's cost is the per-pair Python around the essential work."
 )
 
 if __name__ == "__main__":

@@ -245,7 +245,38 @@ def test_the_pair_floor_bench_measures_both_passes_on_the_sample(sample_data):
     assert len(tasks) == figures["compared"] and integer_pairs == 2
     assert figures["floor_pairs"] == figures["compared"] - integer_pairs
     line = pair_floor_bench.line(REPO, figures)
-    assert f"{figures['compared']:,} compared" in line and "engine / floor" in line
+    assert f"{figures['compared']:,} compared" in line and "engine / floor" in line and "above lean" in line
+
+
+def test_the_pair_floor_bench_lean_pass_gives_the_engines_cosines(sample_data):
+    """The ``lean`` pass converts each device tensor to its host layout as the tool does: its
+    cosine of every pair it compares is the engine's, to the CSV's six decimals, on the sample's
+    dump (its blocked layouts among them: the floor, which folds them as stored, differs)."""
+    from precision_tool.compare import engine, jobs
+    from precision_tool.compare.load import DEFAULT_CHUNK
+    from precision_tool.compare.metrics import select_metrics
+    from precision_tool.compare.plan import plan_comparisons
+    from precision_tool.compare.workspace import Workspace
+    from precision_tool.config import Config
+    from precision_tool.formats.dump import read_dump
+
+    figures = _bench_module("pair_floor_bench").measure(REPO, str(sample_data), 1, "0")
+    lean = figures["lean_cosines"]
+    assert figures["lean_pairs"] == len(lean) == figures["floor_pairs"]
+    tasks = [t for t in plan_comparisons(Workspace(Config(data_root_dir=sample_data)))[0].tasks if t.comparable]
+    plan = jobs.plan_jobs(tasks, select_metrics("0"), DEFAULT_CHUNK, False)
+    rows = engine.run_job(tasks, *plan.job_args).rows
+    cosines = {row.tensor_index: "%.6f" % row.cosine for row in rows if row.cosine is not None}
+    assert lean and all(lean[index] == cosines[index] for index in lean)
+    blocked = {
+        t.tensor_index
+        for t in tasks
+        if (read_dump(t.left.path).inputs if t.left.kind == "input" else read_dump(t.left.path).outputs)[
+            t.left.index
+        ].format
+        in ("NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ")
+    }
+    assert blocked & set(lean)  # the conversion was exercised, not only plain layouts
 
 
 def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compare(tmp_path):
