@@ -18,10 +18,11 @@ calls (each the size a pool of two workers sends), the least CPU of ``--repeat``
 - ``lean``: the floor's pairs with what a row of cosine cannot go without as well: the device
   tensor converted to its host layout by the tool's own conversion (``layouts.to_host``, with
   the conversion plans a worker keeps), the cosine from the kernel's sums, and the row's cells
-  as text (index, name, tensor index, both dtypes, shape, the cosine to six decimals). Every pair is compared
-  (no repeated pair is looked up, which the engine does), and there are no file identities, row
-  keys, checks beyond the floor's, notes, or the engine's objects (sources, accumulator, rows).
-  Its cosines are the engine's (a test holds it to that on the sample).
+  as text (index, name, tensor index, both dtypes, shape, the cosine to six decimals). Every
+  pair is compared (no repeated pair is looked up, which the engine does), and there are no
+  file identities, row keys, checks beyond the floor's, notes, or the engine's objects
+  (sources, accumulator, rows). Its cosines are the engine's (a test holds it to that on the
+  sample).
 
 ``engine / floor`` is how many times the essential work the worker's CPU is; the difference per
 pair is the budget a leaner per-pair path could win (docs/performance.md), and ``lean`` says how
