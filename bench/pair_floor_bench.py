@@ -1,6 +1,6 @@
 """What a worker spends on a compared pair beyond reading it and folding it, code trees side by side.
 
-    python bench/pair_floor_bench.py DATA_ROOT [CODE_DIR ...] [--repeat 3] [--alg 0]
+    python bench/pair_floor_bench.py DATA_ROOT [CODE_DIR ...] [--repeat 3] [--alg 0] [--phases]
 
 On two cores a large run is bound by CPU, and most of it is the workers' (``cpu_split_bench.py``).
 This bench splits a worker's CPU into what no arrangement of the per-pair Python could avoid and
@@ -28,6 +28,13 @@ calls (each the size a pool of two workers sends), the least CPU of ``--repeat``
 pair is the budget a leaner per-pair path could win (docs/performance.md), and ``lean`` says how
 much of it a comparison in the fewest Python steps would still spend. Pairs of other kinds
 (msprobe tensor files, two dump directories) are in the engine's pass and not in the others'.
+
+``--phases`` profiles one more engine pass with cProfile and splits its CPU by phase (issue 28's
+item 1): reading (files, dump and ``.npy`` headers), the row cache's keys and file identities,
+layout conversion, the kernels and their wrappers, and the rest of the engine (metrics, notes,
+rows, repeated pairs, streaming). Each function's own time goes to the phase of its file, a
+built-in's to its callers' phases by the time they spent in it. The profiler slows Python
+calls more than the C they call, so the shares are a profile's, not the pass's seconds.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ WORK = r"""
 import json, math, os, re, resource, sys, time
 from pathlib import Path
 import numpy as np
-root, repeat, alg = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
+root, repeat, alg, phases = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None, sys.argv[4] == "1"
 from precision_tool.compare import engine, jobs
 from precision_tool.compare.golden_pairing import DumpSide, NpySide
 from precision_tool.compare.load import DEFAULT_CHUNK
@@ -169,8 +176,57 @@ def least_cpu(work):
 engine_cpu, tasks = least_cpu(engine_pass)
 floor_cpu, pairs = least_cpu(floor_pass)
 lean_cpu, lean_pairs = least_cpu(lean_pass)
+# --phases: one more engine pass under cProfile, each function's own time put in the phase of
+# the file it is in (the first that matches), a built-in's in its callers' phases
+PHASES = (
+    ("read", ("formats/golden.py", "formats/files.py", "formats/dump.py", "formats/dump_tensor.py",
+              "compare/sides.py", "google/", "formats/npy_file.py", "formats/dtypes.py", "formats/shapes.py",
+              "pathlib.py", "posixpath")),
+    ("row keys", ("compare/row_keys.py", "formats/file_identity.py")),
+    ("layout conversion", ("formats/layouts.py", "formats/conversion_plans.py", "formats/tile_copy.py",
+                           "formats/blocked_formats.py")),
+    ("kernels", ("compare/kernels_numba.py", "compare/kernels.py", "compare/numba_load.py",
+                 "compare/stat_groups.py", "compare/scaled_sums.py")),
+    ("metrics and rows", ("compare/", "dataclasses.py", "functools.py", "<string>", "numpy/")),
+)
+
+def phase_of(func):
+    return next((name for name, parts in PHASES if any(part in func[0] for part in parts)), None)
+
+def callers_phases(stats, func, depth=2):
+    weights = {}
+    for caller, figures in stats[func][4].items():
+        phase = phase_of(caller) if caller[0] != "~" else None
+        if phase is not None:
+            weights[phase] = weights.get(phase, 0.0) + figures[3]
+        elif depth > 1 and caller in stats:
+            for name, weight in callers_phases(stats, caller, depth - 1).items():
+                weights[name] = weights.get(name, 0.0) + weight
+    return weights
+
+def phase_split():
+    import cProfile, pstats
+    profile = cProfile.Profile()
+    profile.enable()
+    engine_pass()
+    profile.disable()
+    stats = pstats.Stats(profile).stats
+    split = {name: 0.0 for name, _ in PHASES}
+    split["other"] = 0.0
+    for func, figures in stats.items():
+        own, phase = figures[2], phase_of(func) if func[0] != "~" else None
+        weights = {phase: 1.0} if phase else callers_phases(stats, func)
+        total = sum(weights.values())
+        if not total:
+            split["other"] += own
+            continue
+        for name, weight in weights.items():
+            split[name] += own * weight / total
+    return split
+
 compared = sum(1 for call in calls for task in call if task.comparable)
 print(json.dumps(dict(
+    phases=phase_split() if phases else None,
     engine=engine_cpu, floor=floor_cpu, tasks=tasks, compared=compared, floor_pairs=pairs,
     lean=lean_cpu, lean_pairs=lean_pairs, lean_cosines={row[2]: row[-1] for row in LEAN_ROWS},
     bytes=sum(plan.sizes.values()), peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -178,10 +234,11 @@ print(json.dumps(dict(
 """
 
 
-def measure(code: Path, root: str, repeat: int, alg: str) -> dict:
-    """The figures of one tree: the JSON line ``python -c WORK`` prints."""
+def measure(code: Path, root: str, repeat: int, alg: str, phases: bool = False) -> dict:
+    """The figures of one tree: the JSON line ``python -c WORK`` prints (``phases``: with the
+    engine's profile split by phase)."""
     run = start_run(
-        [sys.executable, "-c", WORK, root, str(repeat), alg],
+        [sys.executable, "-c", WORK, root, str(repeat), alg, "1" if phases else "0"],
         tool_env(code),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -212,18 +269,32 @@ def line(code: Path, figures: dict) -> str:
     )
 
 
+def phase_line(code: Path, figures: dict) -> str:
+    """One tree's engine pass under cProfile: each phase's share of the profiled CPU."""
+    split = figures["phases"]
+    total = sum(split.values()) or 1.0
+    shares = ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in split.items())
+    return f"{code}: the engine under cProfile ({total:.3f} profiled CPU-s): {shares}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, measure each tree, print one line per tree."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_root_and_trees(parser, "a data root, e.g. a compare_bench --keep")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes of each kind (default 3)")
     parser.add_argument("--alg", default="", help="the engine's metrics, as vc's -alg (default all)")
+    parser.add_argument(
+        "--phases", action="store_true", help="also profile one engine pass and split it by phase (issue 28, item 1)"
+    )
     add_write_flag(parser)
     args = parser.parse_args(argv)
     root, codes = root_and_trees(args)
     print(f"{root}, least CPU of {args.repeat} passes each" + (f", -alg {args.alg}" if args.alg else ""))
     for code in codes:
-        print(line(code, measure(code, root, args.repeat, args.alg)))
+        figures = measure(code, root, args.repeat, args.alg, args.phases)
+        print(line(code, figures))
+        if args.phases:
+            print(phase_line(code, figures))
     return 0
 
 

@@ -277,6 +277,22 @@ def test_the_pair_floor_bench_lean_pass_gives_the_engines_cosines(sample_data):
     assert blocked & set(lean)  # the conversion was exercised, not only plain layouts
 
 
+def test_the_pair_floor_bench_splits_the_engine_by_phase(sample_data):
+    """``--phases`` puts the profiled engine pass's CPU into its phases: each has some on the
+    sample's dump (blocked layouts, every metric), almost nothing is left unplaced, and the line
+    gives every phase's share."""
+    pair_floor_bench = _bench_module("pair_floor_bench")
+    figures = pair_floor_bench.measure(REPO, str(sample_data), 1, "", phases=True)
+    split = figures["phases"]
+    named = [name for name in split if name != "other"]
+    assert named == ["read", "row keys", "layout conversion", "kernels", "metrics and rows"]
+    assert all(split[name] > 0 for name in named)
+    assert split["other"] < 0.05 * sum(split.values())
+    line = pair_floor_bench.phase_line(REPO, figures)
+    assert all(f"{name} " in line for name in split)
+    assert pair_floor_bench.measure(REPO, str(sample_data), 1, "0")["phases"] is None
+
+
 def test_the_pair_floor_bench_stops_with_a_line_on_a_root_with_nothing_to_compare(tmp_path):
     pair_floor_bench = _bench_module("pair_floor_bench")
     with pytest.raises(SystemExit) as stopped:
