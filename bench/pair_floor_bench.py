@@ -97,8 +97,10 @@ def engine_pass():
         engine.run_job(call, *plan.job_args)
     return sum(len(call) for call in calls)
 
-def floor_pass():
-    sums, pairs, path = np.zeros(8), 0, None
+# each pair of an NPU dump tensor against a .npy golden, as (task, tensor, its elements as
+# stored): each dump file read whole once, its header parsed
+def stored_pairs():
+    path = None
     for call in calls:
         for task in call:
             left, right = task.left, task.right
@@ -114,14 +116,18 @@ def floor_pass():
                 continue  # a data type no array holds: the engine's row says so
             if dtype.itemsize == 0 or tensor.size % dtype.itemsize:
                 continue  # packed sub-byte elements: not a kernel's operand as stored
-            x = data[tensor.offset : tensor.offset + tensor.size].view(dtype)
-            y = npy_values(whole(right.path))
-            n = min(x.size, y.size)
-            xv, yv = kernel_operand(x[:n]), kernel_operand(y[:n])
-            if xv is None or yv is None:
-                continue
-            compiled.cosine(xv, yv, sums)
-            pairs += 1
+            yield task, tensor, data[tensor.offset : tensor.offset + tensor.size].view(dtype)
+
+def floor_pass():
+    sums, pairs = np.zeros(8), 0
+    for task, tensor, x in stored_pairs():
+        y = npy_values(whole(task.right.path))
+        n = min(x.size, y.size)
+        xv, yv = kernel_operand(x[:n]), kernel_operand(y[:n])
+        if xv is None or yv is None:
+            continue
+        compiled.cosine(xv, yv, sums)
+        pairs += 1
     return pairs
 
 from precision_tool.compare.load import CONVERSION_PLANS
@@ -129,38 +135,24 @@ from precision_tool.formats import layouts
 LEAN_ROWS = []
 
 def lean_pass():
-    rows, path, sums = [], None, np.zeros(8)
-    for call in calls:
-        for task in call:
-            left, right = task.left, task.right
-            if not (task.comparable and isinstance(left, DumpSide) and isinstance(right, NpySide)):
-                continue
-            if left.path != path:
-                path, raw = left.path, whole(left.path)
-                dump, data = dump_from_bytes(path, raw), np.frombuffer(raw, np.uint8)
-            tensor = (dump.inputs if left.kind == "input" else dump.outputs)[left.index]
-            try:
-                dtype = tensor.dtype
-            except PrecisionToolError:
-                continue
-            if dtype.itemsize == 0 or tensor.size % dtype.itemsize:
-                continue
-            device = data[tensor.offset : tensor.offset + tensor.size].view(dtype).reshape(tensor.shape)
-            origin = tensor.origin_format(left.origin_format)
-            host = layouts.to_host(
-                device, tensor.format, tensor.original_shape, origin, groups=max(tensor.sub_format, 1), plans=CONVERSION_PLANS
-            )
-            y = npy_values(whole(right.path))
-            x = host.reshape(-1)
-            xv, yv = kernel_operand(x), kernel_operand(y)
-            if xv is None or yv is None or x.size != y.size:
-                continue
-            compiled.cosine(xv, yv, sums)
-            norms = math.sqrt(sums[1]) * math.sqrt(sums[2])
-            cosine = min(sums[0] / norms, 1.0) if norms else math.nan
-            cells = [str(task.index), task.npu_name, task.tensor_index, dtype.name, y.dtype.name, str(list(host.shape))]
-            cells.append("%.6f" % cosine)
-            rows.append(cells)
+    rows, sums = [], np.zeros(8)
+    for task, tensor, stored in stored_pairs():
+        origin = tensor.origin_format(task.left.origin_format)
+        host = layouts.to_host(
+            stored.reshape(tensor.shape), tensor.format, tensor.original_shape, origin,
+            groups=max(tensor.sub_format, 1), plans=CONVERSION_PLANS,
+        )
+        y = npy_values(whole(task.right.path))
+        x = host.reshape(-1)
+        xv, yv = kernel_operand(x), kernel_operand(y)
+        if xv is None or yv is None or x.size != y.size:
+            continue
+        compiled.cosine(xv, yv, sums)
+        norms = math.sqrt(sums[1]) * math.sqrt(sums[2])
+        cosine = min(sums[0] / norms, 1.0) if norms else math.nan
+        cells = [str(task.index), task.npu_name, task.tensor_index, stored.dtype.name, y.dtype.name]
+        cells += [str(list(host.shape)), "%.6f" % cosine]
+        rows.append(cells)
     LEAN_ROWS[:] = rows
     return len(rows)
 
