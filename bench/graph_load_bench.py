@@ -282,14 +282,11 @@ _OP_ATTR, _DESC_END = "\n    attr {\n", "\n    }\n"  # an op's attribute opens, 
 _BLOCKS = ((_OP_ATTR, _DESC_END), ("\n      attr {\n", "\n      }\n"))  # an op's, a desc's: open, close
 
 
-def _every_line(text: str):
-    """The ``lines`` floor: each line of ``text`` looked up once; an empty model."""
-    from precision_tool.formats.graph_model import Model
-
+def _every_line(text: str) -> None:
+    """The ``lines`` floor: each line of ``text`` looked up once."""
     seen: dict = {}
     for line in text.split("\n"):
         seen.get(line)
-    return Model("", [], {})
 
 
 def _skimmed(text: str) -> str:
@@ -356,17 +353,17 @@ def _load(step: str, path: Path, cache: Path):
     if step == "fast":
         with gc_paused():  # as the tool reads it
             return model_from_text(_graph_text(path), path)
-    if step == "lines":
-        return _every_line(_graph_text(path))
     if step == "skim":
         with gc_paused():
             return model_from_text(_skimmed(_graph_text(path)), path)
-    if step == "regex":
+    if step == "lines":
+        _every_line(_graph_text(path))
+    elif step == "regex":
         _attribute_keys(_graph_text(path))
-        return Model("", [], {})
-    if step == "compiled":
+    elif step == "compiled":
         _compiled_pass(path.read_bytes())
-        return Model("", [], {})
+    if step in ("lines", "regex", "compiled"):
+        return Model("", [], {})  # these floors build nothing: an empty model, no ops
     return read_graph_cached(path, cache, min_bytes=0, store_behind=True)
 
 
