@@ -14,6 +14,14 @@ the first launch is about half their CPU, and a change pays off only by the CPU 
 - ``workers``: the rest of the process tree (``os.wait4``), the workers' comparisons;
 - ``launched``: seconds from the start to the first worker launched (nan: none was).
 
+``--workers-at W[,W...]`` also prints, for each W, the least wall time the run could take had
+its workers used W CPU-seconds instead of what they used: after the first launch, the tool's
+process (its CPU from then on) and the workers share the cores at best perfectly, so the run
+takes at least ``launched + (tool after launch + W) / cores``. With W the workers' own CPU it
+is a lower bound of the measured wall (how close says how CPU-bound the run is); with W a
+floor (``bench/pair_floor_bench.py``: reading the files and the kernel alone) or 0 it says
+what no faster worker could beat while the rest of the run stays as it is.
+
 With ``--stages`` the main thread's CPU is also split by the functions of :data:`STAGES` (their
 thread CPU, callees included: ``pairing`` holds the dump headers it reads), each a median
 over the runs; a stage whose function a tree lacks is left out of that tree's line.
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import statistics
@@ -42,6 +51,7 @@ from run_env import add_root_and_trees, last_line, root_and_trees, start_run, to
 
 MARK = "cpu-split: "  # how the driver's one line on stderr starts
 FIELDS = ("wall", "launched", "tool", "main", "threads", "server", "workers", "total")
+CORES = os.cpu_count() or 1
 STAGES = {  # stage: (module, attribute path) of the tool's own functions, timed on the main thread
     "golden index": ("precision_tool.compare.workspace", "Workspace.golden"),
     "graph": ("precision_tool.compare.workspace", "Workspace.models"),
@@ -84,6 +94,8 @@ def timed_launch(launch, by_server):
             marks["launched"] = time.time() - start
             pid = getattr(forkserver._forkserver, "_forkserver_pid", None) if by_server else None
             marks["server"] = stat_cpu(f"/proc/{pid}/stat") if pid else 0.0
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            marks["tool_at_launch"] = usage.ru_utime + usage.ru_stime
         return done
     return run
 
@@ -159,7 +171,28 @@ def run_once(
         workers=total - tool - server,
         total=total,
         stages=split["stages"],
+        tool_at_launch=split.get("tool_at_launch", float("nan")),
     )
+
+
+def least_wall(run: dict, workers_cpu: float, cores: int = CORES) -> float:
+    """The least wall time ``run`` could take with its workers at ``workers_cpu`` CPU-seconds
+    (see the module docstring): its first launch, then the CPU left to it shared perfectly by
+    ``cores``. nan for a run that launched no worker."""
+    after_launch = run["tool"] - run["tool_at_launch"] + workers_cpu
+    return run["launched"] + after_launch / cores
+
+
+def bound_lines(found: list[dict], workers_at: list[float], cores: int = CORES) -> list[str]:
+    """A tree's lines for ``--workers-at``: the median least wall with its workers' own CPU
+    (against the median measured wall) and with each CPU of ``workers_at``."""
+    own = statistics.median(least_wall(r, r["workers"], cores) for r in found)
+    wall = statistics.median(r["wall"] for r in found)
+    lines = [f"  its workers' own CPU: at least {own:.3f} s (measured {wall:.3f} s)"]
+    for cpu in workers_at:
+        least = statistics.median(least_wall(r, cpu, cores) for r in found)
+        lines.append(f"  workers at {cpu:.3f} CPU-s: at least {least:.3f} s")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vc", default="", help="more vc arguments, as one string (e.g. '-alg 0')")
     parser.add_argument("--stages", action="store_true", help="also split the main thread's CPU by stage")
     parser.add_argument("--pool-always", action="store_true", help="use the worker pool however small the dump")
+    parser.add_argument(
+        "--workers-at",
+        type=_cpu_list,
+        default=[],
+        metavar="W[,W...]",
+        help="also print the least wall time with the workers at these CPU-seconds (e.g. a floor, 0)",
+    )
     add_write_flag(parser)
     args = parser.parse_args(argv)
     args.root, codes = root_and_trees(args)
@@ -195,8 +235,24 @@ def main(argv: list[str] | None = None) -> int:
             named = [label for label in STAGES if all(label in r["stages"] for r in found)]
             medians = (f"{label} {statistics.median(r['stages'][label] for r in found):.3f}" for label in named)
             print(f"{code}: " + ", ".join(medians))
+    if args.workers_at:
+        print(f"the least wall time after the first launch on {CORES} cores, medians")
+        for code, found in runs.items():
+            print(f"{code}:")
+            print("\n".join(bound_lines(found, args.workers_at)))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def _cpu_list(text: str) -> list[float]:
+    """``--workers-at``'s CPU-seconds, comma-separated."""
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not CPU-seconds: {text!r}") from None
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"not CPU-seconds: {text!r}")
+    return values
 
 
 INTRO = (

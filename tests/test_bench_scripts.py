@@ -169,6 +169,41 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     assert sum(run["stages"].values()) <= run["main"] + 0.02  # the stages do not nest; ticks of 10 ms
     inline = cpu_split_bench.run_once(REPO, str(sample_data), sample_data / "out", ["-alg", "0"])
     assert math.isnan(inline["launched"])  # the launch hooks saw no worker
+    # --workers-at: the tool's CPU at the launch is part of its CPU, and the least wall time
+    # with the workers' own CPU is a lower bound of the wall measured (ticks of 10 ms aside)
+    assert 0 < run["tool_at_launch"] <= run["tool"]
+    own = cpu_split_bench.least_wall(run, run["workers"], cores=2)
+    assert run["launched"] < own <= run["wall"] + 0.02
+    assert cpu_split_bench.least_wall(run, 0.0, cores=2) < own
+    assert math.isnan(cpu_split_bench.least_wall(inline, inline["workers"], cores=2))
+
+
+def test_the_least_wall_time_shares_what_is_left_after_the_launch_among_the_cores():
+    """Worked by hand: launched at 0.5 s with the tool at 0.4 CPU-s, the tool at 1.2 CPU-s in
+    all, workers at 1.0: 0.8 + 1.0 CPU-s after the launch on two cores take 0.9 s at least."""
+    cpu_split_bench = _bench_module("cpu_split_bench")
+    run = {"launched": 0.5, "tool": 1.2, "tool_at_launch": 0.4, "workers": 1.6, "wall": 1.8}
+    assert cpu_split_bench.least_wall(run, 1.0, cores=2) == pytest.approx(1.4)
+    assert cpu_split_bench.least_wall(run, 1.0, cores=1) == pytest.approx(2.3)
+    lines = cpu_split_bench.bound_lines([run], [0.0, 1.0], cores=2)
+    assert lines == [
+        "  its workers' own CPU: at least 1.700 s (measured 1.800 s)",
+        "  workers at 0.000 CPU-s: at least 0.900 s",
+        "  workers at 1.000 CPU-s: at least 1.400 s",
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "x", "1,-2", "nan", "inf"])
+def test_workers_at_takes_cpu_seconds_only(text):
+    """--workers-at refuses what is not a list of CPU-seconds, in argparse's one line."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "cpu_split_bench.py"), "/nonexistent", "--workers-at", text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and "--workers-at: not CPU-seconds" in done.stderr, done.stderr
 
 
 def test_each_tree_runs_under_an_output_root_of_its_own(sample_data, tmp_path):
