@@ -356,13 +356,13 @@ def _load(step: str, path: Path, cache: Path):
     if step == "skim":
         with gc_paused():
             return model_from_text(_skimmed(_graph_text(path)), path)
-    if step == "lines":
-        _every_line(_graph_text(path))
-    elif step == "regex":
-        _attribute_keys(_graph_text(path))
-    elif step == "compiled":
-        _compiled_pass(path.read_bytes())
-    if step in ("lines", "regex", "compiled"):
+    passes = {
+        "lines": lambda: _every_line(_graph_text(path)),
+        "regex": lambda: _attribute_keys(_graph_text(path)),
+        "compiled": lambda: _compiled_pass(path.read_bytes()),
+    }
+    if step in passes:
+        passes[step]()
         return Model("", [], {})  # these floors build nothing: an empty model, no ops
     return read_graph_cached(path, cache, min_bytes=0, store_behind=True)
 
