@@ -26,6 +26,10 @@ With ``--stages`` the main thread's CPU is also split by the functions of :data:
 thread CPU, callees included: ``pairing`` holds the dump headers it reads), each a median
 over the runs; a stage whose function a tree lacks is left out of that tree's line.
 
+``--reuse`` measures a re-run instead: ``vc`` without ``--fresh``, each tree's row cache filled by
+its first, uncounted run, so every row is the store's and no worker is launched (the row keys,
+the store's read and its rows are then stages of their own).
+
 Each run is ``vc --fresh`` of DATA_ROOT through a driver (``python -c``) that reads its
 threads' CPU at exit and times the first worker's launch; the trees alternate run by run (a
 shared machine's load drifts) and medians are printed. Linux only (``/proc``).
@@ -60,6 +64,10 @@ STAGES = {  # stage: (module, attribute path) of the tool's own functions, timed
     "row cache": ("precision_tool.compare.row_cache", "RowCache.put"),
     "CSV": ("precision_tool.compare.result_csv", "ResultWriter.write"),
     "summary": ("precision_tool.commands.vc_run", "Summary.add"),
+    # a re-run's (--reuse): every key found before anything is computed, the store read, its rows made
+    "row keys": ("precision_tool.compare.row_keys", "RowKeys.key"),
+    "store read": ("precision_tool.compare.row_cache", "RowCache.outcomes"),
+    "stored rows": ("precision_tool.compare.row_cache", "_with_outcome"),
 }
 
 # Run by the measured interpreter as ``python -c``: no file, so the fork server has no main
@@ -134,16 +142,24 @@ entry()
 
 
 def run_once(
-    code: Path, root: str, out: Path, vc_args: list[str], stages: bool = False, pool_always: bool = False
+    code: Path,
+    root: str,
+    out: Path,
+    vc_args: list[str],
+    stages: bool = False,
+    pool_always: bool = False,
+    fresh: bool = True,
 ) -> dict:
     """One run of ``vc --fresh`` of the tree ``code``: the fields of :data:`FIELDS` and
     ``stages`` (the main thread's CPU by stage when ``stages``, else empty). ``pool_always``:
-    the run uses the worker pool however small it is."""
+    the run uses the worker pool however small it is; ``fresh`` False: ``vc`` without
+    ``--fresh``, reusing what the row cache under ``out`` holds."""
     env = tool_env(code, CPU_SPLIT_T0=repr(time.time()), CPU_SPLIT_STAGES=json.dumps(STAGES if stages else {}))
     if pool_always:
         env["CPU_SPLIT_POOL"] = "1"
     own_root = tree_output_args(out, code)  # the tree's own graph cache
-    command = [sys.executable, "-c", DRIVER, "--data", root, *own_root, "vc", "--fresh", "-o", str(out), *vc_args]
+    fresh_flag = ["--fresh"] if fresh else []
+    command = [sys.executable, "-c", DRIVER, "--data", root, *own_root, "vc", *fresh_flag, "-o", str(out), *vc_args]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
         proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)
@@ -204,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", action="store_true", help="also split the main thread's CPU by stage")
     parser.add_argument("--pool-always", action="store_true", help="use the worker pool however small the dump")
     parser.add_argument(
+        "--reuse", action="store_true", help="measure a re-run: vc without --fresh, every row from the row cache"
+    )
+    parser.add_argument(
         "--workers-at",
         type=_cpu_list,
         default=[],
@@ -218,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(tempfile.mkdtemp(prefix="cpu_split_"))
     vc_args = shlex.split(args.vc)
     subprocess.run(["find", args.root, "-type", "f", "-exec", "cat", "{}", "+"], stdout=subprocess.DEVNULL, check=False)
-    for code in codes:  # a first run of each, not counted: bytecode written, caches made
+    for code in codes:  # a first run of each, not counted: bytecode written, caches made (rows too)
         run_once(code, args.root, out, vc_args, pool_always=args.pool_always)
     runs: dict[Path, list[dict]] = {code: [] for code in codes}
-    print(f"vc --fresh {args.vc}".rstrip() + f" of {args.root}; load average at the start {os.getloadavg()[0]:.2f}")
+    fresh = not args.reuse
+    title = f"vc{' --fresh' if fresh else ''} {args.vc}".rstrip()
+    print(f"{title} of {args.root}; load average at the start {os.getloadavg()[0]:.2f}")
     for _ in range(args.repeat):
         for code in codes:
-            runs[code].append(run_once(code, args.root, out, vc_args, args.stages, args.pool_always))
+            runs[code].append(run_once(code, args.root, out, vc_args, args.stages, args.pool_always, fresh))
     print(f"medians of {args.repeat} runs a tree, seconds (CPU seconds but for wall and launched)")
     print("tree: " + " ".join(FIELDS))
     for code, found in runs.items():

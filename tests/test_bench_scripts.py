@@ -179,6 +179,21 @@ def test_the_cpu_split_of_a_pool_run_adds_up_to_its_process_tree(sample_data):
     assert math.isnan(cpu_split_bench.least_wall(inline, inline["workers"]))
 
 
+def test_a_rerun_reuses_the_rows_its_fresh_run_stored_and_times_the_reuse(sample_data, tmp_path):
+    """--reuse: after a fresh run fills the tree's row cache, a run without --fresh launches no
+    worker (the server's CPU is then all its children's), and its keys, the store's read and
+    the rows made from it are stages of the main thread, timed where they ran."""
+    cpu_split_bench = _bench_module("cpu_split_bench")
+    out = tmp_path / "out"
+    cpu_split_bench.run_once(REPO, str(sample_data), out, ["-alg", "0"], pool_always=True)
+    again = cpu_split_bench.run_once(REPO, str(sample_data), out, ["-alg", "0"], stages=True, fresh=False)
+    assert math.isnan(again["launched"]) and again["workers"] == 0
+    for stage in ("row keys", "store read", "stored rows"):
+        assert again["stages"][stage] > 0, stage
+    fresh = cpu_split_bench.run_once(REPO, str(sample_data), out, ["-alg", "0"], stages=True, pool_always=True)
+    assert "stored rows" not in fresh["stages"] and "row keys" not in fresh["stages"]  # keys found by the workers
+
+
 def test_the_least_wall_time_shares_what_is_left_after_the_launch_among_the_cores():
     """Worked by hand: launched at 0.5 s with the tool at 0.4 CPU-s, the tool at 1.2 CPU-s in
     all, workers at 1.0: 0.8 + 1.0 CPU-s after the launch on two cores take 0.9 s at least."""

@@ -34,7 +34,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 
 from ..formats.held_dir import OutputError
 from ..formats.output_root import OutputRoot
@@ -51,6 +50,8 @@ _NOT_KEPT = "the rows of this run are not kept"
 # batches of 4,096 (docs/performance.md). What a killed run loses stays bounded by the seconds.
 _BATCH_ROWS = 4096
 _BATCH_SECONDS = 2.0
+# Keys looked up a query: fewer than the 999 host parameters SQLite allowed before 3.32
+_LOOKUP_KEYS = 500
 
 
 def _outcome(row: CompareRow) -> str:
@@ -116,8 +117,11 @@ def _counted(tasks: Iterable[PairTask], counts: dict) -> Iterator[PairTask]:
 
 
 def _with_outcome(task: PairTask, data: dict) -> CompareRow:
-    shape = tuple(data["shape"]) if data["shape"] is not None else None
-    base = CompareRow(
+    """The row of ``task`` from its stored outcome (:func:`_checked_outcome`'s), made in one call:
+    a re-run makes one for each of its rows (``dataclasses.replace`` of a half-made row took
+    twice as long)."""
+    shape = data["shape"]
+    return CompareRow(
         index=task.index,
         op_type=task.op_type,
         npu_name=task.npu_name,
@@ -126,11 +130,8 @@ def _with_outcome(task: PairTask, data: dict) -> CompareRow:
         ground_truth=task.ground_truth,
         golden_dtype=data["golden_dtype"],
         tensor_index=task.tensor_index,
-        shape=shape,
-    )
-    return replace(
-        base,
-        metrics={k: float(v) for k, v in data["metrics"].items()},
+        shape=tuple(shape) if shape is not None else None,
+        metrics={name: float(value) for name, value in data["metrics"].items()},
         std_text=data["std"],
         fail_reason=data["reason"],
     )
@@ -217,29 +218,40 @@ class RowCache:
 
     def get(self, key: str) -> str | None:
         """The stored outcome of ``key`` as stored (unchecked), or None."""
+        return self._stored([key]).get(key)
+
+    def _stored(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored outcomes (as stored, unchecked) of those of ``keys`` the store holds, read
+        :data:`_LOOKUP_KEYS` keys a query (one query a key cost a re-run 3.5 us a row)."""
         if self._db is None:
-            return None
+            return {}
+        found: dict[str, str] = {}
         try:
-            found = self._db.execute("SELECT outcome FROM rows WHERE key = ?", (key,)).fetchone()
+            for start in range(0, len(keys), _LOOKUP_KEYS):
+                part = keys[start : start + _LOOKUP_KEYS]
+                marks = ",".join("?" * len(part))
+                found.update(self._db.execute(f"SELECT key, outcome FROM rows WHERE key IN ({marks})", part))
         except sqlite3.Error as exc:
             self._off(exc)
-            return None
-        return found[0] if found else None
+            return {}
+        return found
 
     def outcomes(self, keys: Sequence[str | None]) -> list[dict | None]:
         """The checked stored outcome of each key (None: not stored, or no key). When the store
         fails or one row is malformed, none is trusted: the cache turns off, all are None."""
         if not self.read:
             return [None] * len(keys)
-        found = [self.get(key) if key else None for key in keys]
+        stored = self._stored(list(dict.fromkeys(key for key in keys if key)))
         try:
-            checked = [_checked_outcome(text) if text is not None else None for text in found]
+            checked = {key: _checked_outcome(text) for key, text in stored.items()}
         except ValueError as exc:
             self._off(exc)
             return [None] * len(keys)
         if self.since is not None:  # older than the fresh run: computed again
-            checked = [c if c is not None and _is_int(c.get("at")) and c["at"] >= self.since else None for c in checked]
-        return checked if self._db is not None else [None] * len(keys)
+            checked = {k: c for k, c in checked.items() if _is_int(c.get("at")) and c["at"] >= self.since}
+        if self._db is None:
+            return [None] * len(keys)
+        return [checked.get(key) if key else None for key in keys]
 
     def put(self, key: str, row: CompareRow) -> None:
         """Store ``row``'s outcome under ``key`` (committed in batches)."""

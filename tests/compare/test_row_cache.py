@@ -241,3 +241,31 @@ def test_rows_of_an_older_schema_are_dropped_when_the_cache_opens(tmp_path):
     db = sqlite3.connect(directory / "rows.sqlite")
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA
     assert db.execute("SELECT COUNT(*) FROM rows").fetchone()[0] == 0
+
+
+def test_a_lookup_of_more_keys_than_one_query_takes_finds_each_as_sqlite_holds_it(tmp_path):
+    import sqlite3
+
+    from precision_tool.compare import row_cache
+
+    outcome = {"metrics": {"CosineSimilarity": 0.5}, "std": "NaN", "reason": "", "npu_dtype": None}
+    outcome.update(golden_dtype=None, shape=[2, 3], at=1)
+    stored = [f"k{n:05d}" for n in range(0, 3 * row_cache._LOOKUP_KEYS, 2)]  # every other key
+    with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
+        with cache._db:
+            cache._db.executemany(
+                "INSERT INTO rows VALUES (?, ?)",
+                [(key, json.dumps(dict(outcome, at=n))) for n, key in enumerate(stored)],
+            )
+    asked = [f"k{n:05d}" for n in range(3 * row_cache._LOOKUP_KEYS + 7)] + [None, "k00000", "k00001"]
+    with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
+        found = cache.outcomes(asked)
+        lone = [cache.get(key) for key in ("k00002", "k00003")]
+    db = sqlite3.connect(tmp_path / "out" / "cache" / "rows.sqlite")  # the answer, a key a query
+    expected = [
+        json.loads(row[0]) if (row := db.execute("SELECT outcome FROM rows WHERE key = ?", (key,)).fetchone()) else None
+        for key in asked
+    ]
+    assert len(found) == len(asked) and found == expected
+    assert sum(f is not None for f in found) == len(stored) + 1  # k00000 asked twice, k00001 never stored
+    assert json.loads(lone[0])["at"] == 1 and lone[1] is None
