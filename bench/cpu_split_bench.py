@@ -33,9 +33,10 @@ costs the run something: a 4 GB re-run, whose keys alone are 22,367 timed calls,
 its first, uncounted run, so every row is the store's and no worker is launched (the row keys,
 the store's read and its rows are then stages of their own).
 
-Each run is ``vc --fresh`` of DATA_ROOT through a driver (``python -c``) that reads its
-threads' CPU at exit and times the first worker's launch; the trees alternate run by run (a
-shared machine's load drifts) and medians are printed. Linux only (``/proc``).
+Each run is ``vc --fresh`` (``vc`` with ``--reuse``) of DATA_ROOT through a driver
+(``python -c``) that reads its threads' CPU at exit and times the first worker's launch; the
+trees alternate run by run (a shared machine's load drifts) and medians are printed. Linux only
+(``/proc``).
 """
 
 from __future__ import annotations
@@ -153,10 +154,10 @@ def run_once(
     pool_always: bool = False,
     fresh: bool = True,
 ) -> dict:
-    """One run of ``vc --fresh`` of the tree ``code``: the fields of :data:`FIELDS` and
+    """One run of ``vc`` of the tree ``code`` (``--fresh`` unless ``fresh`` is False: then it
+    reuses what the tree's row cache under ``out`` holds): the fields of :data:`FIELDS` and
     ``stages`` (the main thread's CPU by stage when ``stages``, else empty). ``pool_always``:
-    the run uses the worker pool however small it is; ``fresh`` False: ``vc`` without
-    ``--fresh``, reusing what the row cache under ``out`` holds."""
+    the run uses the worker pool however small it is."""
     env = tool_env(code, CPU_SPLIT_T0=repr(time.time()), CPU_SPLIT_STAGES=json.dumps(STAGES if stages else {}))
     if pool_always:
         env["CPU_SPLIT_POOL"] = "1"
