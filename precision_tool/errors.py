@@ -19,6 +19,12 @@ class PrecisionToolError(Exception):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
+class ClusterStopped(PrecisionToolError):
+    """The Dask cluster went away or stopped answering (:mod:`.compare.cluster`): the run was
+    interrupted, not refused; what was computed is kept (the row cache) and the run can be
+    resumed. Here, not beside the cluster's code, so that a local run need not import that."""
+
+
 class OutputClosed(Exception):
     """The tool's own output went away: the reader of a pipe left (``| head``), or the disk
     standard output goes to is full. Not the user's data, not a bug: the run stops, quietly for

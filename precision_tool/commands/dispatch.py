@@ -12,7 +12,6 @@ here needs a terminal: the prompt_toolkit loop in :mod:`precision_tool.shell.ses
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -23,8 +22,6 @@ from .registry import CommandResult, Registry, UsageError, run_words, split_comm
 
 if TYPE_CHECKING:
     from ..context import Context
-
-log = logging.getLogger("precision_tool")
 
 
 class ExitShell(Exception):
@@ -45,14 +42,14 @@ def render_result(result: CommandResult, context: Context) -> None:
     """
     from rich.text import Text
 
-    from ..render.fit import Words
-
     # crop=False: a name or OneLine wider than the console is printed whole
     try:
         for renderable in result.renderables:
             if isinstance(renderable, str):
                 renderable = Text(renderable)
             if isinstance(renderable, Text):
+                from ..render.fit import Words  # with rich's tables: imported when text is printed
+
                 renderable = Words(renderable)
             context.console.print(renderable, crop=False)
     except OSError as exc:  # a full disk or an I/O error; a closed pipe comes as OutputClosed
@@ -104,7 +101,9 @@ def _run_one(words: list[str], registry: Registry, context: Context) -> ExitStat
         _report(context, "cancelled", "warn")
         return ExitStatus.INTERRUPTED
     except Exception as exc:  # a bug: say so briefly, keep the session alive
-        log.debug("command failed", exc_info=True)
+        import logging  # imported for a bug only: a run that goes well never pays for it
+
+        logging.getLogger("precision_tool").debug("command failed", exc_info=True)
         _report(
             context,
             f"internal error in '{words[0]}': {type(exc).__name__}: {exc}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import PrecisionToolError
+from ..errors import ClusterStopped, PrecisionToolError
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -178,7 +178,6 @@ def run_into(
     scheduler; ``spec`` the cluster's (None: local workers). A cluster that went away
     (ClusterStopped) leaves the run interrupted, as Ctrl-C does, and says how to resume. Returns :func:`write_all`'s, the counts with ``cache_warning`` when the row
     cache turned itself off."""
-    from ..compare.cluster import ClusterStopped
     from ..compare.manifest import csv_info, write_manifest
     from ..compare.result_dir import COMPLETE, RUNNING, csv_tags
     from ..compare.row_cache import RowCache

@@ -18,11 +18,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..collector import gc_paused
 from ..config import Config, check_setting
 from ..formats.output_root import OutputRoot
-from .divergence import Divergence, OpCosines, analyse, op_key
 from .engine import compare_tasks
 from .golden_pairing import PairTask
 from .metrics import METRICS, Metric, select_metrics
@@ -34,6 +34,9 @@ from .row_keys import metric_identities
 from .verdict import NOT_COMPARED as NOT_COMPARED_STATE
 from .verdict import FlagRule
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .divergence import Divergence, OpCosines
 
 POOL_MIN_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 Progress = Callable[[int, int, int], None]  # (rows done, rows total, bytes done)
@@ -109,7 +112,8 @@ class ComparisonResult:
         rule = rule if isinstance(rule, FlagRule) else FlagRule(float(rule))
         key = (rule, len(self.rows))
         if key not in self._verdicts:
-            from .judged import judge_rows  # the replays: imported when a verdict is asked for
+            from .divergence import analyse  # the verdict and the replays: imported when it is asked for
+            from .judged import judge_rows
             from .msprobe_replay import comparison_dumps
 
             self._verdicts[key] = (
@@ -121,6 +125,8 @@ class ComparisonResult:
 
     def row_verdicts(self, rule: FlagRule) -> list[tuple[str, str]]:
         """(tensor state, op state) of each row, in row order (:mod:`.verdict`)."""
+        from .divergence import op_key
+
         ops = {(op.index, op.name): op for op in self.divergence(rule).ops}
         return [_row_verdict(ops.get(op_key(row)), row) for row in self.rows]
 

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
-from ..errors import PrecisionToolError
+from ..errors import ClusterStopped, PrecisionToolError
 from .dask_process import DaskLog, drop_offload_thread, sigint_ignored
 from .golden_pairing import FileSide, PairTask
 from .window import LostWork
@@ -78,11 +78,6 @@ LOG_DIR = "cluster_logs"
 # the loggers Dask configures with handlers of their own (each straight to stderr), and asyncio's
 _LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
 INSTALL = "pip install 'precision-tool[cluster]'"
-
-
-class ClusterStopped(PrecisionToolError):
-    """The cluster went away or stopped answering: the run was interrupted, not refused; what
-    was computed is kept (the row cache) and the run can be resumed."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import PrecisionToolError
 from ..formats.dump import read_dump, tensor_counts
@@ -18,6 +18,9 @@ from ..formats.dump_names import DumpFileRef, DumpListing
 from ..formats.dump_tensor import DumpFile
 from ..formats.golden import GoldenIndex
 from ..formats.graph_model import GraphDesc, InputRef, Op, TensorName
+
+if TYPE_CHECKING:
+    from .msprobe_stats import Summary
 
 T = TypeVar("T")
 
@@ -55,6 +58,17 @@ class TensorFileSide:
     dtype_name: str | None = None
 
 
+@dataclass(frozen=True)
+class StatsSide:
+    """A tensor of an msprobe dump known by its dump.json record only (statistics task, or md5
+    summary mode): :mod:`.msprobe_rows` makes and compares it."""
+
+    summary: Summary
+    md5: str | None = None
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+
+
 FileSide = (DumpSide, NpySide, TensorFileSide)  # the sides that name a file (isinstance checks)
 
 
@@ -67,8 +81,8 @@ class PairTask:
     npu_name: str
     ground_truth: str
     tensor_index: str | None  # "{op}:{input|output}:{i}"; None for an op with no dump
-    left: DumpSide | NpySide | TensorFileSide | None
-    right: DumpSide | NpySide | TensorFileSide | None
+    left: DumpSide | NpySide | TensorFileSide | StatsSide | None
+    right: DumpSide | NpySide | TensorFileSide | StatsSide | None
     reason: str = ""  # why it cannot be compared; empty when it can
 
     @property

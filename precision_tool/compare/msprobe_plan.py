@@ -25,9 +25,9 @@ from ..formats.msprobe_mapping import read_mapping_file
 from ..formats.msprobe_tree import RankDir, find_tree
 from ..formats.text import safe_file_name
 from ..formats.tree import parse_device_spec, parse_step_spec
-from .golden_pairing import PairTask, TensorFileSide
+from .golden_pairing import PairTask, StatsSide, TensorFileSide
 from .msprobe_pairing import CallPairing, TensorPair, pair_calls
-from .msprobe_rows import StatsSide, stats_side
+from .msprobe_rows import stats_side
 
 
 @dataclass(frozen=True)

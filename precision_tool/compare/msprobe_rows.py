@@ -14,9 +14,10 @@ difference.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..formats.msprobe_leaves import Tensor
+from .golden_pairing import StatsSide
 from .metric_data import Metric, Stats
 from .msprobe_metrics import MSPROBE_METRICS
 from .msprobe_stats import DIFF_COLUMNS, RELATIVE_COLUMNS, Summary, compare_summaries, md5_match
@@ -24,16 +25,6 @@ from .result import CompareRow
 from .verdict import RED_FLOOR
 
 MD5_EQUAL = "MD5Equal"
-
-
-@dataclass(frozen=True)
-class StatsSide:
-    """A tensor known by its dump.json record only (statistics task, or md5 summary mode)."""
-
-    summary: Summary
-    md5: str | None = None
-    dtype: str | None = None
-    shape: tuple[int, ...] | None = None
 
 
 def stats_side(tensor: Tensor) -> StatsSide:

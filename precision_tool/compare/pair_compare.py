@@ -17,10 +17,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import PrecisionToolError
-from .golden_pairing import DumpSide, PairTask
+from .golden_pairing import DumpSide, PairTask, StatsSide
 from .load import CONVERSION_PLANS, DEFAULT_CHUNK, Buffers, Source, aligned
 from .metrics import METRICS, Accumulator, Metric, MetricResult, is_scalar_shape, shape_mismatch
-from .msprobe_rows import StatsSide, stats_row
 from .result import CompareRow
 from .row_keys import RowKeys
 from .seen_pairs import SeenPairs
@@ -210,6 +209,8 @@ def compare_task(
     if not task.comparable:
         return not_compared_row(task, reads), 0
     if isinstance(task.left, StatsSide):  # msprobe records: no tensor data to read
+        from .msprobe_rows import stats_row  # msprobe's statistics: imported for its records only
+
         return stats_row(base_row(task, reads), task.left, task.right), 0
     identities = keys.identities if keys is not None else None
     probe = seen.probe(task, reads, identities) if seen is not None else None

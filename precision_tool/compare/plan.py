@@ -27,7 +27,6 @@ from ..errors import PrecisionToolError
 from ..formats.dump_names import MAPPING_FILE, DumpListing
 from ..formats.golden import GoldenIndex
 from ..formats.graph_model import GraphDesc, Model, TensorName
-from ..formats.msprobe_tree import is_msprobe_dump
 from ..formats.text import safe_file_name
 from ..formats.tree import StepDir
 from .dir_pairing import DirSide, match_steps, pair_npu_npu, pair_npy_npy, resolve_dir
@@ -218,6 +217,8 @@ def _plan_dirs(
     devices: str | None,
     mapping: str | None = None,
 ) -> list[Comparison]:
+    from ..formats.msprobe_tree import is_msprobe_dump  # the directory modes only
+
     if is_msprobe_dump(left) or is_msprobe_dump(right):
         return plan_msprobe(left, right, steps, devices, mapping)
     spec = steps if steps is not None else workspace.config.tf_dump_step

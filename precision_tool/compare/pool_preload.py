@@ -16,7 +16,9 @@ gc.disable()  # before the imports below (numba_preload enables it again)
 
 from ..formats import msprobe_dump, npy_file, torch_file  # noqa: E402, F401  (msprobe dumps' tensors)
 from ..formats.dump import load_header_parser  # noqa: E402
-from . import engine  # noqa: E402, F401  (every job: the engine imports what a job runs)
+
+# every job (the engine imports what a job runs), and msprobe's statistics rows (imported at their use)
+from . import engine, msprobe_rows  # noqa: E402, F401
 from .numba_line import claim_process  # noqa: E402
 
 claim_process()

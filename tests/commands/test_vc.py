@@ -365,3 +365,42 @@ def test_a_one_shot_line_of_vc_alone_keeps_blas_to_one_thread(tmp_path, line, bl
         cwd=tmp_path,
     )
     assert f"BLAS threads: {threads}" in done.stdout.splitlines(), done.stdout + done.stderr
+
+
+# A one-shot vc in a fresh interpreter: the modules it imported, after its run.
+_IMPORTED = """
+import sys
+from precision_tool import cli
+status = cli.main(sys.argv[1:])
+print("imported after", status, *sorted(sys.modules), flush=True)
+"""
+
+# What a GE run's own code never calls: msprobe's statistics rows and their records, a Dask
+# cluster's session, the flagged ops' analysis (a view asks for it: vc's line counts rows),
+# rich's tables (vc prints its line as a Text of its own) and logging (an internal error's).
+_NOT_FOR_A_GE_RUN = (
+    "precision_tool.compare.msprobe_rows",
+    "precision_tool.compare.msprobe_stats",
+    "precision_tool.compare.cluster",
+    "precision_tool.compare.divergence",
+    "rich.table",
+    "logging",
+)
+
+
+def test_a_ge_run_imports_nothing_it_does_not_run(fixture_data):
+    """Item 2 of the fixed cost: each module costs its import (a frozen dataclass alone about a
+    millisecond on a slow core), so a GE run loads none of what only other runs use."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, "--data", str(fixture_data), "vc"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PRECISION_TOOL_WORKERS": "1"},
+        cwd=fixture_data,
+    )
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("imported after ")]
+    status, *modules = line.split()[2:]
+    assert status == str(int(ExitStatus.FLAGGED)), done.stdout + done.stderr
+    assert "precision_tool.compare.engine" in modules  # the run ran: its engine was loaded
+    assert [name for name in _NOT_FOR_A_GE_RUN if name in modules] == []

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from precision_tool.compare.divergence import TensorCosine
-from precision_tool.compare.msprobe_rows import MD5_EQUAL, StatsSide, red_floor, stats_metrics
+from precision_tool.compare.golden_pairing import StatsSide
+from precision_tool.compare.msprobe_rows import MD5_EQUAL, red_floor, stats_metrics
 from precision_tool.compare.msprobe_stats import Summary
 from precision_tool.compare.verdict import DIVERGES, NOT_COMPARED, RED_FLOOR, ROUNDING, FlagRule
 
