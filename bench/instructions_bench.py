@@ -1,6 +1,6 @@
 """Instructions a piece of a run executes, counted by valgrind's callgrind, code trees side by side.
 
-    python bench/instructions_bench.py DATA_ROOT [CODE_DIR ...] [--what worker] [--times 8] [--alg 0]
+    python bench/instructions_bench.py DATA_ROOT [CODE_DIR ...] [--what worker|graph|plan|run] [--times 8] [--alg 0]
 
 The wall time of a run on a shared two-core machine moves by a quarter from one hour to the
 next, more than most single changes save (docs/performance.md). The instructions a piece of
@@ -16,6 +16,10 @@ up alike, doing its work 0 and ``--times`` times; the difference is the work's o
 - ``worker``: ``run_job`` on the first calls of the first comparison (each the size a pool of
   two workers sends), with numpy's kernels: numba's compiled kernels are cached for the CPU,
   which valgrind presents as another, so they would be compiled again, differently, each run.
+- ``run``: a whole one-shot ``vc --fresh`` (imports, graph, plan, the compare, its files), once:
+  the fixed cost of a small run (issue 28, item 2), start-up included, which a shared machine's
+  wall time cannot separate by tens of milliseconds. Only the tool's process is counted, so it
+  measures runs that compare inline (below the pool's size, as a 10 MB network does).
 
 Instructions are not time (a memory-bound copy costs more per instruction than Python does),
 so this measures the tool's own Python; ``cpu_split_bench.py`` measures the run. Needs
@@ -41,6 +45,14 @@ import sys
 from pathlib import Path
 what, root, times, alg = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] or None
 output = Path(sys.argv[5]) if len(sys.argv) > 5 else None
+if what == "run":  # a whole one-shot vc from the interpreter's start: done once, or not at all
+    if times:
+        from precision_tool import cli
+        on = ["--out", str(output)] if output else []
+        status = cli.main(["--data", str(root), *on, "vc", "--fresh", *(["-alg", alg] if alg else [])])
+        if status not in (0, 1):  # 1: it ran and flagged ops
+            sys.exit(f"vc ended with status {status}")
+    sys.exit(0)
 from precision_tool.compare.plan import plan_comparisons
 from precision_tool.compare.workspace import Workspace
 from precision_tool.config import Config
@@ -99,13 +111,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_root_and_trees(parser, "a data root, e.g. a compare_bench --keep")
     parser.add_argument(
-        "--what", choices=("graph", "plan", "worker"), default="worker", help="the piece (default worker)"
+        "--what", choices=("graph", "plan", "worker", "run"), default="worker", help="the piece (default worker)"
     )
     parser.add_argument("--times", type=int, default=8, help="how many times the work is done (default 8)")
     parser.add_argument("--alg", default="", help="the worker's metrics, as vc's -alg (default all)")
     add_write_flag(parser)
     args = parser.parse_args(argv)
     args.root, codes = root_and_trees(args)
+    if args.what == "run":
+        args.times = 1  # a second run in the same process would be a warm one: not the fixed cost
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions_bench.py needs valgrind (apt-get install valgrind)")
     print(f"{args.what} of {args.root}, done {args.times} times" + (f", -alg {args.alg}" if args.alg else ""))
@@ -124,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
 INTRO = (
     "`bench/instructions_bench.py`: the instructions a piece of a run (the graph loaded from its cache, the "
-    "plan, the worker's calls) executes under valgrind's callgrind, code trees side by side: a "
+    "plan, the worker's calls, a whole small run) executes under valgrind's callgrind, code trees side by side: a "
     "measure of the tool's own Python that a shared machine's drift does not move."
 )
 

@@ -260,7 +260,7 @@ def test_a_measured_run_imports_the_tree_it_is_given_even_from_inside_a_checkout
     assert list(run_dir().iterdir()) == []
 
 
-@pytest.mark.parametrize("what", ["graph", "plan", "worker"])
+@pytest.mark.parametrize("what", ["graph", "plan", "worker", "run"])
 def test_each_piece_of_the_instructions_bench_runs_without_valgrind(sample_data, what, tmp_path):
     """The work callgrind counts, run plainly on the sample once, as the bench's set-up run
     does, under an output root of its own: a piece that fails (a moved function, a cache the
