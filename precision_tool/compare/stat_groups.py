@@ -149,13 +149,25 @@ def _merge_moments(s: Stats, o: Stats) -> None:
     s.sum_x, s.sum_y = s.sum_x + o.sum_x, s.sum_y + o.sum_y
 
 
+def _nonfinite(block: np.ndarray, lo: float, hi: float) -> tuple[int, int]:
+    """(NaN count, Inf count) of ``block`` whose minimum and maximum are ``lo`` and ``hi``.
+
+    Both finite is none of either: numpy's min and max propagate a NaN, and an Inf is one of
+    them. So the four passes that count are made only for a block that has one (the numba
+    kernels' rule too: :func:`.kernels._count_nonfinite`).
+    """
+    if math.isfinite(lo) and math.isfinite(hi):
+        return 0, 0
+    return int(np.count_nonzero(np.isnan(block))), int(np.count_nonzero(np.isinf(block)))
+
+
 def _fold_range(s: Stats, x: np.ndarray, y: np.ndarray) -> None:
-    s.x_lo, s.x_hi = _min(s.x_lo, float(x.min())), _max(s.x_hi, float(x.max()))
-    s.y_lo, s.y_hi = _min(s.y_lo, float(y.min())), _max(s.y_hi, float(y.max()))
-    s.nan_x += int(np.count_nonzero(np.isnan(x)))
-    s.nan_y += int(np.count_nonzero(np.isnan(y)))
-    s.inf_x += int(np.count_nonzero(np.isinf(x)))
-    s.inf_y += int(np.count_nonzero(np.isinf(y)))
+    (x_lo, x_hi), (y_lo, y_hi) = (float(x.min()), float(x.max())), (float(y.min()), float(y.max()))
+    s.x_lo, s.x_hi = _min(s.x_lo, x_lo), _max(s.x_hi, x_hi)
+    s.y_lo, s.y_hi = _min(s.y_lo, y_lo), _max(s.y_hi, y_hi)
+    (nan_x, inf_x), (nan_y, inf_y) = _nonfinite(x, x_lo, x_hi), _nonfinite(y, y_lo, y_hi)
+    s.nan_x, s.inf_x = s.nan_x + nan_x, s.inf_x + inf_x
+    s.nan_y, s.inf_y = s.nan_y + nan_y, s.inf_y + inf_y
 
 
 def _merge_range(s: Stats, o: Stats) -> None:

@@ -7,6 +7,8 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.compare import kernels
 from precision_tool.compare.kernels import fold_first, fold_second
@@ -189,6 +191,35 @@ def test_nan_and_inf_follow_numpy(kernel_backend, where, value):
     ):
         ours, theirs = getattr(stats, name), expected[name]
         assert (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, rel=1e-12), name
+
+
+_SPECIAL = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.5, -2.0, 65504.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    x=st.lists(_SPECIAL, min_size=1, max_size=40),
+    y=st.lists(_SPECIAL, min_size=1, max_size=40),
+    fill=st.integers(0, 3000),
+)
+def test_the_numpy_range_fold_counts_nan_and_inf_as_numpy_does(x, y, fill):
+    """The range fold counts a block's NaNs and Infs only when its minimum or maximum is not
+    finite; whatever a block holds, its counts and extremes are numpy's own of the whole side."""
+    rng = np.random.default_rng(fill)
+    sides = []
+    for special in (x, y):
+        side = np.concatenate([rng.standard_normal(fill), np.array(special)])
+        rng.shuffle(side)
+        sides.append(side)
+    stats = Stats()
+    with np.errstate(all="ignore"):
+        stat_group("range").fold(stats, sides[0], sides[1])
+    for name, side in (("x", sides[0]), ("y", sides[1])):
+        assert getattr(stats, f"nan_{name}") == int(np.isnan(side).sum())
+        assert getattr(stats, f"inf_{name}") == int(np.isinf(side).sum())
+        lo, hi = getattr(stats, f"{name}_lo"), getattr(stats, f"{name}_hi")
+        assert (lo, hi) == (float(np.min(side)), float(np.max(side))) or (math.isnan(lo) and math.isnan(hi))
+        assert math.isnan(lo) == bool(np.isnan(side).any())
 
 
 DISTANCE_METRICS = [
