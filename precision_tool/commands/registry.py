@@ -8,7 +8,6 @@ renderable). Commands never print; the caller renders.
 from __future__ import annotations
 
 import argparse
-import difflib
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -163,6 +162,8 @@ class Registry:
         """The command (or exit word) a mistyped ``name`` most likely meant: names that look
         alike (similarity >= 0.5), weighed by how many of the flags in ``args`` each accepts,
         so ``vsc -c 0.98`` means ``vcs`` (which has ``-c``), not ``vc``."""
+        import difflib  # for a mistyped word only
+
         flags = [word.split("=", 1)[0] for word in args if _is_flag(word)]
         scored = []
         for candidate in [*self.names(), *self.exit_words]:

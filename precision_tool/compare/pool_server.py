@@ -21,7 +21,6 @@ forked have (multiprocessing's rule: they all hold its "alive" pipe).
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
 import signal
 import sys
@@ -66,6 +65,8 @@ def start() -> bool:
     of it waits for the load to end."""
     if _SERVER["context"] is not None:
         return True
+    import multiprocessing  # here: an inline run imports this module for one_blas_thread alone
+
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
     from multiprocessing import forkserver

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from ..errors import PrecisionToolError
 from ..formats.held_dir import OutputError, process_exists
-from ..formats.output_root import STAMP, OutputRoot, stamps
+from ..formats.output_root import STAMP, OutputRoot, stamp_time, stamps
 from .manifest import is_csv_name, load_manifest
 from .result_csv import RESULTS_DIR, result_path
 from .state_file import read_json_file, shown, typed_fields
@@ -110,7 +110,7 @@ def read_state(directory: Path) -> RunState | None:
         raise PrecisionToolError(f"state is {shown(found['state'])}, not one of {', '.join(STATES)}", path)
     options = CompareOptions(**typed_fields(CompareOptions, found["options"], path, "options."))
     try:
-        when = datetime.strptime(found["stamp"], STAMP)
+        when = stamp_time(found["stamp"])
     except ValueError:
         raise PrecisionToolError(f"stamp is {shown(found['stamp'])}, not YYYYmmddHHMMSS", path) from None
     pid = found.get("pid")
@@ -219,7 +219,7 @@ def new_result_dir(root: OutputRoot, output: OutputRoot | None = None) -> Result
     now = datetime.now().replace(microsecond=0)
     if output is None:
         path = root.new_directory([RESULTS_DIR], stamps(now))
-        return ResultDir(root, path, datetime.strptime(path.name, STAMP))
+        return ResultDir(root, path, stamp_time(path.name))
     path = output.directory()
     state = read_state(path)
     if state is not None:
@@ -228,7 +228,7 @@ def new_result_dir(root: OutputRoot, output: OutputRoot | None = None) -> Result
     stamp = next((s for s in stamps(now) if not any(_of_run(name, s) for name in names)), None)
     if stamp is None:
         raise OutputError("every result CSV name of the next seconds is taken here", path)
-    return _prepared(output, path, state, datetime.strptime(stamp, STAMP), names)
+    return _prepared(output, path, state, stamp_time(stamp), names)
 
 
 def resumable_dir(root: OutputRoot) -> tuple[ResultDir, CompareOptions]:

@@ -29,11 +29,12 @@ from .files import open_regular, read_regular
 from .graph_convert import model_from_proto, parse_input, tensor_desc_from_proto
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
-from .graph_names import GRAPH_FILE_RE, find_graph_files, parse_graph_file_name
+from .graph_names import GRAPH_FILE_RE, find_graph_files, looks_like_om, looks_like_onnx, parse_graph_file_name
 from .graph_text_fast import model_from_text
-from .om_model import looks_like_om, read_om_model_def
-from .onnx_graph import OnnxGraphError, looks_like_onnx, model_def_from_onnx
-from .proto import atc_json, ge_ir, onnx_ir
+from .proto import ge_ir
+
+# The other forms' readers (an OM's container, ONNX's schema, atc's JSON) are imported when a
+# graph of their form is read: a run on GE's own text loads none of them.
 
 MAX_GRAPH_BYTES = 8 << 30  # a graph is read whole, and needs several times its size in memory
 
@@ -88,6 +89,9 @@ def _parse_text(text: str, path: Path, parse, kind: str = "TextFormat"):
 
 
 def _parse_onnx(text: str, path: Path):
+    from .onnx_graph import OnnxGraphError, model_def_from_onnx
+    from .proto import onnx_ir
+
     model = _parse_text(text, path, onnx_ir.parse_text, "ONNX TextFormat")
     try:
         return model_def_from_onnx(model)
@@ -96,6 +100,8 @@ def _parse_onnx(text: str, path: Path):
 
 
 def _parse_json(text: str, path: Path):
+    from .proto import atc_json
+
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
@@ -141,12 +147,18 @@ def _proto_from_text(text: str, path: Path):
         return _parse_text(text, path, ge_ir.parse_text)
 
 
+def _read_om(path: Path):
+    from .om_model import read_om_model_def
+
+    return read_om_model_def(path)
+
+
 def read_graph_proto(path: str | os.PathLike):
     """A GE graph dump as a ``ge.proto.ModelDef`` message, by protobuf's parsers alone (see
     :func:`read_graph`)."""
     path = Path(path)
     if _is_om(path):
-        return read_om_model_def(path)
+        return _read_om(path)
     return _proto_from_text(_graph_text(path), path)
 
 
@@ -155,7 +167,7 @@ def load_graph(path: str | os.PathLike) -> tuple[Model, Any]:
     ge_proto TextFormat was read straight into the model (:mod:`.graph_text_fast`)."""
     path = Path(path)
     if _is_om(path):
-        proto = read_om_model_def(path)
+        proto = _read_om(path)
         return model_from_proto(proto, path), proto
     text = _graph_text(path)
     if not _is_json(text) and not _is_onnx(text, path):

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from .files import open_regular
-from .om_model import looks_like_om
 
 if TYPE_CHECKING:
     from .graph_model import Model
@@ -65,6 +64,14 @@ _TEXT_START = re.compile(
 # writer puts them in field order (name, version, custom_version, graph, attr)
 _JSON_START = re.compile(rb'\A\s*\{\s*"(attr|custom_version|graph|name|version)"\s*:')
 _JSON_GRAPH = re.compile(rb'"graph"\s*:\s*\[')
+OM_MAGIC = b"IMOD"  # an offline model's first 4 bytes: 0x444F4D49 as GE writes it (little-endian)
+# The fields that tell GE's ONNX ModelProto text from a ge.proto ModelDef: the first one met decides
+_ONNX_FIELD = re.compile(
+    r"^[ \t]*(ir_version|opset_import|producer_name|producer_version|model_version|node|op_type"
+    r"|op|input_desc|output_desc)[ \t]*[:{]",
+    re.MULTILINE,
+)
+_ONNX_ONLY = {"ir_version", "opset_import", "producer_name", "producer_version", "model_version", "node", "op_type"}
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,18 @@ def _same_graph(onnx: GraphFileName, proto: GraphFileName) -> bool:
     if onnx.graph_id is not None and proto.graph_id is not None:
         return onnx.graph_id == proto.graph_id
     return onnx.graph_id is None and proto.graph_id is None and onnx.index == proto.index
+
+
+def looks_like_om(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) starts as an OM does."""
+    return head[:4] == OM_MAGIC
+
+
+def looks_like_onnx(text: str) -> bool | None:
+    """Whether TextFormat ``text`` is an ONNX model (True) or a ge.proto one (False), by the
+    first field name only one of them has; None when it holds none of those."""
+    match = _ONNX_FIELD.search(text)
+    return None if match is None else match.group(1) in _ONNX_ONLY
 
 
 def content_kind(head: bytes) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat
 from pathlib import Path
 from typing import IO
@@ -33,7 +32,7 @@ def temp_name(path: str | os.PathLike) -> Path:
     path = Path(path)
     stem = path.name.encode("utf-8", "surrogateescape")[: NAME_MAX - _SUFFIX_ROOM]
     stem_text = stem.decode("utf-8", "ignore")  # never cut a character in half
-    return path.with_name(f".{stem_text}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    return path.with_name(f".{stem_text}.{os.getpid()}.{os.urandom(4).hex()}.part")
 
 
 def temp_name_pid(name: str) -> int | None:

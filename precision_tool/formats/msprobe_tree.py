@@ -9,7 +9,7 @@ level L0/mix writes two such trees side by side, ``{dump_path}/graph/step{N}/...
 
 :func:`find_tree` takes any of the three levels (a dump root, one step directory, one rank
 directory) and says which it was given. Nothing here reads a ``dump.json`` beyond its header
-(:func:`read_header`), and nothing is ever written.
+(:func:`.msprobe_json.read_header`), and nothing is ever written.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import PrecisionToolError
 from .dump_names import check_dir, is_file_entry, scan_dir
-from .msprobe_json import DumpHeader, read_header
 
-__all__ = ["DumpHeader", "MsprobeTree", "RankDir", "find_tree", "is_msprobe_dump", "read_header"]
+if TYPE_CHECKING:  # read when a header is asked for: every data root is asked whether it is a tree
+    from .msprobe_json import DumpHeader
+
+__all__ = ["MsprobeTree", "RankDir", "find_tree", "is_msprobe_dump"]
 
 DUMP_JSON, STACK_JSON, CONSTRUCT_JSON = "dump.json", "stack.json", "construct.json"
 TENSOR_DIR = "dump_tensor_data"
@@ -77,6 +80,8 @@ class RankDir:
         Raises:
             PrecisionToolError: its ``dump.json`` cannot be read.
         """
+        from .msprobe_json import read_header
+
         return read_header(self.dump_json)
 
 

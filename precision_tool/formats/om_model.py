@@ -42,8 +42,8 @@ from typing import Any, BinaryIO
 
 from ..errors import PrecisionToolError
 from .files import open_regular, size_text
+from .graph_names import OM_MAGIC, looks_like_om
 
-OM_MAGIC = b"IMOD"  # 0x444F4D49 as GE writes it (little-endian)
 HEADER_SIZE = 256
 VERSIONS = {0x10000000: "1.0", 0x20000000: "2.0"}
 _VERSION_2 = 0x20000000
@@ -114,11 +114,6 @@ class OmLayout:
 
     def of_kind(self, kind: int) -> list[OmPartition]:
         return [p for p in self.partitions if p.kind == kind]
-
-
-def looks_like_om(head: bytes) -> bool:
-    """Whether ``head`` (a file's first bytes) starts as an OM does."""
-    return head[:4] == OM_MAGIC
 
 
 def _text(raw: bytes) -> str:

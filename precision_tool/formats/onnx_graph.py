@@ -317,18 +317,3 @@ def model_def_from_onnx(model) -> Any:
             raise OnnxGraphError(f"graph {name!r} has no nodes")
         _fill_graph(out.graph.add(), sub, name)
     return out
-
-
-_ONNX_FIELD = re.compile(
-    r"^[ \t]*(ir_version|opset_import|producer_name|producer_version|model_version|node|op_type"
-    r"|op|input_desc|output_desc)[ \t]*[:{]",
-    re.MULTILINE,
-)
-_ONNX_ONLY = {"ir_version", "opset_import", "producer_name", "producer_version", "model_version", "node", "op_type"}
-
-
-def looks_like_onnx(text: str) -> bool | None:
-    """Whether TextFormat ``text`` is an ONNX model (True) or a ge.proto one (False), by the
-    first field name only one of them has; None when it holds none of those."""
-    match = _ONNX_FIELD.search(text)
-    return None if match is None else match.group(1) in _ONNX_ONLY

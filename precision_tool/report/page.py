@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import __version__
 from ..compare.result_view import ResultView
 from ..compare.verdict import CLEAN, INHERITS, INTRODUCES, NEAR, NONFINITE, NOT_COMPARED
+from ..formats.output_root import stamp_time
 from ..render.palette import css_class, swatch
 from ..render.summary import drop_text
 from .data import page_data
@@ -147,7 +148,7 @@ def count_items(view: ResultView) -> list[tuple[str, str]]:
 
 def _stamp_text(path: Path) -> str:
     try:
-        when = datetime.strptime(path.parent.name, "%Y%m%d%H%M%S")  # vc's result directory
+        when = stamp_time(path.parent.name)  # vc's result directory
     except ValueError:
         return ""
     return when.strftime(" (compared %Y-%m-%d %H:%M:%S)")

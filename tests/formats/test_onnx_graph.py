@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from precision_tool.errors import PrecisionToolError
 from precision_tool.formats.graph import read_graph, read_graph_proto
 from precision_tool.formats.graph_model import InputRef
+from precision_tool.formats.graph_names import looks_like_onnx
 from precision_tool.formats.graph_write import OpSpec, build_model, tensor_desc, write_graph_text
-from precision_tool.formats.onnx_graph import looks_like_onnx
 from precision_tool.formats.onnx_write import model_to_onnx, write_graph_onnx
 from tests.conftest import REPO_ROOT
 

@@ -9,10 +9,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from precision_tool.formats import held_dir, output_root
 from precision_tool.formats.held_dir import NAME_MAX, OutputError, temp_name
-from precision_tool.formats.output_root import OutputRoot, stamps
+from precision_tool.formats.output_root import STAMP, OutputRoot, stamp_time, stamps
 
 
 @pytest.fixture(params=["openat", "lstat"])
@@ -194,6 +196,33 @@ def test_new_directories_are_never_shared(tmp_path, walk):
     made = [root.new_directory(["vector_compare"], stamps(when)) for _ in range(3)]
     assert [d.name for d in made] == ["20260101120000", "20260101120001", "20260101120002"]
     assert all(d.is_dir() for d in made)
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)))
+def test_a_stamp_reads_back_as_the_time_it_was_made_of(when):
+    when = when.replace(microsecond=0)
+    (first,) = stamps(when, count=1)
+    assert stamp_time(first) == when == datetime.strptime(first, STAMP)
+
+
+@given(st.text(alphabet="0123456789", min_size=14, max_size=14))
+def test_a_stamp_of_14_digits_reads_as_strptime_reads_it(text):
+    try:
+        expected = datetime.strptime(text, STAMP)
+    except ValueError:
+        with pytest.raises(ValueError):
+            stamp_time(text)
+    else:
+        assert stamp_time(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "2026010112000", "202601011200000", "2026-1-1120000", "２０２６０１０１１２００００", " 20260101120000"],
+)
+def test_anything_but_14_ascii_digits_is_not_a_stamp(text):
+    with pytest.raises(ValueError):
+        stamp_time(text)
 
 
 def test_a_link_planted_at_a_new_directory_name_is_skipped(tmp_path, walk):
