@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from ..formats.datadir import DataSurvey
+from ..formats.data_survey import DataSurvey
 from .fit import FitTable
 from .lines import visible
 

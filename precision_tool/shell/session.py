@@ -23,7 +23,7 @@ from ..commands.dispatch import ExitShell, execute_line
 from ..commands.registry import Registry
 from ..context import Context
 from ..errors import PrecisionToolError
-from ..formats.datadir import survey
+from ..formats.data_survey import survey
 from ..render.survey import render_survey
 from ..status import ExitStatus
 from .completer import ShellCompleter

@@ -228,7 +228,7 @@ def test_the_banner_names_the_two_msprobe_dumps(data_root):
 
     from rich.console import Console
 
-    from precision_tool.formats.datadir import survey
+    from precision_tool.formats.data_survey import survey
     from precision_tool.render.survey import render_survey
 
     buffer = io.StringIO()

@@ -378,9 +378,10 @@ print("imported after", status, *sorted(sys.modules), flush=True)
 # What a GE run's own code never calls: msprobe's statistics rows and their records, a Dask
 # cluster's session, the flagged ops' analysis (a view asks for it: vc's line counts rows),
 # rich's tables (vc prints its line as a Text of its own) and logging (an internal error's);
-# the other graph forms' readers (an OM, GE's ONNX, atc's JSON) and msprobe's dump.json; and
-# from the standard library, multiprocessing (a pool's: this run is inline), difflib (a
-# mistyped command's), strptime's module (a stamp is read by output_root) and secrets.
+# the other graph forms' readers (an OM, GE's ONNX, atc's JSON), msprobe's dump.json and the
+# shell banner's survey of the data root; and from the standard library, multiprocessing (a
+# pool's: this run is inline), difflib (a mistyped command's), strptime's module (a stamp is
+# read by output_root) and secrets.
 _NOT_FOR_A_GE_RUN = (
     "precision_tool.compare.msprobe_rows",
     "precision_tool.compare.msprobe_stats",
@@ -391,6 +392,7 @@ _NOT_FOR_A_GE_RUN = (
     "precision_tool.formats.proto.onnx_ir",
     "precision_tool.formats.proto.atc_json",
     "precision_tool.formats.msprobe_json",
+    "precision_tool.formats.data_survey",
     "rich.table",
     "logging",
     "multiprocessing",

@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.datadir import DataRoot, survey
+from precision_tool.formats.data_survey import survey
+from precision_tool.formats.datadir import DataRoot
 from precision_tool.render.survey import render_survey
 from precision_tool.render.theme import make_console
 
