@@ -1,5 +1,5 @@
-"""The ``precision_data/`` layout (SPEC.md "Data layout"). A survey of what is in it, for the shell's
-banner: :mod:`.data_survey`."""
+"""The ``precision_data/`` layout (SPEC.md "Data layout"). A survey of what is in it, for the
+shell's banner, is :mod:`.data_survey`."""
 
 from __future__ import annotations
 

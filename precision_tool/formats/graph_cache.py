@@ -7,10 +7,11 @@ form was (atc's JSON, GE's printer text, ONNX text, an offline model). A cached 
 C parser and the model's objects, without converting any attribute again: the 4 GB bench
 network's 9,767 ops take 0.20-0.26 s of CPU where the ``ModelDef`` this cache held before took
 0.39-0.53 s (docs/performance.md, "Graph loading"). Every later ``vc``, ``ac`` or shell
-session gains that before anything else runs. In the tool's own process (``store_behind``)
-the JSON is made and written by a forked child while the command goes on with the model (on
-the other core), and the command's exit waits for it; a process with other threads running
-(where a fork may deadlock) or without ``fork`` writes it itself, as an API caller's does.
+session gains that before anything else runs, and imports none of the graph readers
+(:func:`load_graph`). In the tool's own process (``store_behind``) the JSON is made and written
+by a forked child while the command goes on with the model (on the other core), and the
+command's exit waits for it; a process with other threads running (where a fork may deadlock)
+or without ``fork`` writes it itself, as an API caller's does.
 
 A cache is keyed by what the graph file is (:mod:`.file_identity`): its absolute path with the
 directories' links resolved, device and inode, size, modification and status-change times in
@@ -40,12 +41,12 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..errors import PrecisionToolError
 from ..lifetime import init_worker_lifetime
 from .file_identity import FileIdentities
-from .graph import load_graph
 from .graph_json import model_from_json, model_to_json
 from .graph_memory import names_the_file_when_out_of_memory
 from .graph_model import Model
@@ -168,6 +169,14 @@ def read_graph_cached(
         return model
     _store(root, model, cached)
     return model
+
+
+def load_graph(path: Path) -> tuple[Model, Any]:
+    """:func:`.graph.load_graph`, imported at the first parse: a load from the cache needs
+    none of the readers and their text parsers (docs/performance.md, stop 57)."""
+    from . import graph
+
+    return graph.load_graph(path)
 
 
 def _store_in_child(root: OutputRoot, model: Model, cached: Path) -> bool:

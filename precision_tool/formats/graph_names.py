@@ -19,6 +19,11 @@ file there whose first KiB starts as a GE model (:func:`content_kind`) is a Buil
 per name without its suffixes (``resnet50.om`` over ``resnet50.txt`` over ``resnet50.json``:
 the model over its conversions). Named dumps win when both are there.
 
+What a file's first bytes say it is lives here too, for :mod:`.graph` and the finding alike: an
+OM's magic (:func:`looks_like_om`), GE's ONNX text told from a ModelDef's (:func:`looks_like_onnx`),
+any of the forms (:func:`content_kind`). The readers of each form are imported only when a graph
+of that form is read.
+
 When a graph is there in both forms, the ``ge_proto`` one is read and the ``ge_onnx`` one left
 out: by name when both carry the same graph id (or the same index, without ids), and after
 loading by content (:func:`prefer_ge_proto`). A Build graph name whose graph id is not a number

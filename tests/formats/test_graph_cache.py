@@ -232,3 +232,32 @@ def test_a_cache_of_json_that_is_not_a_model_is_ignored(tmp_path, content):
     read_graph_cached(path, cache, min_bytes=0)
     cache_path(path, cache, 0).write_bytes(content)
     assert read_graph_cached(path, cache, min_bytes=0) == read_graph(path)
+
+
+_LOAD_IN_A_FRESH_PROCESS = """
+import sys
+from precision_tool.formats.graph_cache import read_graph_cached
+model = read_graph_cached(sys.argv[1], sys.argv[2], min_bytes=0)
+readers = ("graph", "graph_text_fast", "proto.fast_text", "om_model", "onnx_graph", "proto.atc_json")
+print(len(model.graphs[0].ops), *[name for name in readers if "precision_tool.formats." + name in sys.modules])
+"""
+
+
+def test_a_load_from_the_cache_imports_no_graph_reader(tmp_path):
+    """A cached model is JSON's: the readers of the graph's own form, and their text parsers,
+    load only to parse (each import is part of a run's start)."""
+    import subprocess
+    import sys
+
+    path, cache = tmp_path / "ge_proto_00000001_Build.txt", tmp_path / "cache"
+    write_graph_text(_model(4), path)
+
+    def fresh_load() -> list[str]:
+        command = [sys.executable, "-c", _LOAD_IN_A_FRESH_PROCESS, str(path), str(cache)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    first = fresh_load()  # parsed, and the cache written
+    assert first[0] == "4" and "graph_text_fast" in first[1:]
+    assert fresh_load() == ["4"]  # from the cache
