@@ -5,6 +5,15 @@ are walked in C order, a piece of at most :data:`CHUNK` elements at a time, upca
 piece, so memory stays a few pieces whatever the tensor size. :class:`PairStats` holds what the
 pass found: the sums behind cosine, relative Euclidean distance and the least-squares fits, and
 the counts and first positions of NaN, overflow and underflow.
+
+Finite float64 values beyond about 1e154 overflow those sums (``1e300 * 1e300`` is inf, and the
+relative error of 1e300 against -1e300 came out inf/inf = NaN: "not compared"), and values below
+about 1e-154 square into subnormals (the sums of 1e-160 lost their digits, and the cosine of
+1e-100 divided by zero). So when the running totals would not be finite, or the squares are that
+small, the pass goes on in a scale: every value times ``2**-scale`` (exact, but for values that
+become subnormal, nothing beside the largest), the totals so far brought to it. Ratios (cosine,
+RED, the fits' shares) are the same in any scale; :attr:`PairStats.scale` and :func:`unscaled`
+give absolute values.
 """
 
 from __future__ import annotations
@@ -127,7 +136,8 @@ class FirstAt:
 class PairAccumulator:
     """Folds pieces of (NPU, golden) into sums and tallies; :meth:`result` freezes them.
 
-    Sums run over the elements finite on both sides; ``d = npu - golden``."""
+    Sums run over the elements finite on both sides, of values times ``2**-scale``; ``d = npu -
+    golden``."""
 
     facts: DtypeFacts
     size: int = 0
@@ -144,6 +154,7 @@ class PairAccumulator:
     mismatched: int = 0
     overflow_sq: float = 0.0
     underflow_sq: float = 0.0
+    scale: int = 0
 
     def update(self, start: int, npu: np.ndarray, golden: np.ndarray) -> None:
         """Fold one piece (flat float64 arrays of one length) starting at flat ``start``."""
@@ -166,22 +177,36 @@ class PairAccumulator:
         self._extremes(start, npu, golden, both)
 
     def _sums(self, n: np.ndarray, g: np.ndarray) -> None:
-        s = self.sums
-        # finite values near float64's limit overflow their products (inf, and inf - inf is nan):
-        # what the metrics are then is decided where they are computed, without numpy's warnings
-        # printed among the command's output
-        with np.errstate(over="ignore", invalid="ignore"):
-            d = n - g
-            s["d"] += float(d.sum())
-            s["dd"] += float(d @ d)
-            s["dg"] += float(d @ g)
-            s["g"] += float(g.sum())
-            s["gg"] += float(g @ g)
-            s["nn"] += float(n @ n)
-            s["ng"] += float(n @ g)
+        part = _piece_sums(self._scaled(n), self._scaled(g))
+        totals = {name: total + part[name] for name, total in self.sums.items()}
+        if _out_of_range(totals, part["max_abs_d"]):
+            self._rescale(n, g)
+            part = _piece_sums(self._scaled(n), self._scaled(g))
+            totals = {name: total + part[name] for name, total in self.sums.items()}
+        self.sums = totals
         self.finite += n.size
-        if d.size:
-            self.max_abs_diff = max(self.max_abs_diff, float(np.abs(d).max()))
+        if n.size:
+            self.max_abs_diff = max(self.max_abs_diff, unscaled(part["max_abs_d"], self.scale))
+
+    def _scaled(self, values: np.ndarray) -> np.ndarray:
+        return np.ldexp(values, -self.scale) if self.scale else values
+
+    def _rescale(self, n: np.ndarray, g: np.ndarray) -> None:
+        """The scale in which the largest value seen, this piece's included, is in [1/2, 1) (no
+        value before it is larger than the root of its side's sum of squares), the totals
+        brought to it."""
+        seen = math.sqrt(max(self.sums["nn"], self.sums["gg"]))
+        top = max(float(np.abs(n).max()), float(np.abs(g).max())) if n.size else 0.0
+        powers = [self.scale + math.frexp(seen)[1]] if seen else []
+        powers += [math.frexp(top)[1]] if top else []
+        if not powers:
+            return
+        step = max(powers) - self.scale
+        for name in self.sums:
+            self.sums[name] = math.ldexp(self.sums[name], -step * _POWER[name])
+        self.overflow_sq = math.ldexp(self.overflow_sq, -2 * step)
+        self.underflow_sq = math.ldexp(self.underflow_sq, -2 * step)
+        self.scale += step
 
     def _extremes(self, start: int, n: np.ndarray, g: np.ndarray, both: np.ndarray | None) -> None:
         """Saturated and flushed values; ``both`` masks the pairs finite on both sides (None:
@@ -198,14 +223,15 @@ class PairAccumulator:
             saturated = (np.abs(n) == facts.max) & (np.abs(g) != facts.max)
             saturated = saturated & both if both is not None else saturated
             self.saturated = self.saturated.add(saturated, start, g)
-            self.overflow_sq += float(np.square(n[saturated] - g[saturated]).sum())
+            with np.errstate(over="ignore"):  # beyond float64 in any scale: inf, a share of 1
+                self.overflow_sq += float(np.square(self._scaled(n[saturated]) - self._scaled(g[saturated])).sum())
         zero = n == 0
         if zero.any():
             lost = zero & (g != 0) & (np.abs(g) < facts.tiny)
             lost = lost & both if both is not None else lost
             self.underflow = self.underflow.add(lost, start, g)
             self.below_subnormal += int(np.count_nonzero(lost & (np.abs(g) < facts.smallest_subnormal)))
-            self.underflow_sq += float(np.square(g[lost]).sum())
+            self.underflow_sq += float(np.square(self._scaled(g[lost])).sum())
 
     def result(self, shape: tuple[int, ...]) -> PairStats:
         """The frozen statistics, positions unravelled in ``shape``."""
@@ -226,10 +252,50 @@ class PairAccumulator:
             mismatched=self.mismatched,
             overflow_sq=self.overflow_sq,
             underflow_sq=self.underflow_sq,
+            scale=self.scale,
         )
 
 
-_SUMS = ("d", "dd", "dg", "g", "gg", "nn", "ng")
+_POWER = {"d": 1, "g": 1, "dd": 2, "dg": 2, "gg": 2, "nn": 2, "ng": 2}  # how many values a term multiplies
+_SUMS = tuple(_POWER)
+
+
+def _piece_sums(n: np.ndarray, g: np.ndarray) -> dict[str, float]:
+    """A piece's sums and its largest ``|n - g|`` (non-finite when its values overflow them)."""
+    # without numpy's overflow warnings printed among the command's output: the caller rescales
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = n - g
+        return {
+            "d": float(d.sum()),
+            "dd": float(d @ d),
+            "dg": float(d @ g),
+            "g": float(g.sum()),
+            "gg": float(g @ g),
+            "nn": float(n @ n),
+            "ng": float(n @ g),
+            "max_abs_d": float(np.abs(d).max()) if d.size else 0.0,
+        }
+
+
+def _out_of_range(totals: dict[str, float], max_abs_d: float) -> bool:
+    """Whether sums of finite values overflowed, or are so small that the squares of the
+    differences fall among float64's subnormals and lose their digits (or all of them: values
+    that differ, every square 0)."""
+    if not all(math.isfinite(v) for v in totals.values()):
+        return True
+    squares = max(totals["nn"], totals["gg"])
+    return squares < _TINY_SQUARES and (squares > 0 or max_abs_d > 0 or totals["g"] != 0)
+
+
+_TINY_SQUARES = 2.0**-600  # values below 2**-300: a relative difference of 2**-200 still squares to a normal
+
+
+def unscaled(value: float, scale: int) -> float:
+    """``value * 2**scale`` (a length or sum taken in a scale), +-inf beyond float64."""
+    try:
+        return math.ldexp(value, scale)
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 @dataclass(frozen=True)
@@ -240,14 +306,18 @@ class PairStats:
         shape: the NPU tensor's host shape (first positions are unravelled in it).
         facts: the NPU dtype's facts (overflow and underflow are judged against them).
         size: elements compared; ``finite``: those finite on both sides.
-        sums: over the finite pairs, with ``d = n - g``: ``d, dd, dg, g, gg, nn, ng``.
+        sums: over the finite pairs, with ``d = n - g``: ``d, dd, dg, g, gg, nn, ng``, of the
+            values times ``2**-scale`` (a sum of squares is ``2**(2 * scale)`` times its own).
         nan: NPU NaN where the golden is not NaN; ``inf``: NPU +-inf where the golden is finite.
         saturated: NPU +-max of its dtype where the golden is finite and not that value.
         underflow: golden non-zero and below the dtype's smallest normal, NPU exactly zero
             (``below_subnormal`` of them are below even the smallest subnormal).
         golden_nonfinite, npu_nonfinite: NaN/inf on each side; ``mismatched``: elements
             non-finite on one side only, or non-finite differently (NaN against inf).
-        overflow_sq, underflow_sq: the squared error the saturated / underflowed elements carry.
+        overflow_sq, underflow_sq: the squared error the saturated / underflowed elements carry
+            (in the scale, as ``dd``).
+        scale: 0 unless finite values overflowed float64's sums or squared into its subnormals
+            (the module's docstring).
     """
 
     shape: tuple[int, ...]
@@ -266,6 +336,7 @@ class PairStats:
     mismatched: int
     overflow_sq: float
     underflow_sq: float
+    scale: int = 0
 
     @property
     def cosine(self) -> float:
@@ -275,7 +346,8 @@ class PairStats:
             return 1.0 if self.finite else math.nan
         if nn == 0 or gg == 0:
             return math.nan
-        return self.sums["ng"] / math.sqrt(nn * gg)
+        both = nn * gg  # one root keeps a tensor's cosine with itself exactly 1
+        return self.sums["ng"] / (math.sqrt(both) if 0 < both < math.inf else math.sqrt(nn) * math.sqrt(gg))
 
     @property
     def red(self) -> float:
@@ -293,7 +365,12 @@ class PairStats:
     @property
     def rms_golden(self) -> float:
         """Root mean square of the golden's finite values."""
-        return math.sqrt(self.sums["gg"] / self.finite) if self.finite else 0.0
+        return unscaled(math.sqrt(self.sums["gg"] / self.finite), self.scale) if self.finite else 0.0
+
+    @property
+    def diff_norm(self) -> float:
+        """``||n - g||`` over the finite pairs (inf only beyond float64's range)."""
+        return unscaled(math.sqrt(self.sums["dd"]), self.scale)
 
     def position(self, flat_index: int | None) -> list[int] | None:
         """A flat position as a multi-index in :attr:`shape` (None stays None)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compare.pair_stats import PairStats
+from ..compare.pair_stats import PairStats, unscaled
 from .subject import Cause, Subject
 
 FIT_SHARE = 0.9  # a least-squares fit must explain this share of the squared error
@@ -34,7 +34,8 @@ class AffineFit:
 def affine_fit(stats: PairStats) -> AffineFit | None:
     """Fit ``d = npu - golden ~ (k - 1) * golden + c`` from the pass's sums (fitting the
     difference, not the tensor, keeps the arithmetic well conditioned); None when the golden
-    is constant or nothing differs."""
+    is constant or nothing differs. The sums may be in a scale (:attr:`PairStats.scale`): the
+    slope and the shares are ratios of them, the offset is brought back from it."""
     s, n = stats.sums, stats.finite
     spread = n * s["gg"] - s["g"] ** 2
     if n < 2 or s["dd"] <= 0 or spread <= 1e-12 * n * s["gg"]:
@@ -45,7 +46,7 @@ def affine_fit(stats: PairStats) -> AffineFit | None:
     npu_sum = s["d"] + s["g"]
     spread_npu = s["nn"] - npu_sum**2 / n
     r2 = 1.0 - residual / spread_npu if spread_npu > 0 else 0.0
-    return AffineFit(1.0 + slope, c, 1.0 - residual / s["dd"], r2)
+    return AffineFit(1.0 + slope, unscaled(c, stats.scale), 1.0 - residual / s["dd"], r2)
 
 
 def _fit(s: Subject) -> AffineFit | None:

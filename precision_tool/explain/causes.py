@@ -16,7 +16,6 @@ difference beyond rounding to explain (:attr:`Subject.differs`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -68,7 +67,7 @@ def overflow(s: Subject) -> Cause | None:
         if inf.flat_index is not None and (saturated.flat_index is None or inf.flat_index < saturated.flat_index)
         else saturated
     )
-    dd = s.stats.sums["dd"]
+    dd = s.stats.sums["dd"]  # in the scale overflow_sq is in: the share is theirs
     score = 1.0 if inf.count else min(1.0, s.stats.overflow_sq / dd) if dd else 1.0
     where = s.stats.position(first.flat_index)
     return Cause(
@@ -172,7 +171,7 @@ def _replay_distances(s: Subject) -> tuple[float, float] | None:
     replay = s.replay
     if replay is None or not replay.supported or replay.npu is None or replay.golden is None:
         return None
-    return math.sqrt(replay.npu.sums["dd"]), math.sqrt(replay.golden.sums["dd"])
+    return replay.npu.diff_norm, replay.golden.diff_norm
 
 
 def _faithful(s: Subject) -> Cause | None:
@@ -246,7 +245,7 @@ def computation(s: Subject) -> Cause | None:
     npu_vs_replay = s.replay.npu
     nonfinite = npu_vs_replay.nonfinite_mismatch > 0
     d_nr, d_rg = distances
-    d_ng = math.sqrt(s.stats.sums["dd"])
+    d_ng = s.stats.diff_norm
     if not nonfinite and (npu_vs_replay.red <= s.replay_limit or d_rg >= d_ng):
         return None
     score = 1.0 if nonfinite else d_nr**2 / (d_nr**2 + d_rg**2)

@@ -214,3 +214,21 @@ def test_identical_huge_tensors_have_cosine_one(sample_data, npys, recwarn):
     assert status == ExitStatus.OK
     assert _row(text, "cosine") == "1.00000000"
     assert [str(w.message) for w in recwarn if issubclass(w.category, RuntimeWarning)] == []
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "verdict", "red"),
+    [
+        (1e300, -1e300, "differs: diverges", "RED 2;"),  # was "not compared", RED nan
+        (1e300, 1.0001e300, "beyond float64 rounding", "RED 0.0001;"),
+        (1e-100, 1.01e-100, "beyond float64 rounding", "RED 0.0099;"),  # was an internal error
+    ],
+)
+def test_values_whose_squares_leave_float64_get_a_verdict(sample_data, npys, left, right, verdict, red):
+    """The verdict's sums (``pair_stats``) overflowed float64 from 1e154 and lost their digits,
+    or divided by zero, below 1e-154."""
+    a = npys("a.npy", np.full(8, left), dtype=np.float64)
+    b = npys("b.npy", np.full(8, right), dtype=np.float64)
+    _, text = _run(sample_data, f"cp {a} {b}")
+    assert verdict in _row(text, "verdict")
+    assert _row(text, "rounding").startswith(red)

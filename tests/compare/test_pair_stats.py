@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -52,6 +53,67 @@ def test_cosine_and_red_equal_a_loop_whatever_the_pieces(size, chunk, seed):
     assert stats.finite == finite == size
     assert math.isclose(stats.cosine, cosine, rel_tol=1e-9)
     assert math.isclose(stats.red, red, rel_tol=1e-9)
+
+
+def _exact(npu, golden):
+    """Cosine, RED, ``||n - g||`` and the golden's RMS from exact rational sums (floats are
+    rationals: nothing overflows or rounds until the last step)."""
+    n, g = [Fraction(float(v)) for v in npu.ravel()], [Fraction(float(v)) for v in golden.ravel()]
+    nn, gg = sum(a * a for a in n), sum(b * b for b in g)
+    ng, dd = sum(a * b for a, b in zip(n, g)), sum((a - b) ** 2 for a, b in zip(n, g))
+    cosine = math.sqrt(ng * ng / (nn * gg)) * (1 if ng >= 0 else -1)
+    return cosine, math.sqrt(dd / gg), _root(dd), _root(gg / len(g))
+
+
+def _root(q: Fraction) -> float:
+    """sqrt(q) of a rational beyond float64's range: q / 4**k near 1, its root times 2**k."""
+    k = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    return math.ldexp(math.sqrt(q / Fraction(4) ** k), k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 60),
+    st.integers(1, 25),
+    st.integers(-1000, 1000),
+    st.integers(0, 2**31),
+    st.sampled_from(["alone", "after ones", "before ones"]),
+)
+def test_values_near_float64s_limits_compare_in_a_scale(size, chunk, power, seed, spread):
+    """Values of 2**power: their sums of squares overflow float64 from about 2**512 (cosine and
+    RED were NaN) and lose their digits in subnormals below about 2**-512 (cosine divided by
+    zero). Against exact rational sums; ``spread``: with a piece of ones, so the totals taken
+    before the large or small values, or before the ones, must be brought to another scale. Exact within 1e-9, or
+    within 2**-500 of the largest value (a difference of 2**-516 beside ones squares to a
+    subnormal in any one scale)."""
+    rng = np.random.default_rng(seed)
+    golden = np.ldexp(rng.uniform(0.5, 1.0, size) * rng.choice([-1.0, 1.0], size), power)
+    npu = golden * (1.0 + rng.standard_normal(size) * 0.01)
+    if spread != "alone":
+        ones = np.ones(chunk)
+        order = (lambda v: [ones, v]) if spread == "after ones" else (lambda v: [v, ones])
+        golden, npu = np.concatenate(order(golden)), np.concatenate(order(npu))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = compare(npu, golden, chunk=chunk)
+    cosine, red, diff_norm, rms = _exact(npu, golden)
+    floor = 2.0**-500 * float(np.max(np.abs(golden)))
+    assert math.isclose(stats.cosine, cosine, rel_tol=1e-9, abs_tol=2.0**-500)
+    assert math.isclose(stats.red, red, rel_tol=1e-9, abs_tol=2.0**-500)
+    assert math.isclose(stats.diff_norm, diff_norm, rel_tol=1e-9, abs_tol=floor)
+    assert math.isclose(stats.rms_golden, rms, rel_tol=1e-9, abs_tol=floor)
+    assert stats.max_abs_diff == float(np.max(np.abs(npu - golden)))
+
+
+def test_opposite_values_near_float64s_largest():
+    """1e300 against -1e300: every difference (2e300) is finite, though ``n - g`` in float64
+    arithmetic at 1.7e308 is not; the relative error is 2, not inf/inf."""
+    stats = compare(np.full(8, 1e300), np.full(8, -1e300))
+    assert (stats.cosine, stats.red) == (-1.0, 2.0)
+    assert math.isclose(stats.diff_norm, 2e300 * math.sqrt(8), rel_tol=1e-12)
+    assert stats.max_abs_diff == 2e300 and stats.rms_golden == 1e300
+    huge = compare(np.full(4, 1.7e308), np.full(4, -1.7e308))
+    assert huge.red == 2.0 and huge.max_abs_diff == math.inf  # 3.4e308 is beyond float64
 
 
 def test_strided_views_and_other_shapes_compare_in_c_order():

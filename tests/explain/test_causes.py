@@ -3,6 +3,8 @@ a tensor that only float16 rounding separates from its golden."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -132,6 +134,20 @@ def test_affine_fit_equals_numpy_least_squares():
     residual = float(np.sum((n - slope * g - intercept) ** 2))
     assert (fit.k, fit.c) == (pytest.approx(slope), pytest.approx(intercept))
     assert fit.share == pytest.approx(1 - residual / float(np.sum((n - g) ** 2)))
+    assert fit.r2 == pytest.approx(np.corrcoef(n, g)[0, 1] ** 2)
+
+
+@pytest.mark.parametrize("power", [-700, 700])
+def test_affine_fit_of_values_whose_squares_leave_float64(power):
+    """The pass's sums are then in a scale (``PairStats.scale``): the factor and the shares are
+    ratios of them, the offset is in the tensors' own units (numpy's least squares of the values
+    brought near 1 by the same power of two, which is exact)."""
+    g = RNG.standard_normal(500)
+    n = 1.7 * g - 0.3 + RNG.standard_normal(500) * 0.01
+    fit = affine_fit(compare(np.ldexp(n, power), np.ldexp(g, power)))
+    slope, intercept = np.linalg.lstsq(np.stack([g, np.ones_like(g)], 1), n, rcond=None)[0]
+    assert fit.k == pytest.approx(slope)
+    assert fit.c == pytest.approx(math.ldexp(intercept, power))
     assert fit.r2 == pytest.approx(np.corrcoef(n, g)[0, 1] ** 2)
 
 
