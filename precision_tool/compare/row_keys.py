@@ -24,7 +24,7 @@ from .. import __version__
 from ..formats.file_identity import FileIdentities
 from .golden_pairing import DumpSide, FileSide, NpySide, PairTask, TensorFileSide
 
-SCHEMA = 2  # 2: files keyed by what they are (file_identity), not by the path as typed
+SCHEMA = 3  # 2: files keyed by what they are (file_identity), not by the path as typed; 3: metrics as bits
 
 
 def _side_text(side: DumpSide | NpySide | TensorFileSide, identities: FileIdentities, files: dict) -> str | None:

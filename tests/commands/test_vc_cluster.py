@@ -72,7 +72,15 @@ def test_since_reuses_only_rows_computed_from_then(tmp_path):
             "INSERT INTO rows VALUES ('untimed', ?)",
             (
                 json.dumps(
-                    {"metrics": {}, "std": "", "reason": "", "npu_dtype": None, "golden_dtype": None, "shape": None}
+                    {
+                        "names": [],
+                        "bits": "",
+                        "std": "",
+                        "reason": "",
+                        "npu_dtype": None,
+                        "golden_dtype": None,
+                        "shape": None,
+                    }
                 ),
             ),
         )

@@ -129,11 +129,16 @@ def _other_columns(db: sqlite3.Connection) -> None:
 
 DAMAGE = {
     "a list": _each_outcome(lambda o: "[1]"),
-    "bad JSON": _each_outcome(lambda o: '{"metrics": {"CosineSimilarity": 0.9'),
+    "bad JSON": _each_outcome(lambda o: '{"names": ["CosineSimilarity"], "bits": "00'),
     "nested past any depth": _each_outcome(lambda o: "[" * 100_000),
-    "text metrics": _with("metrics", {"CosineSimilarity": "high"}),
-    "a metric past any float": _with("metrics", {"CosineSimilarity": 10**400}),
-    "metrics a list": _with("metrics", [0.5]),
+    "a name a number": _with("names", [1]),
+    "names a text": _with("names", "CosineSimilarity"),
+    "bits not hex": _with("bits", "zz"),
+    "bits a number": _with("bits", 0.5),
+    "bits one value short": _each_outcome(lambda o: json.dumps({**o, "bits": o["bits"][:-16]})),
+    "a name twice": _each_outcome(
+        lambda o: json.dumps({**o, "names": o["names"] + o["names"][:1], "bits": o["bits"] + o["bits"][:16]})
+    ),
     "no shape": _without("shape"),
     "no reason": _without("reason"),
     "shape a string": _with("shape", "4x12x12x24"),

@@ -4,11 +4,15 @@ unchanged, an interrupted vc is resumed in its own directory, and the CSVs stay 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.compare.result_read import read_result_csv
 from precision_tool.compare.row_cache import RowCache, cached_rows
@@ -248,7 +252,8 @@ def test_a_lookup_of_more_keys_than_one_query_takes_finds_each_as_sqlite_holds_i
 
     from precision_tool.compare import row_cache
 
-    outcome = {"metrics": {"CosineSimilarity": 0.5}, "std": "NaN", "reason": "", "npu_dtype": None}
+    outcome = {"names": ["CosineSimilarity"], "bits": struct.pack("<d", 0.5).hex(), "std": "NaN", "reason": ""}
+    outcome["npu_dtype"] = None
     outcome.update(golden_dtype=None, shape=[2, 3], at=1)
     stored = [f"k{n:05d}" for n in range(0, 3 * row_cache._LOOKUP_KEYS, 2)]  # every other key
     with RowCache(OutputRoot(tmp_path / "out"), "cache") as cache:
@@ -266,6 +271,60 @@ def test_a_lookup_of_more_keys_than_one_query_takes_finds_each_as_sqlite_holds_i
         json.loads(row[0]) if (row := db.execute("SELECT outcome FROM rows WHERE key = ?", (key,)).fetchone()) else None
         for key in asked
     ]
+    for each in expected:
+        if each is not None:
+            each["metrics"] = {"CosineSimilarity": 0.5}  # as the checked outcome reads the bits
     assert len(found) == len(asked) and found == expected
     assert sum(f is not None for f in found) == len(stored) + 1  # k00000 asked twice, k00001 never stored
     assert json.loads(lone[0])["at"] == 1 and lone[1] is None
+
+
+_texts = st.text(st.characters(codec="utf-8"), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(_texts, st.floats(allow_nan=True, allow_infinity=True), max_size=12),
+    _texts,
+    _texts,
+    st.none() | _texts,
+    st.none() | st.lists(st.integers(0, 2**40), max_size=6),
+)
+def test_a_stored_outcome_reads_back_as_the_row_held_it(metrics, std, reason, dtype, shape):
+    """The outcome is written as text by hand (floats as their bits): JSON's own parser reads it,
+    and every value comes back exactly: NaN's bits, -0.0, infinities, any text."""
+    from precision_tool.compare import row_cache
+    from precision_tool.compare.result import CompareRow
+
+    row = CompareRow(
+        index=1,
+        op_type="Conv2D",
+        npu_name="n",
+        npu_dtype=dtype,
+        npu_address=None,
+        ground_truth="g",
+        golden_dtype="float32",
+        tensor_index="output:0",
+        shape=None if shape is None else tuple(shape),
+        metrics=metrics,
+        std_text=std,
+        fail_reason=reason,
+    )
+    stored = row_cache._outcome(row)
+    data = json.loads(stored)
+    assert (data["std"], data["reason"], data["npu_dtype"], data["golden_dtype"]) == (std, reason, dtype, "float32")
+    assert data["shape"] == shape and isinstance(data["at"], int)
+    checked = row_cache._checked_outcome(stored)
+    assert list(checked["metrics"]) == list(metrics)
+    bits = [struct.pack("<d", v) for v in checked["metrics"].values()]
+    assert bits == [struct.pack("<d", v) for v in metrics.values()]
+    again = row_cache._with_outcome(row_task(), checked)
+    assert again.shape == row.shape and again.std_text == std and again.npu_dtype == dtype
+    assert all(math.isnan(a) if math.isnan(b) else a == b for a, b in zip(again.metrics.values(), metrics.values()))
+
+
+def row_task():
+    """A task to make a row of (only its names are read)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(index=1, op_type="Conv2D", npu_name="n", ground_truth="g", tensor_index="output:0")
