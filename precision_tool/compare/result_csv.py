@@ -75,9 +75,12 @@ def columns(
     return head + [REASON_COLUMN] + [m.name for m in extra]
 
 
+VALUE_FORMAT = "%.6f"  # msaccucmp's six decimals
+
+
 def format_value(value: float | None) -> str:
     """``%.6f`` of a computed value (``nan``, ``inf``, ``-inf`` as such); ``NaN`` for None."""
-    return NOT_COMPARED if value is None else "%.6f" % value
+    return NOT_COMPARED if value is None else VALUE_FORMAT % value
 
 
 def format_shape(shape: tuple[int, ...] | None) -> str:
@@ -112,13 +115,20 @@ def line_text(cells: list) -> str | None:
 
     The writer looks for its line terminator's characters in every character of every cell
     (``PyUnicode_FindChar`` once a character in CPython 3.11): 49,000 instructions a result row,
-    8% of a 1.5 GB run's main process; ``in`` looks at a cell at C speed (26,000)."""
+    8% of a 1.5 GB run's main process. Here the joined line is looked at once (``in`` and
+    ``count`` at C speed), and a cell alone only when the line holds a comma too many or a
+    quote, CR or LF: 19,500."""
     if len(cells) < 2:  # the writer quotes a lone empty cell
         return None
     try:
-        return ",".join([_quoted(cell) for cell in cells]) + "\r\n"
+        joined = ",".join(cells)
     except TypeError:  # no text: the writer converts it
         return None
+    if '"' in joined or "\n" in joined or "\r" in joined:
+        return ",".join([_quoted(cell) for cell in cells]) + "\r\n"
+    if joined.count(",") == len(cells) - 1:  # no cell holds a comma: the line as joined
+        return joined + "\r\n"
+    return ",".join(['"' + cell + '"' if "," in cell else cell for cell in cells]) + "\r\n"  # a shape's commas
 
 
 def _quoted(cell: str) -> str:
@@ -148,13 +158,30 @@ def row_layout(
     (names, types, reasons) goes through :func:`neutralise` unless ``spreadsheet_safe`` is
     False (a DataFrame wants the names themselves)."""
     known, extra = _split(metrics)
-    return RowLayout(op_sequence, overflow, golden_address, tuple(known), tuple(extra), spreadsheet_safe)
+    return RowLayout(
+        op_sequence,
+        overflow,
+        golden_address,
+        tuple(known),
+        tuple(extra),
+        spreadsheet_safe,
+        _kinds(known),
+        _kinds(extra),
+    )
+
+
+_NUMBER, _STD, _TEXT = 0, 1, 2  # how a metric's cell is made (_kinds)
+
+
+def _kinds(metrics: Sequence[Metric]) -> tuple[tuple[str, int], ...]:
+    return tuple((m.name, _STD if m.name == STD_COLUMN else _TEXT if m.text else _NUMBER) for m in metrics)
 
 
 @dataclass(frozen=True)
 class RowLayout:
     """What :func:`row_layout` worked out: the optional columns, the metrics split as
-    :func:`columns` orders them, and whether text is neutralised."""
+    :func:`columns` orders them, whether text is neutralised, and how each metric's cell is
+    made (``known_kinds``, ``extra_kinds``: its name and kind, a row's cells made in one pass)."""
 
     op_sequence: bool
     overflow: bool
@@ -162,6 +189,8 @@ class RowLayout:
     known: tuple[Metric, ...]
     extra: tuple[Metric, ...]
     spreadsheet_safe: bool = True
+    known_kinds: tuple[tuple[str, int], ...] = ()
+    extra_kinds: tuple[tuple[str, int], ...] = ()
 
     def cells(self, row: CompareRow) -> list[str]:
         text = _text if self.spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
@@ -177,17 +206,25 @@ class RowLayout:
         cells += [text(row.golden_address)] if self.golden_address else []
         cells += [text(row.tensor_index), format_shape(row.shape)]
         cells += [text(row.overflow)] if self.overflow else []
-        cells += [_metric_cell(row, m) for m in self.known] + [text(row.fail_reason)]
-        return cells + [_metric_cell(row, m) for m in self.extra]
+        cells += _metric_cells(row, self.known_kinds) + [text(row.fail_reason)]
+        return cells + _metric_cells(row, self.extra_kinds) if self.extra_kinds else cells
 
 
-def _metric_cell(row: CompareRow, metric: Metric) -> str:
-    if metric.name == STD_COLUMN:
-        return row.std_text
-    value = row.metrics.get(metric.name)
-    if metric.text:
-        return NOT_COMPARED if value is None else str(value)
-    return format_value(value)
+def _metric_cells(row: CompareRow, kinds: tuple[tuple[str, int], ...]) -> list[str]:
+    """The cells of the metrics ``kinds`` names: a number as :func:`format_value` writes it, the
+    StandardDeviation text, a text metric as it is, ``NaN`` for one not computed (one pass, no
+    call a cell: ten cells a row, a row a tensor)."""
+    values, std = row.metrics, row.std_text
+    return [
+        std
+        if kind == _STD
+        else NOT_COMPARED
+        if (value := values.get(name)) is None
+        else VALUE_FORMAT % value
+        if kind == _NUMBER
+        else str(value)
+        for name, kind in kinds
+    ]
 
 
 RESULTS_DIR = "vector_compare"

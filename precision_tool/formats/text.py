@@ -12,7 +12,7 @@ _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.+\-]")
 
 def shape_text(shape: Iterable[int] | None, unknown: str = "?") -> str:
     """``[2,8,8,3]``; ``[]`` for a scalar; ``unknown`` when the shape is None."""
-    return unknown if shape is None else "[" + ",".join(str(int(d)) for d in shape) + "]"
+    return unknown if shape is None else "[" + ",".join(map(str, map(int, shape))) + "]"
 
 
 def safe_file_name(stem: str, suffix: str = "", limit: int = MAX_FILE_NAME) -> str:
