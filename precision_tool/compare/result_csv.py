@@ -164,9 +164,9 @@ def row_layout(
         golden_address,
         tuple(known),
         tuple(extra),
-        spreadsheet_safe,
         _kinds(known),
         _kinds(extra),
+        spreadsheet_safe,
     )
 
 
@@ -188,9 +188,9 @@ class RowLayout:
     golden_address: bool
     known: tuple[Metric, ...]
     extra: tuple[Metric, ...]
+    known_kinds: tuple[tuple[str, int], ...]
+    extra_kinds: tuple[tuple[str, int], ...]
     spreadsheet_safe: bool = True
-    known_kinds: tuple[tuple[str, int], ...] = ()
-    extra_kinds: tuple[tuple[str, int], ...] = ()
 
     def cells(self, row: CompareRow) -> list[str]:
         text = _text if self.spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))

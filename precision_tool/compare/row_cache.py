@@ -39,6 +39,7 @@ from json.encoder import encode_basestring_ascii
 
 from ..formats.held_dir import OutputError
 from ..formats.output_root import OutputRoot
+from ..formats.text import shape_text
 from .golden_pairing import PairTask
 from .result import CompareRow
 from .row_keys import SCHEMA, RowKeys
@@ -65,7 +66,7 @@ def _outcome(row: CompareRow) -> str:
     main process): the values are one hex string of little-endian float64s instead (exact, NaN
     and infinities too), and only the texts go through JSON's string encoder.
     """
-    metrics, shape = row.metrics, row.shape
+    metrics = row.metrics
     return "".join(
         (
             '{"names":',
@@ -81,7 +82,7 @@ def _outcome(row: CompareRow) -> str:
             ',"golden_dtype":',
             _json_text(row.golden_dtype),
             ',"shape":',
-            "null" if shape is None else "[" + ",".join(map(str, map(int, shape))) + "]",
+            shape_text(row.shape, unknown="null"),
             ',"at":',
             str(time.time_ns()),
             "}",
