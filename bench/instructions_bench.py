@@ -18,9 +18,11 @@ up alike, doing its work 0 and ``--times`` times; the difference is the work's o
   which valgrind presents as another, so they would be compiled again, differently, each run.
 - ``run``: a whole one-shot ``vc --fresh`` (imports, graph, plan, the compare, its files), once:
   the fixed cost of a small run (issue 28, item 2), start-up included, which a shared machine's
-  wall time cannot separate by tens of milliseconds. Only the tool's process is counted, so it
-  measures runs that compare inline (below the pool's size, as a 10 MB network does). A plain
-  run before it makes the graph's cache, so it counts a repeated run, as the other pieces do.
+  wall time cannot separate by tens of milliseconds. Only the tool's process is counted: a run
+  that compares inline (below the pool's size, as a 10 MB network does) whole, a larger one
+  without its fork server and workers (the tool's own share of a pooled run: its plan, the
+  rows it takes back, its CSV and row cache). A plain run before it makes the graph's cache, so
+  it counts a repeated run, as the other pieces do.
 
 Instructions are not time (a memory-bound copy costs more per instruction than Python does),
 so this measures the tool's own Python; ``cpu_split_bench.py`` measures the run. Needs
