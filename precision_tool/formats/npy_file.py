@@ -99,7 +99,8 @@ def as_dump_dtype(array: np.ndarray, dtype_name: str, path: str | os.PathLike) -
         return array
     if dtype_name not in _WIDENED or array.dtype != np.float32:
         raise PrecisionToolError(f"holds {array.dtype}, but dump.json says {shown(dtype_name)}", path)
-    narrowed = array.astype(target)
+    with np.errstate(invalid="ignore"):  # a signalling NaN narrows to a NaN, as it should, with numpy's flag raised
+        narrowed = array.astype(target)
     if not np.array_equal(narrowed.astype(np.float32), array, equal_nan=True):
         raise PrecisionToolError(
             f"holds float32 values that are not {shown(dtype_name)} values, though dump.json says the tensor is one",

@@ -3,6 +3,7 @@ where msprobe widened them (MindSpore bfloat16 and float8 saved as float32)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -62,6 +63,18 @@ def test_every_bfloat16_survives_the_widening(tmp_path_factory, bits):
     array = read_npy(path, "BFloat16")
     finite = ~np.isnan(values.astype(np.float32))
     assert np.array_equal(array.view(np.uint16)[finite], values.view(np.uint16)[finite])
+
+
+def test_a_signalling_nan_narrows_without_a_warning(tmp_path):
+    """bfloat16 0x7f81 (a signalling NaN) widened to float32 and narrowed back raises numpy's
+    'invalid value' flag: a RuntimeWarning printed among the command's output, once a run
+    (hypothesis found it in the test above); the value read is a NaN, as the dump's is."""
+    values = np.array([0x7F81, 0x3F80], dtype=np.uint16).view(ml_dtypes.bfloat16)
+    path = _save(tmp_path / "t.npy", values.astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        array = read_npy(path, "BFloat16")
+    assert np.isnan(array[0]) and array[1] == 1.0
 
 
 def test_float32_values_no_bfloat16_holds_are_an_error(tmp_path):
