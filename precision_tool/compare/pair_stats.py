@@ -177,16 +177,19 @@ class PairAccumulator:
         self._extremes(start, npu, golden, both)
 
     def _sums(self, n: np.ndarray, g: np.ndarray) -> None:
-        part = _piece_sums(self._scaled(n), self._scaled(g))
-        totals = {name: total + part[name] for name, total in self.sums.items()}
+        part, totals = self._folded(n, g)
         if _out_of_range(totals, part["max_abs_d"]):
             self._rescale(n, g)
-            part = _piece_sums(self._scaled(n), self._scaled(g))
-            totals = {name: total + part[name] for name, total in self.sums.items()}
+            part, totals = self._folded(n, g)
         self.sums = totals
         self.finite += n.size
         if n.size:
             self.max_abs_diff = max(self.max_abs_diff, unscaled(part["max_abs_d"], self.scale))
+
+    def _folded(self, n: np.ndarray, g: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
+        """A piece's sums in the current scale, and the totals with them (not yet kept)."""
+        part = _piece_sums(self._scaled(n), self._scaled(g))
+        return part, {name: total + part[name] for name, total in self.sums.items()}
 
     def _scaled(self, values: np.ndarray) -> np.ndarray:
         return np.ldexp(values, -self.scale) if self.scale else values

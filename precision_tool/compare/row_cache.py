@@ -72,7 +72,7 @@ def _outcome(row: CompareRow) -> str:
             '{"names":',
             _names_json(tuple(metrics)),
             ',"bits":"',
-            _packer(len(metrics))(*metrics.values()).hex(),
+            _float64s(len(metrics)).pack(*metrics.values()).hex(),
             '","std":',
             _json_text(row.std_text),
             ',"reason":',
@@ -101,8 +101,9 @@ def _names_json(names: tuple[str, ...]) -> str:
 
 
 @lru_cache(maxsize=64)
-def _packer(count: int):
-    return struct.Struct(f"<{count}d").pack
+def _float64s(count: int) -> struct.Struct:
+    """``count`` little-endian float64s: how an outcome's ``bits`` hold its metrics."""
+    return struct.Struct(f"<{count}d")
 
 
 def _metrics_of(names: list, bits: str) -> dict[str, float]:
@@ -111,7 +112,7 @@ def _metrics_of(names: list, bits: str) -> dict[str, float]:
     raw = bytes.fromhex(bits)
     if len(raw) != 8 * len(names) or len(set(names)) != len(names):
         raise ValueError("its bits do not hold one float64 a name")
-    return dict(zip(names, struct.unpack(f"<{len(names)}d", raw)))
+    return dict(zip(names, _float64s(len(names)).unpack(raw)))
 
 
 def _is_int(value) -> bool:
