@@ -25,7 +25,8 @@ import numpy as np
 from ..compare.golden_pairing import DumpSide, NpySide, PairTask
 from ..compare.msprobe_plan import tensor_names
 from ..compare.plan import graph_for_step, npu_vs_golden, plan_msprobe
-from ..compare.tensor_summary import TensorStats, tensor_stats
+from ..compare.sides import ReadCache, device_values
+from ..compare.tensor_summary import TensorStats, has_inf_nan, tensor_stats
 from ..context import Context
 from ..errors import PrecisionToolError
 from ..formats.dump import read_dump
@@ -39,7 +40,6 @@ from ..formats.tree import DumpTree, StepDir
 
 DEFAULT_LIMIT = 3
 OPDEBUG_GLOB = "Opdebug.Node_OpDebug.*"
-_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -258,20 +258,6 @@ def _stats(tensor: DumpTensor, origin_format: str | None) -> tuple[TensorStats |
 # --- part 2: Inf/NaN on the NPU where golden has none -----------------------------------------
 
 
-def has_inf_nan(array: np.ndarray) -> bool:
-    """Whether ``array`` holds any Inf or NaN (integers and booleans never do); in chunks."""
-    flat = np.asarray(array).reshape(-1)
-    if flat.dtype.kind in "biu":
-        return False
-    for start in range(0, flat.size, _CHUNK):
-        chunk = flat[start : start + _CHUNK]
-        if chunk.dtype.kind not in "fc":  # bfloat16 and other extension types
-            chunk = chunk.astype(np.float32)
-        if not np.isfinite(chunk).all():
-            return True
-    return False
-
-
 def find_nonfinite(
     listings: dict[StepDir, DumpListing], models: list[Model], golden: GoldenIndex
 ) -> list[NonFiniteTensor]:
@@ -285,34 +271,23 @@ def find_nonfinite(
 
 
 def _scan_tasks(step: StepDir, tasks: list[PairTask]) -> list[NonFiniteTensor]:
-    headers: dict[Path, DumpFile | None] = {}
+    reads = ReadCache()  # as a comparison reads them: a small dump file once for all its tensors
     found = []
     for task in tasks:
         if not isinstance(task.left, DumpSide) or not isinstance(task.right, NpySide):
             continue
-        item = _nonfinite_item(step, task, _tensor(headers, task.left))
+        item = _nonfinite_item(step, task, reads)
         if item is not None:
             found.append(item)
     return found
 
 
-def _tensor(headers: dict[Path, DumpFile | None], side: DumpSide) -> DumpTensor | None:
-    if side.path not in headers:
-        try:
-            headers[side.path] = read_dump(side.path)
-        except PrecisionToolError:
-            headers[side.path] = None
-    dump = headers[side.path]
-    tensors = (dump.inputs if side.kind == "input" else dump.outputs) if dump else []
-    return tensors[side.index] if side.index < len(tensors) else None
-
-
-def _nonfinite_item(step: StepDir, task: PairTask, tensor: DumpTensor | None) -> NonFiniteTensor | None:
-    if tensor is None or tensor.problem:
-        return None
+def _nonfinite_item(step: StepDir, task: PairTask, reads: ReadCache) -> NonFiniteTensor | None:
     try:
-        if not has_inf_nan(tensor.device()):  # padding is zero: no conversion needed to ask
-            return None
+        data = reads.data(task.left.path)
+        tensor = reads.tensor(task.left)
+        if tensor.problem or not has_inf_nan(device_values(tensor, data)):  # padding is zero:
+            return None  # no conversion needed to ask
         golden = load_npy(task.right.path)
     except PrecisionToolError:
         return None

@@ -181,6 +181,15 @@ def _in_memory(t: DumpTensor, data: np.ndarray | None) -> np.ndarray | None:
     return None if stored is None else stored.view(t.dtype).reshape(t.shape)
 
 
+def device_values(t: DumpTensor, data: np.ndarray | None) -> np.ndarray:
+    """Tensor ``t`` in its device layout: a view of its dump file's bytes ``data`` when the
+    read cache holds them (:meth:`ReadCache.data`: a small file, read once for all its tensors),
+    else from the file (:meth:`~precision_tool.formats.dump_tensor.DumpTensor.device`: mapped,
+    or unpacked for a sub-byte type). PrecisionToolError says why it cannot be read."""
+    device = None if dump_dtype(t.data_type).packed else _in_memory(t, data)
+    return t.device() if device is None else device
+
+
 def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities | None = None) -> Source:
     """Open one tensor of an NPU dump in host layout; PrecisionToolError names the problem.
     ``identities``: as :func:`open_side` (recorded here when the file is read whole)."""
@@ -192,11 +201,8 @@ def open_dump_side(side: DumpSide, reads: ReadCache, identities: FileIdentities 
     common = dict(dtype=t.dtype, dtype_name=t.dtype_name, nbytes=t.size, note=_format_note(t))
     check_numeric(t.dtype, t.name, t.path)
     origin = t.origin_format(side.origin_format)
-    packed = dump_dtype(t.data_type).packed
-    device = None if packed else _in_memory(t, data)
-    if device is None:
-        device = t.device()
-    if not packed and _row_separable(t, device.shape):
+    device = device_values(t, data)
+    if not dump_dtype(t.data_type).packed and _row_separable(t, device.shape):
         # the layout code always returns exactly the original shape (or raises, per block)
         raw = device.reshape(-1) if not isinstance(device, np.memmap) else None
         return DeviceRows(shape=tuple(t.original_shape), tensor=t, origin=origin, raw=raw, **common)

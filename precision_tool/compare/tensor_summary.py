@@ -1,10 +1,13 @@
-"""Summary statistics of one tensor (shape, dtype, max, min, mean, NaN/Inf counts)."""
+"""Summary statistics of one tensor (shape, dtype, max, min, mean, NaN/Inf counts), and whether
+it holds any Inf or NaN at all."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..formats.dtypes import nonfinite_bits
 
 _CHUNK = 1 << 22  # elements per reduction step: bounded memory on huge tensors
 
@@ -52,3 +55,33 @@ def tensor_stats(array: np.ndarray, dtype_name: str | None = None) -> TensorStat
     if not count:
         high = low = float("nan")
     return TensorStats(tuple(np.shape(array)), dtype_name or str(np.asarray(array).dtype), high, low, mean, nan, inf)
+
+
+def has_inf_nan(array: np.ndarray) -> bool:
+    """Whether ``array`` holds any Inf or NaN (integers and booleans never do); in chunks, by
+    the values' bits where the dtype allows (:func:`~precision_tool.formats.dtypes.nonfinite_bits`)."""
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype.kind in "biu":
+        return False
+    bits = nonfinite_bits(flat.dtype)
+    if bits is not None:
+        view, mask = bits
+        return _any_all_set(flat.view(view), view.type(mask))
+    for start in range(0, flat.size, _CHUNK):
+        chunk = flat[start : start + _CHUNK]
+        if chunk.dtype.kind not in "fc":  # other extension types
+            chunk = chunk.astype(np.float32)
+        if not np.isfinite(chunk).all():
+            return True
+    return False
+
+
+def _any_all_set(values: np.ndarray, mask) -> bool:
+    """Whether some element of ``values`` has every bit of ``mask`` set; in chunks."""
+    scratch = np.empty(min(values.size, _CHUNK), values.dtype)
+    for start in range(0, values.size, _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        masked = np.bitwise_and(chunk, mask, out=scratch[: chunk.size])
+        if masked.max() == mask:
+            return True
+    return False

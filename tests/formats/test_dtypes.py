@@ -9,9 +9,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from precision_tool.errors import PrecisionToolError
-from precision_tool.formats.dtypes import dump_dtype, element_bits, named_dtype
+from precision_tool.formats.dtypes import dump_dtype, element_bits, named_dtype, nonfinite_bits
 from precision_tool.formats.proto.dump_enums import DATA_TYPE_VALUES
 
 BITS = {
@@ -82,3 +84,34 @@ def test_an_unknown_name_is_a_one_line_error():
         element_bits("DT_NO_SUCH")
     assert str(error.value) == "unknown data type 'DT_NO_SUCH'"
     assert element_bits("DT_INT8") == 8  # and the next call goes on
+
+
+# --- which values are Inf or NaN, by their bits -------------------------------------------------
+
+_SMALL_FLOATS = [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn]
+
+
+@pytest.mark.parametrize("kind", _SMALL_FLOATS, ids=lambda t: np.dtype(t).name)
+def test_the_nonfinite_bits_of_a_small_float_are_exactly_its_inf_and_nan(kind):
+    """Every bit pattern of the 8- and 16-bit floats, against numpy's isfinite of its float32."""
+    dtype = np.dtype(kind)
+    view, mask = nonfinite_bits(dtype)
+    patterns = np.arange(1 << (8 * dtype.itemsize), dtype=np.uint64).astype(view)
+    with np.errstate(invalid="ignore"):
+        expected = ~np.isfinite(patterns.view(dtype).astype(np.float32))
+    assert np.array_equal((patterns & view.type(mask)) == mask, expected)
+    assert expected.any() and not expected.all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 64) - 1))
+def test_the_nonfinite_bits_of_float32_and_float64_are_their_inf_and_nan(bits32, bits64):
+    for kind, bits in ((np.float32, bits32), (np.float64, bits64)):
+        view, mask = nonfinite_bits(np.dtype(kind))
+        pattern = np.array([bits], view)
+        assert bool((pattern & view.type(mask))[0] == mask) == (not np.isfinite(pattern.view(kind)[0]))
+
+
+def test_types_whose_nan_is_another_pattern_have_no_nonfinite_bits():
+    for kind in (np.int32, np.uint8, np.bool_, np.complex64, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e8m0fnu):
+        assert nonfinite_bits(np.dtype(kind)) is None
