@@ -16,34 +16,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import add_root_and_trees, last_line, root_and_trees, start_run, tool_env, tree_output_args  # noqa: E402
+from run_env import add_root_and_trees, root_and_trees, run_once, tool_env, tree_output_args  # noqa: E402
 
 FLOOR = "floor: python -c 'import numpy, rich.console'"
-
-
-def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the process and its children) of one run; a run that
-    ends with another status than ``ok`` stops the bench with its last error line (a failing
-    run is no fixed cost: a data root with no dumps once timed vc's error path)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as errors:
-        proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        if code not in ok:
-            errors.seek(0)
-            last = last_line(errors.read().decode(errors="replace"))
-            raise SystemExit(f"{' '.join(command)} ended with status {code}: {last}")
-    return seconds, usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -74,6 +75,23 @@ def start_run(command: list[str], env: dict, **popen) -> subprocess.Popen:
     """``command`` started as a measured run: with ``env`` (:func:`tool_env`) and in
     :func:`run_dir`, so it imports the tree ``env`` names (paths it is given must be absolute)."""
     return subprocess.Popen(command, env=env, cwd=run_dir(), **popen)
+
+
+def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its children) of one run; a run that
+    ends with another status than ``ok`` stops the bench with its last error line (a failing
+    run is no fixed cost: a data root with no dumps once timed vc's error path)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as errors:
+        proc = start_run(command, env, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in ok:
+            errors.seek(0)
+            last = last_line(errors.read().decode(errors="replace"))
+            raise SystemExit(f"{' '.join(command)} ended with status {code}: {last}")
+    return seconds, usage.ru_utime + usage.ru_stime
 
 
 def last_line(errors: str) -> str:

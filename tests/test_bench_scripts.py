@@ -146,7 +146,7 @@ def test_a_measured_run_keeps_bytecode_and_none_of_the_shells_settings(monkeypat
 def test_a_fixed_cost_run_that_fails_stops_the_bench_with_its_error_line():
     sys.path.insert(0, str(BENCH))
     try:
-        from fixed_cost_bench import run_once
+        from run_env import run_once
     finally:
         sys.path.remove(str(BENCH))
     wall, cpu = run_once([sys.executable, "-c", "import sys; sys.exit(1)"], dict(os.environ), ok=(0, 1))
@@ -419,3 +419,15 @@ def test_the_compiled_floor_runs_a_kernel_over_every_byte():
     counts = [int(n) for n in run.stdout.decode().strip().strip("[]").split(",")]
     assert sum(counts) > 0
     assert counts == [int(np.isnan(halves).sum()), int(np.isinf(halves).sum())]
+
+
+def test_the_commands_bench_times_each_command_after_a_vc_of_its_own(sample_data, capsys):
+    """Each command reads the result its tree's own `vc` made (a run that found no result would
+    stop the bench with its error line), and nothing is written into the data root."""
+    commands_bench = _bench_module("commands_bench")
+    assert commands_bench.main([str(sample_data), "--commands", "vcs,ac", "--repeat", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    timed = [line for line in lines if "wall median" in line]
+    assert [line.split(" (")[0] for line in timed] == ["vcs", "ac"]
+    assert all(f"({REPO})" in line for line in timed)
+    assert not (sample_data / "temp").exists()
