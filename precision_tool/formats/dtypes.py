@@ -81,9 +81,9 @@ _TYPES = dict(
 )
 
 # The float types whose Inf and NaN are exactly the values with every one of some bits set (the
-# exponent's, for the IEEE binary formats; e4m3fn has no Inf and one NaN pattern a sign): the
-# unsigned view that reads those bits, and the bits. Testing them is an integer pass, where
-# numpy's isfinite of float16 widens every element (20x slower).
+# exponent's, for the IEEE binary formats; e4m3fn has no Inf, and its NaN is 0x7F of either
+# sign): the unsigned view that reads those bits, and the bits. Testing them is an integer pass,
+# where numpy's isfinite of float16 widens every element (20x slower).
 _NONFINITE_BITS = {
     np.dtype(np.float16): (np.dtype(np.uint16), 0x7C00),
     np.dtype(ml_dtypes.bfloat16): (np.dtype(np.uint16), 0x7F80),

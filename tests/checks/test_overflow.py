@@ -336,6 +336,7 @@ def test_the_scan_reads_each_small_dump_file_once_for_all_its_tensors(sample_dat
 
 def test_has_inf_nan():
     assert not has_inf_nan(np.arange(5)) and not has_inf_nan(np.zeros(3, np.float16))
+    assert not has_inf_nan(np.zeros(0, np.float16)) and not has_inf_nan(np.zeros((0, 4)))
     assert has_inf_nan(np.array([1.0, np.nan])) and has_inf_nan(np.array([np.inf], np.float16))
 
 
