@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import add_root_and_trees, root_and_trees, run_once, tool_env, tree_output_args  # noqa: E402
+from run_env import add_root_and_trees, root_and_trees, run_once, timing_line, tool_env, tree_output_args  # noqa: E402
 
 FLAGGED = (0, 1)  # the commands' statuses: 1 when an op is flagged
 
@@ -52,11 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             for code in codes:
                 runs[(name, str(code))].append(run_once(base[code] + [name], tool_env(code), ok=FLAGGED))
     for (name, code), found in runs.items():
-        walls, cpus = [w for w, _ in found], [c for _, c in found]
-        print(
-            f"{name} ({code}): wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
-            f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})"
-        )
+        print(timing_line(f"{name} ({code})", found))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # perf_doc, also when loaded by path
 from perf_doc import add_write_flag, run_writing  # noqa: E402
-from run_env import add_root_and_trees, root_and_trees, run_once, tool_env, tree_output_args  # noqa: E402
+from run_env import add_root_and_trees, root_and_trees, run_once, timing_line, tool_env, tree_output_args  # noqa: E402
 
 FLOOR = "floor: python -c 'import numpy, rich.console'"
 
@@ -50,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[str(code)].append(run_once(commands[code], tool_env(code), ok=(0, 1)))  # 1: ops flagged
         runs[FLOOR].append(run_once([sys.executable, "-c", "import numpy, rich.console"], tool_env()))
     for label, found in runs.items():
-        walls, cpus = [w for w, _ in found], [c for _, c in found]
-        print(
-            f"{label}: wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
-            f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})"
-        )
+        print(timing_line(label, found))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import statistics
 import subprocess
 import tempfile
 import time
@@ -92,6 +93,15 @@ def run_once(command: list[str], env: dict, ok: tuple[int, ...] = (0,)) -> tuple
             last = last_line(errors.read().decode(errors="replace"))
             raise SystemExit(f"{' '.join(command)} ended with status {code}: {last}")
     return seconds, usage.ru_utime + usage.ru_stime
+
+
+def timing_line(label: str, runs: list[tuple[float, float]]) -> str:
+    """``label: wall median ... (min ...), CPU median ... (min ...)`` of :func:`run_once`'s runs."""
+    walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+    return (
+        f"{label}: wall median {statistics.median(walls):.3f} s (min {min(walls):.3f}), "
+        f"CPU median {statistics.median(cpus):.3f} s (min {min(cpus):.3f})"
+    )
 
 
 def last_line(errors: str) -> str:
