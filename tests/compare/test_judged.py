@@ -26,6 +26,8 @@ def test_a_judged_result_reads_its_csv_once_a_session_until_it_is_rewritten(samp
     assert first.flagged  # the sample holds a planted defect: a real verdict, remembered
     path.write_text(path.read_text() + "\n")  # rewritten: what the file is has changed
     again = judged.judged_result(context, path, rule)
-    assert len(reads) == 2 and again is not first and [op.name for op in again.flagged] == [
-        op.name for op in first.flagged
-    ]
+    assert (
+        len(reads) == 2
+        and again is not first
+        and [op.name for op in again.flagged] == [op.name for op in first.flagged]
+    )
