@@ -65,10 +65,12 @@ class Tolerances:
 
 def tolerances(args, left: np.ndarray, right: np.ndarray, scale: float = 1.0) -> Tolerances:
     """The lower-precision side's :class:`Tolerance` (``atol`` times ``scale``, RIGHT's root
-    mean square, when it is at least 1e-30), with ``-al``/``-rl`` overriding it."""
+    mean square, when it is positive and finite: allclose is then as scale-free as the verdict
+    beside it), with ``-al``/``-rl`` overriding it."""
     default = pair_tolerance(left.dtype, right.dtype)
     given = args.atol is not None or args.rtol is not None
-    scale = scale if math.isfinite(scale) and scale > 1e-30 and not given else 1.0  # given: as typed
+    # an all-zero RIGHT keeps the absolute atol; given tolerances are taken as typed
+    scale = scale if math.isfinite(scale) and scale > 0 and not given else 1.0
     atol = default.atol * scale if args.atol is None else args.atol
     rtol = default.rtol if args.rtol is None else args.rtol
     return Tolerances(atol, rtol, default, given, scale)

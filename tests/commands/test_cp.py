@@ -232,3 +232,6 @@ def test_values_whose_squares_leave_float64_get_a_verdict(sample_data, npys, lef
     _, text = _run(sample_data, f"cp {a} {b}")
     assert verdict in _row(text, "verdict")
     assert _row(text, "rounding").startswith(red)
+    assert _row(text, "allclose") == "no"  # 1e-100s 1% apart were "allclose yes": atol unscaled
+    _, same = _run(sample_data, f"cp {a} {a}")
+    assert _row(same, "allclose") == "yes" and "within float64 rounding" in _row(same, "verdict")
