@@ -22,7 +22,7 @@ import csv
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -158,16 +158,7 @@ def row_layout(
     (names, types, reasons) goes through :func:`neutralise` unless ``spreadsheet_safe`` is
     False (a DataFrame wants the names themselves)."""
     known, extra = _split(metrics)
-    return RowLayout(
-        op_sequence,
-        overflow,
-        golden_address,
-        tuple(known),
-        tuple(extra),
-        _kinds(known),
-        _kinds(extra),
-        spreadsheet_safe,
-    )
+    return RowLayout(op_sequence, overflow, golden_address, tuple(known), tuple(extra), spreadsheet_safe)
 
 
 _NUMBER, _STD, _TEXT = 0, 1, 2  # how a metric's cell is made (_kinds)
@@ -181,16 +172,21 @@ def _kinds(metrics: Sequence[Metric]) -> tuple[tuple[str, int], ...]:
 class RowLayout:
     """What :func:`row_layout` worked out: the optional columns, the metrics split as
     :func:`columns` orders them, whether text is neutralised, and how each metric's cell is
-    made (``known_kinds``, ``extra_kinds``: its name and kind, a row's cells made in one pass)."""
+    made (``known_kinds``, ``extra_kinds``: its name and kind, derived from ``known`` and
+    ``extra`` once, so that a row's cells are made in one pass)."""
 
     op_sequence: bool
     overflow: bool
     golden_address: bool
     known: tuple[Metric, ...]
     extra: tuple[Metric, ...]
-    known_kinds: tuple[tuple[str, int], ...]
-    extra_kinds: tuple[tuple[str, int], ...]
     spreadsheet_safe: bool = True
+    known_kinds: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+    extra_kinds: tuple[tuple[str, int], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "known_kinds", _kinds(self.known))
+        object.__setattr__(self, "extra_kinds", _kinds(self.extra))
 
     def cells(self, row: CompareRow) -> list[str]:
         text = _text if self.spreadsheet_safe else (lambda v: NOT_COMPARED if v is None else str(v))
